@@ -1,0 +1,189 @@
+"""Bufferized ``linalg.matmul``/``batch_matmul`` -> OpenBLAS gemm calls (the ``cpu-blas`` target).
+
+After bufferization every float32/float64 matmul is replaced by a call to a small helper written
+in MLIR. The helper reads the operands' strided metadata at run time and hands row-major or
+column-major operands to ``scipy_cblas_{s,d}gemm`` through their leading dimensions; any other
+layout (or a C operand that is not row-major) falls back to the original ``linalg.matmul`` loop
+nest, so a strange stride is slow, never wrong. ``beta`` is 1: the destination was zero-filled by
+the ``linalg.fill`` that precedes every matmul, and gemm accumulates onto it as matmul does.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
+_GEMM = {"f32": "scipy_cblas_sgemm", "f64": "scipy_cblas_dgemm"}
+_BYTES = {"f32": 4, "f64": 8}
+
+
+@functools.cache
+def library_path() -> str:
+    """Path of the OpenBLAS shared library shipped by scipy-openblas32."""
+    import scipy_openblas32
+
+    directory = scipy_openblas32.get_lib_dir()
+    for name in sorted(os.listdir(directory)):
+        if name.startswith("libscipy_openblas") and ".so" in name:
+            return os.path.join(directory, name)
+    raise FileNotFoundError(f"no libscipy_openblas shared library in {directory}")
+
+
+def _dyn(rank: int, elt: str) -> str:
+    dims = "?x" * rank
+    strides = ", ".join("?" * rank)
+    return f"memref<{dims}{elt}, strided<[{strides}], offset: ?>>"
+
+
+def _layout(prefix: str, rows: str, cols: str, s0: str, s1: str) -> str:
+    """MLIR computing %{prefix}_row (row-major usable), %{prefix}_col and %{prefix}_ld{r,c}."""
+    p = prefix
+    return f"""
+    %{p}_r1 = arith.cmpi eq, {rows}, %c1 : index
+    %{p}_c1 = arith.cmpi eq, {cols}, %c1 : index
+    %{p}_cols = arith.maxui {cols}, %c1 : index
+    %{p}_rows = arith.maxui {rows}, %c1 : index
+    %{p}_s1u = arith.cmpi eq, {s1}, %c1 : index
+    %{p}_s0u = arith.cmpi eq, {s0}, %c1 : index
+    %{p}_ldr = arith.select %{p}_r1, %{p}_cols, {s0} : index
+    %{p}_ldc = arith.select %{p}_c1, %{p}_rows, {s1} : index
+    %{p}_unitr = arith.ori %{p}_c1, %{p}_s1u : i1
+    %{p}_bigr = arith.cmpi sge, %{p}_ldr, %{p}_cols : index
+    %{p}_row = arith.andi %{p}_unitr, %{p}_bigr : i1
+    %{p}_unitc = arith.ori %{p}_r1, %{p}_s0u : i1
+    %{p}_bigc = arith.cmpi sge, %{p}_ldc, %{p}_rows : index
+    %{p}_col = arith.andi %{p}_unitc, %{p}_bigc : i1"""
+
+
+def _pointer(name: str, memref: str, ty: str, offset: str, elt: str) -> str:
+    return f"""
+    %{name}_base = memref.extract_aligned_pointer_as_index {memref} : {ty} -> index
+    %{name}_bytes = arith.muli {offset}, %c{_BYTES[elt]} : index
+    %{name}_addr = arith.addi %{name}_base, %{name}_bytes : index
+    %{name}_i64 = arith.index_cast %{name}_addr : index to i64
+    %{name} = llvm.inttoptr %{name}_i64 : i64 to !llvm.ptr"""
+
+
+def helpers(elt: str) -> str:
+    """The gemm declaration and the 2-D and batched helpers for one element type."""
+    t2, t3 = _dyn(2, elt), _dyn(3, elt)
+    gemm = _GEMM[elt]
+    meta = "memref<{e}>, index, index, index, index, index".format(e=elt)
+    return f"""
+  func.func private @{gemm}(i32, i32, i32, i32, i32, i32, {elt}, !llvm.ptr, i32, !llvm.ptr, i32,
+      {elt}, !llvm.ptr, i32)
+  func.func private @__blas_matmul_{elt}(%A: {t2}, %B: {t2}, %C: {t2}) {{
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %baseA, %offA, %sizesA:2, %stridesA:2 = memref.extract_strided_metadata %A : {t2} -> {meta}
+    %baseB, %offB, %sizesB:2, %stridesB:2 = memref.extract_strided_metadata %B : {t2} -> {meta}
+    %baseC, %offC, %sizesC:2, %stridesC:2 = memref.extract_strided_metadata %C : {t2} -> {meta}
+    {_layout("a", "%sizesA#0", "%sizesA#1", "%stridesA#0", "%stridesA#1")}
+    {_layout("b", "%sizesB#0", "%sizesB#1", "%stridesB#0", "%stridesB#1")}
+    {_layout("c", "%sizesC#0", "%sizesC#1", "%stridesC#0", "%stridesC#1")}
+    %a_ok = arith.ori %a_row, %a_col : i1
+    %b_ok = arith.ori %b_row, %b_col : i1
+    %ab_ok = arith.andi %a_ok, %b_ok : i1
+    %ok = arith.andi %ab_ok, %c_row : i1
+    scf.if %ok {{
+      %order = arith.constant {CBLAS_ROW_MAJOR} : i32
+      %notrans = arith.constant {CBLAS_NO_TRANS} : i32
+      %trans = arith.constant {CBLAS_TRANS} : i32
+      %ta = arith.select %a_row, %notrans, %trans : i32
+      %tb = arith.select %b_row, %notrans, %trans : i32
+      %lda_i = arith.select %a_row, %a_ldr, %a_ldc : index
+      %ldb_i = arith.select %b_row, %b_ldr, %b_ldc : index
+      %lda = arith.index_cast %lda_i : index to i32
+      %ldb = arith.index_cast %ldb_i : index to i32
+      %ldc = arith.index_cast %c_ldr : index to i32
+      %m = arith.index_cast %sizesA#0 : index to i32
+      %k = arith.index_cast %sizesA#1 : index to i32
+      %n = arith.index_cast %sizesB#1 : index to i32
+      %one = arith.constant 1.0 : {elt}
+      {_pointer("pa", "%A", t2, "%offA", elt)}
+      {_pointer("pb", "%B", t2, "%offB", elt)}
+      {_pointer("pc", "%C", t2, "%offC", elt)}
+      func.call @{gemm}(%order, %ta, %tb, %m, %n, %k, %one, %pa, %lda, %pb, %ldb, %one, %pc, %ldc)
+        : (i32, i32, i32, i32, i32, i32, {elt}, !llvm.ptr, i32, !llvm.ptr, i32, {elt}, !llvm.ptr,
+           i32) -> ()
+    }} else {{
+      linalg.matmul ins(%A, %B : {t2}, {t2}) outs(%C : {t2})
+    }}
+    return
+  }}
+  func.func private @__blas_batch_matmul_{elt}(%A: {t3}, %B: {t3}, %C: {t3}) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %batch = memref.dim %A, %c0 : {t3}
+    %m = memref.dim %A, %c1 : {t3}
+    %k = memref.dim %A, %c2 : {t3}
+    %n = memref.dim %B, %c2 : {t3}
+    scf.for %i = %c0 to %batch step %c1 {{
+      %a = memref.subview %A[%i, 0, 0] [1, %m, %k] [1, 1, 1] : {t3} to {t2}
+      %b = memref.subview %B[%i, 0, 0] [1, %k, %n] [1, 1, 1] : {t3} to {t2}
+      %c = memref.subview %C[%i, 0, 0] [1, %m, %n] [1, 1, 1] : {t3} to {t2}
+      func.call @__blas_matmul_{elt}(%a, %b, %c) : ({t2}, {t2}, {t2}) -> ()
+    }}
+    return
+  }}
+"""
+
+
+def _operations(block_owner) -> list:
+    """Every operation nested in ``block_owner``, outermost first."""
+    found = []
+    stack = [block_owner]
+    while stack:
+        op = stack.pop()
+        found.append(op)
+        for region in op.regions:
+            for block in region.blocks:
+                stack.extend(reversed(list(block.operations)))
+    return found
+
+
+def substitute(module) -> int:
+    """Replace the float matmuls of a bufferized module by BLAS helper calls; returns how many."""
+    from mlir import ir
+
+    targets = []
+    for op in _operations(module.operation):
+        name = op.operation.name
+        if name not in ("linalg.matmul", "linalg.batch_matmul"):
+            continue
+        operands = list(op.operation.operands)
+        types = [v.type for v in operands]
+        if len(types) != 3 or not all(isinstance(t, ir.MemRefType) for t in types):
+            continue
+        elt = str(types[0].element_type)
+        if elt not in _GEMM or any(str(t.element_type) != elt for t in types):
+            continue
+        targets.append((op.operation, name, elt))
+    if not targets:
+        return 0
+    used = sorted({elt for _, _, elt in targets})
+    helper_module = ir.Module.parse("module {" + "".join(helpers(e) for e in used) + "}")
+    for op, name, elt in targets:
+        rank = 2 if name == "linalg.matmul" else 3
+        dynamic = ir.Type.parse(_dyn(rank, elt))
+        with ir.InsertionPoint(op), op.location:
+            casts = [
+                ir.Operation.create("memref.cast", results=[dynamic], operands=[value]).result
+                for value in op.operands
+            ]
+            callee = f"__blas_{'matmul' if rank == 2 else 'batch_matmul'}_{elt}"
+            ir.Operation.create(
+                "func.call",
+                results=[],
+                operands=casts,
+                attributes={"callee": ir.FlatSymbolRefAttr.get(callee)},
+            )
+        op.erase()
+    body = module.body
+    for func in list(helper_module.body.operations):
+        func.operation.move_before(body.operations[0]) if len(body.operations) else None
+    module.operation.verify()
+    return len(targets)

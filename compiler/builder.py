@@ -1,0 +1,481 @@
+"""Graph -> MLIR on tensors: named ``linalg`` ops where they exist, ``linalg.generic`` elsewhere.
+
+The module is emitted as text and parsed (and so verified) by MLIR. Named ops stay named:
+matmul is ``linalg.fill`` + ``linalg.matmul``/``linalg.batch_matmul``, reshapes are
+``tensor.reshape`` with a constant shape operand (elementwise fusion would fold a
+collapse/expand_shape into the matmul and erase what the BLAS substitution looks for), and every
+dtype promotion is an explicit ``arith`` cast inside a generic.
+
+Kernel ABI: ``func.func @kernel(inputs..., outputs..., errors...)`` on memrefs with
+``llvm.emit_c_interface``. Boolean tensors cross the boundary as ``i8`` (NumPy's bool layout).
+Each ``gather`` adds a rank-0 ``i32`` error output that is nonzero when an id was out of range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .expr import BOOL, FLOAT32, FLOAT64, INT32, Node, topological
+
+KERNEL = "kernel"
+
+_ELEMENT = {FLOAT32: "f32", FLOAT64: "f64", INT32: "i32", BOOL: "i1"}
+_ABI_ELEMENT = {FLOAT32: "f32", FLOAT64: "f64", INT32: "i32", BOOL: "i8"}
+
+_FLOAT_ARITH = {
+    "add": "arith.addf",
+    "subtract": "arith.subf",
+    "multiply": "arith.mulf",
+    "divide": "arith.divf",
+    "power": "math.powf",
+    "maximum": "arith.maximumf",
+    "minimum": "arith.minimumf",
+}
+_INT_ARITH = {
+    "add": "arith.addi",
+    "subtract": "arith.subi",
+    "multiply": "arith.muli",
+    "maximum": "arith.maxsi",
+    "minimum": "arith.minsi",
+}
+_FLOAT_UNARY = {
+    "negative": "arith.negf",
+    "abs": "math.absf",
+    "exp": "math.exp",
+    "log": "math.log",
+    "tanh": "math.tanh",
+    "sqrt": "math.sqrt",
+}
+# NumPy: comparisons with NaN are False, except != which is True.
+_FLOAT_PREDICATE = {
+    "less": "olt",
+    "less_equal": "ole",
+    "greater": "ogt",
+    "greater_equal": "oge",
+    "equal": "oeq",
+    "not_equal": "une",
+}
+_INT_PREDICATE = {
+    "less": "slt",
+    "less_equal": "sle",
+    "greater": "sgt",
+    "greater_equal": "sge",
+    "equal": "eq",
+    "not_equal": "ne",
+}
+
+
+def element(dtype: np.dtype) -> str:
+    return _ELEMENT[dtype]
+
+
+def tensor_type(shape: tuple[int, ...], dtype: np.dtype, abi: bool = False) -> str:
+    elt = (_ABI_ELEMENT if abi else _ELEMENT)[dtype]
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{elt}>"
+
+
+def memref_type(shape: tuple[int, ...], dtype: np.dtype) -> str:
+    return f"memref<{''.join(f'{d}x' for d in shape)}{_ABI_ELEMENT[dtype]}>"
+
+
+def scalar_literal(value: object, dtype: np.dtype) -> str:
+    """An exact ``arith.constant`` literal (floats as bit patterns: inf and NaN survive)."""
+    if dtype == BOOL:
+        return "true" if value else "false"
+    if dtype == INT32:
+        return str(int(value))
+    if dtype == FLOAT32:
+        return f"0x{int(np.array(value, np.float32).view(np.uint32)):08X}"
+    return f"0x{int(np.array(value, np.float64).view(np.uint64)):016X}"
+
+
+def _map(dims: int, exprs: list[str]) -> str:
+    names = ", ".join(f"d{i}" for i in range(dims))
+    return f"affine_map<({names}) -> ({', '.join(exprs)})>"
+
+
+def _identity_map(rank: int) -> str:
+    return _map(rank, [f"d{i}" for i in range(rank)])
+
+
+def _broadcast_map(operand: tuple[int, ...], result: tuple[int, ...]) -> str:
+    """Operand dims aligned right; a size-1 dim that is broadcast reads index 0."""
+    lead = len(result) - len(operand)
+    exprs = []
+    for j, extent in enumerate(operand):
+        i = lead + j
+        exprs.append("0" if extent == 1 and result[i] != 1 else f"d{i}")
+    return _map(len(result), exprs)
+
+
+def _tensor_of(shape: tuple[int, ...], elt: str) -> str:
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{elt}>"
+
+
+def _iterators(kinds: list[str]) -> str:
+    return "[" + ", ".join(f'"{k}"' for k in kinds) + "]"
+
+
+@dataclass
+class Signature:
+    """What the kernel takes and returns, in ABI order."""
+
+    inputs: list[Node]
+    outputs: list[Node]
+    error_outputs: int
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}
+        self.counter = 0
+        self.error_values: list[str] = []
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"%{prefix}{self.counter}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def value(self, node: Node) -> str:
+        return self.names[id(node)]
+
+    # -- helpers ------------------------------------------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> str:
+        name = self.fresh("e")
+        self.emit(f"{name} = tensor.empty() : {tensor_type(shape, dtype)}")
+        return name
+
+    def filled(self, shape: tuple[int, ...], dtype: np.dtype, value: object) -> str:
+        scalar = self.fresh("c")
+        self.emit(f"{scalar} = arith.constant {scalar_literal(value, dtype)} : {element(dtype)}")
+        init = self.empty(shape, dtype)
+        name = self.fresh("f")
+        ty = tensor_type(shape, dtype)
+        self.emit(f"{name} = linalg.fill ins({scalar} : {element(dtype)}) outs({init} : {ty}) -> {ty}")
+        return name
+
+    def generic(
+        self,
+        operands: list[tuple[str, tuple[int, ...], str]],  # (value, shape, element type)
+        shape: tuple[int, ...],
+        out_elt: str,
+        body: list[str],
+        result: str,
+        iterators: list[str] | None = None,
+        maps: list[str] | None = None,
+        init: str | None = None,
+    ) -> str:
+        """A ``linalg.generic``; ``body`` sees block args %a0.. and %out, yields ``result``."""
+        rank = len(shape)
+        out_ty = _tensor_of(shape, out_elt)
+        if init is None:
+            init = self.fresh("e")
+            self.emit(f"{init} = tensor.empty() : {out_ty}")
+        if maps is None:
+            maps = [_broadcast_map(s, shape) for _, s, _ in operands] + [_identity_map(rank)]
+        types = [_tensor_of(s, e) for _, s, e in operands]
+        iterators = iterators or ["parallel"] * rank
+        name = self.fresh("g")
+        ins = ""
+        if operands:
+            values = ", ".join(v for v, _, _ in operands)
+            ins = f"ins({values} : {', '.join(types)}) "
+        self.emit(
+            f"{name} = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
+            f"iterator_types = {_iterators(iterators)}}} {ins}outs({init} : {out_ty}) {{"
+        )
+        args = ", ".join([f"%a{i}: {e}" for i, (_, _, e) in enumerate(operands)] + [f"%out: {out_elt}"])
+        self.lines.append(f"    ^bb0({args}):")
+        for line in body:
+            self.emit("  " + line)
+        self.emit(f"  linalg.yield {result} : {out_elt}")
+        self.emit(f"}} -> {out_ty}")
+        return name
+
+    # -- nodes --------------------------------------------------------------------------------
+    def node(self, node: Node) -> None:
+        handler = getattr(self, "op_" + node.op)
+        self.names[id(node)] = handler(node)
+
+    def op_const(self, node: Node) -> str:
+        return ""  # constants are materialized inside the generic that uses them
+
+    def op_elementwise(self, node: Node) -> str:
+        operands = []
+        scalars: list[str] = []
+        body: list[str] = []
+        for arg in node.args:
+            if arg.op == "const":
+                name = self.fresh("k")
+                body.append(
+                    f"{name} = arith.constant {scalar_literal(arg.attrs['value'], arg.dtype)} "
+                    f": {element(arg.dtype)}"
+                )
+                scalars.append(name)
+            else:
+                scalars.append(f"%a{len(operands)}")
+                operands.append((self.value(arg), arg.shape, element(arg.dtype)))
+        if node.attrs["fn"] == "copy":
+            return self.generic(operands, node.shape, element(node.dtype), body, scalars[0])
+        result = self.fresh("r")
+        body.extend(_scalar_op(node, scalars, result, self.fresh))
+        return self.generic(operands, node.shape, element(node.dtype), body, result)
+
+    def op_reduce(self, node: Node) -> str:
+        fn, axes = node.attrs["fn"], node.attrs["axes"]
+        (source,) = node.args
+        dtype = node.dtype
+        is_float = dtype in (FLOAT32, FLOAT64)
+        if fn == "sum":
+            init, combine = 0, "arith.addf" if is_float else "arith.addi"
+        elif fn == "max":
+            init = -np.inf if is_float else np.iinfo(np.int32).min
+            combine = "arith.maximumf" if is_float else "arith.maxsi"
+        else:
+            init = np.inf if is_float else np.iinfo(np.int32).max
+            combine = "arith.minimumf" if is_float else "arith.minsi"
+        acc = self.filled(node.shape, dtype, init)
+        name = self.fresh("red")
+        elt = element(dtype)
+        self.emit(
+            f"{name} = linalg.reduce ins({self.value(source)} : "
+            f"{tensor_type(source.shape, source.dtype)}) outs({acc} : "
+            f"{tensor_type(node.shape, dtype)}) dimensions = [{', '.join(map(str, axes))}]"
+        )
+        self.emit(f"  (%in: {elt}, %acc: {elt}) {{")
+        self.emit(f"    %c = {combine} %in, %acc : {elt}")
+        self.emit(f"    linalg.yield %c : {elt}")
+        self.emit("  }")
+        return name
+
+    def _matmul(self, node: Node, op: str) -> str:
+        lhs, rhs = node.args
+        init = self.filled(node.shape, node.dtype, 0)
+        name = self.fresh("mm")
+        out_ty = tensor_type(node.shape, node.dtype)
+        self.emit(
+            f"{name} = {op} ins({self.value(lhs)}, {self.value(rhs)} : "
+            f"{tensor_type(lhs.shape, lhs.dtype)}, {tensor_type(rhs.shape, rhs.dtype)}) "
+            f"outs({init} : {out_ty}) -> {out_ty}"
+        )
+        return name
+
+    def op_matmul(self, node: Node) -> str:
+        return self._matmul(node, "linalg.matmul")
+
+    def op_batch_matmul(self, node: Node) -> str:
+        return self._matmul(node, "linalg.batch_matmul")
+
+    def op_reshape(self, node: Node) -> str:
+        (source,) = node.args
+        shape = self.fresh("shape")
+        dims = ", ".join(str(d) for d in node.shape)
+        self.emit(
+            f"{shape} = arith.constant dense<[{dims}]> : tensor<{len(node.shape)}xindex>"
+            if node.shape
+            else f"{shape} = arith.constant dense<> : tensor<0xindex>"
+        )
+        name = self.fresh("rs")
+        self.emit(
+            f"{name} = tensor.reshape {self.value(source)}({shape}) : "
+            f"({tensor_type(source.shape, source.dtype)}, tensor<{len(node.shape)}xindex>) "
+            f"-> {tensor_type(node.shape, node.dtype)}"
+        )
+        return name
+
+    def op_transpose(self, node: Node) -> str:
+        (source,) = node.args
+        init = self.empty(node.shape, node.dtype)
+        name = self.fresh("tr")
+        perm = ", ".join(str(p) for p in node.attrs["perm"])
+        self.emit(
+            f"{name} = linalg.transpose ins({self.value(source)} : "
+            f"{tensor_type(source.shape, source.dtype)}) outs({init} : "
+            f"{tensor_type(node.shape, node.dtype)}) permutation = [{perm}]"
+        )
+        return name
+
+    def op_slice(self, node: Node) -> str:
+        (source,) = node.args
+        name = self.fresh("sl")
+        a = node.attrs
+
+        def fmt(values: tuple[int, ...]) -> str:
+            return "[" + ", ".join(str(v) for v in values) + "]"
+
+        self.emit(
+            f"{name} = tensor.extract_slice {self.value(source)}{fmt(a['offsets'])}"
+            f"{fmt(a['sizes'])}{fmt(a['strides'])} : {tensor_type(source.shape, source.dtype)} "
+            f"to {tensor_type(node.shape, node.dtype)}"
+        )
+        return name
+
+    def op_mask(self, node: Node) -> str:
+        elt = element(node.dtype)
+        body = [
+            "%row = linalg.index 0 : index",
+            "%col = linalg.index 1 : index",
+            "%visible = arith.cmpi ule, %col, %row : index",
+            f"%zero = arith.constant {scalar_literal(0.0, node.dtype)} : {elt}",
+            f"%masked = arith.constant {scalar_literal(node.attrs['value'], node.dtype)} : {elt}",
+            f"%m = arith.select %visible, %zero, %masked : {elt}",
+        ]
+        return self.generic([], node.shape, elt, body, "%m")
+
+    def op_gather(self, node: Node) -> str:
+        table, ids = node.args
+        rows = table.shape[0]
+        rank = len(node.shape)
+        id_rank = len(ids.shape)
+        # Out-of-range flag per id, reduced to one rank-0 error output checked after the call.
+        flag_body = [
+            "%zero = arith.constant 0 : i32",
+            f"%rows = arith.constant {rows} : i32",
+            "%low = arith.cmpi slt, %a0, %zero : i32",
+            "%high = arith.cmpi sge, %a0, %rows : i32",
+            "%bad = arith.ori %low, %high : i1",
+            "%flag = arith.extui %bad : i1 to i32",
+        ]
+        flags = self.generic([(self.value(ids), ids.shape, "i32")], ids.shape, "i32", flag_body, "%flag")
+        error = self.filled((), INT32, 0)
+        reduced = self.fresh("err")
+        self.emit(
+            f"{reduced} = linalg.reduce ins({flags} : {tensor_type(ids.shape, INT32)}) "
+            f"outs({error} : tensor<i32>) dimensions = [{', '.join(map(str, range(id_rank)))}]"
+        )
+        self.emit("  (%in: i32, %acc: i32) {")
+        self.emit("    %c = arith.maxsi %in, %acc : i32")
+        self.emit("    linalg.yield %c : i32")
+        self.emit("  }")
+        self.error_values.append(reduced)
+        # The lookup itself clamps, so a bad id never reads outside the table.
+        elt = element(node.dtype)
+        indices = ["%row"] + [f"%i{j}" for j in range(id_rank, rank)]
+        body = [
+            "%index = arith.index_cast %a0 : i32 to index",
+            "%first = arith.constant 0 : index",
+            f"%last = arith.constant {rows - 1} : index",
+            "%low = arith.maxsi %index, %first : index",
+            "%row = arith.minsi %low, %last : index",
+        ]
+        body += [f"%i{j} = linalg.index {j} : index" for j in range(id_rank, rank)]
+        body.append(
+            f"%v = tensor.extract {self.value(table)}[{', '.join(indices)}] : "
+            f"{tensor_type(table.shape, table.dtype)}"
+        )
+        maps = [_map(rank, [f"d{j}" for j in range(id_rank)]), _identity_map(rank)]
+        return self.generic(
+            [(self.value(ids), ids.shape, "i32")], node.shape, elt, body, "%v", maps=maps
+        )
+
+
+def _scalar_op(node: Node, args: list[str], result: str, fresh) -> list[str]:
+    """The body of one elementwise op on scalars ``args`` producing ``result``."""
+    fn = node.attrs["fn"]
+    out = element(node.dtype)
+    source = node.args[0].dtype
+    src = element(source)
+    is_float = node.dtype in (FLOAT32, FLOAT64)
+    if fn in _FLOAT_ARITH and is_float:
+        return [f"{result} = {_FLOAT_ARITH[fn]} {args[0]}, {args[1]} : {out}"]
+    if fn in _INT_ARITH and node.dtype == INT32:
+        return [f"{result} = {_INT_ARITH[fn]} {args[0]}, {args[1]} : {out}"]
+    if fn in _FLOAT_UNARY and is_float:
+        return [f"{result} = {_FLOAT_UNARY[fn]} {args[0]} : {out}"]
+    if fn == "negative" and node.dtype == INT32:
+        zero = fresh("z")
+        return [f"{zero} = arith.constant 0 : i32", f"{result} = arith.subi {zero}, {args[0]} : i32"]
+    if fn == "abs" and node.dtype == INT32:
+        return [f"{result} = math.absi {args[0]} : i32"]
+    if fn in _FLOAT_PREDICATE:
+        if source in (FLOAT32, FLOAT64):
+            return [f"{result} = arith.cmpf {_FLOAT_PREDICATE[fn]}, {args[0]}, {args[1]} : {src}"]
+        return [f"{result} = arith.cmpi {_INT_PREDICATE[fn]}, {args[0]}, {args[1]} : {src}"]
+    if fn == "select":
+        return [f"{result} = arith.select {args[0]}, {args[1]}, {args[2]} : {out}"]
+    if fn == "cast":
+        return _cast(args[0], source, node.dtype, result, fresh)
+    raise AssertionError(f"no lowering for {fn} on {node.dtype}")  # the frontend rejects these
+
+
+def _cast(arg: str, source: np.dtype, target: np.dtype, result: str, fresh) -> list[str]:
+    src, dst = element(source), element(target)
+    floats = (FLOAT32, FLOAT64)
+    if source in floats and target in floats:
+        op = "arith.extf" if target == FLOAT64 else "arith.truncf"
+        return [f"{result} = {op} {arg} : {src} to {dst}"]
+    if source in floats and target == INT32:
+        return [f"{result} = arith.fptosi {arg} : {src} to {dst}"]
+    if source == INT32 and target in floats:
+        return [f"{result} = arith.sitofp {arg} : {src} to {dst}"]
+    if source == BOOL and target in floats:
+        return [f"{result} = arith.uitofp {arg} : {src} to {dst}"]
+    if source == BOOL and target == INT32:
+        return [f"{result} = arith.extui {arg} : {src} to {dst}"]
+    zero = fresh("z")
+    if source in floats and target == BOOL:
+        return [
+            f"{zero} = arith.constant {scalar_literal(0.0, source)} : {src}",
+            f"{result} = arith.cmpf une, {arg}, {zero} : {src}",
+        ]
+    if source == INT32 and target == BOOL:
+        return [f"{zero} = arith.constant 0 : i32", f"{result} = arith.cmpi ne, {arg}, {zero} : i32"]
+    raise AssertionError(f"no cast from {source} to {target}")
+
+
+def build(inputs: list[Node], outputs: list[Node]) -> tuple[str, Signature]:
+    """MLIR text of the kernel computing ``outputs`` from ``inputs``."""
+    em = _Emitter()
+    params = []
+    for node in inputs:
+        arg = f"%arg{node.attrs['index']}"
+        params.append(f"{arg}: {memref_type(node.shape, node.dtype)}")
+        abi_ty = tensor_type(node.shape, node.dtype, abi=True)
+        name = em.fresh("in")
+        em.emit(
+            f"{name} = bufferization.to_tensor {arg} restrict : "
+            f"{memref_type(node.shape, node.dtype)} to {abi_ty}"
+        )
+        if node.dtype == BOOL:
+            bool_body = ["%zero = arith.constant 0 : i8", "%b = arith.cmpi ne, %a0, %zero : i8"]
+            name = em.generic([(name, node.shape, "i8")], node.shape, "i1", bool_body, "%b")
+        em.names[id(node)] = name
+    for node in topological(outputs):
+        if node.op != "input":
+            em.node(node)
+    results = []
+    for position, node in enumerate(outputs):
+        out = f"%out{position}"
+        params.append(f"{out}: {memref_type(node.shape, node.dtype)}")
+        value = em.value(node)
+        if node.dtype == BOOL:
+            body = ["%w = arith.extui %a0 : i1 to i8"]
+            value = em.generic(
+                [(value, node.shape, "i1")], node.shape, "i8", body, "%w"
+            )
+        results.append((value, out, node))
+    for value, out, node in results:
+        em.emit(
+            f"bufferization.materialize_in_destination {value} in restrict writable {out} : "
+            f"({tensor_type(node.shape, node.dtype, abi=True)}, "
+            f"{memref_type(node.shape, node.dtype)}) -> ()"
+        )
+    for position, value in enumerate(em.error_values):
+        err = f"%err{position}"
+        params.append(f"{err}: memref<i32>")
+        em.emit(
+            f"bufferization.materialize_in_destination {value} in restrict writable {err} : "
+            "(tensor<i32>, memref<i32>) -> ()"
+        )
+    em.emit("return")
+    header = f"  func.func @{KERNEL}({', '.join(params)}) attributes {{llvm.emit_c_interface}} {{"
+    text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  }\n}\n"
+    return text, Signature(list(inputs), list(outputs), len(em.error_values))
+
+
+__all__ = ["build", "Signature", "KERNEL", "tensor_type", "memref_type", "element"]

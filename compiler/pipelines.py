@@ -1,0 +1,76 @@
+"""The pass pipelines and the targets that combine them, in one table.
+
+Each stage is a printable ``mlir-opt`` pass string, so a failure can be reproduced outside Python:
+``mlir-opt --pass-pipeline='<string>' module.mlir``. ``Target.stages`` lists them in order;
+``compiler.jit`` runs them with the ``mlir`` PassManager and verifies after every pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Fusion on tensors. linalg.matmul is not elementwise, so it survives (with tensor.reshape, not
+# collapse/expand_shape, next to it) until the BLAS substitution can see it.
+OPTIMIZE = "builtin.module(canonicalize, cse, linalg-fuse-elementwise-ops, canonicalize, cse)"
+
+# Tensors -> buffers. Function arguments are already memrefs (the kernel ABI), so no boundary
+# bufferization is needed; temporaries are freed by the ownership-based deallocation pipeline.
+BUFFERIZE = (
+    "builtin.module(one-shot-bufferize, canonicalize, cse, "
+    "func.func(buffer-hoisting, buffer-loop-hoisting), "
+    "buffer-deallocation-pipeline, convert-bufferization-to-memref, canonicalize)"
+)
+
+# Buffers -> LLVM dialect through plain loops.
+LOWER = (
+    "builtin.module(func.func(convert-linalg-to-loops), canonicalize, "
+    "func.func(loop-invariant-code-motion), lower-affine, convert-scf-to-cf, "
+    "expand-strided-metadata, lower-affine, finalize-memref-to-llvm, convert-math-to-llvm, "
+    "convert-math-to-libm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, "
+    "convert-cf-to-llvm, reconcile-unrealized-casts, canonicalize)"
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A named backend: which stages run, whether matmuls go to BLAS, and LLVM's opt level."""
+
+    name: str
+    optimize: bool
+    blas: bool
+    opt_level: int = 3
+    description: str = ""
+
+    def stages(self) -> list[tuple[str, str]]:
+        """(stage name, pass pipeline) in order; the BLAS substitution runs between
+        bufferization and lowering and is not a pass string (see ``compiler.blas``)."""
+        stages = [("optimized", OPTIMIZE)] if self.optimize else []
+        return stages + [("bufferized", BUFFERIZE), ("lowered", LOWER)]
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("cpu-loops", True, False, description="fused linalg lowered to loops"),
+        Target("cpu-blas", True, True, description="fused, matmuls as OpenBLAS gemm calls"),
+        Target("cpu-loops-unfused", False, False, description="cpu-loops without fusion"),
+        Target("cpu-blas-unfused", False, True, description="cpu-blas without fusion"),
+    )
+}
+ALIASES = {"cpu": "cpu-blas"}
+DEFAULT_TARGET = "cpu"
+
+
+def targets() -> list[str]:
+    """Every target name a user can pass as ``target=`` (aliases included)."""
+    return list(TARGETS) + list(ALIASES)
+
+
+def resolve(name: str) -> Target:
+    """The Target for ``name``; a ValueError listing the known ones otherwise."""
+    if not isinstance(name, str):
+        raise TypeError(f"target must be a string, got {type(name).__name__}")
+    key = ALIASES.get(name, name)
+    if key not in TARGETS:
+        raise ValueError(f"unknown target {name!r}; known targets: {', '.join(targets())}")
+    return TARGETS[key]
