@@ -381,6 +381,15 @@ def _scalar_op(node: Node, args: list[str], result: str, fresh) -> list[str]:
     source = node.args[0].dtype
     src = element(source)
     is_float = node.dtype in (FLOAT32, FLOAT64)
+    if fn == "power" and is_float and node.args[1].op == "const":
+        exponent = node.args[1].attrs["value"]
+        if exponent in (2, 3, 4):  # small integer powers as products: no libm call per element
+            lines, value = [], args[0]
+            for i in range(int(exponent) - 1):
+                step = result if i == int(exponent) - 2 else fresh("p")
+                lines.append(f"{step} = arith.mulf {value}, {args[0]} : {out}")
+                value = step
+            return lines
     if fn in _FLOAT_ARITH and is_float:
         return [f"{result} = {_FLOAT_ARITH[fn]} {args[0]}, {args[1]} : {out}"]
     if fn in _INT_ARITH and node.dtype == INT32:

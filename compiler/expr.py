@@ -473,6 +473,9 @@ def transpose(x: Any, axes: Any = None) -> Tensor:
             raise ValueError(f"transpose: repeated axis in transpose axes {items}")
     if perm == tuple(range(x.ndim)):
         return x
+    if x.node.op == "transpose":  # transpose of a transpose is one transpose
+        inner = x.node.attrs["perm"]
+        return transpose(Tensor(x.node.args[0]), tuple(inner[p] for p in perm))
     shape = tuple(x.shape[p] for p in perm)
     return Tensor(Node("transpose", (x.node,), shape, x.dtype, {"perm": perm}))
 
