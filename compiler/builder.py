@@ -21,8 +21,11 @@ from .expr import BOOL, FLOAT32, FLOAT64, INT32, Node, topological
 
 KERNEL = "kernel"
 
+# Scalars of a boolean tensor are i1 inside generic bodies, but booleans are *stored* as i8 (in
+# tensors, buffers and at the ABI, as NumPy stores them): MLIR 22's memref-to-LLVM lowering
+# asserts on i1 buffers, which an unfused pipeline materializes (found by the harness).
 _ELEMENT = {FLOAT32: "f32", FLOAT64: "f64", INT32: "i32", BOOL: "i1"}
-_ABI_ELEMENT = {FLOAT32: "f32", FLOAT64: "f64", INT32: "i32", BOOL: "i8"}
+_STORAGE = {FLOAT32: "f32", FLOAT64: "f64", INT32: "i32", BOOL: "i8"}
 
 _FLOAT_ARITH = {
     "add": "arith.addf",
@@ -68,16 +71,21 @@ _INT_PREDICATE = {
 
 
 def element(dtype: np.dtype) -> str:
+    """The scalar type of ``dtype`` inside a body."""
     return _ELEMENT[dtype]
 
 
-def tensor_type(shape: tuple[int, ...], dtype: np.dtype, abi: bool = False) -> str:
-    elt = (_ABI_ELEMENT if abi else _ELEMENT)[dtype]
-    return f"tensor<{''.join(f'{d}x' for d in shape)}{elt}>"
+def storage(dtype: np.dtype) -> str:
+    """The element type of ``dtype`` in tensors and buffers."""
+    return _STORAGE[dtype]
+
+
+def tensor_type(shape: tuple[int, ...], dtype: np.dtype) -> str:
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{_STORAGE[dtype]}>"
 
 
 def memref_type(shape: tuple[int, ...], dtype: np.dtype) -> str:
-    return f"memref<{''.join(f'{d}x' for d in shape)}{_ABI_ELEMENT[dtype]}>"
+    return f"memref<{''.join(f'{d}x' for d in shape)}{_STORAGE[dtype]}>"
 
 
 def scalar_literal(value: object, dtype: np.dtype) -> str:
@@ -218,13 +226,25 @@ class _Emitter:
                 )
                 scalars.append(name)
             else:
-                scalars.append(f"%a{len(operands)}")
-                operands.append((self.value(arg), arg.shape, element(arg.dtype)))
+                block_arg = f"%a{len(operands)}"
+                operands.append((self.value(arg), arg.shape, storage(arg.dtype)))
+                if arg.dtype == BOOL:
+                    bit = self.fresh("bit")
+                    body.append(f"{bit} = arith.trunci {block_arg} : i8 to i1")
+                    block_arg = bit
+                scalars.append(block_arg)
+        out = storage(node.dtype)
         if node.attrs["fn"] == "copy":
-            return self.generic(operands, node.shape, element(node.dtype), body, scalars[0])
+            if node.dtype == BOOL:
+                return self.generic(operands, node.shape, out, [], "%a0")
+            return self.generic(operands, node.shape, out, body, scalars[0])
         result = self.fresh("r")
         body.extend(_scalar_op(node, scalars, result, self.fresh))
-        return self.generic(operands, node.shape, element(node.dtype), body, result)
+        if node.dtype == BOOL:
+            stored = self.fresh("byte")
+            body.append(f"{stored} = arith.extui {result} : i1 to i8")
+            result = stored
+        return self.generic(operands, node.shape, out, body, result)
 
     def op_reduce(self, node: Node) -> str:
         fn, axes = node.attrs["fn"], node.attrs["axes"]
@@ -444,15 +464,11 @@ def build(inputs: list[Node], outputs: list[Node]) -> tuple[str, Signature]:
     for node in inputs:
         arg = f"%arg{node.attrs['index']}"
         params.append(f"{arg}: {memref_type(node.shape, node.dtype)}")
-        abi_ty = tensor_type(node.shape, node.dtype, abi=True)
         name = em.fresh("in")
         em.emit(
             f"{name} = bufferization.to_tensor {arg} restrict : "
-            f"{memref_type(node.shape, node.dtype)} to {abi_ty}"
+            f"{memref_type(node.shape, node.dtype)} to {tensor_type(node.shape, node.dtype)}"
         )
-        if node.dtype == BOOL:
-            bool_body = ["%zero = arith.constant 0 : i8", "%b = arith.cmpi ne, %a0, %zero : i8"]
-            name = em.generic([(name, node.shape, "i8")], node.shape, "i1", bool_body, "%b")
         em.names[id(node)] = name
     for node in topological(outputs):
         if node.op != "input":
@@ -461,17 +477,11 @@ def build(inputs: list[Node], outputs: list[Node]) -> tuple[str, Signature]:
     for position, node in enumerate(outputs):
         out = f"%out{position}"
         params.append(f"{out}: {memref_type(node.shape, node.dtype)}")
-        value = em.value(node)
-        if node.dtype == BOOL:
-            body = ["%w = arith.extui %a0 : i1 to i8"]
-            value = em.generic(
-                [(value, node.shape, "i1")], node.shape, "i8", body, "%w"
-            )
-        results.append((value, out, node))
+        results.append((em.value(node), out, node))
     for value, out, node in results:
         em.emit(
             f"bufferization.materialize_in_destination {value} in restrict writable {out} : "
-            f"({tensor_type(node.shape, node.dtype, abi=True)}, "
+            f"({tensor_type(node.shape, node.dtype)}, "
             f"{memref_type(node.shape, node.dtype)}) -> ()"
         )
     for position, value in enumerate(em.error_values):

@@ -7,7 +7,7 @@ Each stage is a printable ``mlir-opt`` pass string, so a failure can be reproduc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # Fusion on tensors. linalg.matmul is not elementwise, so it survives (with tensor.reshape, not
 # collapse/expand_shape, next to it) until the BLAS substitution can see it.
@@ -67,10 +67,20 @@ def targets() -> list[str]:
 
 
 def resolve(name: str) -> Target:
-    """The Target for ``name``; a ValueError listing the known ones otherwise."""
+    """The Target for ``name``; a ValueError listing the known ones otherwise.
+
+    ``NAME@O<n>`` selects LLVM optimization level n (0-3) instead of the target's own, which is
+    what a pipeline bisection needs to tell an LLVM problem from an MLIR one.
+    """
     if not isinstance(name, str):
         raise TypeError(f"target must be a string, got {type(name).__name__}")
-    key = ALIASES.get(name, name)
+    base, _, level = name.partition("@")
+    key = ALIASES.get(base, base)
     if key not in TARGETS:
         raise ValueError(f"unknown target {name!r}; known targets: {', '.join(targets())}")
-    return TARGETS[key]
+    target = TARGETS[key]
+    if level:
+        if level not in ("O0", "O1", "O2", "O3"):
+            raise ValueError(f"unknown optimization level {level!r} in target {name!r} (O0-O3)")
+        target = replace(target, name=f"{key}@{level}", opt_level=int(level[1]))
+    return target

@@ -1,0 +1,204 @@
+"""``python -m harness fuzz | replay | selftest | report``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .case import CPU_BACKENDS
+
+
+def _backends(text: str) -> tuple[str, ...]:
+    from compiler.pipelines import resolve
+
+    names = tuple(b.strip() for b in text.split(",") if b.strip())
+    for name in names:
+        resolve(name)  # ValueError listing the known targets
+    return names
+
+
+def _workers(text: str) -> int:
+    if text == "auto":
+        return max(1, os.cpu_count() or 1)
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("--workers must be >= 1 or 'auto'")
+    return value
+
+
+class Progress:
+    """One live line: elapsed, cases/s, findings by kind, corpus additions."""
+
+    def __init__(self, seconds: float, quiet: bool = False) -> None:
+        self.start = time.perf_counter()
+        self.seconds = seconds
+        self.quiet = quiet or not sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, kind: str, stats: Any, findings: list[dict[str, Any]]) -> None:
+        now = time.perf_counter()
+        if kind == "finding":
+            f = findings[-1]
+            state = "NEW" if f["new"] else "known"
+            print(f"\n[{state}] {f['kind']} on {','.join(f['backends'])} ({f['oracle']}), "
+                  f"{f['nodes']} nodes -> {f['path']}", file=sys.stderr, flush=True)
+        if now - self.last < 1.0 and kind != "finding":
+            return
+        self.last = now
+        elapsed = now - self.start
+        kinds = " ".join(f"{k}:{v}" for k, v in sorted(stats.kinds.items())) or "none"
+        line = (f"[{elapsed:6.1f}s/{self.seconds:.0f}s] {stats.cases} cases "
+                f"({stats.cases / max(elapsed, 1e-9):.2f}/s) | findings {kinds} | "
+                f"corpus +{sum(1 for f in findings if f['new'])}")
+        if self.quiet:
+            if int(elapsed) % 10 == 0:
+                print(line, file=sys.stderr, flush=True)
+        else:
+            print("\r" + line[:150].ljust(150), end="", file=sys.stderr, flush=True)
+
+
+def _summary_table(summary: dict[str, Any]) -> str:
+    stats = summary["stats"]
+    lines = [
+        "",
+        f"{'session':28} {summary['seconds']:.1f} s, seed {summary['options']['seed']}, "
+        f"{summary['options']['workers']} worker(s)",
+        f"{'cases':28} {stats['cases']} ({stats['cases'] / max(summary['seconds'], 1e-9):.2f}/s)",
+        f"{'backend runs':28} {stats['backend_runs']}",
+        f"{'known limitations hit':28} {stats['unsupported']}",
+        f"{'invalid, rejected by both':28} {stats['rejected_agreed']}",
+        f"{'NumPy/JAX ambiguities':28} {stats['ambiguities']}",
+        f"{'findings (instances)':28} "
+        + (", ".join(f"{k} {v}" for k, v in sorted(stats['kinds'].items())) or "none"),
+        f"{'corpus entries added':28} {sum(1 for f in summary['findings'] if f['new'])}",
+    ]
+    if summary.get("first_finding_seconds") is not None:
+        lines.append(f"{'first finding after':28} {summary['first_finding_seconds']:.1f} s")
+    for f in summary["findings"]:
+        lines.append(f"  {'NEW ' if f['new'] else 'known'} {f['kind']:16} "
+                     f"{','.join(f['backends']):24} {f['oracle']:28} {f['nodes']} nodes  "
+                     f"{f['path']}")
+    if summary["harness_errors"]:
+        lines.append(f"harness errors: {len(summary['harness_errors'])} (see report)")
+    return "\n".join(lines)
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from .corpus import Corpus
+    from .fuzz import FuzzOptions, session
+    from .report import write_report
+
+    options = FuzzOptions(
+        seconds=args.seconds,
+        backends=args.backends,
+        workers=args.workers,
+        seed=args.seed if args.seed is not None else int(time.time()) % 100000,
+        corpus=Path(args.corpus),
+        max_nodes=args.max_nodes,
+        use_jax=not args.no_jax,
+        relations=not args.no_relations,
+        stop_on_first=args.stop_on_first,
+        shrink_seconds=args.shrink_seconds,
+        minimize_seconds=args.minimize_seconds,
+        database=None if args.no_database else Path(args.database),
+    )
+    print(f"fuzzing {options.seconds:.0f} s on {', '.join(options.backends)} with "
+          f"{options.workers} worker(s), seed {options.seed}, corpus {options.corpus}",
+          file=sys.stderr)
+    summary = session(options, Progress(options.seconds, args.quiet))
+    print(_summary_table(summary))
+    if args.report:
+        path = write_report(summary, Corpus(options.corpus), Path(args.report))
+        print(f"report: {path}")
+    for error in summary["harness_errors"][:3]:
+        print("harness error:\n" + error, file=sys.stderr)
+    new = sum(1 for f in summary["findings"] if f["new"])
+    if summary["harness_errors"]:
+        return 2
+    return 1 if new else 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .replay import replay
+    from .runner import Runner
+
+    paths = [Path(p) for p in (args.paths or ["corpus"])]
+    with Runner(None, use_jax=not args.no_jax) as runner:
+        results = replay(paths, runner, update_status=args.update)
+    still = 0
+    for r in results:
+        print(f"{r.outcome:12} {r.path}" + (f"  ({r.detail.splitlines()[0][:120]})"
+                                             if r.detail else ""))
+        still += r.outcome != "fixed"
+    counts = {o: sum(1 for r in results if r.outcome == o) for o in ("still fails", "fixed",
+                                                                     "error")}
+    print(f"{len(results)} entries: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return 1 if counts["error"] or (args.strict and counts["still fails"]) else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .corpus import Corpus
+    from .report import write_report
+
+    summary = {"seconds": 0, "stats": {}, "findings": [], "options": {}}
+    if args.summary and Path(args.summary).exists():
+        summary = json.loads(Path(args.summary).read_text())
+    print(write_report(summary, Corpus(args.corpus), Path(args.out)))
+    return 0
+
+
+def cmd_selftest(args: argparse.Namespace) -> int:
+    from .selftest import run_selftest
+
+    return run_selftest(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    fuzz = sub.add_parser("fuzz", help="run a time-boxed fuzzing session")
+    fuzz.add_argument("--seconds", type=float, default=60.0)
+    fuzz.add_argument("--backends", type=_backends, default=CPU_BACKENDS)
+    fuzz.add_argument("--workers", type=_workers, default=1, help="driver processes, or 'auto'")
+    fuzz.add_argument("--seed", type=int, default=None)
+    fuzz.add_argument("--corpus", default="corpus")
+    fuzz.add_argument("--report", default="report", help="report directory ('' for none)")
+    fuzz.add_argument("--max-nodes", type=int, default=6)
+    fuzz.add_argument("--no-jax", action="store_true", help="skip the jax.jit reference")
+    fuzz.add_argument("--no-relations", action="store_true", help="skip metamorphic relations")
+    fuzz.add_argument("--stop-on-first", action="store_true")
+    fuzz.add_argument("--shrink-seconds", type=float, default=30.0)
+    fuzz.add_argument("--minimize-seconds", type=float, default=60.0)
+    fuzz.add_argument("--database", default=".hypothesis/examples")
+    fuzz.add_argument("--no-database", action="store_true")
+    fuzz.add_argument("--quiet", action="store_true")
+    fuzz.set_defaults(func=cmd_fuzz)
+
+    rep = sub.add_parser("replay", help="re-run corpus entries: which still fail, which are fixed")
+    rep.add_argument("paths", nargs="*")
+    rep.add_argument("--update", action="store_true", help="flip each entry's status")
+    rep.add_argument("--strict", action="store_true", help="exit 1 if any entry still fails")
+    rep.add_argument("--no-jax", action="store_true")
+    rep.set_defaults(func=cmd_replay)
+
+    st = sub.add_parser("selftest", help="plant known bugs in a scratch copy; are they caught?")
+    st.add_argument("--seconds", type=float, default=60.0, help="budget per planted bug")
+    st.add_argument("--only", default="", help="comma-separated mutation names")
+    st.add_argument("--workers", type=_workers, default=1)
+    st.add_argument("--seed", type=int, default=1)
+    st.set_defaults(func=cmd_selftest)
+
+    rp = sub.add_parser("report", help="rewrite the HTML/JSON report from the corpus")
+    rp.add_argument("--corpus", default="corpus")
+    rp.add_argument("--summary", default="report/summary.json")
+    rp.add_argument("--out", default="report")
+    rp.set_defaults(func=cmd_report)
+
+    args = parser.parse_args(argv)
+    return args.func(args)

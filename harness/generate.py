@@ -1,0 +1,78 @@
+"""What a session tries: a mix of the strategies package's generators, as harness cases.
+
+Random programs (most of the budget), transformer structures with the causality check, and the
+composites on their own so the metamorphic relations that need them (softmax shift, layer norm
+shift, head permutation) get exercised often.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import event
+from hypothesis import strategies as st
+
+from strategies import program_strategies as ps
+from strategies.program import ProgramBuilder
+from strategies.shape_strategies import attention_configs
+
+from .case import CPU_BACKENDS, Case
+
+
+@st.composite
+def program_cases(draw: st.DrawFn, backends: tuple[str, ...], max_nodes: int = 6) -> Case:
+    drawn = draw(ps.cases(ps.programs(max_nodes=max_nodes)))
+    event("origin:program")
+    return Case(drawn.program, list(drawn.inputs), backends, origin=f"programs/{drawn.regime}")
+
+
+@st.composite
+def attention_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
+    """attention / attend / a whole block on (T, C) with T, C, D distinct; checked for causality."""
+    config = draw(attention_configs())
+    kind = draw(st.sampled_from(["attention", "attend", "block"]))
+    event(f"origin:structure:{kind}")
+    T, C, H, dtype = config.length, config.width, config.heads, config.dtype
+    b = ProgramBuilder()
+    shapes: list[tuple[int, ...]] = [(T, C)]
+    x = b.input((T, C), dtype)
+    scales = [1.0]
+
+    def weight(*shape: int, scale: float = config.weight_scale) -> object:
+        shapes.append(shape)
+        scales.append(scale)
+        return b.input(shape, dtype)
+
+    if kind == "attention":
+        out = b.node("attention", x, weight(C, 3 * C), weight(3 * C), weight(C, C), weight(C),
+                     heads=H)
+    else:
+        out = b.node("attend", x, weight(C), weight(C), weight(C, 3 * C), weight(3 * C),
+                     weight(C, C), weight(C), heads=H)
+        if kind == "block":
+            out = b.node("feedforward", out, weight(C), weight(C), weight(C, 4 * C),
+                         weight(4 * C), weight(4 * C, C), weight(C))
+    program = b.build(out)
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    inputs = [(rng.standard_normal(s) * sc).astype(dtype) for s, sc in zip(shapes, scales)]
+    return Case(program, inputs, backends, check="causal", origin=f"structure/{kind}")
+
+
+@st.composite
+def composite_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
+    """softmax / layer_norm / gelu on one input, with the value regimes that stress them."""
+    op = draw(st.sampled_from(["softmax", "layer_norm", "gelu"]))
+    event(f"origin:composite:{op}")
+    programs = ps.programs(ops=[op], max_nodes=1)
+    drawn = draw(ps.cases(programs))
+    return Case(drawn.program, list(drawn.inputs), backends, origin=f"composite/{op}")
+
+
+def cases(backends: tuple[str, ...] = CPU_BACKENDS, max_nodes: int = 6) -> st.SearchStrategy[Case]:
+    """The session's mix; random programs first so shrinking heads towards them."""
+    return st.one_of(
+        program_cases(backends, max_nodes),
+        program_cases(backends, max_nodes),
+        composite_cases(backends),
+        attention_cases(backends),
+    )
