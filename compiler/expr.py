@@ -300,7 +300,7 @@ _REDUCE: dict[str, Callable[..., Any]] = {
 }
 
 
-def _axes(axis: Any, ndim: int, what: str) -> tuple[int, ...]:
+def _axes(axis: Any, ndim: int, what: str, ordered: bool = True) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, Tensor):
@@ -313,7 +313,10 @@ def _axes(axis: Any, ndim: int, what: str) -> tuple[int, ...]:
         if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
             raise TypeError(f"{what}: axis must be an integer or a tuple of integers, got {axis!r}")
     try:
-        return tuple(normalize_axis_tuple(tuple(int(i) for i in items), ndim, argname="axis"))
+        axes = normalize_axis_tuple(tuple(int(i) for i in items), ndim, "axis")
+        # Sorted for reductions: (1, 0) reduces the same axes as (0, 1), and linalg.reduce
+        # wants them in increasing order. A permutation keeps its order.
+        return tuple(sorted(axes)) if ordered else tuple(axes)
     except np.exceptions.AxisError as error:
         raise np.exceptions.AxisError(f"{what}: {error}") from None
     except ValueError as error:
@@ -468,7 +471,7 @@ def transpose(x: Any, axes: Any = None) -> Tensor:
         items = _shape_argument(axes, "transpose axes")
         if len(items) != x.ndim:
             raise ValueError(f"transpose: axes {items} don't match array of rank {x.ndim}")
-        perm = _axes(items, x.ndim, "transpose")
+        perm = _axes(items, x.ndim, "transpose", ordered=False)
         if len(set(perm)) != len(perm):
             raise ValueError(f"transpose: repeated axis in transpose axes {items}")
     if perm == tuple(range(x.ndim)):

@@ -254,7 +254,8 @@ class Compiled:
 
 
 def _check_argument(node: Node, value: Any, name: str) -> np.ndarray:
-    array = np.ascontiguousarray(value)
+    # np.require keeps 0-d arrays 0-d (np.ascontiguousarray would make them 1-d).
+    array = np.require(np.asarray(value), requirements="C")
     if array.shape != node.shape or array.dtype != node.dtype:
         raise TypeError(
             f"{name}: argument {node.attrs['name']} was specialized for {node.dtype}{list(node.shape)}, "

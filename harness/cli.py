@@ -112,6 +112,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
           file=sys.stderr)
     summary = session(options, Progress(options.seconds, args.quiet))
     print(_summary_table(summary))
+    if args.summary_json:
+        from .corpus import atomic_write
+
+        atomic_write(Path(args.summary_json), json.dumps(summary, default=str, indent=1))
     if args.report:
         path = write_report(summary, Corpus(options.corpus), Path(args.report))
         print(f"report: {path}")
@@ -178,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--database", default=".hypothesis/examples")
     fuzz.add_argument("--no-database", action="store_true")
     fuzz.add_argument("--quiet", action="store_true")
+    fuzz.add_argument("--summary-json", default="", help="also write the session summary here")
     fuzz.set_defaults(func=cmd_fuzz)
 
     rep = sub.add_parser("replay", help="re-run corpus entries: which still fail, which are fixed")

@@ -27,7 +27,7 @@ from .case import CPU_BACKENDS, Case
 from .corpus import Corpus, Entry
 from .minimize import bisect_pipeline, minimize, same_failure
 from .oracles import Finding
-from .runner import Runner
+from .runner import Runner, Stats
 
 
 @dataclass
@@ -45,6 +45,7 @@ class FuzzOptions:
     minimize_seconds: float = 60.0
     timeout: float = 120.0
     examples_per_round: int = 40
+    rounds: int | None = None  # a fixed number of rounds instead of the time box
     database: Path | None = Path(".hypothesis/examples")
     quiet: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -114,6 +115,7 @@ class Driver:
         )
         self.known = [e.signature for e in self.corpus.entries() if isinstance(e, Entry)]
         self.saved: list[str] = []
+        self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
         self.seed = base + 7919 * index
@@ -127,7 +129,9 @@ class Driver:
             self.events.put((self.index, kind, payload))
 
     def _flush_stats(self) -> None:
-        self.emit("stats", self.runner.stats.to_dict())
+        stats = self.runner.stats.to_dict()
+        self.total.merge(stats)
+        self.emit("stats", stats)
         self.runner.stats = type(self.runner.stats)()
 
     # -- evaluation ---------------------------------------------------------------------------
@@ -184,7 +188,11 @@ class Driver:
         round_number = 0
         harness_errors = 0
         last_flush = time.perf_counter()
-        while time.perf_counter() < deadline:
+        while (
+            time.perf_counter() < deadline
+            if self.options.rounds is None
+            else round_number < self.options.rounds
+        ):
             round_number += 1
             state: dict[str, Any] = {"target": None, "best": None, "found_at": None,
                                      "others": [], "raw": ()}
@@ -195,7 +203,7 @@ class Driver:
                 if state["target"] is not None:
                     if now - state["found_at"] > self.options.shrink_seconds:
                         raise _ShrinkBudgetSpent()
-                elif now >= deadline:
+                elif now >= deadline and self.options.rounds is None:
                     return
                 findings = self.judge(case)
                 if now - last_flush > 1.0:

@@ -1,8 +1,9 @@
 """What a session tries: a mix of the strategies package's generators, as harness cases.
 
-Random programs (most of the budget), transformer structures with the causality check, and the
+Random programs (most of the budget), transformer structures with the causality check, the
 composites on their own so the metamorphic relations that need them (softmax shift, layer norm
-shift, head permutation) get exercised often.
+shift, head permutation) get exercised often, and matmuls of strided views (the layouts the
+BLAS substitution must get right).
 """
 
 from __future__ import annotations
@@ -68,6 +69,29 @@ def composite_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"composite/{op}")
 
 
+@st.composite
+def strided_matmul_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
+    """matmul of sliced views: operands whose row stride is not their width, so the BLAS
+    substitution must pass leading dimensions (or fall back) correctly."""
+    dtype = draw(st.sampled_from(["float32", "float64"]))
+    m, k, n = draw(st.lists(st.integers(2, 7), min_size=3, max_size=3, unique=True))
+    batch = draw(st.sampled_from([(), (2,)]))
+    pads = draw(st.lists(st.integers(0, 3), min_size=4, max_size=4))
+    b = ProgramBuilder()
+    x = b.input(batch + (m + pads[0], k + pads[1]), dtype)
+    w = b.input(batch + (k + pads[2], n + pads[3]), dtype)
+    lead = (slice(None),) * len(batch)
+    left = b.node("index", x, key=lead + (slice(pads[0], pads[0] + m), slice(pads[1], None)))
+    right = b.node("index", w, key=lead + (slice(0, k), slice(0, n)))
+    out = b.node("matmul", left, right)
+    event(f"origin:strided-matmul:rank{len(batch) + 2}")
+    program = b.build(out)
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    inputs = [np.round(rng.standard_normal(i.shape) * 4).astype(dtype) for i in program.inputs]
+    return Case(program, inputs, backends, origin="strided-matmul")
+
+
 def cases(backends: tuple[str, ...] = CPU_BACKENDS, max_nodes: int = 6) -> st.SearchStrategy[Case]:
     """The session's mix; random programs first so shrinking heads towards them."""
     return st.one_of(
@@ -75,4 +99,5 @@ def cases(backends: tuple[str, ...] = CPU_BACKENDS, max_nodes: int = 6) -> st.Se
         program_cases(backends, max_nodes),
         composite_cases(backends),
         attention_cases(backends),
+        strided_matmul_cases(backends),
     )

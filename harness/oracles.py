@@ -123,10 +123,10 @@ def differential(
     truth = refs.get("truth")
     jax_ref = refs.get("jax")
     dtype = case.program.output_type.dtype
-    by_kind: dict[tuple[str, str], list[BackendResult]] = {}
+    by_kind: dict[str, list[tuple[BackendResult, str]]] = {}
 
     def flag(kind: str, result: BackendResult, detail: str) -> None:
-        by_kind.setdefault((kind, detail.split("\n")[0][:160]), []).append(result)
+        by_kind.setdefault(kind, []).append((result, detail))
 
     for result in results:
         if result.status == "unsupported":
@@ -174,11 +174,13 @@ def differential(
     if numpy_ref.ok and jax_ref is not None:
         judgement.ambiguities.extend(_ambiguity(case, numpy_ref, truth, jax_ref))
 
-    for (kind, detail), group in by_kind.items():
+    for kind, group in by_kind.items():
+        oracle = "differential" if kind in ("mismatch", "wrong-shape", "wrong-dtype") else (
+            "error-path")
+        detail = "\n".join(f"{r.backend}: {d}" for r, d in group)
         judgement.findings.append(
-            Finding(kind, tuple(r.backend for r in group), "differential"
-                    if kind in ("mismatch", "wrong-shape", "wrong-dtype") else "error-path",
-                    detail, case, dtype, group[0])
+            Finding(kind, tuple(r.backend for r, _ in group), oracle, detail, case, dtype,
+                    group[0][0])
         )
     return judgement
 

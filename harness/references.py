@@ -1,8 +1,9 @@
 """The references a backend is judged against, all evaluating the *same* program definition.
 
 - ``numpy``: eager NumPy in the program's own dtypes (the semantics we promise);
-- ``truth``: the program with every float32 widened to float64, evaluated by NumPy (the yardstick
-  of the error model; integer parts stay exact);
+- ``truth``: the program evaluated by NumPy in extended precision (``np.longdouble``: every float
+  input and float cast widened), rounded to float64 — the yardstick of the error model; integer
+  parts stay exact;
 - ``jax``: ``jax.jit`` of the program over ``jax.numpy`` with x64 enabled (an independent
   implementation in the program's dtypes; NumPy and JAX-x64 agree on NEP 50).
 """
@@ -43,19 +44,20 @@ def _evaluate(name: str, fn: Any, inputs: list[Any]) -> Reference:
         return Reference(name, None, type(error).__name__, str(error)[:2000], error)
 
 
-def widen(program: Program) -> Program:
-    """The same program with float32 replaced by float64 everywhere (inputs, casts, constants)."""
+class _Extended:
+    """NumPy in extended precision: float casts go to ``np.longdouble`` (the x87 80-bit format
+    here, 64-bit mantissa), so the truth of a float64 program is more precise than float64."""
 
-    def walk(value: Any) -> Any:
-        if value == "float32" and isinstance(value, str):
-            return "float64"
-        if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        return value
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
 
-    return Program.from_dict(walk(program.to_dict()))
+    @staticmethod
+    def astype(x: Any, dtype: Any, **_: Any) -> Any:
+        dtype = np.dtype(dtype)
+        return np.asarray(x).astype(np.longdouble if dtype.kind == "f" else dtype)
+
+
+EXTENDED = _Extended()
 
 
 def numpy_reference(program: Program, inputs: list[np.ndarray]) -> Reference:
@@ -63,12 +65,12 @@ def numpy_reference(program: Program, inputs: list[np.ndarray]) -> Reference:
 
 
 def truth_reference(program: Program, inputs: list[np.ndarray]) -> Reference:
-    try:
-        wide = widen(program)
-    except Exception as error:  # noqa: BLE001
-        return Reference("truth", None, type(error).__name__, str(error), error)
-    widened = [a.astype(np.float64) if a.dtype == np.float32 else a for a in inputs]
-    return _evaluate("truth", wide.as_function(np), widened)
+    """The program on extended-precision inputs, rounded to float64 at the end."""
+    widened = [a.astype(np.longdouble) if a.dtype.kind == "f" else a for a in inputs]
+    ref = _evaluate("truth", program.as_function(EXTENDED), widened)
+    if ref.ok and ref.output.dtype.kind == "f":
+        ref.output = ref.output.astype(np.float64)
+    return ref
 
 
 _JAX_READY = False

@@ -1,0 +1,31 @@
+"""Crashes and hangs in a worker become outcomes; the worker is replaced and goes on."""
+
+from __future__ import annotations
+
+from harness.isolation import Worker
+
+
+def echo(task):
+    if isinstance(task, dict) and "fault" in task:
+        from harness.isolation import fault
+
+        fault(task["fault"])
+    if task == "raise":
+        raise KeyError("boom")
+    return task
+
+
+def test_segfault_abort_exit_and_hang_are_reported_and_survived() -> None:
+    with Worker(echo, timeout=20) as worker:
+        assert worker.run(1).value == 1
+        crash = worker.run({"fault": "segfault"})
+        assert crash.status == "crash" and "SIGSEGV" in crash.detail
+        abort = worker.run({"fault": "abort"})
+        assert abort.status == "crash" and "SIGABRT" in abort.detail
+        exited = worker.run({"fault": "exit"})
+        assert exited.status == "crash" and "status 3" in exited.detail
+        hang = worker.run({"fault": "hang"}, timeout=2)
+        assert hang.status == "hang"
+        error = worker.run("raise")
+        assert error.status == "error" and "KeyError" in error.detail
+        assert worker.run(2).value == 2

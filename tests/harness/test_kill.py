@@ -1,0 +1,47 @@
+"""kill -9 in the middle of a session loses no recorded finding and corrupts no file; the case
+that was in flight is picked up by the next session."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.corpus import Corpus, Entry
+from harness.selftest import MUTATIONS, apply
+
+
+def test_kill_minus_nine_mid_session(tmp_path: Path) -> None:
+    mutation = next(m for m in MUTATIONS if m.name == "inverted-causal-mask")
+    scratch = apply(mutation, tmp_path / "src")
+    corpus_dir = tmp_path / "corpus"
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=f"{scratch}{os.pathsep}{root}")
+    command = [sys.executable, "-m", "harness", "fuzz", "--seconds", "120", "--corpus",
+               str(corpus_dir), "--report", "", "--seed", "5", "--quiet", "--no-database",
+               "--no-jax"]
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 150
+        while time.time() < deadline and not list(corpus_dir.glob("*.json")):
+            time.sleep(0.2)
+        assert list(corpus_dir.glob("*.json")), "the planted bug was found"
+        time.sleep(1.5)  # let it get busy minimizing or running the next case
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    corpus = Corpus(corpus_dir)
+    items = list(corpus.entries())
+    assert items and all(isinstance(i, Entry) for i in items), items
+    assert not [p for p in corpus_dir.rglob(".tmp-*")]
+    # The next session re-runs whatever was in flight and clears the write-ahead record.
+    again = [sys.executable, "-m", "harness", "fuzz", "--seconds", "1", "--corpus",
+             str(corpus_dir), "--report", "", "--seed", "6", "--quiet", "--no-database",
+             "--no-jax", "--minimize-seconds", "5"]
+    subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, timeout=300)
+    assert corpus.leftover_pending() == []
+    assert all(isinstance(i, Entry) for i in corpus.entries())

@@ -1,0 +1,77 @@
+"""Oracles classify backend results against the references."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness import oracles
+from harness.case import BackendResult, Case
+from harness.references import Reference, references
+
+
+def judge(case: Case, outputs: dict[str, BackendResult]) -> oracles.Judgement:
+    return oracles.differential(case, list(outputs.values()), references(case.program,
+                                                                          case.inputs))
+
+
+def ok(backend: str, output: np.ndarray) -> BackendResult:
+    return BackendResult(backend, "ok", output=output)
+
+
+def test_correct_outputs_give_no_findings(matmul_case):
+    expected = matmul_case.inputs[0] @ matmul_case.inputs[1]
+    j = judge(matmul_case, {"a": ok("cpu-loops", expected), "b": ok("cpu-blas", expected)})
+    assert j.findings == [] and j.ambiguities == []
+
+
+def test_wrong_dtype_shape_and_values_are_findings(matmul_case):
+    expected = matmul_case.inputs[0] @ matmul_case.inputs[1]
+    off = expected.copy()
+    off[1, 2] *= np.float32(1.001)
+    j = judge(matmul_case, {"a": ok("cpu-loops", expected.astype(np.float64)),
+                            "b": ok("cpu-blas", off)})
+    kinds = {f.kind: f for f in j.findings}
+    assert set(kinds) == {"wrong-dtype", "mismatch"}
+    assert kinds["mismatch"].backends == ("cpu-blas",)
+    j = judge(matmul_case, {"a": ok("cpu-loops", expected.T.copy())})
+    assert [f.kind for f in j.findings] == ["wrong-shape"]
+
+
+def test_all_failing_backends_make_one_finding(matmul_case):
+    wrong = np.zeros((3, 4), np.float32)
+    j = judge(matmul_case, {"a": ok("cpu-loops", wrong), "b": ok("cpu-blas", wrong)})
+    assert len(j.findings) == 1 and set(j.findings[0].backends) == {"cpu-loops", "cpu-blas"}
+    assert j.findings[0].signature["backend"] == "cpu-blas+cpu-loops"
+
+
+def test_error_paths(matmul_case):
+    verifier = BackendResult("cpu-loops", "compiler-error", error_type="CompilerError",
+                             message="'linalg.matmul' op bad", stage="parse/verify")
+    rejected = BackendResult("cpu-blas", "rejected", error_type="ValueError", message="no")
+    j = judge(matmul_case, {"a": verifier, "b": rejected})
+    assert {f.kind for f in j.findings} == {"verifier-error", "wrong-error"}
+    unsupported = BackendResult("cpu-loops", "unsupported", error_type="UnsupportedFeature")
+    j = judge(matmul_case, {"a": unsupported})
+    assert j.findings == [] and j.unsupported
+
+
+def test_invalid_program_must_be_rejected_alike(matmul_case):
+    refs = {"numpy": Reference("numpy", None, "ValueError", "matmul: mismatch"),
+            "truth": Reference("truth", None, "ValueError", "")}
+    accepted = ok("cpu-loops", np.zeros((3, 4), np.float32))
+    agreed = BackendResult("cpu-blas", "rejected", error_type="ValueError")
+    j = oracles.differential(matmul_case, [accepted, agreed], refs)
+    assert [f.kind for f in j.findings] == ["wrong-error"] and j.agreed_rejection
+    other = BackendResult("cpu-blas", "rejected", error_type="TypeError")
+    j = oracles.differential(matmul_case, [other], refs)
+    assert [f.kind for f in j.findings] == ["wrong-error"]
+
+
+def test_causality_needs_bit_identical_early_rows(matmul_case):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = a.copy()
+    b[2] += 1  # only the last row changed: fine
+    assert oracles.causal(matmul_case, [ok("cpu-loops", a)], [ok("cpu-loops", b)], 2) == []
+    b[0, 1] = np.nextafter(b[0, 1], np.float32(100))
+    found = oracles.causal(matmul_case, [ok("cpu-loops", a)], [ok("cpu-loops", b)], 2)
+    assert [f.kind for f in found] == ["causality"]

@@ -1,0 +1,220 @@
+"""Generated programs: valid under NumPy and jax.jit with the predicted types, serializable,
+rejected when invalid, shrinking to small cases, and covering every op and dtype."""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, seed, settings
+from hypothesis import strategies as st
+
+from strategies import (
+    ALL_OPS,
+    DTYPES,
+    VIOLATIONS,
+    Case,
+    InvalidProgram,
+    Program,
+    Ref,
+    cases,
+    input_values,
+    invalid_programs,
+    programs,
+)
+
+
+def _check_type(result: Any, program: Program) -> None:
+    result = np.asarray(result)
+    assert result.shape == program.output_type.shape, str(program)
+    assert result.dtype.name == program.output_type.dtype, str(program)
+
+
+def _numpy(program: Program, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.asarray(program.as_function()(*inputs))
+
+
+@settings(max_examples=60)
+@given(cases())
+def test_programs_evaluate_in_numpy_and_jax_with_predicted_types(case: Case) -> None:
+    _check_type(_numpy(case.program, case.inputs), case.program)
+    _check_type(jax.jit(case.program.as_function(jnp))(*case.inputs), case.program)
+
+
+@given(cases(programs(implicit_int_to_float=True, dtypes=("int32", "float32"))))
+def test_numpy_only_programs_evaluate_with_predicted_types(case: Case) -> None:
+    _check_type(_numpy(case.program, case.inputs), case.program)
+
+
+@given(programs(max_nodes=10, max_rank=4))
+def test_programs_round_trip_through_json(program: Program) -> None:
+    again = Program.from_json(program.to_json())
+    assert again == program and again.digest() == program.digest()
+    assert hash(again) == hash(program) and pickle.loads(pickle.dumps(program)) == program
+    assert len(program) <= 10
+    assert program.used_inputs() == tuple(range(len(program.inputs)))
+
+
+@given(programs(max_nodes=3, ops=("matmul",), dtypes=("float64",)))
+def test_ops_and_dtypes_restrict_generation(program: Program) -> None:
+    assert set(program.ops) == {"matmul"}
+    assert {inp.dtype for inp in program.inputs} == {"float64"}
+
+
+def test_bad_arguments_are_refused_eagerly() -> None:
+    with pytest.raises(ValueError):
+        programs(ops=("cumsum",))
+    with pytest.raises(ValueError):
+        programs(dtypes=("int64",))
+    with pytest.raises(ValueError):
+        programs(ops=("gelu",), dtypes=("int32",))
+
+
+@given(cases(programs(max_nodes=4)))
+def test_reproducers_of_generated_cases_run(case: Case) -> None:
+    namespace: dict[str, Any] = {"__name__": "reproducer"}
+    source = case.program.to_python(case.inputs, check_compiler=False)
+    exec(compile(source, "<reproducer>", "exec"), namespace)
+    np.testing.assert_array_equal(namespace["expected"], _numpy(case.program, case.inputs))
+
+
+@given(programs())
+def test_minimizer_rewrites_return_valid_programs_or_raise(program: Program) -> None:
+    for i in range(len(program)):
+        try:
+            smaller = program.without_node(i)
+        except (ValueError, TypeError):
+            continue
+        assert len(smaller) < len(program)
+        assert Program.from_json(smaller.to_json()) == smaller
+    for i, node in enumerate(program.nodes):
+        if node.type.dtype != "bool" and node.op != "causal_mask":
+            sub = program.subprogram(i)
+            assert sub.output == Ref("node", len(sub) - 1) and sub.output_type == node.type
+
+
+# --------------------------------------------------------------------------------------------
+# Invalid programs
+
+
+@given(st.data())
+def test_invalid_programs_are_rejected_by_numpy(data: st.DataObject) -> None:
+    invalid: InvalidProgram = data.draw(invalid_programs())
+    # The valid part evaluates; only the one violation is wrong.
+    values = data.draw(input_values(invalid.program))
+    _numpy(invalid.program, values)
+    if invalid.numpy_rejects:
+        inputs = data.draw(input_values(invalid.inputs))
+        with pytest.raises((ValueError, TypeError, IndexError)), np.errstate(all="ignore"):
+            invalid.as_function()(*inputs)
+
+
+def test_every_violation_is_generated() -> None:
+    for name in VIOLATIONS:
+        found = find(
+            invalid_programs(),
+            lambda p, name=name: p.violation == name,
+            settings=settings(database=None, max_examples=200, phases=[Phase.generate]),
+        )
+        assert found.violation == name
+        assert (found.node is None) == (name == "unsupported_dtype")
+
+
+@given(st.data())
+def test_invalid_reproducers_run_with_numpy(data: st.DataObject) -> None:
+    invalid: InvalidProgram = data.draw(invalid_programs())
+    values = data.draw(input_values(invalid.inputs))
+    source = invalid.to_python(values, check_compiler=False)
+    exec(compile(source, "<reproducer>", "exec"), {"__name__": "reproducer"})
+    assert invalid.violation in str(invalid)
+
+
+@pytest.fixture(scope="module")
+def compiler() -> Any:
+    module = pytest.importorskip("compiler")
+    if not hasattr(module, "jit"):
+        pytest.skip("compiler.jit is not available yet")
+    return module
+
+
+@settings(max_examples=40)
+@given(data=st.data())
+def test_invalid_programs_are_rejected_by_the_compiler(compiler: Any, data: st.DataObject) -> None:
+    invalid: InvalidProgram = data.draw(invalid_programs())
+    inputs = data.draw(input_values(invalid.inputs))
+    with pytest.raises(invalid.errors):
+        compiler.jit(invalid.as_function())(*inputs)
+
+
+@settings(max_examples=10)
+@given(data=st.data())
+def test_invalid_reproducers_check_the_compiler(compiler: Any, data: st.DataObject) -> None:
+    invalid: InvalidProgram = data.draw(invalid_programs())
+    source = invalid.to_python(data.draw(input_values(invalid.inputs)))
+    exec(compile(source, "<reproducer>", "exec"), {"__name__": "reproducer"})
+
+
+@settings(max_examples=30)
+@given(case=cases())
+def test_generated_programs_stay_within_the_compiler(compiler: Any, case: Case) -> None:
+    """The generator never asks for what the compiler documents as unsupported."""
+    try:
+        result = compiler.jit(case.program.as_function())(*case.inputs)
+    except compiler.UnsupportedFeature as error:  # pragma: no cover - a generator bug
+        pytest.fail(f"generated an unsupported program: {error}\n{case.program}")
+    _check_type(result, case.program)
+
+
+# --------------------------------------------------------------------------------------------
+# Shrinking and reachability
+
+
+def _transpose_feeds_matmul(program: Program) -> bool:
+    for node in program.nodes:
+        if node.op == "matmul":
+            for arg in node.args:
+                if isinstance(arg, Ref) and arg.kind == "node":
+                    if program.nodes[arg.index].op in ("transpose", "permute_dims"):
+                        return True
+    return False
+
+
+def test_shrinks_to_a_small_readable_case() -> None:
+    smallest = find(
+        programs(max_nodes=8),
+        _transpose_feeds_matmul,
+        settings=settings(database=None, derandomize=True, max_examples=1000),
+    )
+    assert len(smallest) <= 3, str(smallest)
+    sides = [d for i in smallest.inputs for d in i.shape] + [
+        d for n in smallest.nodes for d in n.type.shape
+    ]
+    assert max(sides) <= 4, str(smallest)
+
+
+def test_every_op_and_dtype_is_reachable() -> None:
+    ops: Counter[str] = Counter()
+    dtypes: Counter[str] = Counter()
+
+    @seed(20240611)
+    @settings(
+        max_examples=1500,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(programs())
+    def collect(program: Program) -> None:
+        ops.update(program.ops)
+        dtypes.update(program.dtypes())
+
+    collect()
+    assert set(ALL_OPS) - set(ops) == set(), ops
+    assert set(DTYPES) | {"bool"} <= set(dtypes), dtypes

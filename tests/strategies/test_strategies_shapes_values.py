@@ -1,0 +1,170 @@
+"""Shape and value strategies: everything they draw is valid for NumPy and agrees with the model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from strategies import (
+    attention_configs,
+    broadcastable_shapes,
+    dtypes,
+    matmul_shapes,
+    permutations,
+    reductions,
+    reshapes,
+    shapes,
+    slices,
+    values,
+)
+from strategies.program import index_shape, matmul_shape, normalize_axes, reshape_shape
+from strategies.value_strategies import REGIMES, input_values
+
+
+@given(shapes())
+def test_shapes_are_rectangular_with_distinct_sides(shape: tuple[int, ...]) -> None:
+    assert 1 <= len(shape) <= 3 and all(2 <= d <= 6 for d in shape)
+    assert len(set(shape)) == len(shape)
+
+
+@given(shapes(min_dims=4, max_dims=6, max_side=4))
+def test_shapes_repeat_sides_only_when_the_rank_forces_it(shape: tuple[int, ...]) -> None:
+    assert len(shape) >= 4 and all(2 <= d <= 4 for d in shape)
+
+
+@given(shapes(ones=True, min_dims=3, max_dims=3))
+def test_shapes_with_ones(shape: tuple[int, ...]) -> None:
+    assert all(d == 1 or 2 <= d <= 6 for d in shape)
+
+
+def test_shapes_with_ones_produce_ones() -> None:
+    from hypothesis import find
+
+    assert 1 in find(shapes(ones=True), lambda s: 1 in s)
+
+
+@given(st.data(), shapes(ones=True))
+def test_broadcastable_shapes_broadcast(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    other = data.draw(broadcastable_shapes(shape))
+    np.broadcast_shapes(shape, other)
+    assert len(other) <= len(shape)
+
+
+@given(matmul_shapes())
+def test_matmul_shapes_are_valid(pair) -> None:  # noqa: ANN001
+    result = np.matmul(np.ones(pair.a), np.ones(pair.b))
+    assert result.shape == matmul_shape(pair.a, pair.b)
+    k = pair.a[-1]
+    m = pair.a[-2:-1] if len(pair.a) >= 2 else ()
+    n = pair.b[-1:] if len(pair.b) >= 2 else ()
+    core = [k, *m, *n]
+    assert len(set(core)) == len(core)  # a swapped m, k or n changes a shape
+
+
+@given(st.data(), shapes(min_dims=0))
+def test_reductions_are_valid(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    red = data.draw(reductions(shape))
+    expected = np.sum(np.ones(shape), axis=red.axis, keepdims=red.keepdims).shape
+    axes = normalize_axes(red.axis, len(shape), "sum")
+    kept = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    assert expected == (
+        kept if red.keepdims else tuple(d for i, d in enumerate(shape) if i not in axes)
+    )
+
+
+@given(st.data(), shapes(min_dims=0, ones=True))
+def test_slices_are_nonempty_positive_step_and_nontrivial(
+    data: st.DataObject, shape: tuple[int, ...]
+) -> None:
+    key = data.draw(slices(shape))
+    assert isinstance(key, tuple)
+    array = np.arange(math.prod(shape)).reshape(shape)
+    selected = array[key]
+    assert selected.size > 0
+    assert selected.shape == index_shape(shape, key)
+    assert all(item.step is None or item.step > 0 for item in key if isinstance(item, slice))
+    # Nontrivial: some item is an int or None, or a slice that drops or skips elements.
+    full = slice(None).indices
+    assert any(
+        not isinstance(item, slice)
+        and item is not Ellipsis
+        or isinstance(item, slice)
+        and any(item.indices(n) != full(n) for n in range(1, 7))
+        for item in key
+    )
+
+
+@given(st.integers(0, 5).flatmap(lambda r: st.tuples(st.just(r), permutations(r))))
+def test_permutations(pair: tuple[int, tuple[int, ...]]) -> None:
+    rank, perm = pair
+    assert sorted(perm) == list(range(rank))
+    if rank >= 2:
+        assert perm != tuple(range(rank))
+
+
+@given(st.data(), shapes(min_dims=0))
+def test_reshapes_keep_the_size(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    new = data.draw(reshapes(shape))
+    assert np.ones(shape).reshape(new).shape == reshape_shape(shape, new)
+
+
+@given(attention_configs())
+def test_attention_configs(config) -> None:  # noqa: ANN001
+    assert config.width == config.heads * config.head_dim
+    assert len({config.length, config.width, config.head_dim}) == 3
+    assert config.dtype in ("float32", "float64") and config.weight_scale > 0
+
+
+@given(st.data(), shapes(min_dims=0), dtypes(), st.sampled_from(REGIMES))
+def test_values_follow_their_regime(
+    data: st.DataObject, shape: tuple[int, ...], dtype: np.dtype, regime: str
+) -> None:
+    array = data.draw(values(shape, dtype, regime))
+    assert array.shape == shape and array.dtype == dtype
+    assert np.all(np.isfinite(array))
+    magnitude = np.abs(array.astype(np.float64))
+    if regime == "large":
+        assert np.all(magnitude >= 1e3) and np.all(magnitude <= 3e4)
+    elif regime == "tiny" and dtype.kind == "f":
+        assert np.all(magnitude <= 1e-4) and np.all(magnitude > 0)
+    elif regime == "constant_rows" and shape:
+        assert np.all(array == array[..., :1])
+    elif regime == "mixed_sign" and array.size >= 2:
+        assert array.max() > 0 > array.min()
+    elif regime == "ordinary":
+        assert np.all(magnitude <= 8)
+    if dtype == np.float32:
+        tiny = np.finfo(np.float32).tiny
+        assert not np.any((magnitude > 0) & (magnitude < tiny))  # no subnormals
+
+
+@given(st.data(), shapes(), dtypes())
+def test_values_nonfinite_on_request(
+    data: st.DataObject, shape: tuple[int, ...], dtype: np.dtype
+) -> None:
+    array = data.draw(values(shape, dtype, finite=False))
+    assert array.shape == shape
+
+
+def test_values_nonfinite_can_appear() -> None:
+    from hypothesis import find
+
+    find(values((3,), "float32", finite=False), lambda a: not np.all(np.isfinite(a)))
+
+
+@given(st.data())
+def test_ids_respect_their_bound(data: st.DataObject) -> None:
+    array = data.draw(values((4, 5), "int32", "large", bound=3))
+    assert array.dtype == np.int32 and array.min() >= 0 and array.max() < 3
+
+
+@given(st.data())
+def test_input_values_for_unsupported_dtypes(data: st.DataObject) -> None:
+    from strategies import Input
+
+    inputs = [Input((2, 3), d) for d in ("int64", "float16", "int16", "uint8")]
+    arrays = data.draw(input_values(inputs))
+    assert [a.dtype.name for a in arrays] == ["int64", "float16", "int16", "uint8"]
