@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from strategies.program import Program
+from strategies.program_strategies import InvalidProgram
 
 INLINE_LIMIT = 1 << 16  # elements; beyond this inputs are stored as a generator recipe
 
@@ -65,6 +66,13 @@ class Case:
     origin: str = ""
     recipes: list[dict[str, Any] | None] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    invalid: InvalidProgram | None = None  # a program with one planted violation
+
+    def function(self, namespace: Any) -> Any:
+        """The case's function over ``namespace`` (the invalid program's, if this is one)."""
+        if self.invalid is not None:
+            return self.invalid.as_function(namespace)
+        return self.program.as_function(namespace)
 
     def to_dict(self) -> dict[str, Any]:
         encoded = []
@@ -83,6 +91,7 @@ class Case:
             "check": self.check,
             "origin": self.origin,
             "extra": self.extra,
+            **({"invalid": self.invalid.to_dict()} if self.invalid is not None else {}),
         }
 
     @classmethod
@@ -94,6 +103,7 @@ class Case:
             check=data.get("check", "differential"),
             origin=data.get("origin", ""),
             extra=dict(data.get("extra", {})),
+            invalid=InvalidProgram.from_dict(data["invalid"]) if "invalid" in data else None,
         )
 
     @property
@@ -134,48 +144,55 @@ def _classify(error: BaseException) -> str:
     return "internal-error"
 
 
-def run_backend(program: Program, inputs: list[np.ndarray], backend: str,
-                repeat_checks: bool = False) -> BackendResult:
-    """Trace, compile and run ``program`` on one backend, catching everything it raises."""
+def run_backend(case: Case, input_sets: list[list[np.ndarray]], backend: str,
+                repeat_checks: bool = False) -> list[BackendResult]:
+    """Trace, compile and run the case on one backend for each input set (one compile),
+    catching everything it raises."""
     import compiler
 
-    fn = compiler.jit(program.as_function(compiler.xp))
-    try:
-        output = fn(*inputs, target=backend)
-    except BaseException as error:  # noqa: BLE001 - the harness classifies every failure
-        result = BackendResult(backend, _classify(error), error_type=type(error).__name__,
-                               message=str(error)[:4000])
-        if isinstance(error, compiler.CompilerError):
-            result.stage, result.module, result.pipeline = (
-                error.stage, error.module_text, error.pipeline
-            )
-        return result
-    result = BackendResult(backend, "ok", output=np.asarray(output))
-    if repeat_checks:
-        again = fn(*inputs, target=backend)
-        result.reused = fn.traces == 1
+    fn = compiler.jit(case.function(compiler.xp))
+    results = []
+    for inputs in input_sets:
+        try:
+            output = fn(*inputs, target=backend)
+        except BaseException as error:  # noqa: BLE001 - the harness classifies every failure
+            result = BackendResult(backend, _classify(error), error_type=type(error).__name__,
+                                   message=str(error)[:4000])
+            if isinstance(error, compiler.CompilerError):
+                result.stage, result.module, result.pipeline = (
+                    error.stage, error.module_text, error.pipeline
+                )
+            results.append(result)
+            continue
+        results.append(BackendResult(backend, "ok", output=np.asarray(output)))
+    first = results[0]
+    if repeat_checks and first.status == "ok":
+        again = fn(*input_sets[0], target=backend)
+        first.reused = fn.traces == 1
         fn.clear()
-        recompiled = fn(*inputs, target=backend)
-        result.deterministic = bool(
-            np.array_equal(np.asarray(again), result.output, equal_nan=True)
-            and np.asarray(recompiled).tobytes() == result.output.tobytes()
+        recompiled = fn(*input_sets[0], target=backend)
+        first.deterministic = bool(
+            np.array_equal(np.asarray(again), first.output, equal_nan=True)
+            and np.asarray(recompiled).tobytes() == first.output.tobytes()
         )
     fn.clear()
-    return result
+    return results
 
 
 def execute(task: dict[str, Any]) -> list[BackendResult]:
-    """The worker's job for one task: ``{"case": case dict, "repeat_checks": bool}``."""
+    """The worker's job for one task: ``{"case": case dict, "repeat_checks": bool,
+    "input_sets": [encoded inputs, ...]}``. Results are backend-major; without ``input_sets``
+    one result per backend for the case's own inputs."""
     if "fault" in task:  # only the isolation tests send this
         from .isolation import fault
 
         fault(task["fault"])
     case = Case.from_dict(task["case"])
-    inputs_list = task.get("input_sets") or [None]
+    alternatives = task.get("input_sets")
+    input_sets = ([[decode_array(a) for a in alt] for alt in alternatives] if alternatives
+                  else [case.inputs])
     results = []
     for backend in case.backends:
-        for alternative in inputs_list:
-            inputs = case.inputs if alternative is None else [decode_array(a) for a in alternative]
-            results.append(run_backend(case.program, inputs, backend,
-                                       bool(task.get("repeat_checks"))))
+        results.extend(run_backend(case, input_sets, backend,
+                                   bool(task.get("repeat_checks"))))
     return results

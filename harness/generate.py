@@ -15,13 +15,17 @@ from hypothesis import strategies as st
 from strategies import program_strategies as ps
 from strategies.program import ProgramBuilder
 from strategies.shape_strategies import attention_configs
+from strategies.value_strategies import input_values
 
 from .case import CPU_BACKENDS, Case
 
 
 @st.composite
 def program_cases(draw: st.DrawFn, backends: tuple[str, ...], max_nodes: int = 6) -> Case:
-    drawn = draw(ps.cases(ps.programs(max_nodes=max_nodes)))
+    small = draw(st.booleans())
+    programs = (ps.programs(max_nodes=max_nodes) if small
+                else ps.programs(min_nodes=3, max_nodes=max_nodes + 4))
+    drawn = draw(ps.cases(programs))
     event("origin:program")
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"programs/{drawn.regime}")
 
@@ -92,12 +96,23 @@ def strided_matmul_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     return Case(program, inputs, backends, origin="strided-matmul")
 
 
+@st.composite
+def invalid_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
+    """A valid program plus exactly one violation, for the error-path oracle."""
+    invalid = draw(ps.invalid_programs())
+    inputs = draw(input_values(invalid.inputs))
+    event(f"origin:invalid:{invalid.violation}")
+    return Case(invalid.program, list(inputs), backends, origin=f"invalid/{invalid.violation}",
+                invalid=invalid)
+
+
 def cases(backends: tuple[str, ...] = CPU_BACKENDS, max_nodes: int = 6) -> st.SearchStrategy[Case]:
     """The session's mix; random programs first so shrinking heads towards them."""
     return st.one_of(
         program_cases(backends, max_nodes),
         program_cases(backends, max_nodes),
         composite_cases(backends),
+        invalid_cases(backends),
         attention_cases(backends),
         strided_matmul_cases(backends),
     )

@@ -138,6 +138,9 @@ def differential(
         if result.status == "internal-error":
             flag("internal-error", result, f"{result.error_type}: {result.message}")
             continue
+        if case.invalid is not None:
+            _judge_invalid(case, result, numpy_ref, flag, judgement)
+            continue
         if not numpy_ref.ok:
             if result.status == "ok":
                 flag("wrong-error", result,
@@ -183,6 +186,31 @@ def differential(
                     group[0][0])
         )
     return judgement
+
+
+def _judge_invalid(case: Case, result: BackendResult, numpy_ref: Reference, flag: Any,
+                   judgement: Judgement) -> None:
+    """A program with one planted violation: the compiler must reject it at trace time with one
+    of the violation's documented errors (a ValueError/TypeError where NumPy rejects it too)."""
+    violation = case.invalid.violation
+    allowed = {e.__name__ for e in case.invalid.errors}
+    if result.status == "ok":
+        flag("wrong-error", result,
+             f"compiler accepted an invalid program ({violation}); NumPy "
+             + (f"raised {numpy_ref.error_type}" if not numpy_ref.ok else "has no such rule"))
+        return
+    names = {result.error_type, *_REJECTIONS.get(result.error_type, ())}
+    if result.status == "unsupported" and "NotImplementedError" in allowed:
+        judgement.agreed_rejection = True
+    elif result.status == "rejected" and (names & allowed or (
+            not numpy_ref.ok and _rejection_matches(numpy_ref.error_type, result.error_type))):
+        judgement.agreed_rejection = True
+    else:
+        flag("wrong-error", result,
+             f"{violation}: compiler raised {result.error_type} ({result.message[:200]}); "
+             f"expected one of {sorted(allowed)}")
+    if case.invalid.numpy_rejects and numpy_ref.ok:
+        judgement.ambiguities.append(f"NumPy accepted a program labelled {violation}")
 
 
 def _judge_values(

@@ -16,7 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from strategies.program import Program
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .case import Case
 
 
 @dataclass
@@ -60,14 +63,14 @@ class _Extended:
 EXTENDED = _Extended()
 
 
-def numpy_reference(program: Program, inputs: list[np.ndarray]) -> Reference:
-    return _evaluate("numpy", program.as_function(np), inputs)
+def numpy_reference(case: Case) -> Reference:
+    return _evaluate("numpy", case.function(np), case.inputs)
 
 
-def truth_reference(program: Program, inputs: list[np.ndarray]) -> Reference:
+def truth_reference(case: Case) -> Reference:
     """The program on extended-precision inputs, rounded to float64 at the end."""
-    widened = [a.astype(np.longdouble) if a.dtype.kind == "f" else a for a in inputs]
-    ref = _evaluate("truth", program.as_function(EXTENDED), widened)
+    widened = [a.astype(np.longdouble) if a.dtype.kind == "f" else a for a in case.inputs]
+    ref = _evaluate("truth", case.function(EXTENDED), widened)
     if ref.ok and ref.output.dtype.kind == "f":
         ref.output = ref.output.astype(np.float64)
     return ref
@@ -87,20 +90,17 @@ def _jax() -> Any:
     return jax
 
 
-def jax_reference(program: Program, inputs: list[np.ndarray]) -> Reference:
+def jax_reference(case: Case) -> Reference:
     jax = _jax()
     import jax.numpy as jnp
 
-    fn = jax.jit(program.as_function(jnp))
-    ref = _evaluate("jax", lambda *a: np.asarray(fn(*a)), inputs)
-    return ref
+    fn = jax.jit(case.function(jnp))
+    return _evaluate("jax", lambda *a: np.asarray(fn(*a)), case.inputs)
 
 
-def references(program: Program, inputs: list[np.ndarray], use_jax: bool = True) -> dict[str, Reference]:
-    refs = {
-        "numpy": numpy_reference(program, inputs),
-        "truth": truth_reference(program, inputs),
-    }
-    if use_jax:
-        refs["jax"] = jax_reference(program, inputs)
+def references(case: Case, use_jax: bool = True) -> dict[str, Reference]:
+    """NumPy, the extended-precision truth and (for valid programs) jax.jit."""
+    refs = {"numpy": numpy_reference(case), "truth": truth_reference(case)}
+    if use_jax and case.invalid is None:
+        refs["jax"] = jax_reference(case)
     return refs

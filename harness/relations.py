@@ -63,7 +63,10 @@ def reshape_roundtrip(case: Case) -> list[Derived]:
 
 
 def _derive(case: Case, program: Program, inputs: list[np.ndarray] | None = None) -> Case:
-    return Case(program, list(case.inputs if inputs is None else inputs), case.backends,
+    # Two backends that differ in both fusion and matmul lowering: the bugs a relation exists
+    # for (shared by every reference) show on any backend, and each derived run is a compile.
+    backends = tuple(dict.fromkeys((case.backends[0], case.backends[-1])))
+    return Case(program, list(case.inputs if inputs is None else inputs), backends,
                 origin=case.origin)
 
 

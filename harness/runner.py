@@ -127,7 +127,7 @@ class Runner:
         import time
 
         start = time.perf_counter()
-        refs = references(case.program, case.inputs, self.use_jax)
+        refs = references(case, self.use_jax)
         self.stats.seconds_references += time.perf_counter() - start
         return refs
 
@@ -176,7 +176,7 @@ class Runner:
                 continue
             derived_numpy = None
             if derived.mode == "close":
-                derived_numpy = references(derived.case.program, derived.case.inputs, False)
+                derived_numpy = references(derived.case, False)
             bad: dict[str, str] = {}
             for result in outcome.value:
                 before = original.get(result.backend)

@@ -31,6 +31,10 @@ from .program import (
     RawNode,
     Ref,
     TensorType,
+    _decode_arg,
+    _decode_attr,
+    _encode_arg,
+    _encode_attr,
     _function,
     _python_source,
     broadcast,
@@ -745,6 +749,39 @@ class InvalidProgram:
 
     def as_function(self, namespace: Any = None) -> Callable[..., Any]:
         return _function(self.program, namespace, self.node)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (the valid program's JSON plus the violation), for corpus files."""
+        node = None
+        if self.node is not None:
+            node = {
+                "op": self.node.op,
+                "args": [_encode_arg(a) for a in self.node.args],
+                "attrs": {k: _encode_attr(k, v) for k, v in self.node.attrs.items()},
+            }
+        return {
+            "program": self.program.to_dict(),
+            "violation": self.violation,
+            "node": node,
+            "inputs": [{"shape": list(i.shape), "dtype": i.dtype, "bound": i.bound}
+                       for i in self.inputs],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> InvalidProgram:
+        if data.get("violation") not in VIOLATIONS:
+            raise ValueError(f"unknown violation {data.get('violation')!r}")
+        node = data.get("node")
+        raw = None
+        if node is not None:
+            raw = RawNode(
+                node["op"],
+                tuple(_decode_arg(a) for a in node["args"]),
+                {k: _decode_attr(k, v) for k, v in node.get("attrs", {}).items()},
+            )
+        inputs = tuple(Input(tuple(i["shape"]), i["dtype"], i.get("bound"))
+                       for i in data["inputs"])
+        return cls(Program.from_dict(data["program"]), data["violation"], raw, inputs)
 
     def to_python(
         self,

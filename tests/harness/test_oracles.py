@@ -10,8 +10,7 @@ from harness.references import Reference, references
 
 
 def judge(case: Case, outputs: dict[str, BackendResult]) -> oracles.Judgement:
-    return oracles.differential(case, list(outputs.values()), references(case.program,
-                                                                          case.inputs))
+    return oracles.differential(case, list(outputs.values()), references(case))
 
 
 def ok(backend: str, output: np.ndarray) -> BackendResult:

@@ -54,27 +54,3 @@ def test_structural_relations_fit_where_expected() -> None:
     assert "batch-split" in names["batched"]
     assert "head-permutation" in names["attention"]
     assert "transpose-roundtrip" in names["batched"]
-
-
-def test_a_shift_that_breaks_softmax_is_caught(runner: Runner, monkeypatch) -> None:
-    """With the softmax relation's shift applied to a softmax without max-subtraction, the
-    compiled result overflows while the truth does not: the relation reports it."""
-    import compiler.ops as ops
-
-    case = CASES["softmax"]()
-    original = ops.softmax
-
-    def unshifted(x, axis=-1):
-        xp = ops.namespace(x)
-        e = xp.exp(x)
-        return e / xp.sum(e, axis=axis, keepdims=True)
-
-    # The runner's worker is a separate process: plant the bug there through the case itself
-    # is not possible, so check the relation's verdict in-process on NumPy outputs instead.
-    monkeypatch.setattr(ops, "softmax", unshifted)
-    derived = [d for d in derive(case, ("softmax-shift",))]
-    assert derived
-    shifted = derived[0].case
-    out = shifted.program.as_function(np)(*shifted.inputs)
-    assert not np.all(np.isfinite(out))  # what a backend with this bug would return
-    monkeypatch.setattr(ops, "softmax", original)

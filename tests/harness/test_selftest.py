@@ -1,0 +1,24 @@
+"""End to end: a bug planted in a scratch copy of the compiler is found by a fuzz session,
+minimized, and attributed to the plant (its case passes on the real compiler).
+
+The softmax plant is the hard one: every reference evaluates the same (mutated) ``ops`` source,
+so only the softmax-shift metamorphic relation can see it."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.selftest import MUTATIONS, apply, run_one
+
+
+def test_every_mutation_still_applies(tmp_path) -> None:
+    for mutation in MUTATIONS:
+        apply(mutation, tmp_path / mutation.name)
+
+
+@pytest.mark.parametrize("name", ["softmax-without-max-subtraction"])
+def test_planted_bug_is_caught_and_minimized(name: str) -> None:
+    mutation = next(m for m in MUTATIONS if m.name == name)
+    row = run_one(mutation, seconds=60, seed=1, workers=1)
+    assert row["caught"], row
+    assert row["nodes"] <= 3, row
