@@ -91,7 +91,7 @@ def memref_type(shape: tuple[int, ...], dtype: np.dtype) -> str:
 def scalar_literal(value: object, dtype: np.dtype) -> str:
     """An exact ``arith.constant`` literal (floats as bit patterns: inf and NaN survive)."""
     if dtype == BOOL:
-        return "true" if value else "false"
+        return "1" if value else "0"  # an i1 literal
     if dtype == INT32:
         return str(int(value))
     if dtype == FLOAT32:

@@ -9,6 +9,7 @@ stay weak, NumPy scalars and arrays stay strong), so NEP 50 promotion is NumPy's
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,13 +93,21 @@ class Trace:
         return Tensor(self.captured[key][1])
 
 
-_TRACES: list[Trace] = []
+# One stack per thread: two threads tracing at once must each capture into their own trace.
+_LOCAL = threading.local()
+
+
+def _stack() -> list[Trace]:
+    if not hasattr(_LOCAL, "traces"):
+        _LOCAL.traces = []
+    return _LOCAL.traces
 
 
 def current_trace() -> Trace:
-    if not _TRACES:
+    stack = _stack()
+    if not stack:
         raise RuntimeError("traced tensors exist only while a @jit function is being traced")
-    return _TRACES[-1]
+    return stack[-1]
 
 
 class tracing:  # noqa: N801 - used as a context manager
@@ -108,11 +117,11 @@ class tracing:  # noqa: N801 - used as a context manager
         self.trace = trace
 
     def __enter__(self) -> Trace:
-        _TRACES.append(self.trace)
+        _stack().append(self.trace)
         return self.trace
 
     def __exit__(self, *exc: object) -> None:
-        _TRACES.pop()
+        _stack().pop()
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,6 +235,10 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
     if name == "power" and dtype.kind != "f":
         raise UnsupportedFeature(f"power on {dtype} tensors")
     shape = broadcast_shapes(*[t.shape for t in _tensors(a, b)], what=name)
+    if name == "power" and isinstance(a, Tensor) and not isinstance(b, Tensor) and b == 0.5:
+        # NumPy computes a scalar power of 0.5 as sqrt, which differs from pow() at -inf
+        # (nan, not inf) and -0.0 (-0.0, not 0.0).
+        return unary("sqrt", astype(a, dtype))
     args = (_converted(a, dtype), _converted(b, dtype))
     return Tensor(Node("elementwise", args, shape, dtype, {"fn": name}))
 
@@ -236,7 +249,12 @@ def compare(name: str, a: Any, b: Any) -> Tensor:
     if not _tensors(a, b):
         raise TypeError(f"{name}: at least one operand must be a traced tensor")
     _numpy_dtype(_COMPARE[name], (a, b), name)
-    common = _numpy_dtype(np.add, (a, b), name) if BOOL not in _dtypes(a, b) else None
+    try:
+        common = _numpy_dtype(np.add, (a, b), name) if BOOL not in _dtypes(a, b) else None
+    except OverflowError:
+        # NumPy compares int32 with an out-of-range Python int exactly; in float64 the int32
+        # side is exact and the big int stays beyond the int32 range, so the order is kept.
+        common = FLOAT64
     if common is None or common == BOOL:
         raise UnsupportedFeature(f"{name} on boolean tensors")
     shape = broadcast_shapes(*[t.shape for t in _tensors(a, b)], what=name)
@@ -259,8 +277,15 @@ def unary(name: str, x: Any) -> Tensor:
     return Tensor(Node("elementwise", (arg,), x.shape, dtype, {"fn": name}))
 
 
-def where(condition: Any, a: Any, b: Any) -> Tensor:
+_MISSING = object()
+
+
+def where(condition: Any, a: Any = _MISSING, b: Any = _MISSING) -> Tensor:
     """``np.where(condition, a, b)``: a nonzero condition selects ``a``."""
+    if a is _MISSING and b is _MISSING:
+        raise UnsupportedFeature("np.where with one argument (nonzero indices)")
+    if a is _MISSING or b is _MISSING:
+        raise ValueError("where: either both or neither of x and y should be given")
     condition, a, b = (_as_operand(v, "where") for v in (condition, a, b))
     if not _tensors(condition, a, b):
         raise TypeError("where: at least one operand must be a traced tensor")
@@ -305,7 +330,9 @@ def _axes(axis: Any, ndim: int, what: str, ordered: bool = True) -> tuple[int, .
         return tuple(range(ndim))
     if isinstance(axis, Tensor):
         raise TypeError(f"{what}: axis must be a static integer, not a traced tensor")
-    if isinstance(axis, (list, tuple)):
+    if isinstance(axis, list):
+        raise TypeError(f"{what}: axis must be an int or a tuple; 'list' object cannot be interpreted as an integer")
+    if isinstance(axis, tuple):
         items = tuple(axis)
     else:
         items = (axis,)
@@ -658,6 +685,7 @@ class Tensor:
     __truediv__ = lambda self, o: binary("divide", self, o)  # noqa: E731
     __rtruediv__ = lambda self, o: binary("divide", o, self)  # noqa: E731
     __pow__ = lambda self, o: binary("power", self, o)  # noqa: E731
+
     __rpow__ = lambda self, o: binary("power", o, self)  # noqa: E731
     __matmul__ = lambda self, o: matmul(self, o)  # noqa: E731
     __rmatmul__ = lambda self, o: matmul(o, self)  # noqa: E731

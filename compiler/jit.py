@@ -288,20 +288,21 @@ class JitFunction:
     def __init__(self, fn: Callable[..., Any], target: str | None = None) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
+        self.name = getattr(fn, "__name__", None) or type(fn).__name__  # partials have none
         self.default_target = target or pipelines.DEFAULT_TARGET
         pipelines.resolve(self.default_target)
         self._id = next(_IDS)
         self.traces = 0
 
     def __repr__(self) -> str:
-        return f"<jit {self.fn.__qualname__}>"
+        return f"<jit {self.name}>"
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[list[Any], Hashable, list[np.ndarray]]:
         leaves, structure = flatten((args, kwargs), lambda v: _is_array(v) or isinstance(v, Tensor))
         arrays = []
         for leaf in leaves:
             array = np.asarray(leaf)
-            check_dtype(array.dtype, f"{self.fn.__name__} argument")
+            check_dtype(array.dtype, f"{self.name} argument")
             arrays.append(array)
         return leaves, structure, arrays
 
@@ -339,13 +340,16 @@ class JitFunction:
             targs, tkwargs = unflatten(structure, [to_tensor(leaf) for leaf in leaves])
             self.traces += 1
             result = self.fn(*targs, **tkwargs)
-        out_leaves, out_structure = flatten(result, lambda v: isinstance(v, Tensor))
+        try:
+            out_leaves, out_structure = flatten(result, lambda v: isinstance(v, Tensor))
+        except TypeError:  # an unhashable non-tensor (an ndarray, say) among the outputs
+            out_leaves, out_structure = [], ("static", None)
         if not out_leaves or any(s[0] == "static" for s in _statics(out_structure)):
             raise TypeError(
-                f"{self.fn.__name__} must return a traced tensor or a tuple/list/dict of them, "
+                f"{self.name} must return a traced tensor or a tuple/list/dict of them, "
                 f"got {_describe(result)}"
             )
-        return Compiled(self.fn.__name__, trace, [t.node for t in out_leaves], out_structure, target)
+        return Compiled(self.name, trace, [t.node for t in out_leaves], out_structure, target)
 
     def __call__(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
         if _inside_trace(args, kwargs):
