@@ -35,8 +35,9 @@ def best_time(fn: Callable[[], object], repeat: int) -> float:
     return best
 
 
-def block(x, ln1_g, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_g, ln2_b, up_w, up_b, down_w, down_b,
-          *, heads):
+def block(
+    x, ln1_g, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_g, ln2_b, up_w, up_b, down_w, down_b, *, heads
+):
     """One GPT-2 block: attend + feedforward, the same source for every evaluator."""
     h = ops.attend(x, ln1_g, ln1_b, qkv_w, qkv_b, out_w, out_b, heads=heads)
     return ops.feedforward(h, ln2_g, ln2_b, up_w, up_b, down_w, down_b)
@@ -55,8 +56,12 @@ def cases(rng: np.random.Generator) -> list[tuple[str, Callable, tuple, dict]]:
     blk = (x, 1 + w(C), w(C), *attn[1:], 1 + w(C), w(C), w(C, 4 * C), w(4 * C), w(4 * C, C), w(C))
     return [
         ("matmul 512^3 f32", lambda a, b: a @ b, (a, b), {}),
-        ("gelu(linear) 128x768->3072", lambda x, w, b: ops.gelu(ops.linear(x, w, b)),
-         (x, w(C, 4 * C), w(4 * C)), {}),
+        (
+            "gelu(linear) 128x768->3072",
+            lambda x, w, b: ops.gelu(ops.linear(x, w, b)),
+            (x, w(C, 4 * C), w(4 * C)),
+            {},
+        ),
         ("attention T=128 C=768 H=12", ops.attention, attn + (H,), {}),
         ("GPT-2 block T=128", block, blk, {"heads": H}),
     ]
@@ -96,7 +101,10 @@ def main() -> None:
         print(row, flush=True)
         compile_rows.append(compile_row)
     print()
-    print(f"{'first call (trace+compile) s':30} {'jax.jit':>8}" + "".join(f" {t:>14}" for t in targets))
+    print(
+        f"{'first call (trace+compile) s':30} {'jax.jit':>8}"
+        + "".join(f" {t:>14}" for t in targets)
+    )
     for row in compile_rows:
         print(f"{row[0]:30} {row[1]:8.3f}" + "".join(f" {v:14.3f}" for v in row[2:]))
     print(f"\nthreads: {os.cpu_count()} cores; targets known: {', '.join(TARGETS)}")

@@ -1,7 +1,7 @@
 """Command line: print the IR of a transformer op at any stage, or run the demo.
 
-    python -m compiler emit attention --stage optimized --target cpu-blas
-    python -m compiler demo
+python -m compiler emit attention --stage optimized --target cpu-blas
+python -m compiler demo
 """
 
 from __future__ import annotations
@@ -90,7 +90,9 @@ def _gpt2_demo() -> int:
         ok = logits.dtype == expected.dtype and err <= 1e-5 * float(np.max(np.abs(expected)))
         ok = ok and tokens == greedy
         failures += not ok
-        print(f"{'gpt2 logits':12} {'float32':8} {target:18} {err:10.2e} {'ok' if ok else 'FAIL':>8}")
+        print(
+            f"{'gpt2 logits':12} {'float32':8} {target:18} {err:10.2e} {'ok' if ok else 'FAIL':>8}"
+        )
     return failures
 
 
@@ -99,8 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     e = sub.add_parser("emit", help="print the IR of an op at one stage")
     e.add_argument("op", choices=sorted(_examples(np.dtype("float32"))))
-    e.add_argument("--stage", default="module", choices=["module", "optimized", "bufferized",
-                                                         "blas", "lowered"])
+    e.add_argument(
+        "--stage",
+        default="module",
+        choices=["module", "optimized", "bufferized", "blas", "lowered"],
+    )
     e.add_argument("--target", default="cpu", choices=targets())
     e.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     d = sub.add_parser("demo", help="compile and check the transformer ops on every CPU target")

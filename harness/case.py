@@ -144,8 +144,9 @@ def _classify(error: BaseException) -> str:
     return "internal-error"
 
 
-def run_backend(case: Case, input_sets: list[list[np.ndarray]], backend: str,
-                repeat_checks: bool = False) -> list[BackendResult]:
+def run_backend(
+    case: Case, input_sets: list[list[np.ndarray]], backend: str, repeat_checks: bool = False
+) -> list[BackendResult]:
     """Trace, compile and run the case on one backend for each input set (one compile),
     catching everything it raises."""
     import compiler
@@ -156,11 +157,17 @@ def run_backend(case: Case, input_sets: list[list[np.ndarray]], backend: str,
         try:
             output = fn(*inputs, target=backend)
         except BaseException as error:  # noqa: BLE001 - the harness classifies every failure
-            result = BackendResult(backend, _classify(error), error_type=type(error).__name__,
-                                   message=str(error)[:4000])
+            result = BackendResult(
+                backend,
+                _classify(error),
+                error_type=type(error).__name__,
+                message=str(error)[:4000],
+            )
             if isinstance(error, compiler.CompilerError):
                 result.stage, result.module, result.pipeline = (
-                    error.stage, error.module_text, error.pipeline
+                    error.stage,
+                    error.module_text,
+                    error.pipeline,
                 )
             results.append(result)
             continue
@@ -188,11 +195,35 @@ def execute(task: dict[str, Any]) -> list[BackendResult]:
 
         fault(task["fault"])
     case = Case.from_dict(task["case"])
+    if "emit" in task:
+        return emit(case, task["emit"])
     alternatives = task.get("input_sets")
-    input_sets = ([[decode_array(a) for a in alt] for alt in alternatives] if alternatives
-                  else [case.inputs])
+    input_sets = (
+        [[decode_array(a) for a in alt] for alt in alternatives] if alternatives else [case.inputs]
+    )
     results = []
     for backend in case.backends:
-        results.extend(run_backend(case, input_sets, backend,
-                                   bool(task.get("repeat_checks"))))
+        results.extend(run_backend(case, input_sets, backend, bool(task.get("repeat_checks"))))
     return results
+
+
+def emit(case: Case, backend: str) -> dict[str, str]:
+    """The built module and the mlir-opt command line of ``backend``, for a corpus entry."""
+    import compiler
+    from compiler.pipelines import mlir_opt_command, resolve
+
+    target = resolve(backend)
+    module = compiler.jit(case.function(compiler.xp)).emit(*case.inputs)
+    stages = {name: pipeline for name, pipeline in target.stages()}
+    return {
+        "backend": target.name,
+        "module": module,
+        "stages": stages,
+        "mlir_opt": mlir_opt_command(target),
+        "note": (
+            "cpu-blas targets substitute gemm calls in Python (compiler.blas) between "
+            "bufferization and lowering"
+            if target.blas
+            else ""
+        ),
+    }

@@ -45,16 +45,22 @@ class Progress:
         if kind == "finding":
             f = findings[-1]
             state = "NEW" if f["new"] else "known"
-            print(f"\n[{state}] {f['kind']} on {','.join(f['backends'])} ({f['oracle']}), "
-                  f"{f['nodes']} nodes -> {f['path']}", file=sys.stderr, flush=True)
+            print(
+                f"\n[{state}] {f['kind']} on {','.join(f['backends'])} ({f['oracle']}), "
+                f"{f['nodes']} nodes -> {f['path']}",
+                file=sys.stderr,
+                flush=True,
+            )
         if now - self.last < 1.0 and kind != "finding":
             return
         self.last = now
         elapsed = now - self.start
         kinds = " ".join(f"{k}:{v}" for k, v in sorted(stats.kinds.items())) or "none"
-        line = (f"[{elapsed:6.1f}s/{self.seconds:.0f}s] {stats.cases} cases "
-                f"({stats.cases / max(elapsed, 1e-9):.2f}/s) | findings {kinds} | "
-                f"corpus +{sum(1 for f in findings if f['new'])}")
+        line = (
+            f"[{elapsed:6.1f}s/{self.seconds:.0f}s] {stats.cases} cases "
+            f"({stats.cases / max(elapsed, 1e-9):.2f}/s) | findings {kinds} | "
+            f"corpus +{sum(1 for f in findings if f['new'])}"
+        )
         if self.quiet:
             if int(elapsed) % 10 == 0:
                 print(line, file=sys.stderr, flush=True)
@@ -74,15 +80,17 @@ def _summary_table(summary: dict[str, Any]) -> str:
         f"{'invalid, rejected by both':28} {stats['rejected_agreed']}",
         f"{'NumPy/JAX ambiguities':28} {stats['ambiguities']}",
         f"{'findings (instances)':28} "
-        + (", ".join(f"{k} {v}" for k, v in sorted(stats['kinds'].items())) or "none"),
+        + (", ".join(f"{k} {v}" for k, v in sorted(stats["kinds"].items())) or "none"),
         f"{'corpus entries added':28} {sum(1 for f in summary['findings'] if f['new'])}",
     ]
     if summary.get("first_finding_seconds") is not None:
         lines.append(f"{'first finding after':28} {summary['first_finding_seconds']:.1f} s")
     for f in summary["findings"]:
-        lines.append(f"  {'NEW ' if f['new'] else 'known'} {f['kind']:16} "
-                     f"{','.join(f['backends']):24} {f['oracle']:28} {f['nodes']} nodes  "
-                     f"{f['path']}")
+        lines.append(
+            f"  {'NEW ' if f['new'] else 'known'} {f['kind']:16} "
+            f"{','.join(f['backends']):24} {f['oracle']:28} {f['nodes']} nodes  "
+            f"{f['path']}"
+        )
     if summary["harness_errors"]:
         lines.append(f"harness errors: {len(summary['harness_errors'])} (see report)")
     return "\n".join(lines)
@@ -100,6 +108,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         seed=args.seed if args.seed is not None else int(time.time()) % 100000,
         corpus=Path(args.corpus),
         max_nodes=args.max_nodes,
+        mix=args.mix,
         use_jax=not args.no_jax,
         relations=not args.no_relations,
         stop_on_first=args.stop_on_first,
@@ -107,9 +116,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         minimize_seconds=args.minimize_seconds,
         database=None if args.no_database else Path(args.database),
     )
-    print(f"fuzzing {options.seconds:.0f} s on {', '.join(options.backends)} with "
-          f"{options.workers} worker(s), seed {options.seed}, corpus {options.corpus}",
-          file=sys.stderr)
+    print(
+        f"fuzzing {options.seconds:.0f} s on {', '.join(options.backends)} with "
+        f"{options.workers} worker(s), seed {options.seed}, corpus {options.corpus}",
+        file=sys.stderr,
+    )
     summary = session(options, Progress(options.seconds, args.quiet))
     print(_summary_table(summary))
     if args.summary_json:
@@ -136,11 +147,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         results = replay(paths, runner, update_status=args.update)
     still = 0
     for r in results:
-        print(f"{r.outcome:12} {r.path}" + (f"  ({r.detail.splitlines()[0][:120]})"
-                                             if r.detail else ""))
+        print(
+            f"{r.outcome:12} {r.path}"
+            + (f"  ({r.detail.splitlines()[0][:120]})" if r.detail else "")
+        )
         still += r.outcome != "fixed"
-    counts = {o: sum(1 for r in results if r.outcome == o) for o in ("still fails", "fixed",
-                                                                     "error")}
+    counts = {
+        o: sum(1 for r in results if r.outcome == o) for o in ("still fails", "fixed", "error")
+    }
     print(f"{len(results)} entries: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return 1 if counts["error"] or (args.strict and counts["still fails"]) else 0
 
@@ -174,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--corpus", default="corpus")
     fuzz.add_argument("--report", default="report", help="report directory ('' for none)")
     fuzz.add_argument("--max-nodes", type=int, default=6)
+    fuzz.add_argument(
+        "--mix",
+        choices=["all", "programs"],
+        default="all",
+        help="what to generate: everything, or random programs only",
+    )
     fuzz.add_argument("--no-jax", action="store_true", help="skip the jax.jit reference")
     fuzz.add_argument("--no-relations", action="store_true", help="skip metamorphic relations")
     fuzz.add_argument("--stop-on-first", action="store_true")

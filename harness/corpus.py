@@ -100,7 +100,9 @@ class Entry:
 
     @property
     def filename(self) -> str:
-        return f"{self.signature.get('kind', 'finding')}-{self.signature_id}-{self.content_id}{SUFFIX}"
+        return (
+            f"{self.signature.get('kind', 'finding')}-{self.signature_id}-{self.content_id}{SUFFIX}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -170,9 +172,7 @@ class Corpus:
     def files(self) -> list[Path]:
         if not self.directory.is_dir():
             return []
-        return sorted(
-            p for p in self.directory.glob(f"*{SUFFIX}") if not p.name.startswith(".")
-        )
+        return sorted(p for p in self.directory.glob(f"*{SUFFIX}") if not p.name.startswith("."))
 
     def entries(self) -> Iterator[Entry | CorpusError]:
         """Every entry, or the error for a file that cannot be used (so the rest still load)."""

@@ -46,6 +46,7 @@ class FuzzOptions:
     timeout: float = 120.0
     examples_per_round: int = 40
     rounds: int | None = None  # a fixed number of rounds instead of the time box
+    mix: str = "all"  # which cases: "all", or "programs" (random programs only)
     database: Path | None = Path(".hypothesis/examples")
     quiet: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -59,20 +60,23 @@ class _ShrinkBudgetSpent(Exception):
     """Raised for every example once shrinking has used its budget, so Hypothesis stops."""
 
 
-def finding_entry(case: Case, finding: Finding, status: str = "open",
-                  minimization: dict[str, Any] | None = None) -> Entry:
+def finding_entry(
+    case: Case,
+    finding: Finding,
+    status: str = "open",
+    minimization: dict[str, Any] | None = None,
+    mlir: dict[str, Any] | None = None,
+) -> Entry:
     """The corpus entry for a finding (with its standalone reproducers)."""
     from .report import reproducer, tool_versions
 
-    mlir: dict[str, Any] = {}
+    mlir = dict(mlir or {})
     if finding.result is not None and finding.result.module:
-        pipeline = finding.result.pipeline
-        mlir = {
-            "stage": finding.result.stage,
-            "module": finding.result.module,
-            "pipeline": pipeline,
-            "mlir_opt": f"mlir-opt --pass-pipeline='{pipeline}' module.mlir" if pipeline else "",
-        }
+        mlir.update(
+            failing_stage=finding.result.stage,
+            failing_pipeline=finding.result.pipeline,
+            module=finding.result.module,
+        )
     return Entry(
         case={"case": case.to_dict(), "oracle": finding.oracle},
         signature=finding.signature,
@@ -156,8 +160,10 @@ class Driver:
             if all(b in restrict.backends for b in candidate.backends):
                 pass
             elif restrict.kind not in ("crash", "hang"):
-                candidate.backends = tuple(b for b in candidate.backends
-                                           if b in restrict.backends) or candidate.backends
+                candidate.backends = (
+                    tuple(b for b in candidate.backends if b in restrict.backends)
+                    or candidate.backends
+                )
             self.runner.repeat_checks = restrict.kind in ("nondeterministic", "retrace")
             names = ()
             if restrict.oracle.startswith("metamorphic:"):
@@ -179,7 +185,7 @@ class Driver:
 
         self.recover_pending()
         deadline = self.start + self.options.seconds
-        strategy = cases(self.options.backends, max_nodes=self.options.max_nodes)
+        strategy = cases(self.options.backends, self.options.max_nodes, self.options.mix)
         database = None
         if self.options.database is not None:
             from hypothesis.database import DirectoryBasedExampleDatabase
@@ -194,8 +200,13 @@ class Driver:
             else round_number < self.options.rounds
         ):
             round_number += 1
-            state: dict[str, Any] = {"target": None, "best": None, "found_at": None,
-                                     "others": [], "raw": ()}
+            state: dict[str, Any] = {
+                "target": None,
+                "best": None,
+                "found_at": None,
+                "others": [],
+                "raw": (),
+            }
 
             def test(case: Case) -> None:
                 nonlocal last_flush
@@ -214,8 +225,9 @@ class Driver:
                     if target is None:
                         if _covered(finding, self.known):
                             continue
-                        state.update(target=finding, best=(case, finding),
-                                     found_at=time.perf_counter())
+                        state.update(
+                            target=finding, best=(case, finding), found_at=time.perf_counter()
+                        )
                         state["raw"] = self.record_raw(case, finding)
                         raise _Found(finding.kind)
                     if same_failure(target, finding):
@@ -260,8 +272,7 @@ class Driver:
         if self.first_finding_at is None:
             self.first_finding_at = time.perf_counter() - self.start
             self.emit("first-finding", self.first_finding_at)
-        entry = finding_entry(case, finding, status="open",
-                              minimization={"state": "unminimized"})
+        entry = finding_entry(case, finding, status="open", minimization={"state": "unminimized"})
         stored, path = self.corpus.save(entry)
         self.known.append(finding.signature)
         return (path,) if stored else ()
@@ -279,6 +290,7 @@ class Driver:
         entry = finding_entry(
             result.case,
             result.finding,
+            mlir=self.module_of(result.case, result.finding),
             minimization={
                 "state": "minimized",
                 "steps": result.steps,
@@ -296,16 +308,27 @@ class Driver:
                 raw.unlink()
         if stored:
             self.saved.append(str(path))
-        self.emit("finding", {
-            "kind": result.finding.kind,
-            "backends": list(result.finding.backends),
-            "oracle": result.finding.oracle,
-            "nodes": len(result.case.program),
-            "path": str(path),
-            "new": stored,
-            "detail": result.finding.detail[:200],
-            "first_at": self.first_finding_at,
-        })
+        self.emit(
+            "finding",
+            {
+                "kind": result.finding.kind,
+                "backends": list(result.finding.backends),
+                "oracle": result.finding.oracle,
+                "nodes": len(result.case.program),
+                "path": str(path),
+                "new": stored,
+                "detail": result.finding.detail[:200],
+                "first_at": self.first_finding_at,
+            },
+        )
+
+    def module_of(self, case: Case, finding: Finding) -> dict[str, Any]:
+        """The built MLIR and the mlir-opt command of the failing backend (built in the
+        isolated worker: tracing and emitting text only, so it cannot crash the driver)."""
+        if case.invalid is not None or not finding.backends:
+            return {}
+        outcome = self.runner.worker.run({"case": case.to_dict(), "emit": finding.backends[0]})
+        return outcome.value if outcome.status == "ok" else {"error": outcome.detail[:500]}
 
     def recover_pending(self) -> None:
         """Cases in flight when an earlier session died: run them again, record what fails."""
@@ -343,8 +366,10 @@ def session(options: FuzzOptions, on_event: Any = None) -> dict[str, Any]:
 
     context = mp.get_context("spawn")
     events: Any = context.Queue()
-    processes = [context.Process(target=_drive, args=(options, i, events), daemon=False)
-                 for i in range(options.workers)]
+    processes = [
+        context.Process(target=_drive, args=(options, i, events), daemon=False)
+        for i in range(options.workers)
+    ]
     for p in processes:
         p.start()
     stats = Stats()

@@ -23,8 +23,11 @@ from .case import CPU_BACKENDS, Case
 @st.composite
 def program_cases(draw: st.DrawFn, backends: tuple[str, ...], max_nodes: int = 6) -> Case:
     small = draw(st.booleans())
-    programs = (ps.programs(max_nodes=max_nodes) if small
-                else ps.programs(min_nodes=3, max_nodes=max_nodes + 4))
+    programs = (
+        ps.programs(max_nodes=max_nodes)
+        if small
+        else ps.programs(min_nodes=3, max_nodes=max_nodes + 4)
+    )
     drawn = draw(ps.cases(programs))
     event("origin:program")
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"programs/{drawn.regime}")
@@ -48,18 +51,38 @@ def attention_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
         return b.input(shape, dtype)
 
     if kind == "attention":
-        out = b.node("attention", x, weight(C, 3 * C), weight(3 * C), weight(C, C), weight(C),
-                     heads=H)
+        out = b.node(
+            "attention", x, weight(C, 3 * C), weight(3 * C), weight(C, C), weight(C), heads=H
+        )
     else:
-        out = b.node("attend", x, weight(C), weight(C), weight(C, 3 * C), weight(3 * C),
-                     weight(C, C), weight(C), heads=H)
+        out = b.node(
+            "attend",
+            x,
+            weight(C),
+            weight(C),
+            weight(C, 3 * C),
+            weight(3 * C),
+            weight(C, C),
+            weight(C),
+            heads=H,
+        )
         if kind == "block":
-            out = b.node("feedforward", out, weight(C), weight(C), weight(C, 4 * C),
-                         weight(4 * C), weight(4 * C, C), weight(C))
+            out = b.node(
+                "feedforward",
+                out,
+                weight(C),
+                weight(C),
+                weight(C, 4 * C),
+                weight(4 * C),
+                weight(4 * C, C),
+                weight(C),
+            )
     program = b.build(out)
     seed = draw(st.integers(0, 2**31 - 1))
     rng = np.random.default_rng(seed)
-    inputs = [(rng.standard_normal(s) * sc).astype(dtype) for s, sc in zip(shapes, scales)]
+    inputs = [
+        (rng.standard_normal(s) * sc).astype(dtype) for s, sc in zip(shapes, scales, strict=True)
+    ]
     return Case(program, inputs, backends, check="causal", origin=f"structure/{kind}")
 
 
@@ -102,12 +125,24 @@ def invalid_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     invalid = draw(ps.invalid_programs())
     inputs = draw(input_values(invalid.inputs))
     event(f"origin:invalid:{invalid.violation}")
-    return Case(invalid.program, list(inputs), backends, origin=f"invalid/{invalid.violation}",
-                invalid=invalid)
+    return Case(
+        invalid.program,
+        list(inputs),
+        backends,
+        origin=f"invalid/{invalid.violation}",
+        invalid=invalid,
+    )
 
 
-def cases(backends: tuple[str, ...] = CPU_BACKENDS, max_nodes: int = 6) -> st.SearchStrategy[Case]:
-    """The session's mix; random programs first so shrinking heads towards them."""
+def cases(
+    backends: tuple[str, ...] = CPU_BACKENDS, max_nodes: int = 6, mix: str = "all"
+) -> st.SearchStrategy[Case]:
+    """The session's mix (``all``), or random programs only (``programs``); random programs
+    come first so shrinking heads towards them."""
+    if mix == "programs":
+        return program_cases(backends, max_nodes)
+    if mix != "all":
+        raise ValueError(f"unknown case mix {mix!r} (all, programs)")
     return st.one_of(
         program_cases(backends, max_nodes),
         program_cases(backends, max_nodes),

@@ -118,8 +118,11 @@ class Worker:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 self.kill()
-                return Outcome("hang", detail=f"no answer within {limit:.0f} s",
-                               seconds=time.perf_counter() - start)
+                return Outcome(
+                    "hang",
+                    detail=f"no answer within {limit:.0f} s",
+                    seconds=time.perf_counter() - start,
+                )
             try:
                 ready = self.connection.poll(min(remaining, 0.5))
             except (OSError, EOFError):
@@ -131,8 +134,9 @@ class Worker:
                     self.process.join(timeout=5)
                     code = self.process.exitcode
                     self.kill()
-                    return Outcome("crash", detail=_describe_exit(code),
-                                   seconds=time.perf_counter() - start)
+                    return Outcome(
+                        "crash", detail=_describe_exit(code), seconds=time.perf_counter() - start
+                    )
                 elapsed = time.perf_counter() - start
                 if status == "ok":
                     return Outcome("ok", value=value, seconds=elapsed)
@@ -140,8 +144,9 @@ class Worker:
             if not self.process.is_alive():
                 code = self.process.exitcode
                 self.kill()
-                return Outcome("crash", detail=_describe_exit(code),
-                               seconds=time.perf_counter() - start)
+                return Outcome(
+                    "crash", detail=_describe_exit(code), seconds=time.perf_counter() - start
+                )
 
     def __enter__(self) -> Worker:
         self.start()

@@ -62,8 +62,9 @@ def _variants_structure(case: Case) -> list[tuple[str, Case]]:
             smaller, inputs = _drop_unused(smaller, case.inputs)
         except (ValueError, TypeError, IndexError):
             continue
-        found.append((f"bypass node {index} ({program.nodes[index].op})",
-                      _with(case, smaller, inputs)))
+        found.append(
+            (f"bypass node {index} ({program.nodes[index].op})", _with(case, smaller, inputs))
+        )
     return found
 
 
@@ -91,11 +92,13 @@ def _variants_shapes(case: Case) -> list[tuple[str, Case]]:
                 except (ValueError, TypeError, IndexError, KeyError):
                     continue
                 inputs = list(case.inputs)
-                index = tuple(slice(0, smaller) if a == axis else slice(None)
-                              for a in range(len(shape)))
+                index = tuple(
+                    slice(0, smaller) if a == axis else slice(None) for a in range(len(shape))
+                )
                 inputs[i] = np.ascontiguousarray(inputs[i][index])
-                found.append((f"input {i} axis {axis}: {extent} -> {smaller}",
-                              _with(case, program, inputs)))
+                found.append(
+                    (f"input {i} axis {axis}: {extent} -> {smaller}", _with(case, program, inputs))
+                )
                 break  # the largest reduction that builds; later rounds shrink further
     return found
 
@@ -115,15 +118,17 @@ def _variants_joint(case: Case) -> list[tuple[str, Case]]:
             for i, inp in enumerate(changed["inputs"]):
                 if extent in inp["shape"] and inp.get("bound") is None:
                     inp["shape"] = [smaller if d == extent else d for d in inp["shape"]]
-                    index = tuple(slice(0, smaller) if d == extent else slice(None)
-                                  for d in inputs[i].shape)
+                    index = tuple(
+                        slice(0, smaller) if d == extent else slice(None) for d in inputs[i].shape
+                    )
                     inputs[i] = np.ascontiguousarray(inputs[i][index])
             try:
                 program = Program.from_dict(changed)
             except (ValueError, TypeError, IndexError, KeyError):
                 continue
-            found.append((f"extent {extent} -> {smaller} in every input",
-                          _with(case, program, inputs)))
+            found.append(
+                (f"extent {extent} -> {smaller} in every input", _with(case, program, inputs))
+            )
             break
     return found
 
@@ -161,8 +166,10 @@ def minimize(
         progress = False
         for generator in (_variants_structure, _variants_joint, _variants_shapes, _variants_values):
             for description, candidate in generator(best.case):
-                if (time.perf_counter() - start > budget_seconds
-                        or best.evaluations >= max_evaluations):
+                if (
+                    time.perf_counter() - start > budget_seconds
+                    or best.evaluations >= max_evaluations
+                ):
                     best.seconds = time.perf_counter() - start
                     return best
                 if candidate.size >= best.case.size and generator is not _variants_values:
@@ -198,7 +205,13 @@ def bisect_pipeline(case: Case, finding: Finding, predicate: Predicate) -> dict[
             outcome[name] = "still fails" if result is not None else "passes"
         fixes = [name for name, verdict in outcome.items() if verdict == "passes"]
         changes[backend] = (
-            f"disappears with: {', '.join(fixes)}" if fixes
-            else "fails under every single change (frontend or builder)"
-        ) + " [" + "; ".join(f"{k}: {v}" for k, v in outcome.items()) + "]"
+            (
+                f"disappears with: {', '.join(fixes)}"
+                if fixes
+                else "fails under every single change (frontend or builder)"
+            )
+            + " ["
+            + "; ".join(f"{k}: {v}" for k, v in outcome.items())
+            + "]"
+        )
     return changes

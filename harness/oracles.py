@@ -87,8 +87,10 @@ def error_steps(program: Program) -> float:
         elif node.op in ("sum", "mean", "var", "max", "min") and args:
             shape = args[0].shape
             axis = node.attrs.get("axis")
-            axes = range(len(shape)) if axis is None else (
-                axis if isinstance(axis, tuple) else (axis,)
+            axes = (
+                range(len(shape))
+                if axis is None
+                else (axis if isinstance(axis, tuple) else (axis,))
             )
             count = math.prod(shape[a] for a in axes) if shape else 1
             steps += math.log2(max(2, count)) * (2 if node.op == "var" else 1)
@@ -114,9 +116,7 @@ def _rejection_matches(numpy_error: str, compiler_error: str) -> bool:
     return compiler_error in _REJECTIONS.get(numpy_error, {numpy_error})
 
 
-def differential(
-    case: Case, results: list[BackendResult], refs: dict[str, Reference]
-) -> Judgement:
+def differential(case: Case, results: list[BackendResult], refs: dict[str, Reference]) -> Judgement:
     """Backends vs references, and the error paths."""
     judgement = Judgement()
     numpy_ref = refs["numpy"]
@@ -143,19 +143,28 @@ def differential(
             continue
         if not numpy_ref.ok:
             if result.status == "ok":
-                flag("wrong-error", result,
-                     f"compiler accepted a program NumPy rejects ({numpy_ref.error_type}: "
-                     f"{numpy_ref.message})")
+                flag(
+                    "wrong-error",
+                    result,
+                    f"compiler accepted a program NumPy rejects ({numpy_ref.error_type}: "
+                    f"{numpy_ref.message})",
+                )
             elif not _rejection_matches(numpy_ref.error_type, result.error_type):
-                flag("wrong-error", result,
-                     f"compiler raised {result.error_type}, NumPy raised {numpy_ref.error_type}")
+                flag(
+                    "wrong-error",
+                    result,
+                    f"compiler raised {result.error_type}, NumPy raised {numpy_ref.error_type}",
+                )
             else:
                 judgement.agreed_rejection = True
             continue
         if result.status == "rejected":
-            flag("wrong-error", result,
-                 f"compiler rejected a program NumPy accepts: {result.error_type}: "
-                 f"{result.message}")
+            flag(
+                "wrong-error",
+                result,
+                f"compiler rejected a program NumPy accepts: {result.error_type}: "
+                f"{result.message}",
+            )
             continue
         out = np.asarray(result.output)
         expected = numpy_ref.output
@@ -178,37 +187,48 @@ def differential(
         judgement.ambiguities.extend(_ambiguity(case, numpy_ref, truth, jax_ref))
 
     for kind, group in by_kind.items():
-        oracle = "differential" if kind in ("mismatch", "wrong-shape", "wrong-dtype") else (
-            "error-path")
+        oracle = (
+            "differential" if kind in ("mismatch", "wrong-shape", "wrong-dtype") else ("error-path")
+        )
         detail = "\n".join(f"{r.backend}: {d}" for r, d in group)
         judgement.findings.append(
-            Finding(kind, tuple(r.backend for r, _ in group), oracle, detail, case, dtype,
-                    group[0][0])
+            Finding(
+                kind, tuple(r.backend for r, _ in group), oracle, detail, case, dtype, group[0][0]
+            )
         )
     return judgement
 
 
-def _judge_invalid(case: Case, result: BackendResult, numpy_ref: Reference, flag: Any,
-                   judgement: Judgement) -> None:
+def _judge_invalid(
+    case: Case, result: BackendResult, numpy_ref: Reference, flag: Any, judgement: Judgement
+) -> None:
     """A program with one planted violation: the compiler must reject it at trace time with one
     of the violation's documented errors (a ValueError/TypeError where NumPy rejects it too)."""
     violation = case.invalid.violation
     allowed = {e.__name__ for e in case.invalid.errors}
     if result.status == "ok":
-        flag("wrong-error", result,
-             f"compiler accepted an invalid program ({violation}); NumPy "
-             + (f"raised {numpy_ref.error_type}" if not numpy_ref.ok else "has no such rule"))
+        flag(
+            "wrong-error",
+            result,
+            f"compiler accepted an invalid program ({violation}); NumPy "
+            + (f"raised {numpy_ref.error_type}" if not numpy_ref.ok else "has no such rule"),
+        )
         return
     names = {result.error_type, *_REJECTIONS.get(result.error_type, ())}
     if result.status == "unsupported" and "NotImplementedError" in allowed:
         judgement.agreed_rejection = True
-    elif result.status == "rejected" and (names & allowed or (
-            not numpy_ref.ok and _rejection_matches(numpy_ref.error_type, result.error_type))):
+    elif result.status == "rejected" and (
+        names & allowed
+        or (not numpy_ref.ok and _rejection_matches(numpy_ref.error_type, result.error_type))
+    ):
         judgement.agreed_rejection = True
     else:
-        flag("wrong-error", result,
-             f"{violation}: compiler raised {result.error_type} ({result.message[:200]}); "
-             f"expected one of {sorted(allowed)}")
+        flag(
+            "wrong-error",
+            result,
+            f"{violation}: compiler raised {result.error_type} ({result.message[:200]}); "
+            f"expected one of {sorted(allowed)}",
+        )
     if case.invalid.numpy_rejects and numpy_ref.ok:
         judgement.ambiguities.append(f"NumPy accepted a program labelled {violation}")
 
@@ -224,8 +244,9 @@ def _judge_values(
     if jax_ref is not None and jax_ref.ok and jax_ref.output.shape == out.shape:
         others.append(jax_ref.output)
     yardstick = truth.output if truth is not None and truth.ok else numpy_ref.output
-    return tolerance.compare(out, yardstick, others, error_steps(case.program),
-                             working_dtype(case.program))
+    return tolerance.compare(
+        out, yardstick, others, error_steps(case.program), working_dtype(case.program)
+    )
 
 
 def _ambiguity(
@@ -239,16 +260,18 @@ def _ambiguity(
         return [f"JAX dtype {jax_ref.output.dtype} != NumPy {numpy_ref.output.dtype}"]
     yardstick = truth.output if truth is not None and truth.ok else numpy_ref.output
     steps = error_steps(case.program)
-    v = tolerance.compare(jax_ref.output, yardstick, [numpy_ref.output], steps,
-                          working_dtype(case.program))
+    v = tolerance.compare(
+        jax_ref.output, yardstick, [numpy_ref.output], steps, working_dtype(case.program)
+    )
     return [] if v.ok else [f"JAX vs truth: {v.reason}"]
 
 
-def causal(case: Case, original: list[BackendResult], perturbed: list[BackendResult],
-           keep_rows: int) -> list[Finding]:
+def causal(
+    case: Case, original: list[BackendResult], perturbed: list[BackendResult], keep_rows: int
+) -> list[Finding]:
     """Rows before ``keep_rows`` must not change when only later input rows changed."""
     findings = []
-    for before, after in zip(original, perturbed):
+    for before, after in zip(original, perturbed, strict=True):
         if before.status != "ok" or after.status != "ok":
             continue
         a = np.asarray(before.output)[:keep_rows]
@@ -257,8 +280,14 @@ def causal(case: Case, original: list[BackendResult], perturbed: list[BackendRes
             diff = np.argwhere(~((a == b) | (np.isnan(a) & np.isnan(b))))
             where = tuple(int(i) for i in diff[0]) if len(diff) else ()
             findings.append(
-                Finding("causality", (before.backend,), "causality",
-                        f"output row {where[:1]} changed when only rows >= {keep_rows} of the "
-                        f"input changed (first difference at {where})", case, result=before)
+                Finding(
+                    "causality",
+                    (before.backend,),
+                    "causality",
+                    f"output row {where[:1]} changed when only rows >= {keep_rows} of the "
+                    f"input changed (first difference at {where})",
+                    case,
+                    result=before,
+                )
             )
     return findings

@@ -44,17 +44,28 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fuzz", "compiler fuzzing")
-    group.addoption("--fuzz-seconds", type=float, default=0.0,
-                    help="time-box the fuzz test to N seconds per shard (0: fixed examples)")
-    group.addoption("--fuzz-examples", type=int, default=8,
-                    help="examples per shard when --fuzz-seconds is 0")
-    group.addoption("--fuzz-backends", default="",
-                    help="comma-separated targets (default: every CPU target)")
-    group.addoption("--fuzz-corpus", default=str(ROOT / "corpus"),
-                    help="where findings are written")
+    group.addoption(
+        "--fuzz-seconds",
+        type=float,
+        default=0.0,
+        help="time-box the fuzz test to N seconds per shard (0: fixed examples)",
+    )
+    group.addoption(
+        "--fuzz-examples", type=int, default=8, help="examples per shard when --fuzz-seconds is 0"
+    )
+    group.addoption(
+        "--fuzz-backends", default="", help="comma-separated targets (default: every CPU target)"
+    )
+    group.addoption(
+        "--fuzz-corpus", default=str(ROOT / "corpus"), help="where findings are written"
+    )
     group.addoption("--fuzz-seed", type=int, default=None, help="base seed of the shards")
-    group.addoption("--fuzz-shards", type=int, default=0,
-                    help="parallel shards (default: the xdist worker count, or 1)")
+    group.addoption(
+        "--fuzz-shards",
+        type=int,
+        default=0,
+        help="parallel shards (default: the xdist worker count, or 1)",
+    )
 
 
 def _shards(config: pytest.Config) -> int:

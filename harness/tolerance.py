@@ -85,7 +85,9 @@ def compare(
         wrong = got != expected
         if np.any(wrong):
             index = tuple(int(i) for i in np.argwhere(wrong)[0])
-            return Verdict(False, f"{int(wrong.sum())} integer elements differ", 1.0, 0.0, index, np.inf)
+            return Verdict(
+                False, f"{int(wrong.sum())} integer elements differ", 1.0, 0.0, index, np.inf
+            )
         return Verdict(True)
     truth = np.asarray(truth, np.float64)
     got64 = got.astype(np.float64)
@@ -132,8 +134,8 @@ def compare(
     if excess > 1.0:
         return Verdict(
             False,
-            f"error {float(error[worst]):.3g} at {worst} exceeds allowed {float(allowed[worst]):.3g}"
-            f" (got {got64[worst]!r}, truth {truth[worst]!r})",
+            f"error {float(error[worst]):.3g} at {worst} exceeds allowed "
+            f"{float(allowed[worst]):.3g} (got {got64[worst]!r}, truth {truth[worst]!r})",
             max_error,
             ulps,
             worst,
