@@ -763,8 +763,9 @@ class InvalidProgram:
             "program": self.program.to_dict(),
             "violation": self.violation,
             "node": node,
-            "inputs": [{"shape": list(i.shape), "dtype": i.dtype, "bound": i.bound}
-                       for i in self.inputs],
+            "inputs": [
+                {"shape": list(i.shape), "dtype": i.dtype, "bound": i.bound} for i in self.inputs
+            ],
         }
 
     @classmethod
@@ -779,8 +780,7 @@ class InvalidProgram:
                 tuple(_decode_arg(a) for a in node["args"]),
                 {k: _decode_attr(k, v) for k, v in node.get("attrs", {}).items()},
             )
-        inputs = tuple(Input(tuple(i["shape"]), i["dtype"], i.get("bound"))
-                       for i in data["inputs"])
+        inputs = tuple(Input(tuple(i["shape"]), i["dtype"], i.get("bound")) for i in data["inputs"])
         return cls(Program.from_dict(data["program"]), data["violation"], raw, inputs)
 
     def to_python(

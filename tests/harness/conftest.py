@@ -17,6 +17,8 @@ def matmul_case() -> Case:
     w = b.input((5, 4), "float32")
     program = b.build(b.node("matmul", x, w))
     rng = np.random.default_rng(0)
-    inputs = [rng.standard_normal((3, 5)).astype(np.float32),
-              rng.standard_normal((5, 4)).astype(np.float32)]
+    inputs = [
+        rng.standard_normal((3, 5)).astype(np.float32),
+        rng.standard_normal((5, 4)).astype(np.float32),
+    ]
     return Case(program, inputs, ("cpu-loops", "cpu-blas"))

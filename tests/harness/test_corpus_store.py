@@ -14,8 +14,13 @@ from harness.corpus import FORMAT, Corpus, CorpusError, Entry, atomic_write, loa
 def entry(size: int, ops: tuple[str, ...] = ("exp",), tag: str = "a") -> Entry:
     return Entry(
         case={"program": {"tag": tag, "size": size}, "oracle": "differential"},
-        signature={"kind": "mismatch", "backend": "cpu-loops", "ops": list(ops),
-                   "dtype": "float32", "oracle": "differential"},
+        signature={
+            "kind": "mismatch",
+            "backend": "cpu-loops",
+            "ops": list(ops),
+            "dtype": "float32",
+            "oracle": "differential",
+        },
         size=size,
         detail="planted",
     )

@@ -20,11 +20,31 @@ def test_kill_minus_nine_mid_session(tmp_path: Path) -> None:
     corpus_dir = tmp_path / "corpus"
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=f"{scratch}{os.pathsep}{root}")
-    command = [sys.executable, "-m", "harness", "fuzz", "--seconds", "120", "--corpus",
-               str(corpus_dir), "--report", "", "--seed", "5", "--quiet", "--no-database",
-               "--no-jax"]
-    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "fuzz",
+        "--seconds",
+        "120",
+        "--corpus",
+        str(corpus_dir),
+        "--report",
+        "",
+        "--seed",
+        "5",
+        "--quiet",
+        "--no-database",
+        "--no-jax",
+    ]
+    proc = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.time() + 150
         while time.time() < deadline and not list(corpus_dir.glob("*.json")):
@@ -39,9 +59,25 @@ def test_kill_minus_nine_mid_session(tmp_path: Path) -> None:
     assert items and all(isinstance(i, Entry) for i in items), items
     assert not [p for p in corpus_dir.rglob(".tmp-*")]
     # The next session re-runs whatever was in flight and clears the write-ahead record.
-    again = [sys.executable, "-m", "harness", "fuzz", "--seconds", "1", "--corpus",
-             str(corpus_dir), "--report", "", "--seed", "6", "--quiet", "--no-database",
-             "--no-jax", "--minimize-seconds", "5"]
+    again = [
+        sys.executable,
+        "-m",
+        "harness",
+        "fuzz",
+        "--seconds",
+        "1",
+        "--corpus",
+        str(corpus_dir),
+        "--report",
+        "",
+        "--seed",
+        "6",
+        "--quiet",
+        "--no-database",
+        "--no-jax",
+        "--minimize-seconds",
+        "5",
+    ]
     subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, timeout=300)
     assert corpus.leftover_pending() == []
     assert all(isinstance(i, Entry) for i in corpus.entries())

@@ -34,8 +34,14 @@ def test_minimizes_to_the_pattern_with_small_dims() -> None:
     out = b.node("tanh", r)
     program = b.build(out)
     rng = np.random.default_rng(1)
-    case = Case(program, [rng.standard_normal((6, 7)).astype(np.float32),
-                          rng.standard_normal((6, 5)).astype(np.float32)], ("cpu-loops",))
+    case = Case(
+        program,
+        [
+            rng.standard_normal((6, 7)).astype(np.float32),
+            rng.standard_normal((6, 5)).astype(np.float32),
+        ],
+        ("cpu-loops",),
+    )
     finding = planted(case)
     result = minimize(case, finding, planted, budget_seconds=30)
     small = result.case.program

@@ -27,8 +27,9 @@ def test_wrong_dtype_shape_and_values_are_findings(matmul_case):
     expected = matmul_case.inputs[0] @ matmul_case.inputs[1]
     off = expected.copy()
     off[1, 2] *= np.float32(1.001)
-    j = judge(matmul_case, {"a": ok("cpu-loops", expected.astype(np.float64)),
-                            "b": ok("cpu-blas", off)})
+    j = judge(
+        matmul_case, {"a": ok("cpu-loops", expected.astype(np.float64)), "b": ok("cpu-blas", off)}
+    )
     kinds = {f.kind: f for f in j.findings}
     assert set(kinds) == {"wrong-dtype", "mismatch"}
     assert kinds["mismatch"].backends == ("cpu-blas",)
@@ -44,8 +45,13 @@ def test_all_failing_backends_make_one_finding(matmul_case):
 
 
 def test_error_paths(matmul_case):
-    verifier = BackendResult("cpu-loops", "compiler-error", error_type="CompilerError",
-                             message="'linalg.matmul' op bad", stage="parse/verify")
+    verifier = BackendResult(
+        "cpu-loops",
+        "compiler-error",
+        error_type="CompilerError",
+        message="'linalg.matmul' op bad",
+        stage="parse/verify",
+    )
     rejected = BackendResult("cpu-blas", "rejected", error_type="ValueError", message="no")
     j = judge(matmul_case, {"a": verifier, "b": rejected})
     assert {f.kind for f in j.findings} == {"verifier-error", "wrong-error"}
@@ -55,8 +61,10 @@ def test_error_paths(matmul_case):
 
 
 def test_invalid_program_must_be_rejected_alike(matmul_case):
-    refs = {"numpy": Reference("numpy", None, "ValueError", "matmul: mismatch"),
-            "truth": Reference("truth", None, "ValueError", "")}
+    refs = {
+        "numpy": Reference("numpy", None, "ValueError", "matmul: mismatch"),
+        "truth": Reference("truth", None, "ValueError", ""),
+    }
     accepted = ok("cpu-loops", np.zeros((3, 4), np.float32))
     agreed = BackendResult("cpu-blas", "rejected", error_type="ValueError")
     j = oracles.differential(matmul_case, [accepted, agreed], refs)

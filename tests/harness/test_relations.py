@@ -28,12 +28,14 @@ def _case(build, shapes, dtype="float32", seed=0) -> Case:
 
 CASES = {
     "softmax": lambda: _case(lambda b, x: b.node("softmax", b.node("exp", x)), [(3, 5)]),
-    "layer_norm": lambda: _case(lambda b, x, g, h: b.node("layer_norm", x, g, h),
-                                [(4, 6), (6,), (6,)], "float64"),
+    "layer_norm": lambda: _case(
+        lambda b, x, g, h: b.node("layer_norm", x, g, h), [(4, 6), (6,), (6,)], "float64"
+    ),
     "batched": lambda: _case(lambda b, x, y: b.node("matmul", x, y), [(3, 2, 5), (3, 5, 4)]),
     "attention": lambda: _case(
         lambda b, x, w, c, o, p: b.node("attention", x, w, c, o, p, heads=3),
-        [(5, 6), (6, 18), (18,), (6, 6), (6,)]),
+        [(5, 6), (6, 18), (18,), (6, 6), (6,)],
+    ),
 }
 
 
@@ -47,8 +49,10 @@ def test_relations_hold(name: str, runner: Runner) -> None:
 
 
 def test_structural_relations_fit_where_expected() -> None:
-    names = {name: {d.relation.split("[")[0] for d in derive(CASES[name](), tuple(RELATIONS))}
-             for name in CASES}
+    names = {
+        name: {d.relation.split("[")[0] for d in derive(CASES[name](), tuple(RELATIONS))}
+        for name in CASES
+    }
     assert "softmax-shift" in names["softmax"]
     assert "layer-norm-shift" in names["layer_norm"]
     assert "batch-split" in names["batched"]
