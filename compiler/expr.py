@@ -32,6 +32,9 @@ class UnsupportedFeature(NotImplementedError):
         super().__init__(f"not supported by the compiler yet: {feature}")
         self.feature = feature
 
+    def __reduce__(self) -> tuple:  # pickles (across worker processes) as it was raised
+        return (type(self), (self.feature,))
+
 
 class InvalidIndex(IndexError, ValueError):
     """NumPy raises IndexError for a bad index; we are also a ValueError, like NumPy's AxisError."""

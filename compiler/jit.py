@@ -33,7 +33,11 @@ class CompilerError(RuntimeError):
         super().__init__(f"{stage} failed: {message}")
         self.stage = stage
         self.pipeline = pipeline
+        self.message = message
         self.module_text = module_text
+
+    def __reduce__(self) -> tuple:  # pickles (across worker processes) as it was raised
+        return (type(self), (self.stage, self.pipeline, self.message, self.module_text))
 
 
 # --------------------------------------------------------------------------------------------
@@ -67,6 +71,31 @@ def flatten(tree: Any, is_leaf: Callable[[Any], bool]) -> tuple[list[Any], Hasha
     return leaves, walk(tree)
 
 
+class _Static:
+    """A static argument in a specialization key. Floats compare by bit pattern: -0.0 and 0.0
+    are different programs, and a NaN must find its own specialization again."""
+
+    __slots__ = ("value", "key")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.key = _static_key(value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Static) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+def _static_key(value: Any) -> Hashable:
+    if isinstance(value, (float, np.floating)):
+        return (type(value), np.float64(value).tobytes())
+    if isinstance(value, tuple):
+        return (type(value), tuple(_static_key(v) for v in value))
+    return (type(value), value)
+
+
 def _static(value: Any) -> Hashable:
     try:
         hash(value)
@@ -75,7 +104,7 @@ def _static(value: Any) -> Hashable:
             f"static argument {value!r} of type {type(value).__name__} is not hashable; "
             "pass arrays as NumPy arrays and other arguments as hashable values"
         ) from error
-    return (type(value), value)
+    return (type(value), _Static(value))
 
 
 def unflatten(structure: Hashable, leaves: list[Any]) -> Any:
@@ -87,7 +116,7 @@ def unflatten(structure: Hashable, leaves: list[Any]) -> Any:
         if kind == "*":
             return next(it)
         if kind == "static":
-            return node[1][1]
+            return node[1][1].value
         if kind == "namedtuple":
             return node[1](*[build(c) for c in node[2]])
         if kind in ("tuple", "list"):

@@ -1,0 +1,454 @@
+"""Elementwise operations against NumPy: every op as operator/method, NumPy function and
+array-namespace function; float32, float64 and int32; broadcasting; NEP 50 promotion."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+from compiler_checks import (
+    ALL_TARGETS,
+    F32,
+    F64,
+    I32,
+    UNFUSED,
+    assert_like_numpy,
+    check,
+    isolated,
+    rand,
+    reference,
+    stages,
+)
+
+from compiler import jit
+
+DTYPES = [F32, F64, I32]
+SPECIALS = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan]
+
+# --------------------------------------------------------------------------------------------
+# Binary arithmetic: operator, np.<ufunc>, xp.<name> in one kernel (one compile per case)
+
+BINARY = {
+    "add": (operator.add, np.add, "add"),
+    "subtract": (operator.sub, np.subtract, "subtract"),
+    "multiply": (operator.mul, np.multiply, "multiply"),
+    "divide": (operator.truediv, np.divide, "divide"),
+    "power": (operator.pow, np.power, "pow"),
+    "maximum": (None, np.maximum, "maximum"),
+    "minimum": (None, np.minimum, "minimum"),
+}
+
+
+def _binary_kernel(name: str):
+    op, np_fn, xp_name = BINARY[name]
+
+    def kernel(a, b):
+        xp = a.__array_namespace__()
+        out = {"numpy": np_fn(a, b), "namespace": getattr(xp, xp_name)(a, b)}
+        if op is not None:
+            out["operator"] = op(a, b)
+            out["reflected"] = op(b, a)
+        return out
+
+    kernel.__name__ = f"binary_{name}"
+    return jit(kernel)
+
+
+BINARY_KERNELS = {name: _binary_kernel(name) for name in BINARY}
+
+
+def _binary_inputs(rng, name, dtype):
+    # (3, 1, 5) with (4, 1): a real two-sided broadcast to (3, 4, 5).
+    if name == "power":
+        return rand(rng, (3, 1, 5), dtype, 0.5, 2.0), rand(rng, (4, 1), dtype, 0.5, 2.0)
+    if dtype == I32:
+        a = rand(rng, (3, 1, 5), dtype, -9, 10)
+        b = rand(rng, (4, 1), dtype, 1, 7) * np.where(rng.random((4, 1)) < 0.5, -1, 1)
+        return a, b.astype(np.int32)
+    a, b = rand(rng, (3, 1, 5), dtype), rand(rng, (4, 1), dtype, 0.5, 2.0)
+    return a, b * np.where(rng.random((4, 1)) < 0.5, -1, 1).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary(rng, name, dtype):
+    if name == "power" and dtype == I32:
+        pytest.skip("int32 power is a known limitation (see test_errors)")
+    a, b = _binary_inputs(rng, name, dtype)
+    check(BINARY_KERNELS[name], a, b)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64], ids=str)
+def test_maximum_minimum_propagate_nan(dtype):
+    a = np.array([[np.nan, 1.0, -np.inf, 2.0, 0.0]], dtype)
+    b = np.array([[0.0], [np.nan], [3.0]], dtype)
+    check(BINARY_KERNELS["maximum"], a, b)
+    check(BINARY_KERNELS["minimum"], a, b)
+
+
+POWER_EXPONENTS = [2, 3, 4, -1, -2, 0, 1, 0.5, -0.5, 2.5]
+
+
+@jit
+def constant_powers(x):
+    return {f"x**{e}": x**e for e in POWER_EXPONENTS}
+
+
+@pytest.mark.parametrize("dtype", [F32, F64], ids=str)
+def test_power_by_constants_special_values(dtype):
+    # Small integer exponents may be computed as products and 0.5 as a square root: the results,
+    # including NaN, infinities and the sign of zero, must still be NumPy's.
+    x = np.array([-np.inf, -3.0, -1.5, -0.0, 0.0, 0.25, 1.0, 3.0, np.inf, np.nan], dtype)
+    want = check(constant_powers, x, atol=0.0)
+    got = isolated(lambda: constant_powers(x, target="cpu-loops"))
+    for key in want:
+        zeros = want[key] == 0
+        np.testing.assert_array_equal(
+            np.signbit(got[key][zeros]), np.signbit(want[key][zeros]), err_msg=f"{key}: signed 0"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Unary
+
+
+UNARY = {
+    "negative": (operator.neg, np.negative, "negative"),
+    "abs": (abs, np.abs, "abs"),
+    "exp": (None, np.exp, "exp"),
+    "log": (None, np.log, "log"),
+    "tanh": (None, np.tanh, "tanh"),
+    "sqrt": (None, np.sqrt, "sqrt"),
+}
+
+
+def _unary_kernel(name: str):
+    op, np_fn, xp_name = UNARY[name]
+
+    def kernel(x):
+        xp = x.__array_namespace__()
+        out = {"numpy": np_fn(x), "namespace": getattr(xp, xp_name)(x)}
+        if op is not None:
+            out["operator"] = op(x)
+        return out
+
+    kernel.__name__ = f"unary_{name}"
+    return jit(kernel)
+
+
+UNARY_KERNELS = {name: _unary_kernel(name) for name in UNARY}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary(rng, name, dtype):
+    if dtype == I32:
+        x = rand(rng, (3, 4, 5), dtype, -40, 40)  # exp/log/sqrt of int32 are float64
+    else:
+        x = rand(rng, (3, 4, 5), dtype, -3.0, 3.0)
+        x.flat[: len(SPECIALS)] = SPECIALS  # NaN, infinities, signed zeros, log/sqrt of < 0
+    check(UNARY_KERNELS[name], x)
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons and where
+
+COMPARE = {
+    "less": (operator.lt, np.less),
+    "less_equal": (operator.le, np.less_equal),
+    "greater": (operator.gt, np.greater),
+    "greater_equal": (operator.ge, np.greater_equal),
+    "equal": (operator.eq, np.equal),
+    "not_equal": (operator.ne, np.not_equal),
+}
+
+
+def _compare_kernels(name: str):
+    op, np_fn = COMPARE[name]
+
+    def masks(a, b):
+        xp = a.__array_namespace__()
+        return op(a, b), np_fn(a, b), getattr(xp, name)(a, b)  # boolean outputs
+
+    def select(a, b):
+        return np.where(op(a, b), a, b)
+
+    def select_namespace(a, b):
+        xp = a.__array_namespace__()
+        return xp.where(getattr(xp, name)(b, a), a, b)
+
+    return [jit(fn) for fn in (masks, select, select_namespace)]
+
+
+COMPARE_KERNELS = {name: _compare_kernels(name) for name in COMPARE}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(COMPARE))
+def test_compare_and_where(rng, name, dtype):
+    # Few distinct values so that equality happens; NaN where the dtype has one.
+    a = rng.integers(-2, 3, size=(3, 1, 5)).astype(dtype)
+    b = rng.integers(-2, 3, size=(4, 1)).astype(dtype)
+    if dtype != I32:
+        a[0, 0, 0] = b[1, 0] = np.nan
+    for kernel in COMPARE_KERNELS[name]:
+        check(kernel, a, b)
+
+
+# Each boolean value below has one use: a boolean used twice is test_boolean_used_twice.
+@jit
+def where_forms(x, y, c):
+    xp = x.__array_namespace__()
+    return {
+        "relu": np.where(x > 0, x, 0.0),  # a weak Python scalar keeps x's dtype
+        "scalar_branches": np.where(x >= 1, 1.0, -1.0),  # two Python floats: float64
+        "nonzero_condition": np.where(x, x, y),  # a non-boolean condition means != 0
+        "bool_argument": np.where(c, x, y),  # a boolean array argument, three-way broadcast
+        "namespace": xp.where(xp.less(y, x), y, x),
+        "mixed": np.where(x < y, y - x, 2 * x),
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_where_forms(rng, dtype):
+    x = rng.integers(-2, 3, size=(3, 4)).astype(dtype)
+    y = rand(rng, (4,), dtype, -5, 5)
+    c = rand(rng, (3, 1), np.bool_)
+    if dtype != I32:
+        x[1, 1] = np.nan
+    check(where_forms, x, y, c)
+
+
+BOOLEAN_REUSE = {
+    "mask_and_select": lambda a, b: (a < b, np.where(a < b, a, b)),
+    "two_selects": lambda a, b: (np.where(a < b, a, b), np.where(a < b, b, a)),
+    "mask_cast_and_mask": lambda a, b: ((a < b).astype(np.float32), a < b),
+}
+BOOLEAN_REUSE_KERNELS = {name: jit(fn) for name, fn in BOOLEAN_REUSE.items()}
+
+
+@pytest.mark.parametrize("name", list(BOOLEAN_REUSE))
+def test_boolean_used_twice(rng, name):
+    a, b = rand(rng, (3, 1, 5)), rand(rng, (4, 1))
+    check(BOOLEAN_REUSE_KERNELS[name], a, b, targets=["cpu-loops", "cpu-blas"])
+
+
+@jit
+def boolean_intermediate(a, b, c):
+    return np.where(a < b, a, b) * 2, np.where(c, a, 1.0)
+
+
+@pytest.mark.parametrize("target", UNFUSED)
+def test_boolean_intermediate_unfused(rng, target):
+    # Unfused, every comparison result and boolean argument is its own buffer.
+    a, b, c = rand(rng, (3, 1, 5)), rand(rng, (4, 1)), rand(rng, (4, 5), np.bool_)
+    check(boolean_intermediate, a, b, c, targets=[target])
+
+
+@jit
+def weak_vs_strong_comparison(x):
+    return x > 0.1, x > np.float64(0.1), x == 0.1
+
+
+def test_comparison_with_weak_and_strong_scalars():
+    # float32(0.1) > 0.1 is False (0.1 becomes float32), but > float64(0.1) is True (x becomes
+    # float64): NEP 50 applies to comparisons too.
+    x = np.full((2, 3), 0.1, np.float32)
+    got = weak_vs_strong_comparison(x, target="cpu-loops")
+    assert_like_numpy(got, reference(weak_vs_strong_comparison, x))
+    assert not got[0].any() and got[1].all() and got[2].all()
+
+
+BOOLEAN_CONSTANTS = {
+    "where(True, x, 0.0)": lambda x: np.where(True, x, 0.0),
+    "where(np.False_, 1.0, x)": lambda x: np.where(np.False_, 1.0, x),
+    "where(x > 0, True, False)": lambda x: np.where(x > 0, True, False),
+    "where(x > 0, x < 1, False)": lambda x: np.where(x > 0, x < 1, False),
+}
+BOOLEAN_CONSTANT_KERNELS = {name: jit(fn) for name, fn in BOOLEAN_CONSTANTS.items()}
+
+
+@pytest.mark.parametrize("name", list(BOOLEAN_CONSTANTS))
+def test_where_with_boolean_constants(rng, name):
+    x = rand(rng, (3, 4), F32)
+    check(BOOLEAN_CONSTANT_KERNELS[name], x)
+
+
+@jit
+def compare_with_big_python_ints(x):
+    return x < 2**40, x > -(2**40), x == 2**33, x != -(2**35)
+
+
+def test_int32_compared_with_out_of_range_python_int(rng):
+    # NumPy 2 compares int32 with any Python int exactly (no OverflowError for comparisons).
+    x = rand(rng, (3, 4), I32, -100, 100)
+    check(compare_with_big_python_ints, x)
+
+
+@jit
+def int32_wraparound(x):
+    return x + 1, x * 3, -x, abs(x), x - 2, np.maximum(x, -5), x * x
+
+
+def test_int32_wraps_around_like_numpy():
+    x = np.array([[2**31 - 1, -(2**31), 0], [65536, -65537, 46341]], np.int32)
+    check(int32_wraparound, x, targets=["cpu-loops", "cpu-loops-unfused"])
+
+
+# --------------------------------------------------------------------------------------------
+# Python scalars on either side, reflected operators
+
+
+@jit
+def scalar_forms(x, *, integer_power=True):
+    out = {
+        "radd": 2 + x,
+        "rsub": 2.5 - x,
+        "rmul": 3 * x,
+        "rdiv": 1.0 / x,
+        "rpow": 2.0**x,
+        "float_power": x**0.5,
+        "neg_plus": -x + 3,
+        "pos": +x * 1,
+        "div_int": x / 4,
+    }
+    if integer_power:
+        out["square"] = x**2
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_python_scalars(rng, dtype):
+    x = rand(rng, (3, 4), dtype, 1, 4)  # positive: no division by zero, real powers
+    # int32 ** int is a known limitation (see test_errors); every other form works on int32.
+    check(scalar_forms, x, integer_power=dtype != I32)
+
+
+# --------------------------------------------------------------------------------------------
+# Broadcasting patterns
+
+BROADCAST = [
+    ((3, 4, 5), (5,)),
+    ((3, 4, 5), (4, 1)),
+    ((3, 1, 5), (4, 1)),
+    ((1, 4, 1), (3, 1, 5)),
+    ((), (3, 4)),
+    ((3, 4), ()),
+    ((2, 1, 4, 1), (3, 1, 5)),
+    ((5,), (3, 4, 1)),
+    ((1,), (3, 4)),
+    ((3, 4, 5), (3, 4, 5)),
+    ((2, 3, 1, 5), (1, 4, 1)),
+]
+
+
+@jit
+def broadcast_kernel(a, b):
+    return a * b - b / 2 + np.maximum(a, b), np.minimum(a, b) ** 2
+
+
+@pytest.mark.parametrize("a_shape, b_shape", BROADCAST, ids=str)
+def test_broadcasting(rng, a_shape, b_shape):
+    a, b = rand(rng, a_shape, F32), rand(rng, b_shape, F32, 0.5, 2.0)
+    check(broadcast_kernel, a, b, targets=["cpu-loops", "cpu-loops-unfused"])
+
+
+@jit
+def three_way_broadcast(c, a, b):
+    return np.where(c, a, b) + a
+
+
+def test_where_broadcasts_all_three_operands(rng):
+    c, a, b = rand(rng, (4, 1), np.bool_), rand(rng, (3, 1, 5)), rand(rng, (5,), F64)
+    check(three_way_broadcast, c, a, b)
+
+
+# --------------------------------------------------------------------------------------------
+# NEP 50 promotion: Python scalars are weak, NumPy scalars and arrays are strong.
+
+# (id, function, input dtype, expected result dtype, cast that must appear in the built IR)
+PROMOTIONS = [
+    ("f32/np.sqrt(np.float64)", lambda x: x / np.sqrt(np.float64(4)), F32, F64, "arith.extf"),
+    ("f32+1.5", lambda x: x + 1.5, F32, F32, None),
+    ("f32*np.float32", lambda x: x * np.float32(3), F32, F32, None),
+    ("f32+np.float64", lambda x: x + np.float64(1), F32, F64, "arith.extf"),
+    ("np.float64*f32", lambda x: np.float64(2) * x, F32, F64, "arith.extf"),
+    ("f32+np.int32", lambda x: x + np.int32(3), F32, F64, "arith.extf"),
+    ("f32+True", lambda x: x + True, F32, F32, None),
+    ("f64+np.float32", lambda x: x + np.float32(1), F64, F64, None),
+    ("i32+1.5", lambda x: x + 1.5, I32, F64, "arith.sitofp"),
+    ("i32+1", lambda x: x + 1, I32, I32, None),
+    ("i32/2", lambda x: x / 2, I32, F64, "arith.sitofp"),
+    ("i32+np.float32", lambda x: x + np.float32(1), I32, F64, "arith.sitofp"),
+    ("exp(i32)", lambda x: np.exp(x), I32, F64, "arith.sitofp"),
+    ("i32**0.5", lambda x: x**0.5, I32, F64, "arith.sitofp"),
+    ("max(i32,2.5)", lambda x: np.maximum(x, 2.5), I32, F64, "arith.sitofp"),
+]
+PROMOTION_KERNELS = {case[0]: jit(case[1]) for case in PROMOTIONS}
+
+
+@pytest.mark.parametrize(
+    "name, fn, dtype, result, cast", PROMOTIONS, ids=[p[0] for p in PROMOTIONS]
+)
+def test_nep50_promotion(rng, name, fn, dtype, result, cast):
+    kernel = PROMOTION_KERNELS[name]
+    x = rand(rng, (3, 4), dtype, 1, 9)
+    want = check(kernel, x)
+    assert np.asarray(want).dtype == result  # the table itself agrees with NumPy
+    text = stages(kernel, x, target="cpu-loops")["module"]
+    if cast is not None:
+        assert cast in text, f"the promotion of {name} is not an explicit {cast}"
+    else:
+        assert "arith.extf" not in text and "arith.sitofp" not in text
+
+
+@jit
+def mixed_arrays(a, b):
+    return a + b, a * b, a / b, np.maximum(a, b)
+
+
+@pytest.mark.parametrize(
+    "a_dtype, b_dtype, result, casts",
+    [
+        (F32, F64, F64, ["arith.extf"]),
+        (I32, F32, F64, ["arith.sitofp", "arith.extf"]),
+        (I32, F64, F64, ["arith.sitofp"]),
+        (F64, I32, F64, ["arith.sitofp"]),
+    ],
+    ids=str,
+)
+def test_promotion_between_arrays(rng, a_dtype, b_dtype, result, casts):
+    a, b = rand(rng, (3, 1), a_dtype, 1, 5), rand(rng, (4,), b_dtype, 1, 5)
+    want = check(mixed_arrays, a, b)
+    assert want[0].dtype == result
+    text = stages(mixed_arrays, a, b, target="cpu-loops")["module"]
+    for cast in casts:
+        assert cast in text
+
+
+# --------------------------------------------------------------------------------------------
+# Everything at once on every target
+
+
+@jit
+def many_ops(x, y, z):
+    t = np.tanh(x) * y - np.exp(-abs(x)) / (1.0 + y * y)
+    u = np.sqrt(np.abs(y) + 1) ** 1.5 - np.log(z)
+    return np.maximum(t, u) - np.minimum(t, -u), z.astype(np.int32) - 1
+
+
+@pytest.mark.parametrize("dtype", [F32, F64], ids=str)
+@pytest.mark.parametrize("target", ALL_TARGETS)
+def test_many_ops_every_target(rng, dtype, target):
+    x, y = rand(rng, (3, 4, 5), dtype), rand(rng, (4, 5), dtype)
+    z = rand(rng, (3, 1, 1), dtype, 1, 9)
+    check(many_ops, x, y, z, targets=[target])
+
+
+@pytest.mark.parametrize("target", UNFUSED)
+def test_int32_ops_unfused(rng, target):
+    a, b = _binary_inputs(rng, "divide", I32)
+    for name in ("add", "divide", "maximum"):
+        check(BINARY_KERNELS[name], a, b, targets=[target])
+    check(UNARY_KERNELS["abs"], a, targets=[target])

@@ -1,0 +1,99 @@
+"""Reductions (sum, max, min, mean, var) against NumPy: every axis, negative axes, tuples, None,
+the empty tuple, keepdims; as methods, NumPy functions and array-namespace functions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from compiler_checks import F32, F64, I32, REAL_TARGETS, check, rand
+
+from compiler import jit
+
+AXES = [None, 0, 1, 2, -1, -2, -3, (0, 2), (-1, 0), (2, 1, 0), ()]
+FLOAT_OPS = ("sum", "max", "min", "mean", "var")
+INT_OPS = ("max", "min", "mean", "var")  # int32 sum is int64 in NumPy: a known limitation
+
+
+@jit
+def reductions(x, *, axis, keepdims, names):
+    xp = x.__array_namespace__()
+    out = {}
+    for name in names:
+        out[f"{name}.method"] = getattr(x, name)(axis=axis, keepdims=keepdims)
+        out[f"np.{name}"] = getattr(np, name)(x, axis=axis, keepdims=keepdims)
+        out[f"xp.{name}"] = getattr(xp, name)(x, axis=axis, keepdims=keepdims)
+    return out
+
+
+def _atol(x: np.ndarray, dtype: np.dtype) -> float:
+    # Summation order differs from NumPy's pairwise sums: n ulps of the largest square (var).
+    scale = max(1.0, float(np.max(np.abs(x))) ** 2)
+    return 2 * x.size * float(np.finfo(dtype).eps) * scale
+
+
+@pytest.mark.parametrize("keepdims", [False, True], ids=["dropdims", "keepdims"])
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("dtype", [F32, F64], ids=str)
+def test_reductions_float(rng, dtype, axis, keepdims):
+    x = rand(rng, (3, 4, 5), dtype)
+    check(reductions, x, axis=axis, keepdims=keepdims, names=FLOAT_OPS, atol=_atol(x, dtype))
+
+
+@pytest.mark.parametrize("keepdims", [False, True], ids=["dropdims", "keepdims"])
+@pytest.mark.parametrize("axis", [None, 1, -1, (0, 2)], ids=str)
+def test_reductions_int32(rng, axis, keepdims):
+    x = rand(rng, (3, 4, 5), I32, -50, 50)  # max/min stay int32; mean/var are float64
+    check(reductions, x, axis=axis, keepdims=keepdims, names=INT_OPS, atol=_atol(x, F64))
+
+
+@pytest.mark.parametrize("target", REAL_TARGETS)
+def test_reductions_every_target(rng, target):
+    x = rand(rng, (3, 4, 5), F32)
+    check(
+        reductions,
+        x,
+        axis=(0, 2),
+        keepdims=True,
+        names=FLOAT_OPS,
+        targets=[target],
+        atol=_atol(x, F32),
+    )
+
+
+@pytest.mark.parametrize("shape, axis", [((6,), 0), ((6,), None), ((2, 3, 4, 5), (1, 3))], ids=str)
+def test_reductions_other_ranks(rng, shape, axis):
+    x = rand(rng, shape, F64)
+    check(reductions, x, axis=axis, keepdims=False, names=FLOAT_OPS, atol=_atol(x, F64))
+
+
+@pytest.mark.parametrize("axis", [None, ()], ids=str)
+def test_reductions_of_rank0(rng, axis):
+    x = rand(rng, (), F32)
+    check(reductions, x, axis=axis, keepdims=False, names=FLOAT_OPS)
+
+
+@jit
+def reduce_specials(x):
+    return x.max(axis=1), x.min(axis=1), x.sum(axis=1), np.mean(x, axis=0)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64], ids=str)
+def test_reductions_with_nan_and_inf(dtype):
+    x = np.array(
+        [[1.0, np.nan, 2.0, 0.5], [-np.inf, 3.0, 1.0, 2.0], [np.inf, -np.inf, 0.0, 1.0]], dtype
+    )
+    check(reduce_specials, x)
+
+
+@jit
+def reduce_then_broadcast(x):
+    # Reductions with keepdims feeding elementwise ops, as softmax / layer norm do.
+    centered = x - x.mean(axis=-1, keepdims=True)
+    scaled = centered / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+    return scaled, np.exp(x - np.max(x, axis=0, keepdims=True)).sum(axis=0)
+
+
+@pytest.mark.parametrize("target", REAL_TARGETS)
+def test_reduction_feeding_elementwise(rng, target):
+    x = rand(rng, (3, 4, 5), F32)
+    check(reduce_then_broadcast, x, targets=[target], atol=1e-5)
