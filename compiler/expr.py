@@ -689,7 +689,6 @@ class Tensor:
     __truediv__ = lambda self, o: binary("divide", self, o)  # noqa: E731
     __rtruediv__ = lambda self, o: binary("divide", o, self)  # noqa: E731
     __pow__ = lambda self, o: binary("power", self, o)  # noqa: E731
-
     __rpow__ = lambda self, o: binary("power", o, self)  # noqa: E731
     __matmul__ = lambda self, o: matmul(self, o)  # noqa: E731
     __rmatmul__ = lambda self, o: matmul(o, self)  # noqa: E731
