@@ -4,8 +4,10 @@ After bufferization every float32/float64 matmul is replaced by a call to a smal
 in MLIR. The helper reads the operands' strided metadata at run time and hands row-major or
 column-major operands to ``scipy_cblas_{s,d}gemm`` through their leading dimensions; any other
 layout (or a C operand that is not row-major) falls back to the original ``linalg.matmul`` loop
-nest, so a strange stride is slow, never wrong. ``beta`` is 1: the destination was zero-filled by
-the ``linalg.fill`` that precedes every matmul, and gemm accumulates onto it as matmul does.
+nest, so a strange stride is slow, never wrong. ``beta`` is 1 by default: the destination was
+zero-filled by the ``linalg.fill`` that precedes every matmul, and gemm accumulates onto it as
+matmul does; when that fill of zero immediately precedes the matmul on the same buffer it is
+dropped and gemm overwrites instead (``beta`` 0), saving a pass over the output.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def helpers(elt: str) -> str:
     return f"""
   func.func private @{gemm}(i32, i32, i32, i32, i32, i32, {elt}, !llvm.ptr, i32, !llvm.ptr, i32,
       {elt}, !llvm.ptr, i32)
-  func.func private @__blas_matmul_{elt}(%A: {t2}, %B: {t2}, %C: {t2}) {{
+  func.func private @__blas_matmul_{elt}(%A: {t2}, %B: {t2}, %C: {t2}, %beta: {elt}) {{
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
     %c8 = arith.constant 8 : index
@@ -105,15 +107,20 @@ def helpers(elt: str) -> str:
       {_pointer("pa", "%A", t2, "%offA", elt)}
       {_pointer("pb", "%B", t2, "%offB", elt)}
       {_pointer("pc", "%C", t2, "%offC", elt)}
-      func.call @{gemm}(%order, %ta, %tb, %m, %n, %k, %one, %pa, %lda, %pb, %ldb, %one, %pc, %ldc)
+      func.call @{gemm}(%order, %ta, %tb, %m, %n, %k, %one, %pa, %lda, %pb, %ldb, %beta, %pc, %ldc)
         : (i32, i32, i32, i32, i32, i32, {elt}, !llvm.ptr, i32, !llvm.ptr, i32, {elt}, !llvm.ptr,
            i32) -> ()
     }} else {{
+      %zero = arith.constant 0.0 : {elt}
+      %overwrite = arith.cmpf oeq, %beta, %zero : {elt}
+      scf.if %overwrite {{
+        linalg.fill ins(%zero : {elt}) outs(%C : {t2})
+      }}
       linalg.matmul ins(%A, %B : {t2}, {t2}) outs(%C : {t2})
     }}
     return
   }}
-  func.func private @__blas_batch_matmul_{elt}(%A: {t3}, %B: {t3}, %C: {t3}) {{
+  func.func private @__blas_batch_matmul_{elt}(%A: {t3}, %B: {t3}, %C: {t3}, %beta: {elt}) {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
@@ -125,7 +132,7 @@ def helpers(elt: str) -> str:
       %a = memref.subview %A[%i, 0, 0] [1, %m, %k] [1, 1, 1] : {t3} to {t2}
       %b = memref.subview %B[%i, 0, 0] [1, %k, %n] [1, 1, 1] : {t3} to {t2}
       %c = memref.subview %C[%i, 0, 0] [1, %m, %n] [1, 1, 1] : {t3} to {t2}
-      func.call @__blas_matmul_{elt}(%a, %b, %c) : ({t2}, {t2}, {t2}) -> ()
+      func.call @__blas_matmul_{elt}(%a, %b, %c, %beta) : ({t2}, {t2}, {t2}, {elt}) -> ()
     }}
     return
   }}
@@ -143,6 +150,33 @@ def _operations(block_owner) -> list:
             for block in region.blocks:
                 stack.extend(reversed(list(block.operations)))
     return found
+
+
+def _zero_fill_before(op):
+    """The ``linalg.fill`` of zero into ``op``'s output right before it, if there is one: then
+    gemm can overwrite (beta = 0) and the fill is dropped."""
+    from mlir import ir
+
+    block = op.block
+    previous = None
+    for candidate in block.operations:
+        if candidate.operation == op:
+            break
+        previous = candidate.operation
+    if previous is None or previous.name != "linalg.fill":
+        return None
+    value, target = previous.operands[0], previous.operands[1]
+    if target != op.operands[2]:
+        return None
+    owner = value.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if getattr(owner, "name", "") != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    if not isinstance(attr, ir.FloatAttr) or attr.value != 0.0:
+        return None
+    return previous
 
 
 def substitute(module) -> int:
@@ -169,21 +203,32 @@ def substitute(module) -> int:
     for op, name, elt in targets:
         rank = 2 if name == "linalg.matmul" else 3
         dynamic = ir.Type.parse(_dyn(rank, elt))
+        fill = _zero_fill_before(op)
+        element_type = ir.Type.parse(elt)
         with ir.InsertionPoint(op), op.location:
             casts = [
                 ir.Operation.create("memref.cast", results=[dynamic], operands=[value]).result
                 for value in op.operands
             ]
+            # beta = 0 when the zero fill right before is dropped; otherwise accumulate onto
+            # whatever the destination holds, as linalg.matmul does.
+            beta = ir.Operation.create(
+                "arith.constant",
+                results=[element_type],
+                attributes={"value": ir.FloatAttr.get(element_type, 0.0 if fill else 1.0)},
+            ).result
             callee = f"__blas_{'matmul' if rank == 2 else 'batch_matmul'}_{elt}"
             ir.Operation.create(
                 "func.call",
                 results=[],
-                operands=casts,
+                operands=casts + [beta],
                 attributes={"callee": ir.FlatSymbolRefAttr.get(callee)},
             )
         op.erase()
+        if fill is not None:
+            fill.erase()
     body = module.body
     for func in list(helper_module.body.operations):
-        func.operation.move_before(body.operations[0]) if len(body.operations) else None
+        func.operation.move_before(body.operations[0])
     module.operation.verify()
     return len(targets)

@@ -151,13 +151,14 @@ def _descriptor_class(rank: int) -> type[ctypes.Structure]:
     return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
 
 
-def _descriptor(array: np.ndarray) -> ctypes.Structure:
-    desc = _descriptor_class(array.ndim)()
+def _descriptor(array: np.ndarray, shape: tuple[int, ...]) -> ctypes.Structure:
+    """A memref descriptor for a C-contiguous buffer of ``shape`` (pointers set per call)."""
+    desc = _descriptor_class(len(shape))()
     desc.allocated = desc.aligned = array.ctypes.data
     desc.offset = 0
-    if array.ndim:
-        desc.sizes[:] = array.shape
-        desc.strides[:] = [s // array.itemsize for s in array.strides]
+    if shape:
+        desc.sizes[:] = shape
+        desc.strides[:] = [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]
     return desc
 
 
@@ -230,6 +231,7 @@ class Compiled:
             self.engine.raw_lookup("_mlir_ciface_" + builder.KERNEL)
         )
         self._lock = threading.Lock()
+        self._prepare_descriptors()
 
     def _parsed(self, stage: str) -> Any:
         from mlir import ir
@@ -271,15 +273,27 @@ class Compiled:
         outputs = [np.empty(node.shape, node.dtype) for node in self.outputs]
         errors = [np.zeros((), np.int32) for _ in range(self.signature.error_outputs)]
         buffers = arrays + outputs + errors
-        descriptors = [_descriptor(b if b.dtype != np.bool_ else b.view(np.uint8)) for b in buffers]
-        pointers = [ctypes.pointer(d) for d in descriptors]
-        packed = (ctypes.c_void_p * len(pointers))(
-            *[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in pointers]
-        )
-        self._entry(packed)
+        # Every buffer is C-contiguous with the specialized shape, so the descriptors' sizes and
+        # strides never change: only the two data pointers are written per call.
+        with self._lock:
+            for descriptor, buffer in zip(self._descriptors, buffers, strict=True):
+                descriptor.allocated = descriptor.aligned = buffer.ctypes.data
+            self._entry(self._packed)
         if any(int(e) for e in errors):
             raise ValueError(f"{self.name}: gather ids out of range for the table")
         return unflatten(self.out_structure, outputs)
+
+    def _prepare_descriptors(self) -> None:
+        nodes = self.inputs + self.outputs
+        shapes = [(n.shape, n.dtype) for n in nodes]
+        shapes += [((), np.dtype(np.int32))] * self.signature.error_outputs
+        self._descriptors = [
+            _descriptor(np.empty((0,) * len(s) if s else (), d), s) for s, d in shapes
+        ]
+        self._pointers = [ctypes.pointer(d) for d in self._descriptors]
+        self._packed = (ctypes.c_void_p * len(self._pointers))(
+            *[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in self._pointers]
+        )
 
 
 def _check_argument(node: Node, value: Any, name: str) -> np.ndarray:

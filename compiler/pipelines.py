@@ -16,7 +16,7 @@ OPTIMIZE = "builtin.module(canonicalize, cse, linalg-fuse-elementwise-ops, canon
 # Tensors -> buffers. Function arguments are already memrefs (the kernel ABI), so no boundary
 # bufferization is needed; temporaries are freed by the ownership-based deallocation pipeline.
 BUFFERIZE = (
-    "builtin.module(one-shot-bufferize, canonicalize, cse, "
+    "builtin.module(eliminate-empty-tensors, one-shot-bufferize, canonicalize, cse, "
     "func.func(buffer-hoisting, buffer-loop-hoisting), "
     "buffer-deallocation-pipeline, convert-bufferization-to-memref, canonicalize)"
 )
