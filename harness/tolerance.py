@@ -112,7 +112,8 @@ def compare(
     finite = (pattern == 0) & np.isfinite(truth)
     if not np.any(finite):
         return Verdict(True)
-    error = np.where(finite, np.abs(got64 - truth), 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.where(finite, np.abs(got64 - truth), 0.0)
     reference_error = np.zeros(got.shape)
     for r in refs + [np.asarray(a, np.float64) for a in allowance]:
         if r.shape != truth.shape:
