@@ -297,18 +297,21 @@ class _Emitter:
 
     def op_reshape(self, node: Node) -> str:
         (source,) = node.args
+        return self._reshape(self.value(source), source.shape, node.shape, node.dtype)
+
+    def _reshape(self, value: str, old: tuple[int, ...], new: tuple[int, ...], dtype) -> str:
+        """``tensor.reshape`` with a constant shape operand (see the module docstring)."""
         shape = self.fresh("shape")
-        dims = ", ".join(str(d) for d in node.shape)
+        dims = ", ".join(str(d) for d in new)
         self.emit(
-            f"{shape} = arith.constant dense<[{dims}]> : tensor<{len(node.shape)}xindex>"
-            if node.shape
+            f"{shape} = arith.constant dense<[{dims}]> : tensor<{len(new)}xindex>"
+            if new
             else f"{shape} = arith.constant dense<> : tensor<0xindex>"
         )
         name = self.fresh("rs")
         self.emit(
-            f"{name} = tensor.reshape {self.value(source)}({shape}) : "
-            f"({tensor_type(source.shape, source.dtype)}, tensor<{len(node.shape)}xindex>) "
-            f"-> {tensor_type(node.shape, node.dtype)}"
+            f"{name} = tensor.reshape {value}({shape}) : "
+            f"({tensor_type(old, dtype)}, tensor<{len(new)}xindex>) -> {tensor_type(new, dtype)}"
         )
         return name
 
@@ -332,12 +335,18 @@ class _Emitter:
         def fmt(values: tuple[int, ...]) -> str:
             return "[" + ", ".join(str(v) for v in values) + "]"
 
+        # Never rank-reducing: with several unit dims MLIR cannot always tell which ones an
+        # integer index dropped, and asserts (SubViewOp::getDroppedDims; found by the harness).
+        # The dims an integer index removes go away in a tensor.reshape instead.
+        sizes = tuple(a["sizes"])
         self.emit(
             f"{name} = tensor.extract_slice {self.value(source)}{fmt(a['offsets'])}"
-            f"{fmt(a['sizes'])}{fmt(a['strides'])} : {tensor_type(source.shape, source.dtype)} "
-            f"to {tensor_type(node.shape, node.dtype)}"
+            f"{fmt(sizes)}{fmt(a['strides'])} : {tensor_type(source.shape, source.dtype)} "
+            f"to {tensor_type(sizes, node.dtype)}"
         )
-        return name
+        if sizes == node.shape:
+            return name
+        return self._reshape(name, sizes, node.shape, node.dtype)
 
     def op_mask(self, node: Node) -> str:
         elt = element(node.dtype)

@@ -25,7 +25,9 @@ CPU_BACKENDS = ("cpu-loops", "cpu-blas", "cpu-loops-unfused", "cpu-blas-unfused"
 
 
 def encode_array(array: np.ndarray) -> dict[str, Any]:
-    array = np.ascontiguousarray(array)
+    # np.require keeps a 0-d array 0-d (np.ascontiguousarray makes it 1-d: the harness once
+    # reported its own shape change as a compiler bug).
+    array = np.require(np.asarray(array), requirements="C")
     raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     return {
         "dtype": array.dtype.name,

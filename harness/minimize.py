@@ -95,7 +95,7 @@ def _variants_shapes(case: Case) -> list[tuple[str, Case]]:
                 index = tuple(
                     slice(0, smaller) if a == axis else slice(None) for a in range(len(shape))
                 )
-                inputs[i] = np.ascontiguousarray(inputs[i][index])
+                inputs[i] = np.require(inputs[i][index], requirements="C")
                 found.append(
                     (f"input {i} axis {axis}: {extent} -> {smaller}", _with(case, program, inputs))
                 )
@@ -121,7 +121,7 @@ def _variants_joint(case: Case) -> list[tuple[str, Case]]:
                     index = tuple(
                         slice(0, smaller) if d == extent else slice(None) for d in inputs[i].shape
                     )
-                    inputs[i] = np.ascontiguousarray(inputs[i][index])
+                    inputs[i] = np.require(inputs[i][index], requirements="C")
             try:
                 program = Program.from_dict(changed)
             except (ValueError, TypeError, IndexError, KeyError):
