@@ -191,6 +191,11 @@ def differential(case: Case, results: list[BackendResult], refs: dict[str, Refer
             "differential" if kind in ("mismatch", "wrong-shape", "wrong-dtype") else ("error-path")
         )
         detail = "\n".join(f"{r.backend}: {d}" for r, d in group)
+        failing = {r.backend for r, _ in group}
+        passing = [r.backend for r in results if r.status == "ok" and r.backend not in failing]
+        if passing and kind == "mismatch":
+            # The backends disagree with each other: name the ones that got it right.
+            detail += f"\nagrees with the references: {', '.join(passing)}"
         judgement.findings.append(
             Finding(
                 kind, tuple(r.backend for r, _ in group), oracle, detail, case, dtype, group[0][0]
