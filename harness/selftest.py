@@ -140,39 +140,30 @@ def _replay_on_real_compiler(paths: list[str]) -> list[str]:
     ]
 
 
+def fuzz_command(corpus: Path, seconds: float, seed: int, *extra: str) -> list[str]:
+    """A quiet, report-less ``python -m harness fuzz`` into ``corpus`` (for scratch sessions)."""
+    return [
+        sys.executable, "-m", "harness", "fuzz", "--seconds", str(seconds), "--corpus",
+        str(corpus), "--report", "", "--seed", str(seed), "--quiet", *extra,
+    ]  # fmt: skip
+
+
+def scratch_environment(scratch: Path) -> dict[str, str]:
+    """The environment that imports the mutated compiler in ``scratch`` before the real one."""
+    return dict(os.environ, PYTHONPATH=f"{scratch}{os.pathsep}{ROOT}")
+
+
 def run_one(mutation: Mutation, seconds: float, seed: int, workers: int) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"selftest-{mutation.name}-") as tmp:
         scratch = apply(mutation, Path(tmp) / "src")
-        corpus = Path(tmp) / "corpus"
         summary_path = Path(tmp) / "summary.json"
-        env = dict(os.environ, PYTHONPATH=f"{scratch}{os.pathsep}{ROOT}")
-        command = [
-            sys.executable,
-            "-m",
-            "harness",
-            "fuzz",
-            "--seconds",
-            str(seconds),
-            "--corpus",
-            str(corpus),
-            "--report",
-            "",
-            "--database",
-            str(Path(tmp) / "db"),
-            "--stop-on-first",
-            "--seed",
-            str(seed),
-            "--workers",
-            str(workers),
-            "--quiet",
-            "--no-database",
-            "--summary-json",
-            str(summary_path),
-            "--minimize-seconds",
-            "40",
-            "--shrink-seconds",
-            "15",
-        ]
+        env = scratch_environment(scratch)
+        command = fuzz_command(
+            Path(tmp) / "corpus", seconds, seed,
+            "--stop-on-first", "--workers", str(workers), "--no-database",
+            "--summary-json", str(summary_path), "--minimize-seconds", "40",
+            "--shrink-seconds", "15",
+        )  # fmt: skip
         start = time.perf_counter()
         # cwd must not be the repository: ``python -m`` puts the cwd first on sys.path, where
         # the real compiler package would shadow the mutated copy.

@@ -6,37 +6,19 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from harness.corpus import Corpus, Entry
-from harness.selftest import MUTATIONS, apply
+from harness.selftest import MUTATIONS, apply, fuzz_command, scratch_environment
 
 
 def test_kill_minus_nine_mid_session(tmp_path: Path) -> None:
     mutation = next(m for m in MUTATIONS if m.name == "inverted-causal-mask")
     scratch = apply(mutation, tmp_path / "src")
     corpus_dir = tmp_path / "corpus"
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=f"{scratch}{os.pathsep}{root}")
-    command = [
-        sys.executable,
-        "-m",
-        "harness",
-        "fuzz",
-        "--seconds",
-        "120",
-        "--corpus",
-        str(corpus_dir),
-        "--report",
-        "",
-        "--seed",
-        "5",
-        "--quiet",
-        "--no-database",
-        "--no-jax",
-    ]
+    env = scratch_environment(scratch)
+    command = fuzz_command(corpus_dir, 120, 5, "--no-database", "--no-jax")
     proc = subprocess.Popen(
         command,
         cwd=tmp_path,
@@ -59,25 +41,7 @@ def test_kill_minus_nine_mid_session(tmp_path: Path) -> None:
     assert items and all(isinstance(i, Entry) for i in items), items
     assert not [p for p in corpus_dir.rglob(".tmp-*")]
     # The next session re-runs whatever was in flight and clears the write-ahead record.
-    again = [
-        sys.executable,
-        "-m",
-        "harness",
-        "fuzz",
-        "--seconds",
-        "1",
-        "--corpus",
-        str(corpus_dir),
-        "--report",
-        "",
-        "--seed",
-        "6",
-        "--quiet",
-        "--no-database",
-        "--no-jax",
-        "--minimize-seconds",
-        "5",
-    ]
+    again = fuzz_command(corpus_dir, 1, 6, "--no-database", "--no-jax", "--minimize-seconds", "5")
     subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, timeout=300)
     assert corpus.leftover_pending() == []
     assert all(isinstance(i, Entry) for i in corpus.entries())
