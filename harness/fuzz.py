@@ -157,13 +157,8 @@ class Driver:
         """For the minimizer: run a candidate on the failing backends only."""
 
         def check(candidate: Case) -> Finding | None:
-            if all(b in restrict.backends for b in candidate.backends):
-                pass
-            elif restrict.kind not in ("crash", "hang"):
-                candidate.backends = (
-                    tuple(b for b in candidate.backends if b in restrict.backends)
-                    or candidate.backends
-                )
+            failing = tuple(b for b in candidate.backends if b in restrict.backends)
+            candidate.backends = failing or candidate.backends
             self.runner.repeat_checks = restrict.kind in ("nondeterministic", "retrace")
             names = ()
             if restrict.oracle.startswith("metamorphic:"):
