@@ -300,8 +300,6 @@ def where(condition: Any, a: Any = _MISSING, b: Any = _MISSING) -> Tensor:
     else:
         cond_node = _constant(bool(condition), BOOL)
     args = (cond_node, _converted(a, dtype), _converted(b, dtype))
-    if all(arg.op == "const" for arg in args[1:]) and not isinstance(condition, Tensor):
-        raise TypeError("where: at least one operand must be a traced tensor")
     return Tensor(Node("elementwise", args, shape, dtype, {"fn": "select"}))
 
 

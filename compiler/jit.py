@@ -340,19 +340,24 @@ class JitFunction:
     def __repr__(self) -> str:
         return f"<jit {self.name}>"
 
-    def _split(self, args: tuple, kwargs: dict) -> tuple[list[Any], Hashable, list[np.ndarray]]:
-        leaves, structure = flatten((args, kwargs), lambda v: _is_array(v) or isinstance(v, Tensor))
+    def _arrays(self, leaves: list[Any]) -> list[np.ndarray]:
         arrays = []
         for leaf in leaves:
             array = np.asarray(leaf)
             check_dtype(array.dtype, f"{self.name} argument")
             arrays.append(array)
-        return leaves, structure, arrays
+        return arrays
 
     def specialize(self, *args: Any, target: str | None = None, **kwargs: Any) -> Compiled:
         """The Compiled specialization for these arguments (traced and compiled on first use)."""
+        leaves, structure = flatten((args, kwargs), _is_array)
+        return self._specialize(structure, self._arrays(leaves), args, kwargs, target)
+
+    def _specialize(
+        self, structure: Hashable, arrays: list[np.ndarray], args: tuple, kwargs: dict,
+        target: str | None,
+    ) -> Compiled:  # fmt: skip
         resolved = pipelines.resolve(target or self.default_target)
-        _, structure, arrays = self._split(args, kwargs)
         key = (self._id, structure, tuple((a.shape, a.dtype.str) for a in arrays), resolved.name)
         with _CACHE_LOCK:
             compiled = _CACHE.get(key)
@@ -405,11 +410,13 @@ class JitFunction:
         return builder.build(trace.inputs, outputs)[0]
 
     def __call__(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
-        if _inside_trace(args, kwargs):
+        # One flattening per call (this is the hot path): it both finds traced values and
+        # gives the specialization key.
+        leaves, structure = flatten((args, kwargs), lambda v: _is_array(v) or isinstance(v, Tensor))
+        if any(isinstance(leaf, Tensor) for leaf in leaves):
             return self.fn(*args, **kwargs)  # nested @jit inlines into the outer trace
-        compiled = self.specialize(*args, target=target, **kwargs)
-        leaves, _ = flatten((args, kwargs), _is_array)
-        return compiled(*leaves)
+        arrays = self._arrays(leaves)
+        return self._specialize(structure, arrays, args, kwargs, target)(*arrays)
 
     def clear(self) -> None:
         """Release this function's compiled specializations."""
@@ -435,11 +442,6 @@ def _statics(structure: Hashable) -> list[Hashable]:
 
 def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:200]
-
-
-def _inside_trace(args: tuple, kwargs: dict) -> bool:
-    leaves, _ = flatten((args, kwargs), lambda v: isinstance(v, Tensor) or _is_array(v))
-    return any(isinstance(leaf, Tensor) for leaf in leaves)
 
 
 def jit(fn: Callable[..., Any] | None = None, *, target: str | None = None) -> Any:

@@ -52,7 +52,6 @@ class Finding:
     case: Case
     dtype: str = ""
     result: BackendResult | None = None
-    excess: float = 0.0
 
     @property
     def signature(self) -> dict[str, Any]:
