@@ -98,7 +98,9 @@ class Case:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Case:
+        recipes = [a.get("generator") for a in data["inputs"]]
         return cls(
+            recipes=recipes if any(recipes) else [],
             program=Program.from_dict(data["program"]),
             inputs=[decode_array(a) for a in data["inputs"]],
             backends=tuple(data.get("backends", CPU_BACKENDS)),

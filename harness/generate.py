@@ -17,7 +17,7 @@ from strategies.program import ProgramBuilder
 from strategies.shape_strategies import attention_configs
 from strategies.value_strategies import input_values
 
-from .case import CPU_BACKENDS, Case
+from .case import CPU_BACKENDS, Case, generated_array
 
 
 @st.composite
@@ -79,11 +79,15 @@ def attention_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
             )
     program = b.build(out)
     seed = draw(st.integers(0, 2**31 - 1))
-    rng = np.random.default_rng(seed)
+    # One recipe per input: a corpus file stores large inputs as the recipe, not the bytes.
+    recipes = [{"seed": seed + i, "scale": sc} for i, sc in enumerate(scales)]
     inputs = [
-        (rng.standard_normal(s) * sc).astype(dtype) for s, sc in zip(shapes, scales, strict=True)
+        generated_array(s, dtype, r["seed"], r["scale"])
+        for s, r in zip(shapes, recipes, strict=True)
     ]
-    return Case(program, inputs, backends, check="causal", origin=f"structure/{kind}")
+    return Case(
+        program, inputs, backends, check="causal", origin=f"structure/{kind}", recipes=recipes
+    )
 
 
 @st.composite

@@ -82,3 +82,19 @@ def test_causality_needs_bit_identical_early_rows(matmul_case):
     b[0, 1] = np.nextafter(b[0, 1], np.float32(100))
     found = oracles.causal(matmul_case, [ok("cpu-loops", a)], [ok("cpu-loops", b)], 2)
     assert [f.kind for f in found] == ["causality"]
+
+
+def test_large_inputs_are_stored_as_their_recipe_and_regenerate_bit_exactly(matmul_case):
+    from harness.case import INLINE_LIMIT, generated_array
+
+    shape = (INLINE_LIMIT // 5 + 1, 5)
+    recipe = {"seed": 7, "scale": 0.5}
+    big = generated_array(shape, "float32", 7, 0.5)
+    small = matmul_case.inputs[1]
+    case = Case(matmul_case.program, [big, small], matmul_case.backends, recipes=[recipe, None])
+    data = case.to_dict()
+    assert data["inputs"][0]["generator"] == recipe and "zlib" not in data["inputs"][0]
+    assert "zlib" in data["inputs"][1]
+    back = Case.from_dict(data)
+    assert back.inputs[0].tobytes() == big.tobytes() and back.inputs[0].dtype == big.dtype
+    assert back.to_dict() == data
