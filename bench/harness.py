@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.fuzz import FuzzOptions, session  # noqa: E402
+from harness.session.fuzz import FuzzOptions, session  # noqa: E402
 
 
 def run(seconds: float, workers: int, relations: bool) -> dict:

@@ -1,26 +1,32 @@
-"""Command line: print the IR of a transformer op at any stage, or run the demo.
+"""Command line: print the IR of an op at any stage, replay stages on a saved module, run the
+project's tools by name, or run the demo.
 
 python -m compiler emit attention --stage optimized --target cpu-blas
+python -m compiler opt bufferized.mlir --target cpu-blas --from-stage blas --to-stage lowered
+python -m compiler tools mlir-opt --help          # any tool of the mlir/llvm wheels, by name
+python -m compiler tools --path mlir-opt
 python -m compiler demo
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from . import jit, ops, targets
 
 # Small rectangular example inputs: T=7, C=12, H=3 (D=4), so no two dims coincide.
 T, C, H = 7, 12, 3
 
 
 def _examples(dtype: np.dtype) -> dict[str, tuple[Callable[..., Any], tuple, dict]]:
+    from . import ops
+
     rng = np.random.default_rng(0)
 
     def w(*shape: int, scale: float = 0.2) -> np.ndarray:
@@ -41,8 +47,25 @@ def _examples(dtype: np.dtype) -> dict[str, tuple[Callable[..., Any], tuple, dic
     }
 
 
+EXAMPLES = (
+    "matmul",
+    "gelu",
+    "softmax",
+    "layer_norm",
+    "linear",
+    "attention",
+    "attend",
+    "feedforward",
+)
+
+
 def emit(args: argparse.Namespace) -> int:
+    from . import jit
+
     fn, arrays, static = _examples(np.dtype(args.dtype))[args.op]
+    if args.abi == "tensor":
+        print(jit(fn).emit(*arrays, abi="tensor", **static))
+        return 0
     compiled = jit(fn).compile(*arrays, target=args.target, **static)
     stage = args.stage
     if stage not in compiled.stages:
@@ -52,8 +75,55 @@ def emit(args: argparse.Namespace) -> int:
     return 0
 
 
+def opt(args: argparse.Namespace) -> int:
+    """Run a range of a target's stages on a saved module (the input of ``--from-stage``)."""
+    from .driver import run_stages
+    from .pipelines import resolve
+
+    target = resolve(args.target)
+    names = target.stage_names()
+    first = names.index(args.from_stage) if args.from_stage else 0
+    last = names.index(args.to_stage) if args.to_stage else len(names) - 1
+    if last < first:
+        print(
+            f"--to-stage {args.to_stage} comes before --from-stage {args.from_stage}",
+            file=sys.stderr,
+        )
+        return 2
+    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+    result = run_stages(text, target, list(target.stages[first : last + 1]))
+    if args.output:
+        Path(args.output).write_text(result)
+    else:
+        sys.stdout.write(result)
+    return 0
+
+
+def tools_command(args: argparse.Namespace) -> int:
+    from .tools import available_tools, tool_path
+
+    if args.list:
+        for name, path in available_tools().items():
+            print(f"{name:28} {path}")
+        return 0
+    if not args.tool:
+        print("name a tool (or --list)", file=sys.stderr)
+        return 2
+    path = tool_path(args.tool)
+    if path is None:
+        print(f"tool {args.tool!r} not found (python -m compiler tools --list)", file=sys.stderr)
+        return 127
+    if args.path:
+        print(path)
+        return 0
+    os.execv(path, [path, *args.args])
+    return 0  # pragma: no cover - execv does not return
+
+
 def demo(args: argparse.Namespace) -> int:
     """Compile every transformer op and a small GPT-2 on every CPU target; check against NumPy."""
+    from . import jit, targets
+
     failures = 0
     print(f"{'op':12} {'dtype':8} {'target':18} {'max |err|':>10} {'result':>8}")
     for dtype in ("float32", "float64"):
@@ -75,7 +145,7 @@ def demo(args: argparse.Namespace) -> int:
 def _gpt2_demo() -> int:
     """A small random GPT-2 (2 layers, 3 heads, width 24): compiled logits and greedy generation
     on every CPU target against the plain-NumPy forward pass of the same weights."""
-    from . import model
+    from . import model, targets
 
     config = model.GPT2Config(layers=2, heads=3, width=24, context=16, vocab=40)
     params = model.init_params(config, seed=0, jitter=0.1)
@@ -97,22 +167,42 @@ def _gpt2_demo() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m compiler", description=__doc__)
+    from .pipelines import STAGES, TARGETS
+
+    stage_names = ["module", *STAGES]
+    parser = argparse.ArgumentParser(
+        prog="python -m compiler",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     e = sub.add_parser("emit", help="print the IR of an op at one stage")
-    e.add_argument("op", choices=sorted(_examples(np.dtype("float32"))))
-    e.add_argument(
-        "--stage",
-        default="module",
-        choices=["module", "optimized", "bufferized", "blas", "lowered"],
-    )
-    e.add_argument("--target", default="cpu", choices=targets())
+    e.add_argument("op", choices=EXAMPLES)
+    e.add_argument("--stage", default="module", choices=stage_names, help="default: %(default)s")
+    e.add_argument("--target", default="cpu", help="default: %(default)s")
     e.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    e.add_argument(
+        "--abi", default="memref", choices=["memref", "tensor"], help="default: %(default)s"
+    )
+    e.set_defaults(func=emit)
+    o = sub.add_parser("opt", help="run a target's stages on a saved module")
+    o.add_argument("file", help="module text (the input of --from-stage), or - for stdin")
+    o.add_argument("--target", required=True, choices=list(TARGETS))
+    o.add_argument("--from-stage", choices=list(STAGES), help="default: the target's first")
+    o.add_argument("--to-stage", choices=list(STAGES), help="default: the target's last")
+    o.add_argument("-o", "--output", help="write here instead of stdout")
+    o.set_defaults(func=opt)
+    t = sub.add_parser("tools", help="run a tool of the mlir/llvm wheels by name")
+    t.add_argument("tool", nargs="?")
+    t.add_argument("args", nargs=argparse.REMAINDER)
+    t.add_argument("--path", action="store_true", help="print the tool's path instead")
+    t.add_argument("--list", action="store_true", help="list the tools")
+    t.set_defaults(func=tools_command)
     d = sub.add_parser("demo", help="compile and check the transformer ops on every CPU target")
-    d.set_defaults()
+    d.set_defaults(func=demo)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    code = emit(args) if args.command == "emit" else demo(args)
+    code = args.func(args)
     if args.command == "demo":
         print(f"done in {time.perf_counter() - start:.1f} s")
     return code

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import ops
-from .jit import jit
+from .api import jit
 
 DEFAULT_HEADS = 12
 

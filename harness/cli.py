@@ -8,17 +8,16 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from .case import CPU_BACKENDS
 
 
 def _backends(text: str) -> tuple[str, ...]:
-    from compiler.pipelines import resolve
+    from compiler.backends import get
 
     names = tuple(b.strip() for b in text.split(",") if b.strip())
     for name in names:
-        resolve(name)  # ValueError listing the known targets
+        get(name)  # ValueError listing the known targets
     return names
 
 
@@ -31,75 +30,11 @@ def _workers(text: str) -> int:
     return value
 
 
-class Progress:
-    """One live line: elapsed, cases/s, findings by kind, corpus additions."""
-
-    def __init__(self, seconds: float, quiet: bool = False) -> None:
-        self.start = time.perf_counter()
-        self.seconds = seconds
-        self.quiet = quiet or not sys.stderr.isatty()
-        self.last = 0.0
-
-    def __call__(self, kind: str, stats: Any, findings: list[dict[str, Any]]) -> None:
-        now = time.perf_counter()
-        if kind == "finding":
-            f = findings[-1]
-            state = "NEW" if f["new"] else "known"
-            print(
-                f"\n[{state}] {f['kind']} on {','.join(f['backends'])} ({f['oracle']}), "
-                f"{f['nodes']} nodes -> {f['path']}",
-                file=sys.stderr,
-                flush=True,
-            )
-        if now - self.last < 1.0 and kind != "finding":
-            return
-        self.last = now
-        elapsed = now - self.start
-        kinds = " ".join(f"{k}:{v}" for k, v in sorted(stats.kinds.items())) or "none"
-        line = (
-            f"[{elapsed:6.1f}s/{self.seconds:.0f}s] {stats.cases} cases "
-            f"({stats.cases / max(elapsed, 1e-9):.2f}/s) | findings {kinds} | "
-            f"corpus +{sum(1 for f in findings if f['new'])}"
-        )
-        if self.quiet:
-            if int(elapsed) % 10 == 0:
-                print(line, file=sys.stderr, flush=True)
-        else:
-            print("\r" + line[:150].ljust(150), end="", file=sys.stderr, flush=True)
-
-
-def _summary_table(summary: dict[str, Any]) -> str:
-    stats = summary["stats"]
-    lines = [
-        "",
-        f"{'session':28} {summary['seconds']:.1f} s, seed {summary['options']['seed']}, "
-        f"{summary['options']['workers']} worker(s)",
-        f"{'cases':28} {stats['cases']} ({stats['cases'] / max(summary['seconds'], 1e-9):.2f}/s)",
-        f"{'backend runs':28} {stats['backend_runs']}",
-        f"{'known limitations hit':28} {stats['unsupported']}",
-        f"{'invalid, rejected by both':28} {stats['rejected_agreed']}",
-        f"{'NumPy/JAX ambiguities':28} {stats['ambiguities']}",
-        f"{'findings (instances)':28} "
-        + (", ".join(f"{k} {v}" for k, v in sorted(stats["kinds"].items())) or "none"),
-        f"{'corpus entries added':28} {sum(1 for f in summary['findings'] if f['new'])}",
-    ]
-    if summary.get("first_finding_seconds") is not None:
-        lines.append(f"{'first finding after':28} {summary['first_finding_seconds']:.1f} s")
-    for f in summary["findings"]:
-        lines.append(
-            f"  {'NEW ' if f['new'] else 'known'} {f['kind']:16} "
-            f"{','.join(f['backends']):24} {f['oracle']:28} {f['nodes']} nodes  "
-            f"{f['path']}"
-        )
-    if summary["harness_errors"]:
-        lines.append(f"harness errors: {len(summary['harness_errors'])} (see report)")
-    return "\n".join(lines)
-
-
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from .corpus import Corpus
-    from .fuzz import FuzzOptions, session
     from .report import write_report
+    from .session.fuzz import FuzzOptions, session
+    from .session.progress import Progress, summary_table
 
     options = FuzzOptions(
         seconds=args.seconds,
@@ -110,7 +45,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         max_nodes=args.max_nodes,
         mix=args.mix,
         use_jax=not args.no_jax,
-        relations=not args.no_relations,
+        skip_oracles=("metamorphic:",) if args.no_relations else (),
         stop_on_first=args.stop_on_first,
         shrink_seconds=args.shrink_seconds,
         minimize_seconds=args.minimize_seconds,
@@ -122,7 +57,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     summary = session(options, Progress(options.seconds, args.quiet))
-    print(_summary_table(summary))
+    print(summary_table(summary))
     if args.summary_json:
         from .corpus import atomic_write
 
@@ -140,7 +75,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import replay
-    from .runner import Runner
+    from .run.runner import Runner
 
     paths = [Path(p) for p in (args.paths or ["corpus"])]
     with Runner(None, use_jax=not args.no_jax) as runner:

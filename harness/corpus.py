@@ -11,7 +11,6 @@ file is removed only after the smaller one is durable.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -19,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from strategies.model import canonical, digest
 
 FORMAT = 1
 SUFFIX = ".json"
@@ -31,15 +32,6 @@ class CorpusError(ValueError):
     def __init__(self, path: Path | str, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
         self.path = Path(path)
-
-
-def canonical(data: Any) -> str:
-    """Canonical JSON: sorted keys, no whitespace; the basis of every hash here."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def digest(data: Any) -> str:
-    return hashlib.sha256(canonical(data).encode()).hexdigest()
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -88,6 +80,7 @@ class Entry:
     mlir: dict[str, Any] = field(default_factory=dict)  # module text, mlir-opt command
     versions: dict[str, str] = field(default_factory=dict)
     minimization: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)  # stderr, stage of a crash
     path: Path | None = None
 
     @property
@@ -118,6 +111,7 @@ class Entry:
             "mlir": self.mlir,
             "versions": self.versions,
             "minimization": self.minimization,
+            "evidence": self.evidence,
         }
 
     @classmethod
@@ -143,6 +137,7 @@ class Entry:
                 mlir=data.get("mlir", {}),
                 versions=data.get("versions", {}),
                 minimization=data.get("minimization", {}),
+                evidence=data.get("evidence", {}),
                 path=path,
             )
         except (KeyError, TypeError, ValueError) as error:

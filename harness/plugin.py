@@ -89,7 +89,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def fuzz_options(request: pytest.FixtureRequest):
     """FuzzOptions built from the command line (one shard's view)."""
     from .case import CPU_BACKENDS
-    from .fuzz import FuzzOptions
+    from .session.fuzz import FuzzOptions
 
     config = request.config
     backends = tuple(b for b in config.getoption("--fuzz-backends").split(",") if b)

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from .case import Case
 from .corpus import Corpus, CorpusError, Entry, load
-from .oracles import Finding
-from .runner import Runner
+from .oracles import ORACLES
+from .oracles.base import Finding
+from .run.runner import Runner
+from .triage.signature import Signature
 
 
 @dataclass
@@ -24,18 +26,23 @@ def entry_case(entry: Entry) -> Case:
     return Case.from_dict(entry.case["case"])
 
 
+def oracles_of(signature: Signature) -> tuple[str, ...]:
+    """The non-primary oracles to force when replaying a finding of ``signature``."""
+    if signature.kind in ("nondeterministic", "retrace", "aliasing"):
+        return ("determinism",)
+    oracle = signature.oracle.split("[")[0]
+    if oracle in ORACLES and not ORACLES[oracle].primary:
+        return (oracle,)
+    return ()
+
+
 def reproduce(entry: Entry, runner: Runner) -> Finding | None:
-    """Run the entry's case with its oracle; the finding of the same kind, if it recurs."""
+    """Run the entry's case with its oracle; the same failure, if it recurs."""
     case = entry_case(entry)
-    oracle = entry.signature.get("oracle", "")
-    kind = entry.signature.get("kind", "")
-    names: tuple[str, ...] = ()
-    if oracle.startswith("metamorphic:"):
-        names = (oracle.split(":", 1)[1].split("[")[0],)
-    runner.repeat_checks = kind in ("nondeterministic", "retrace")
-    judgement = runner.evaluate(case, names)
+    signature = Signature.from_dict(entry.signature)
+    judgement = runner.evaluate(case, oracles_of(signature))
     for finding in judgement.findings:
-        if finding.kind == kind and finding.oracle == oracle:
+        if finding.signature.matches(signature):
             return finding
     return None
 

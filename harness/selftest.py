@@ -36,43 +36,42 @@ class Mutation:
 MUTATIONS = (
     Mutation(
         "inverted-causal-mask",
-        "builder.py",
+        "lower/emit.py",
         '"%visible = arith.cmpi ule, %col, %row : index"',
         '"%visible = arith.cmpi uge, %col, %row : index"',
         "the mask hides the past instead of the future",
     ),
     Mutation(
         "swapped-transpose-permutation",
-        "builder.py",
+        "lower/emit.py",
         'perm = ", ".join(str(p) for p in node.attrs["perm"])',
         'perm = ", ".join(str(int(p)) for p in np.argsort(node.attrs["perm"]))',
         "linalg.transpose gets the inverse permutation",
     ),
     Mutation(
         "off-by-one-slice",
-        "builder.py",
+        "lower/emit.py",
         "{fmt(a['offsets'])}",
         "{fmt(tuple(max(o - 1, 0) for o in a['offsets']))}",
         "extract_slice starts one element early",
     ),
     Mutation(
         "reduction-wrong-axis",
-        "expr.py",
-        "    axes = _axes(axis, x.ndim, name)\n    dtype = _numpy_dtype(_REDUCE[name]",
-        "    axes = tuple(sorted(x.ndim - 1 - a for a in _axes(axis, x.ndim, name)))\n"
-        "    dtype = _numpy_dtype(_REDUCE[name]",
+        "frontend/lang.py",
+        "    axes = normalize_axes(axis, x.ndim, name)\n",
+        "    axes = tuple(sorted(x.ndim - 1 - a for a in normalize_axes(axis, x.ndim, name)))\n",
         "reductions mirror their axes",
     ),
     Mutation(
         "matmul-without-zero-fill",
-        "builder.py",
+        "lower/emit.py",
         'init = self.filled(node.shape, node.dtype, 0)\n        name = self.fresh("mm")',
         'init = self.empty(node.shape, node.dtype)\n        name = self.fresh("mm")',
         "matmul accumulates into an uninitialized buffer",
     ),
     Mutation(
         "lost-float64-promotion",
-        "expr.py",
+        "frontend/tensor.py",
         "    if isinstance(value, (bool, int, float, np.generic)):\n",
         "    if isinstance(value, np.generic):\n        value = value.item()\n"
         "    if isinstance(value, (bool, int, float, np.generic)):\n",
@@ -80,14 +79,14 @@ MUTATIONS = (
     ),
     Mutation(
         "wrong-broadcast-map",
-        "builder.py",
+        "lower/emit.py",
         "    lead = len(result) - len(operand)\n",
         "    lead = 0\n",
         "broadcast operands aligned left instead of right",
     ),
     Mutation(
         "wrong-blas-leading-dimension",
-        "blas.py",
+        "lower/blas.py",
         "%{p}_ldr = arith.select %{p}_r1, %{p}_cols, {s0} : index",
         "%{p}_ldr = arith.select %{p}_r1, %{p}_cols, %{p}_cols : index",
         "gemm gets the column count as leading dimension, not the row stride",

@@ -1,39 +1,15 @@
-"""Hypothesis strategies and the program model the fuzzing harness generates cases from.
+"""What the harness tries: the program model and the Hypothesis strategies that draw programs.
 
-``program`` holds the model (build, check, save, hash, replay and print programs); ``shapes``,
-``values`` and ``programs`` hold the strategies. This package may import ``compiler`` for its
-ops, never ``harness``.
+``model`` holds the program model (build, check, save, hash, evaluate, print and rewrite programs;
+invalid programs with one labelled violation); ``gen`` holds the strategies (shapes, values,
+programs, invalid programs). This package reads the compiler's primitive table
+(``compiler.primitives``) for the rules and metadata of every op, and nothing else of the
+compiler; it never imports ``harness``.
 """
 
-from .program import (
-    ALL_OPS,
-    DTYPES,
-    FLOAT_DTYPES,
-    FORMAT_VERSION,
-    OPS,
-    Const,
-    Input,
-    InvalidIndexError,
-    Node,
-    Program,
-    ProgramBuilder,
-    RawNode,
-    Ref,
-    TensorType,
-)
-from .program_strategies import (
-    COMPOSITES,
-    GENERATION_ORDER,
-    UNSUPPORTED_DTYPES,
-    VIOLATIONS,
-    Case,
-    InvalidProgram,
-    Violation,
-    cases,
-    invalid_programs,
-    programs,
-)
-from .shape_strategies import (
+from .gen.invalid import invalid_programs
+from .gen.programs import Sample, generation_order, programs, samples
+from .gen.shapes import (
     MATMUL_KINDS,
     AttentionConfig,
     MatmulShapes,
@@ -51,41 +27,57 @@ from .shape_strategies import (
     slices,
     valid_tuple_axes,
 )
-from .value_strategies import REGIMES, elements, input_values, regimes, values
+from .gen.values import REGIMES, elements, input_values, regimes, values
+from .model import (
+    DTYPES,
+    FLOAT_DTYPES,
+    FORMAT_VERSION,
+    UNSUPPORTED_DTYPES,
+    VIOLATIONS,
+    Const,
+    Equation,
+    Input,
+    InvalidIndex,
+    InvalidProgram,
+    Program,
+    ProgramBuilder,
+    RawEquation,
+    Ref,
+    Subject,
+    TensorType,
+    Violation,
+)
 
 __all__ = [
-    "ALL_OPS",
-    "COMPOSITES",
     "DTYPES",
     "FLOAT_DTYPES",
     "FORMAT_VERSION",
-    "GENERATION_ORDER",
     "MATMUL_KINDS",
-    "OPS",
     "REGIMES",
     "UNSUPPORTED_DTYPES",
     "VIOLATIONS",
     "AttentionConfig",
-    "Case",
     "Const",
+    "Equation",
     "Input",
-    "InvalidIndexError",
+    "InvalidIndex",
     "InvalidProgram",
     "MatmulShapes",
-    "Node",
     "Program",
     "ProgramBuilder",
-    "RawNode",
+    "RawEquation",
     "Reduction",
     "Ref",
+    "Sample",
+    "Subject",
     "TensorType",
     "Violation",
     "attention_configs",
     "broadcastable_shapes",
-    "cases",
     "dtypes",
     "elements",
     "float_dtypes",
+    "generation_order",
     "input_values",
     "invalid_programs",
     "matmul_shapes",
@@ -95,6 +87,7 @@ __all__ = [
     "reductions",
     "regimes",
     "reshapes",
+    "samples",
     "shapes",
     "slices",
     "valid_tuple_axes",

@@ -9,7 +9,7 @@ import pytest
 
 from harness.corpus import Corpus, load
 from harness.replay import reproduce
-from harness.runner import Runner
+from harness.run.runner import Runner
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 FILES = Corpus(CORPUS).files()

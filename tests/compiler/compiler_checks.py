@@ -5,28 +5,23 @@ arrays: the compiler claims NumPy semantics, so NumPy itself is the oracle for t
 dtype, values and error class.
 
 MLIR is built with assertions, so a compiler bug can abort the whole process. ``check`` and
-``stages`` therefore compile and run in a forked child (``isolated``): an abort fails that one test
-(with MLIR's message in its captured stderr) instead of killing the pytest worker. Set
-``COMPILER_TESTS_IN_PROCESS=1`` to run everything in-process (for a debugger); a process that
-has imported JAX also runs in-process (forking after JAX's threads start can deadlock).
+``stages`` therefore compile and run in an isolated process: the harness's own worker
+(``harness.run.isolation.call``, spawned, reused across tests, replaced after a crash), so an
+abort fails that one test with MLIR's message instead of killing the pytest worker. Set
+``COMPILER_TESTS_IN_PROCESS=1`` to run everything in-process (for a debugger).
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import re
-import select
-import signal
-import sys
-import time
-import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 import compiler
+from harness.run.isolation import Crashed, call
 
 F32, F64, I32 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32)
 
@@ -38,130 +33,18 @@ REAL_TARGETS = FUSED + UNFUSED  # every target once (the aliases resolve to one 
 
 RTOL = {F32: 2e-6, F64: 1e-12}
 
-
-ISOLATE = hasattr(os, "fork") and not os.environ.get("COMPILER_TESTS_IN_PROCESS")
+ISOLATE = not os.environ.get("COMPILER_TESTS_IN_PROCESS")
 CHILD_TIMEOUT_S = 120.0
-
-
-class ChildError(AssertionError):
-    """An exception of the child that cannot be pickled, as its class name and message."""
-
-
-class CompilerCrashed(AssertionError):
-    """The child running the compiler died (an MLIR assertion abort, a segfault) or hung."""
-
-
-_WARM: list[bool] = []
-
-
-def _warm_kernel(x, w, b, ids):
-    """Touches most of the compiler once: every kind of op, dtype and lowering."""
-    y = np.tanh(x @ w) + np.exp(-abs(x[:, :1])) * np.log(np.sqrt(b * b + 1.0)) ** 3
-    z = np.where(y > 0, y, y.astype(np.float64).astype(np.float32)).reshape(-1, 2, 5).sum(axis=0)
-    batched = np.transpose(y.reshape(2, 3, 5), (1, 0, 2)) @ w.T.reshape(1, 5, 4)
-    return (
-        z.max(axis=1) - z.min(),
-        batched.mean(axis=(0, 2)),
-        compiler.ops.gather(w, ids).astype(np.int32) * 2,
-        compiler.ops.causal_mask(4, np.float64, x.__array_namespace__()),
-        x[1::2, ::3].T,
-    )
-
-
-def _warm_up() -> None:
-    """Compile and run ``_warm_kernel`` here, once per process and target, so that forked
-    children inherit MLIR's and LLVM's lazy one-time initialization and the loaded runtime
-    libraries: the children then compile about as fast as this process would."""
-    if _WARM:
-        return
-    _WARM.append(True)
-    kernel = compiler.jit(_warm_kernel)
-    x, w = np.ones((6, 4), np.float32), np.ones((4, 5), np.float32)
-    b, ids = np.ones((5,), np.float64), np.array([0, 3, 1], np.int32)
-
-    def run_everywhere() -> None:
-        for target in REAL_TARGETS:
-            kernel(x, w, b, ids, target=target)
-
-    try:
-        _fork_and_run(run_everywhere)  # first in a child: a compiler bug must not kill us
-        run_everywhere()
-    except Exception:  # noqa: BLE001 - the warm-up is an optimization only
-        pass
-    finally:
-        kernel.clear()
+CompilerCrashed = Crashed
 
 
 def isolated(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` in a forked child; its result or its exception comes back pickled.
-
-    Nothing the child does (compiling, caching) is visible in this process afterwards.
-    """
+    """``fn(*args, **kwargs)`` in the isolated process; its result, or its exception raised here,
+    or ``CompilerCrashed`` with the process's stderr (MLIR's assertion text)."""
     __tracebackhide__ = True
-    if not ISOLATE or "jax" in sys.modules:  # forking a process that runs JAX can deadlock
+    if not ISOLATE:
         return fn(*args, **kwargs)
-    _warm_up()
-    return _fork_and_run(fn, *args, **kwargs)
-
-
-def _fork_and_run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    __tracebackhide__ = True
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        status = 0
-        try:
-            os.close(read_end)
-            try:
-                payload = ("ok", fn(*args, **kwargs), "")
-            except BaseException as error:  # noqa: BLE001 - everything goes back to the parent
-                payload = ("error", error, "".join(traceback.format_tb(error.__traceback__)))
-            try:
-                data = pickle.dumps(payload)
-                back = pickle.loads(data)[1]  # e.g. CompilerError does not survive the round trip
-                if payload[0] == "error" and str(back) != str(payload[1]):
-                    raise ValueError("the exception changed in the round trip")
-            except Exception:  # noqa: BLE001 - send the exception's class name and text instead
-                error = payload[1]
-                name = f"{type(error).__module__}.{type(error).__qualname__}"
-                data = pickle.dumps(("error", ChildError(f"{name}: {error}"), payload[2]))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_end, view) :]
-        except BaseException:  # noqa: BLE001
-            status = 1
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    chunks, deadline = [], time.monotonic() + CHILD_TIMEOUT_S
-    try:
-        while True:
-            remaining = deadline - time.monotonic()
-            ready, _, _ = select.select([read_end], [], [], max(remaining, 0))
-            if not ready:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                raise CompilerCrashed(f"the compiler hung for {CHILD_TIMEOUT_S:.0f} s")
-            chunk = os.read(read_end, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(read_end)
-    _, status = os.waitpid(pid, 0)
-    if not chunks:
-        if os.WIFSIGNALED(status):
-            name = signal.Signals(os.WTERMSIG(status)).name
-            raise CompilerCrashed(
-                f"the compiler killed the process with {name} (MLIR's message is in the captured "
-                "stderr)"
-            )
-        raise CompilerCrashed(f"the child exited with status {os.WEXITSTATUS(status)}")
-    kind, value, text = pickle.loads(b"".join(chunks))
-    if kind == "ok":
-        return value
-    value.add_note("--- raised in the forked child at:\n" + text.rstrip())
-    raise value
+    return call(fn, *args, timeout=CHILD_TIMEOUT_S, **kwargs)
 
 
 def rand(

@@ -138,7 +138,7 @@ def test_optimization_level_suffix(rng):
     x, w = rand(rng, (3, 4), F64), rand(rng, (4, 5), F64)
     for target in ("cpu-loops@O0", "cpu-blas@O1", "cpu@O2"):
         assert_like_numpy(f(x, w, target=target), np.tanh(x @ w) + 1.0)
-    assert f.compile(x, w, target="cpu@O0").target.opt_level == 0
+    assert f.compile(x, w, target="cpu@O0").backend.target.opt_level == 0
     with pytest.raises(ValueError, match="optimization level"):
         f(x, w, target="cpu-blas@O7")
 
@@ -444,7 +444,7 @@ def test_released_specializations_are_garbage(rng):
 
 
 def test_cache_is_bounded(rng, monkeypatch):
-    jit_module = importlib.import_module("compiler.jit")
+    jit_module = importlib.import_module("compiler.api")
     monkeypatch.setattr(jit_module, "MAX_SPECIALIZATIONS", 2)
     compiler.clear_cache()
     f = _scaled()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from harness.case import Case
-from strategies.program import ProgramBuilder
+from strategies.model import ProgramBuilder
 
 
 @pytest.fixture

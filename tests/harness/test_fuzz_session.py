@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.fuzz import Driver
+from harness.session.fuzz import Driver
 
 
 def test_fuzz(fuzz_shard: int, fuzz_options) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from harness.isolation import Worker
+from harness.run.isolation import Worker
 
 
 def echo(task):
     if isinstance(task, dict) and "fault" in task:
-        from harness.isolation import fault
+        from harness.run.isolation import fault
 
         fault(task["fault"])
     if task == "raise":

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from harness.case import Case
-from harness.minimize import minimize
-from harness.oracles import Finding
-from strategies.program import Const, ProgramBuilder
+from harness.oracles.base import Finding
+from harness.triage.minimize import minimize
+from strategies.model import Const, ProgramBuilder
 
 
 def planted(case: Case) -> Finding | None:

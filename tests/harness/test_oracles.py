@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from harness import oracles
-from harness.case import BackendResult, Case
-from harness.references import Reference, references
+from harness.case import Case
+from harness.run.references import Reference, references
+from harness.run.task import BackendResult
 
 
 def judge(case: Case, outputs: dict[str, BackendResult]) -> oracles.Judgement:
-    return oracles.differential(case, list(outputs.values()), references(case))
+    return oracles.judge_results(case, list(outputs.values()), references(case))
 
 
 def ok(backend: str, output: np.ndarray) -> BackendResult:
@@ -41,7 +42,7 @@ def test_all_failing_backends_make_one_finding(matmul_case):
     wrong = np.zeros((3, 4), np.float32)
     j = judge(matmul_case, {"a": ok("cpu-loops", wrong), "b": ok("cpu-blas", wrong)})
     assert len(j.findings) == 1 and set(j.findings[0].backends) == {"cpu-loops", "cpu-blas"}
-    assert j.findings[0].signature["backend"] == "cpu-blas+cpu-loops"
+    assert j.findings[0].signature.to_dict()["backend"] == "cpu-blas+cpu-loops"
 
 
 def test_error_paths(matmul_case):
@@ -67,21 +68,32 @@ def test_invalid_program_must_be_rejected_alike(matmul_case):
     }
     accepted = ok("cpu-loops", np.zeros((3, 4), np.float32))
     agreed = BackendResult("cpu-blas", "rejected", error_type="ValueError")
-    j = oracles.differential(matmul_case, [accepted, agreed], refs)
+    j = oracles.judge_results(matmul_case, [accepted, agreed], refs)
     assert [f.kind for f in j.findings] == ["wrong-error"] and j.agreed_rejection
     other = BackendResult("cpu-blas", "rejected", error_type="TypeError")
-    j = oracles.differential(matmul_case, [other], refs)
+    j = oracles.judge_results(matmul_case, [other], refs)
     assert [f.kind for f in j.findings] == ["wrong-error"]
 
 
 def test_causality_needs_bit_identical_early_rows(matmul_case):
+    from harness.oracles.base import Derived, Judgement, Observation
+    from harness.run.isolation import Outcome
+    from harness.run.task import Task, TaskResult
+
+    causal = oracles.get("causal")
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    def judge(changed):
+        obs = Observation(matmul_case, [ok("cpu-loops", a)], {}, Judgement())
+        derived = Derived("perturbed-future", Task(matmul_case), {"keep": 2})
+        outcome = Outcome("ok", TaskResult([ok("cpu-loops", changed)]))
+        return causal.judge(obs, [(derived, outcome)])
+
     b = a.copy()
     b[2] += 1  # only the last row changed: fine
-    assert oracles.causal(matmul_case, [ok("cpu-loops", a)], [ok("cpu-loops", b)], 2) == []
+    assert judge(b) == []
     b[0, 1] = np.nextafter(b[0, 1], np.float32(100))
-    found = oracles.causal(matmul_case, [ok("cpu-loops", a)], [ok("cpu-loops", b)], 2)
-    assert [f.kind for f in found] == ["causality"]
+    assert [f.kind for f in judge(b)] == ["causality"]
 
 
 def test_large_inputs_are_stored_as_their_recipe_and_regenerate_bit_exactly(matmul_case):

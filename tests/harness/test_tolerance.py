@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import tolerance
+from harness.oracles import tolerance
 
 
 @pytest.fixture
@@ -51,11 +51,14 @@ def test_inf_where_numpy_overflows_too_passes():
     assert tolerance.compare(got, truth, [numpy_out]).ok
 
 
-def test_allowance_widens_the_bound_but_never_excuses_a_nan():
+def test_extra_errors_widen_the_bound_but_never_excuse_a_nan():
     truth = np.array([1.0, 2.0])
     got = np.array([np.nan, 2.0])
-    verdict = tolerance.compare(got, truth, [truth], allowance=[np.array([np.nan, 2.0])])
+    verdict = tolerance.compare(got, truth, [truth], errors=[np.array([np.inf, 1.0])])
     assert not verdict.ok
+    off = np.array([1.001, 2.0])
+    assert not tolerance.compare(off, truth, [truth]).ok
+    assert tolerance.compare(off, truth, [truth], errors=[np.array([0.001, 0.0])]).ok
 
 
 def test_integers_must_match_exactly():

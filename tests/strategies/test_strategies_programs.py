@@ -15,17 +15,17 @@ from hypothesis import HealthCheck, Phase, find, given, seed, settings
 from hypothesis import strategies as st
 
 from strategies import (
-    ALL_OPS,
     DTYPES,
     VIOLATIONS,
-    Case,
     InvalidProgram,
     Program,
     Ref,
-    cases,
+    Sample,
+    generation_order,
     input_values,
     invalid_programs,
     programs,
+    samples,
 )
 
 
@@ -41,14 +41,14 @@ def _numpy(program: Program, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
 
 
 @settings(max_examples=60)
-@given(cases())
-def test_programs_evaluate_in_numpy_and_jax_with_predicted_types(case: Case) -> None:
+@given(samples())
+def test_programs_evaluate_in_numpy_and_jax_with_predicted_types(case: Sample) -> None:
     _check_type(_numpy(case.program, case.inputs), case.program)
     _check_type(jax.jit(case.program.as_function(jnp))(*case.inputs), case.program)
 
 
-@given(cases(programs(implicit_int_to_float=True, dtypes=("int32", "float32"))))
-def test_numpy_only_programs_evaluate_with_predicted_types(case: Case) -> None:
+@given(samples(programs(implicit_int_to_float=True, dtypes=("int32", "float32"))))
+def test_numpy_only_programs_evaluate_with_predicted_types(case: Sample) -> None:
     _check_type(_numpy(case.program, case.inputs), case.program)
 
 
@@ -76,8 +76,8 @@ def test_bad_arguments_are_refused_eagerly() -> None:
         programs(ops=("gelu",), dtypes=("int32",))
 
 
-@given(cases(programs(max_nodes=4)))
-def test_reproducers_of_generated_cases_run(case: Case) -> None:
+@given(samples(programs(max_nodes=4)))
+def test_reproducers_of_generated_cases_run(case: Sample) -> None:
     namespace: dict[str, Any] = {"__name__": "reproducer"}
     source = case.program.to_python(case.inputs, check_compiler=False)
     exec(compile(source, "<reproducer>", "exec"), namespace)
@@ -161,8 +161,8 @@ def test_invalid_reproducers_check_the_compiler(compiler: Any, data: st.DataObje
 
 
 @settings(max_examples=30)
-@given(case=cases())
-def test_generated_programs_stay_within_the_compiler(compiler: Any, case: Case) -> None:
+@given(case=samples())
+def test_generated_programs_stay_within_the_compiler(compiler: Any, case: Sample) -> None:
     """The generator never asks for what the compiler documents as unsupported."""
     try:
         result = compiler.jit(case.program.as_function())(*case.inputs)
@@ -216,5 +216,5 @@ def test_every_op_and_dtype_is_reachable() -> None:
         dtypes.update(program.dtypes())
 
     collect()
-    assert set(ALL_OPS) - set(ops) == set(), ops
+    assert set(generation_order()) - set(ops) == set(), ops
     assert set(DTYPES) | {"bool"} <= set(dtypes), dtypes

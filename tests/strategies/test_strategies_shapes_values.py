@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from compiler.primitives.rules import index_plan, matmul_result_shape, normalize_axes, reshape_shape
 from strategies import (
     attention_configs,
     broadcastable_shapes,
@@ -20,8 +21,7 @@ from strategies import (
     slices,
     values,
 )
-from strategies.program import index_shape, matmul_shape, normalize_axes, reshape_shape
-from strategies.value_strategies import REGIMES, input_values
+from strategies.gen.values import REGIMES, input_values
 
 
 @given(shapes())
@@ -56,7 +56,7 @@ def test_broadcastable_shapes_broadcast(data: st.DataObject, shape: tuple[int, .
 @given(matmul_shapes())
 def test_matmul_shapes_are_valid(pair) -> None:  # noqa: ANN001
     result = np.matmul(np.ones(pair.a), np.ones(pair.b))
-    assert result.shape == matmul_shape(pair.a, pair.b)
+    assert result.shape == matmul_result_shape(pair.a, pair.b)
     k = pair.a[-1]
     m = pair.a[-2:-1] if len(pair.a) >= 2 else ()
     n = pair.b[-1:] if len(pair.b) >= 2 else ()
@@ -84,7 +84,7 @@ def test_slices_are_nonempty_positive_step_and_nontrivial(
     array = np.arange(math.prod(shape)).reshape(shape)
     selected = array[key]
     assert selected.size > 0
-    assert selected.shape == index_shape(shape, key)
+    assert selected.shape == index_plan(shape, key).shape
     assert all(item.step is None or item.step > 0 for item in key if isinstance(item, slice))
     # Nontrivial: some item is an int or None, or a slice that drops or skips elements.
     full = slice(None).indices

@@ -1,0 +1,245 @@
+"""The trace rules: how each primitive of the table becomes graph nodes.
+
+Every check is the primitive's own result rule (``compiler.primitives``), so an invalid program
+fails with NumPy's error class and a message that says what is wrong *before* any MLIR is built.
+Elementwise primitives share one rule (convert the operands to the dtypes the primitive computes
+in, then one ``elementwise`` node carrying the primitive); the structural ones decompose onto the
+graph operations the emitter knows (``matmul`` of any rank onto 2-D ``matmul``/``batch_matmul``
+with reshapes and explicit broadcasts, ``mean`` onto ``sum`` and ``divide``, indexing onto a
+strided ``slice`` and a ``reshape``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import primitives
+from ..dtypes import BOOL, INT32, check_dtype, is_float
+from ..errors import UnsupportedFeature
+from ..primitives.rules import index_plan, normalize_axes, permutation, reshape_shape
+from .graph import Node
+from .tensor import Tensor, as_operand
+from .trace import current_trace  # noqa: F401 - re-exported for the namespace
+
+
+def _constant(value: Any, dtype: np.dtype) -> Node:
+    """A scalar converted to ``dtype`` exactly as NumPy converts it."""
+    with np.errstate(all="ignore"):
+        converted = np.asarray(value).astype(dtype)
+    return Node("const", (), (), dtype, {"value": converted.item()})
+
+
+def _converted(value: Any, dtype: np.dtype) -> Node:
+    if isinstance(value, Tensor):
+        return astype(value, dtype).node
+    return _constant(value, dtype)
+
+
+def elementwise(name: str, *values: Any) -> Tensor:
+    """The trace rule of every elementwise primitive: NumPy's broadcasting and NEP 50
+    promotion (the primitive's result rule), operands converted as the primitive computes."""
+    prim = primitives.get(name)
+    operands = [as_operand(v, name) for v in values]
+    out = prim.result(operands)
+    if name == "power" and isinstance(operands[0], Tensor) and not isinstance(operands[1], Tensor):
+        if operands[1] == 0.5:
+            # NumPy computes a scalar power of 0.5 as sqrt, which differs from pow() at -inf
+            # (nan, not inf) and -0.0 (-0.0, not 0.0).
+            return elementwise("sqrt", astype(operands[0], out.dtype))
+    dtypes = prim.converted_dtypes(operands, out)
+    args = tuple(_converted(v, d) for v, d in zip(operands, dtypes, strict=True))
+    return Tensor(Node("elementwise", args, out.shape, out.dtype, {"prim": prim}))
+
+
+_MISSING = object()
+
+
+def where(condition: Any, a: Any = _MISSING, b: Any = _MISSING) -> Tensor:
+    """``np.where(condition, a, b)``: a nonzero condition selects ``a``."""
+    if a is _MISSING and b is _MISSING:
+        raise UnsupportedFeature("np.where with one argument (nonzero indices)")
+    if a is _MISSING or b is _MISSING:
+        raise ValueError("where: either both or neither of x and y should be given")
+    return elementwise("where", condition, a, b)
+
+
+def astype(x: Any, dtype: Any) -> Tensor:
+    """``x.astype(dtype)`` with NumPy's C-style conversions (float -> int truncates)."""
+    x = as_operand(x, "astype")
+    if not isinstance(x, Tensor):
+        raise TypeError("astype: expected a traced tensor")
+    target = check_dtype(dtype, "astype")
+    if x.dtype == target:
+        return x
+    prim = primitives.get("astype")
+    out = prim.result([x], {"dtype": target})
+    return Tensor(Node("elementwise", (x.node,), out.shape, out.dtype, {"prim": prim}))
+
+
+def broadcast_to(x: Any, shape: Any) -> Tensor:
+    """Materialized ``np.broadcast_to`` (a copy: later ops need a real buffer)."""
+    x = as_operand(x, "broadcast_to")
+    prim = primitives.get("broadcast_to")
+    out = prim.result([x], {"shape": tuple(shape)})
+    if x.shape == out.shape:
+        return x
+    return Tensor(Node("elementwise", (x.node,), out.shape, out.dtype, {"prim": prim}))
+
+
+# --------------------------------------------------------------------------------------------
+# Reductions
+
+# The elementwise primitive that combines, and its identity per dtype kind.
+_COMBINE = {
+    "sum": ("add", 0, 0),
+    "max": ("maximum", -np.inf, np.iinfo(np.int32).min),
+    "min": ("minimum", np.inf, np.iinfo(np.int32).max),
+}
+
+
+def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs: Any) -> Tensor:
+    """``sum/max/min/mean/var`` over ``axis`` (None, int, negative, tuple) with ``keepdims``."""
+    unknown = {k: v for k, v in kwargs.items() if v is not None and not (k == "ddof" and v == 0)}
+    if unknown:
+        raise UnsupportedFeature(f"{name} with arguments {sorted(unknown)}")
+    x = as_operand(x, name)
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected a traced tensor")
+    out = primitives.get(name).result([x], {"axis": axis, "keepdims": keepdims})
+    axes = normalize_axes(axis, x.ndim, name)
+    if name == "mean":
+        total = reduce("sum", astype(x, out.dtype), axes, keepdims)
+        return elementwise("divide", total, math.prod(x.shape[a] for a in axes))
+    if name == "var":
+        xf = astype(x, out.dtype)
+        centered = xf - reduce("mean", xf, axes, keepdims=True)
+        return reduce("mean", centered * centered, axes, keepdims)
+    if not axes:
+        return astype(x, out.dtype)
+    combine, float_identity, int_identity = _COMBINE[name]
+    kept = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    attrs = {
+        "prim": primitives.get(combine),
+        "identity": float_identity if is_float(out.dtype) else int_identity,
+        "axes": axes,
+        "fn": name,
+    }
+    result = Tensor(Node("reduce", (x.node,), kept, out.dtype, attrs))
+    if keepdims:
+        result = reshape(result, out.shape)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Matmul
+
+
+def matmul(a: Any, b: Any) -> Tensor:
+    """Full ``np.matmul``: 1-D operands, 2-D, and broadcast batch dimensions of any rank.
+
+    Everything lowers onto ``linalg.matmul`` / ``linalg.batch_matmul`` (through reshapes and an
+    explicit broadcast of the batch dimensions), never onto a generic that hides the matmul.
+    """
+    a, b = as_operand(a, "matmul"), as_operand(b, "matmul")
+    out = primitives.get("matmul").result([a, b])
+    a, b = astype(a, out.dtype), astype(b, out.dtype)
+    a2 = reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
+    b2 = reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
+    m, k = a2.shape[-2:]
+    n = b2.shape[-1]
+    batch = out.shape[: len(out.shape) - (a.ndim > 1) - (b.ndim > 1)]
+    if not batch:
+        result = Tensor(Node("matmul", (a2.node, b2.node), (m, n), out.dtype))
+    elif b2.ndim == 2:
+        # (..., M, K) @ (K, N): one 2-D matmul over the flattened rows.
+        rows = reshape(a2, (math.prod(a2.shape[:-1]), k))
+        flat = Tensor(Node("matmul", (rows.node, b2.node), (rows.shape[0], n), out.dtype))
+        result = reshape(flat, batch + (m, n))
+    else:
+        count = math.prod(batch)
+        lhs = reshape(broadcast_to(a2, batch + (m, k)), (count, m, k))
+        rhs = reshape(broadcast_to(b2, batch + (k, n)), (count, k, n))
+        flat = Tensor(Node("batch_matmul", (lhs.node, rhs.node), (count, m, n), out.dtype))
+        result = reshape(flat, batch + (m, n))
+    return reshape(result, out.shape) if result.shape != out.shape else result
+
+
+# --------------------------------------------------------------------------------------------
+# Layout: reshape, transpose, static basic indexing
+
+
+def reshape(x: Any, shape: Any, order: str = "C") -> Tensor:
+    """``np.reshape`` with at most one ``-1``; the element count must be preserved."""
+    x = as_operand(x, "reshape")
+    if not isinstance(x, Tensor):
+        raise TypeError("reshape: expected a traced tensor")
+    if order != "C":
+        raise UnsupportedFeature(f"reshape with order={order!r}")
+    new = reshape_shape(x.shape, shape)
+    if new == x.shape:
+        return x
+    return Tensor(Node("reshape", (x.node,), new, x.dtype))
+
+
+def transpose(x: Any, axes: Any = None) -> Tensor:
+    """``np.transpose`` / ``np.permute_dims``: ``axes`` must be a permutation of the dims."""
+    x = as_operand(x, "transpose")
+    if not isinstance(x, Tensor):
+        raise TypeError("transpose: expected a traced tensor")
+    perm = permutation(axes, x.ndim)
+    if perm == tuple(range(x.ndim)):
+        return x
+    if x.node.op == "transpose":  # transpose of a transpose is one transpose
+        inner = x.node.attrs["perm"]
+        return transpose(Tensor(x.node.args[0]), tuple(inner[p] for p in perm))
+    shape = tuple(x.shape[p] for p in perm)
+    return Tensor(Node("transpose", (x.node,), shape, x.dtype, {"perm": perm}))
+
+
+def getitem(x: Tensor, index: Any) -> Tensor:
+    """Static basic indexing: slices (positive steps), ints, None and Ellipsis."""
+    plan = index_plan(x.shape, index)
+    result = x
+    if not plan.is_identity(x.shape):
+        attrs = {"offsets": plan.offsets, "sizes": plan.sizes, "strides": plan.strides}
+        result = Tensor(Node("slice", (x.node,), plan.sliced_shape, x.dtype, attrs))
+    if result.shape != plan.shape:
+        result = reshape(result, plan.shape)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Primitives the transformer needs
+
+
+def causal_mask(size: int, dtype: Any) -> Tensor:
+    """(size, size): 0 where column <= row, -1e10 above the diagonal; an index-based generic."""
+    out = primitives.get("causal_mask").result([], {"size": size, "dtype": dtype})
+    return Tensor(Node("mask", (), out.shape, out.dtype, {"value": -1e10}))
+
+
+def gather(table: Any, ids: Any) -> Tensor:
+    """``table[ids]`` along axis 0 (an embedding lookup); out-of-range ids raise at call time."""
+    table, ids = as_operand(table, "gather"), as_operand(ids, "gather")
+    out = primitives.get("gather").result([table, ids])
+    return Tensor(Node("gather", (table.node, ids.node), out.shape, out.dtype))
+
+
+__all__ = [
+    "BOOL",
+    "INT32",
+    "astype",
+    "broadcast_to",
+    "causal_mask",
+    "elementwise",
+    "gather",
+    "getitem",
+    "matmul",
+    "reduce",
+    "reshape",
+    "transpose",
+    "where",
+]

@@ -1,0 +1,272 @@
+"""The traced array type, its array namespace, and NumPy's dispatch protocols.
+
+Operators, methods, ``np.<ufunc>(t)``, ``np.<function>(t)`` and ``xp.<name>(t)`` all end in the
+trace rules of :mod:`.lang`. The elementwise names come from the primitive table, so a primitive
+added there is callable every way at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import primitives
+from ..dtypes import BOOL, FLOAT32, FLOAT64, INT32
+from ..errors import UnsupportedFeature
+from .graph import Node
+
+
+def as_operand(value: Any, what: str) -> Tensor | Any:
+    """A Tensor, or a scalar kept as-is (Python scalars weak, NumPy scalars strong); NumPy
+    arrays captured from the enclosing scope become kernel arguments."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, np.ndarray):
+        from .trace import current_trace
+
+        return current_trace().capture(value)
+    if isinstance(value, (bool, int, float, np.generic)):
+        if isinstance(value, np.generic) and np.dtype(value.dtype).kind not in "biuf":
+            raise TypeError(f"{what}: unsupported scalar {value!r} of dtype {value.dtype}")
+        return value
+    if isinstance(value, complex):
+        raise UnsupportedFeature(f"complex numbers ({what})")
+    if isinstance(value, (list, tuple)):
+        raise UnsupportedFeature(f"nested Python sequences as operands ({what}); use a NumPy array")
+    raise TypeError(f"{what}: unsupported operand of type {type(value).__name__}")
+
+
+def _control_flow(*_: Any) -> Any:
+    raise TypeError(
+        "a traced tensor has no concrete value: data-dependent Python control flow "
+        "(if/while/bool/int/float on a tensor) is not supported inside @jit; use where()"
+    )
+
+
+def _swap_last(ndim: int) -> tuple[int, ...]:
+    if ndim < 2:
+        raise ValueError("matrix transpose needs at least 2 dimensions")
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+
+
+def _binary(name: str, reflected: bool = False) -> Callable[..., Tensor]:
+    if reflected:
+        return lambda self, other: lang.elementwise(name, other, self)
+    return lambda self, other: lang.elementwise(name, self, other)
+
+
+class Tensor:
+    """A traced array. Operators, methods and NumPy functions build graph nodes."""
+
+    __slots__ = ("node",)
+    __array_priority__ = 1000
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    # metadata
+    shape = property(lambda self: self.node.shape)
+    dtype = property(lambda self: self.node.dtype)
+    ndim = property(lambda self: len(self.node.shape))
+    size = property(lambda self: math.prod(self.node.shape))
+    T = property(lambda self: lang.transpose(self))
+    mT = property(lambda self: lang.transpose(self, _swap_last(self.ndim)))
+
+    def __repr__(self) -> str:
+        return f"Tensor(shape={self.shape}, dtype={self.dtype}, op={self.node.op})"
+
+    def __array_namespace__(self, api_version: str | None = None) -> Namespace:
+        return xp
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    __bool__ = __int__ = __float__ = __index__ = __complex__ = _control_flow
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise TypeError(
+            "a traced tensor cannot be converted to a NumPy array: its value is only known "
+            "when the compiled kernel runs"
+        )
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # arithmetic (the operators of the primitive table's infix entries)
+    __add__, __radd__ = _binary("add"), _binary("add", True)
+    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
+    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
+    __truediv__, __rtruediv__ = _binary("divide"), _binary("divide", True)
+    __pow__, __rpow__ = _binary("power"), _binary("power", True)
+    __lt__, __le__ = _binary("less"), _binary("less_equal")
+    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
+    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
+    __matmul__ = lambda self, o: lang.matmul(self, o)  # noqa: E731
+    __rmatmul__ = lambda self, o: lang.matmul(o, self)  # noqa: E731
+    __neg__ = lambda self: lang.elementwise("negative", self)  # noqa: E731
+    __pos__ = lambda self: self  # noqa: E731
+    __abs__ = lambda self: lang.elementwise("abs", self)  # noqa: E731
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return lang.getitem(self, index)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        raise UnsupportedFeature("floor division (//)")
+
+    __rfloordiv__ = __mod__ = __rmod__ = __floordiv__
+
+    # methods
+    def reshape(self, *shape: Any, order: str = "C") -> Tensor:
+        return lang.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+
+    def transpose(self, *axes: Any) -> Tensor:
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return lang.transpose(self, axes or None)
+
+    def astype(self, dtype: Any, copy: bool = True) -> Tensor:
+        return lang.astype(self, dtype)
+
+    def sum(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+        return lang.reduce("sum", self, axis, keepdims, **kw)
+
+    def max(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+        return lang.reduce("max", self, axis, keepdims, **kw)
+
+    def min(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+        return lang.reduce("min", self, axis, keepdims, **kw)
+
+    def mean(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+        return lang.reduce("mean", self, axis, keepdims, **kw)
+
+    def var(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+        return lang.reduce("var", self, axis, keepdims, **kw)
+
+    # NumPy protocol: np.exp(t), np.add(a, t), np.sum(t, axis=...)
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        name = ufunc.__name__
+        if method != "__call__":
+            raise UnsupportedFeature(f"ufunc method np.{name}.{method}")
+        if kwargs:
+            raise UnsupportedFeature(f"np.{name} with keyword arguments {sorted(kwargs)}")
+        handler = _ufuncs().get(name)
+        if handler is None:
+            raise UnsupportedFeature(f"NumPy ufunc np.{name}")
+        return handler(*inputs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        handler = _FUNCTIONS.get(func.__name__)
+        if handler is None:
+            raise UnsupportedFeature(f"NumPy function np.{func.__name__}")
+        return handler(*args, **kwargs)
+
+
+def _elementwise_function(name: str) -> Callable[..., Tensor]:
+    def call(*args: Any) -> Tensor:
+        return lang.elementwise(name, *args)
+
+    call.__name__ = name
+    return call
+
+
+def _ufuncs() -> dict[str, Callable[..., Tensor]]:
+    """NumPy ufunc name -> trace rule, from the table (the first entry of a ufunc wins)."""
+    table: dict[str, Callable[..., Tensor]] = {"matmul": lang.matmul}
+    for prim in primitives.PRIMITIVES.values():
+        if prim.elementwise and isinstance(prim.ufunc, np.ufunc):
+            table.setdefault(prim.ufunc.__name__, _elementwise_function(prim.name))
+    return table
+
+
+def _reduction(name: str) -> Callable[..., Tensor]:
+    def call(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any) -> Tensor:
+        if dtype is not None or out is not None:
+            raise UnsupportedFeature(f"{name} with dtype= or out=")
+        keepdims = kw.pop("keepdims", False)
+        return lang.reduce(name, x, axis, keepdims, **kw)
+
+    call.__name__ = name
+    return call
+
+
+def _np_astype(x: Any, dtype: Any, copy: bool = True, **_: Any) -> Tensor:
+    return lang.astype(x, dtype)
+
+
+def _np_reshape(x: Any, shape: Any = None, order: str = "C", newshape: Any = None) -> Tensor:
+    return lang.reshape(x, shape if shape is not None else newshape, order)
+
+
+class Namespace:
+    """The array namespace of traced tensors: the array-API names the ops modules use. Every
+    elementwise primitive of the table is an attribute under its own name."""
+
+    float32, float64, int32, bool = FLOAT32, FLOAT64, INT32, BOOL
+    pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
+
+    def __getattr__(self, name: str) -> Any:
+        prim = primitives.PRIMITIVES.get(name)
+        if prim is not None and prim.elementwise and prim.kind not in ("cast", "copy"):
+            return _elementwise_function(name)
+        raise UnsupportedFeature(f"array-namespace function {name!r}")
+
+    @staticmethod
+    def pow(x: Any, y: Any) -> Tensor:
+        return lang.elementwise("power", x, y)
+
+    @staticmethod
+    def reshape(x: Any, shape: Any, copy: Any = None) -> Tensor:
+        return lang.reshape(x, shape)
+
+    @staticmethod
+    def astype(x: Any, dtype: Any, copy: bool = True, **_: Any) -> Tensor:
+        return lang.astype(x, dtype)
+
+
+# Structural functions and the reductions, under their array-API names.
+_NAMESPACE_FUNCTIONS = {
+    "where": lambda *a: lang.where(*a),
+    "matmul": lambda a, b: lang.matmul(a, b),
+    "permute_dims": lambda x, axes: lang.transpose(x, axes),
+    "transpose": lambda x, axes=None: lang.transpose(x, axes),
+    "broadcast_to": lambda x, shape: lang.broadcast_to(x, tuple(shape)),
+    "causal_mask": lambda size, dtype: lang.causal_mask(size, dtype),
+    "gather": lambda table, ids: lang.gather(table, ids),
+}
+for _name, _fn in _NAMESPACE_FUNCTIONS.items():
+    setattr(Namespace, _name, staticmethod(_fn))
+for _name in ("sum", "max", "min", "mean", "var"):
+    setattr(Namespace, _name, staticmethod(_reduction(_name)))
+
+xp = Namespace()
+
+_FUNCTIONS: dict[str, Callable[..., Tensor]] = {
+    "sum": _reduction("sum"),
+    "max": _reduction("max"),
+    "amax": _reduction("max"),
+    "min": _reduction("min"),
+    "amin": _reduction("min"),
+    "mean": _reduction("mean"),
+    "var": _reduction("var"),
+    "reshape": _np_reshape,
+    "transpose": lambda x, axes=None: lang.transpose(x, axes),
+    "permute_dims": lambda x, axes=None: lang.transpose(x, axes),
+    "matmul": lambda a, b: lang.matmul(a, b),
+    "where": lambda *a: lang.where(*a),
+    "astype": _np_astype,
+    "broadcast_to": lambda x, shape: lang.broadcast_to(x, tuple(shape)),
+}
+
+from . import lang  # noqa: E402 - the trace rules use Tensor; Tensor's methods use them
+
+__all__ = ["Namespace", "Tensor", "as_operand", "xp"]

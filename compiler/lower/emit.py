@@ -1,0 +1,422 @@
+"""Graph -> MLIR on tensors: named ``linalg`` ops where they exist, ``linalg.generic`` elsewhere.
+
+The module is emitted as text and parsed (and so verified) by MLIR. Named ops stay named:
+matmul is ``linalg.fill`` + ``linalg.matmul``/``linalg.batch_matmul``, reshapes are
+``tensor.reshape`` with a constant shape operand (elementwise fusion would fold a
+collapse/expand_shape into the matmul and erase what the BLAS substitution looks for), and every
+dtype promotion is an explicit ``arith`` cast inside a generic. The body of an elementwise generic
+is its primitive's scalar lowering (``compiler.primitives``); a reduction's combiner is the
+scalar lowering of the elementwise primitive that combines.
+
+Two ABIs:
+
+- ``memref`` (our kernels): ``func.func @kernel(inputs..., outputs..., errors...)`` on memrefs
+  with ``llvm.emit_c_interface``; inputs enter through ``bufferization.to_tensor`` and results
+  leave through ``bufferization.materialize_in_destination``.
+- ``tensor`` (the input contract of other MLIR compilers, e.g. IREE): ``func.func @main(inputs...)
+  -> (outputs..., errors...)`` on tensors.
+
+Booleans cross both as ``i8`` (NumPy's bool layout). Each ``gather`` adds a rank-0 ``i32`` error
+output that is nonzero when an id was out of range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dtypes import BOOL, INT32, element, storage
+from ..frontend.graph import Graph, Node, topological
+from ..primitives import ScalarCall
+
+KERNEL = "kernel"
+TENSOR_ENTRY = "main"
+ABIS = ("memref", "tensor")
+
+
+def tensor_type(shape: tuple[int, ...], dtype: np.dtype) -> str:
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{storage(dtype)}>"
+
+
+def memref_type(shape: tuple[int, ...], dtype: np.dtype) -> str:
+    return f"memref<{''.join(f'{d}x' for d in shape)}{storage(dtype)}>"
+
+
+def scalar_literal(value: object, dtype: np.dtype) -> str:
+    """An exact ``arith.constant`` literal (floats as bit patterns: inf and NaN survive)."""
+    dtype = np.dtype(dtype)
+    if dtype == BOOL:
+        return "1" if value else "0"  # an i1 literal
+    if dtype.kind in "iu":
+        return str(int(value))
+    bits = np.array(value, dtype).view(f"u{dtype.itemsize}")
+    return f"0x{int(bits):0{2 * dtype.itemsize}X}"
+
+
+def _map(dims: int, exprs: list[str]) -> str:
+    names = ", ".join(f"d{i}" for i in range(dims))
+    return f"affine_map<({names}) -> ({', '.join(exprs)})>"
+
+
+def _identity_map(rank: int) -> str:
+    return _map(rank, [f"d{i}" for i in range(rank)])
+
+
+def _broadcast_map(operand: tuple[int, ...], result: tuple[int, ...]) -> str:
+    """Operand dims aligned right; a size-1 dim that is broadcast reads index 0."""
+    lead = len(result) - len(operand)
+    exprs = []
+    for j, extent in enumerate(operand):
+        i = lead + j
+        exprs.append("0" if extent == 1 and result[i] != 1 else f"d{i}")
+    return _map(len(result), exprs)
+
+
+def _tensor_of(shape: tuple[int, ...], elt: str) -> str:
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{elt}>"
+
+
+def _iterators(kinds: list[str]) -> str:
+    return "[" + ", ".join(f'"{k}"' for k in kinds) + "]"
+
+
+@dataclass
+class KernelSignature:
+    """What the kernel takes and returns, in ABI order."""
+
+    inputs: list[Node]
+    outputs: list[Node]
+    error_outputs: int
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}
+        self.counter = 0
+        self.error_values: list[str] = []
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"%{prefix}{self.counter}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def value(self, node: Node) -> str:
+        return self.names[id(node)]
+
+    # -- helpers ------------------------------------------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> str:
+        name = self.fresh("e")
+        self.emit(f"{name} = tensor.empty() : {tensor_type(shape, dtype)}")
+        return name
+
+    def filled(self, shape: tuple[int, ...], dtype: np.dtype, value: object) -> str:
+        scalar = self.fresh("c")
+        self.emit(f"{scalar} = arith.constant {scalar_literal(value, dtype)} : {element(dtype)}")
+        init = self.empty(shape, dtype)
+        name = self.fresh("f")
+        ty = tensor_type(shape, dtype)
+        self.emit(
+            f"{name} = linalg.fill ins({scalar} : {element(dtype)}) outs({init} : {ty}) -> {ty}"
+        )
+        return name
+
+    def generic(
+        self,
+        operands: list[tuple[str, tuple[int, ...], str]],  # (value, shape, element type)
+        shape: tuple[int, ...],
+        out_elt: str,
+        body: list[str],
+        result: str,
+        iterators: list[str] | None = None,
+        maps: list[str] | None = None,
+        init: str | None = None,
+    ) -> str:
+        """A ``linalg.generic``; ``body`` sees block args %a0.. and %out, yields ``result``."""
+        rank = len(shape)
+        out_ty = _tensor_of(shape, out_elt)
+        if init is None:
+            init = self.fresh("e")
+            self.emit(f"{init} = tensor.empty() : {out_ty}")
+        if maps is None:
+            maps = [_broadcast_map(s, shape) for _, s, _ in operands] + [_identity_map(rank)]
+        types = [_tensor_of(s, e) for _, s, e in operands]
+        iterators = iterators or ["parallel"] * rank
+        name = self.fresh("g")
+        ins = ""
+        if operands:
+            values = ", ".join(v for v, _, _ in operands)
+            ins = f"ins({values} : {', '.join(types)}) "
+        self.emit(
+            f"{name} = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
+            f"iterator_types = {_iterators(iterators)}}} {ins}outs({init} : {out_ty}) {{"
+        )
+        args = ", ".join(
+            [f"%a{i}: {e}" for i, (_, _, e) in enumerate(operands)] + [f"%out: {out_elt}"]
+        )
+        self.lines.append(f"    ^bb0({args}):")
+        for line in body:
+            self.emit("  " + line)
+        self.emit(f"  linalg.yield {result} : {out_elt}")
+        self.emit(f"}} -> {out_ty}")
+        return name
+
+    # -- nodes --------------------------------------------------------------------------------
+    def node(self, node: Node) -> None:
+        handler = getattr(self, "op_" + node.op)
+        self.names[id(node)] = handler(node)
+
+    def op_const(self, node: Node) -> str:
+        return ""  # constants are materialized inside the generic that uses them
+
+    def op_elementwise(self, node: Node) -> str:
+        operands: list[tuple[str, tuple[int, ...], str]] = []
+        scalars: list[str] = []
+        constants: list[object] = []
+        body: list[str] = []
+        for arg in node.args:
+            if arg.op == "const":
+                name = self.fresh("k")
+                value = arg.attrs["value"]
+                body.append(
+                    f"{name} = arith.constant {scalar_literal(value, arg.dtype)} "
+                    f": {element(arg.dtype)}"
+                )
+                scalars.append(name)
+                constants.append(value)
+                continue
+            block_arg = f"%a{len(operands)}"
+            operands.append((self.value(arg), arg.shape, storage(arg.dtype)))
+            if arg.dtype == BOOL:
+                bit = self.fresh("bit")
+                body.append(f"{bit} = arith.trunci {block_arg} : i8 to i1")
+                block_arg = bit
+            scalars.append(block_arg)
+            constants.append(None)
+        call = ScalarCall(
+            scalars,
+            [a.dtype for a in node.args],
+            constants,
+            node.dtype,
+            self.fresh("r"),
+            self.fresh,
+        )
+        body.extend(node.prim.scalar(call))
+        result = call.result
+        if node.dtype == BOOL:
+            stored = self.fresh("byte")
+            body.append(f"{stored} = arith.extui {result} : i1 to i8")
+            result = stored
+        return self.generic(operands, node.shape, storage(node.dtype), body, result)
+
+    def op_reduce(self, node: Node) -> str:
+        (source,) = node.args
+        dtype = node.dtype
+        acc = self.filled(node.shape, dtype, node.attrs["identity"])
+        name = self.fresh("red")
+        elt = element(dtype)
+        call = ScalarCall(["%in", "%acc"], [dtype, dtype], [None, None], dtype, "%c", self.fresh)
+        combine = node.prim.scalar(call)
+        axes = ", ".join(map(str, node.attrs["axes"]))
+        self.emit(
+            f"{name} = linalg.reduce ins({self.value(source)} : "
+            f"{tensor_type(source.shape, source.dtype)}) outs({acc} : "
+            f"{tensor_type(node.shape, dtype)}) dimensions = [{axes}]"
+        )
+        self.emit(f"  (%in: {elt}, %acc: {elt}) {{")
+        for line in combine:
+            self.emit(f"    {line}")
+        self.emit(f"    linalg.yield {call.result} : {elt}")
+        self.emit("  }")
+        return name
+
+    def _matmul(self, node: Node, op: str) -> str:
+        lhs, rhs = node.args
+        init = self.filled(node.shape, node.dtype, 0)
+        name = self.fresh("mm")
+        out_ty = tensor_type(node.shape, node.dtype)
+        self.emit(
+            f"{name} = {op} ins({self.value(lhs)}, {self.value(rhs)} : "
+            f"{tensor_type(lhs.shape, lhs.dtype)}, {tensor_type(rhs.shape, rhs.dtype)}) "
+            f"outs({init} : {out_ty}) -> {out_ty}"
+        )
+        return name
+
+    def op_matmul(self, node: Node) -> str:
+        return self._matmul(node, "linalg.matmul")
+
+    def op_batch_matmul(self, node: Node) -> str:
+        return self._matmul(node, "linalg.batch_matmul")
+
+    def op_reshape(self, node: Node) -> str:
+        (source,) = node.args
+        return self._reshape(self.value(source), source.shape, node.shape, node.dtype)
+
+    def _reshape(self, value: str, old: tuple[int, ...], new: tuple[int, ...], dtype) -> str:
+        """``tensor.reshape`` with a constant shape operand (see the module docstring)."""
+        shape = self.fresh("shape")
+        dims = ", ".join(str(d) for d in new)
+        self.emit(
+            f"{shape} = arith.constant dense<[{dims}]> : tensor<{len(new)}xindex>"
+            if new
+            else f"{shape} = arith.constant dense<> : tensor<0xindex>"
+        )
+        name = self.fresh("rs")
+        self.emit(
+            f"{name} = tensor.reshape {value}({shape}) : "
+            f"({tensor_type(old, dtype)}, tensor<{len(new)}xindex>) -> {tensor_type(new, dtype)}"
+        )
+        return name
+
+    def op_transpose(self, node: Node) -> str:
+        (source,) = node.args
+        init = self.empty(node.shape, node.dtype)
+        name = self.fresh("tr")
+        perm = ", ".join(str(p) for p in node.attrs["perm"])
+        self.emit(
+            f"{name} = linalg.transpose ins({self.value(source)} : "
+            f"{tensor_type(source.shape, source.dtype)}) outs({init} : "
+            f"{tensor_type(node.shape, node.dtype)}) permutation = [{perm}]"
+        )
+        return name
+
+    def op_slice(self, node: Node) -> str:
+        (source,) = node.args
+        name = self.fresh("sl")
+        a = node.attrs
+
+        def fmt(values: tuple[int, ...]) -> str:
+            return "[" + ", ".join(str(v) for v in values) + "]"
+
+        # Never rank-reducing: with several unit dims MLIR cannot always tell which ones an
+        # integer index dropped, and asserts (SubViewOp::getDroppedDims; found by the harness).
+        # The dims an integer index removes go away in a tensor.reshape instead.
+        sizes = tuple(a["sizes"])
+        self.emit(
+            f"{name} = tensor.extract_slice {self.value(source)}{fmt(a['offsets'])}"
+            f"{fmt(sizes)}{fmt(a['strides'])} : {tensor_type(source.shape, source.dtype)} "
+            f"to {tensor_type(sizes, node.dtype)}"
+        )
+        if sizes == node.shape:
+            return name
+        return self._reshape(name, sizes, node.shape, node.dtype)
+
+    def op_mask(self, node: Node) -> str:
+        elt = element(node.dtype)
+        body = [
+            "%row = linalg.index 0 : index",
+            "%col = linalg.index 1 : index",
+            "%visible = arith.cmpi ule, %col, %row : index",
+            f"%zero = arith.constant {scalar_literal(0.0, node.dtype)} : {elt}",
+            f"%masked = arith.constant {scalar_literal(node.attrs['value'], node.dtype)} : {elt}",
+            f"%m = arith.select %visible, %zero, %masked : {elt}",
+        ]
+        return self.generic([], node.shape, elt, body, "%m")
+
+    def op_gather(self, node: Node) -> str:
+        table, ids = node.args
+        rows = table.shape[0]
+        rank = len(node.shape)
+        id_rank = len(ids.shape)
+        # Out-of-range flag per id, reduced to one rank-0 error output checked after the call.
+        flag_body = [
+            "%zero = arith.constant 0 : i32",
+            f"%rows = arith.constant {rows} : i32",
+            "%low = arith.cmpi slt, %a0, %zero : i32",
+            "%high = arith.cmpi sge, %a0, %rows : i32",
+            "%bad = arith.ori %low, %high : i1",
+            "%flag = arith.extui %bad : i1 to i32",
+        ]
+        flags = self.generic(
+            [(self.value(ids), ids.shape, "i32")], ids.shape, "i32", flag_body, "%flag"
+        )
+        error = self.filled((), INT32, 0)
+        reduced = self.fresh("err")
+        self.emit(
+            f"{reduced} = linalg.reduce ins({flags} : {tensor_type(ids.shape, INT32)}) "
+            f"outs({error} : tensor<i32>) dimensions = [{', '.join(map(str, range(id_rank)))}]"
+        )
+        self.emit("  (%in: i32, %acc: i32) {")
+        self.emit("    %c = arith.maxsi %in, %acc : i32")
+        self.emit("    linalg.yield %c : i32")
+        self.emit("  }")
+        self.error_values.append(reduced)
+        # The lookup itself clamps, so a bad id never reads outside the table.
+        elt = storage(node.dtype)
+        indices = ["%row"] + [f"%i{j}" for j in range(id_rank, rank)]
+        body = [
+            "%index = arith.index_cast %a0 : i32 to index",
+            "%first = arith.constant 0 : index",
+            f"%last = arith.constant {rows - 1} : index",
+            "%low = arith.maxsi %index, %first : index",
+            "%row = arith.minsi %low, %last : index",
+        ]
+        body += [f"%i{j} = linalg.index {j} : index" for j in range(id_rank, rank)]
+        body.append(
+            f"%v = tensor.extract {self.value(table)}[{', '.join(indices)}] : "
+            f"{tensor_type(table.shape, table.dtype)}"
+        )
+        maps = [_map(rank, [f"d{j}" for j in range(id_rank)]), _identity_map(rank)]
+        return self.generic(
+            [(self.value(ids), ids.shape, "i32")], node.shape, elt, body, "%v", maps=maps
+        )
+
+
+def build(graph: Graph, abi: str = "memref") -> tuple[str, KernelSignature]:
+    """MLIR text of the kernel computing ``graph.outputs`` from ``graph.inputs``."""
+    if abi not in ABIS:
+        raise ValueError(f"unknown ABI {abi!r}; choose from {ABIS}")
+    em = _Emitter()
+    params = []
+    for node in graph.inputs:
+        arg = f"%arg{node.attrs['index']}"
+        if abi == "tensor":
+            params.append(f"{arg}: {tensor_type(node.shape, node.dtype)}")
+            em.names[id(node)] = arg
+            continue
+        params.append(f"{arg}: {memref_type(node.shape, node.dtype)}")
+        name = em.fresh("in")
+        em.emit(
+            f"{name} = bufferization.to_tensor {arg} restrict : "
+            f"{memref_type(node.shape, node.dtype)} to {tensor_type(node.shape, node.dtype)}"
+        )
+        em.names[id(node)] = name
+    for node in topological(graph.outputs):
+        if node.op != "input":
+            em.node(node)
+    results = [(em.value(node), node.shape, node.dtype) for node in graph.outputs]
+    results += [(value, (), INT32) for value in em.error_values]
+    if abi == "tensor":
+        values = ", ".join(v for v, _, _ in results)
+        types = ", ".join(tensor_type(s, d) for _, s, d in results)
+        em.emit(f"return {values} : {types}")
+        header = f"  func.func @{TENSOR_ENTRY}({', '.join(params)}) -> ({types}) {{"
+    else:
+        outputs = [f"%out{i}" for i in range(len(graph.outputs))]
+        outputs += [f"%err{i}" for i in range(len(em.error_values))]
+        for out, (value, shape, dtype) in zip(outputs, results, strict=True):
+            params.append(f"{out}: {memref_type(shape, dtype)}")
+            em.emit(
+                f"bufferization.materialize_in_destination {value} in restrict writable {out} : "
+                f"({tensor_type(shape, dtype)}, {memref_type(shape, dtype)}) -> ()"
+            )
+        em.emit("return")
+        header = (
+            f"  func.func @{KERNEL}({', '.join(params)}) attributes {{llvm.emit_c_interface}} {{"
+        )
+    text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  }\n}\n"
+    return text, KernelSignature(list(graph.inputs), list(graph.outputs), len(em.error_values))
+
+
+__all__ = [
+    "ABIS",
+    "KERNEL",
+    "TENSOR_ENTRY",
+    "KernelSignature",
+    "build",
+    "memref_type",
+    "tensor_type",
+]

@@ -1,0 +1,200 @@
+"""One table of primitives: every operation a program may use, with its rules and metadata.
+
+Each :class:`Primitive` owns
+
+- its NumPy result rule (``infer``: shape, dtype and errors, from :mod:`.rules`),
+- how a program calls it on an array namespace (``evaluate``) and prints it (``render``),
+- for elementwise primitives, its scalar lowering to MLIR (``scalar``), which the emitter applies
+  inside a ``linalg.generic``; structural primitives are lowered by the frontend's trace rules,
+- metadata the harness reads: scalar operands allowed, float-only, error depth (for the error
+  model), generation cost, value domain and range hints (for the generator).
+
+The compiler's frontend, the harness's program model, its generator, references, error model and
+report all read this table; adding an elementwise operation is one entry in :mod:`.table`. This
+package imports nothing of the compiler but its dtypes, errors and the composite definitions in
+``compiler.ops`` (NumPy only), so the harness's generator can read it without the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidIndex, UnsupportedFeature
+from . import rules
+from .rules import ArrayType, Operand
+
+REQUIRED = object()
+
+#: Kinds of primitive. Elementwise kinds are lowered by the emitter from ``Primitive.scalar``.
+ELEMENTWISE_KINDS = ("unary", "binary", "compare", "select", "cast", "copy")
+KINDS = (*ELEMENTWISE_KINDS, "reduction", "matmul", "layout", "source", "gather", "composite")
+
+#: Attribute kinds: how a static attribute is checked, stored (JSON) and printed.
+ATTR_KINDS = ("axis", "bool", "shape", "axes", "index", "dtype", "positive")
+
+
+@dataclass(frozen=True)
+class Attr:
+    """A static attribute of a primitive: its kind (see ``ATTR_KINDS``) and default."""
+
+    kind: str
+    default: Any = REQUIRED
+
+    def __post_init__(self) -> None:
+        if self.kind not in ATTR_KINDS:
+            raise ValueError(f"unknown attribute kind {self.kind!r}")
+
+
+@dataclass
+class ScalarCall:
+    """What an elementwise lowering rule sees: scalar SSA names ``args`` (``i1`` for booleans) of
+    dtypes ``arg_dtypes`` (a scalar constant's value in ``constants``), the result ``dtype`` and
+    the SSA name ``result`` to define; ``fresh(prefix)`` makes new names."""
+
+    args: list[str]
+    arg_dtypes: list[np.dtype]
+    constants: list[Any]
+    dtype: np.dtype
+    result: str
+    fresh: Callable[[str], str]
+
+
+Infer = Callable[[Sequence[Operand], Mapping[str, Any]], ArrayType]
+Evaluate = Callable[[Any, Sequence[Any], Mapping[str, Any]], Any]
+Render = Callable[[Sequence[str], Mapping[str, Any]], str]
+Depth = Callable[[Sequence[ArrayType], Mapping[str, Any]], float]
+
+
+def _one_step(types: Sequence[ArrayType], attrs: Mapping[str, Any]) -> float:
+    return 1.0
+
+
+@dataclass(frozen=True, eq=False)
+class Primitive:
+    """One operation: its rules (result, evaluation, printing, lowering) and metadata."""
+
+    name: str
+    kind: str
+    arity: int
+    infer: Infer
+    evaluate: Evaluate
+    render: Render
+    attrs: Mapping[str, Attr] = field(default_factory=dict)
+    #: The NumPy function whose dtype rule the primitive follows (and ufunc dispatch uses).
+    ufunc: Any = None
+    #: Elementwise lowering: lines defining ``call.result`` from ``call.args``.
+    scalar: Callable[[ScalarCall], list[str]] | None = None
+    #: Dtypes the operands are converted to before the scalar op (default: the result dtype).
+    operand_dtypes: Callable[[Sequence[Operand], ArrayType], list[np.dtype]] | None = None
+    #: May an operand be a scalar constant (Python or NumPy scalar)?
+    consts: bool = False
+    #: Defined on floats only (integer inputs are not generated, and are rejected).
+    float_only: bool = False
+    #: Error depth in units of rounding steps, for the error model (default one step).
+    error_depth: Depth = _one_step
+    #: How many program nodes one generation step of this primitive may add.
+    cost: int = 1
+    #: "nonnegative": finite results need non-negative inputs (the generator guards them).
+    domain: str = ""
+    #: "nonnegative" or "bounded" (finite and moderate): what the result is known to be.
+    result_range: str = ""
+    #: "values": the result's values are the first operand's (layout, casts of bounded values);
+    #: "bounds": the result is bounded where its operands are (negative, abs, maximum, max).
+    keeps: str = ""
+    #: Drawn by the program generator (False for entries the frontend uses internally only).
+    generate: bool = True
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: unknown kind {self.kind!r}")
+        if self.kind in ELEMENTWISE_KINDS and self.scalar is None:
+            raise ValueError(f"{self.name}: an elementwise primitive needs a scalar lowering")
+
+    @property
+    def elementwise(self) -> bool:
+        return self.kind in ELEMENTWISE_KINDS
+
+    def __repr__(self) -> str:
+        return f"<primitive {self.name}>"
+
+    def __reduce__(self) -> tuple:  # pickles by name: the table is the identity
+        return (get, (self.name,))
+
+    def result(self, operands: Sequence[Operand], attrs: Mapping[str, Any] | None = None) -> Any:
+        """The result type of this primitive on ``operands`` (NumPy's errors if invalid)."""
+        return self.infer(list(operands), dict(attrs or {}))
+
+    def converted_dtypes(self, operands: Sequence[Operand], out: ArrayType) -> list[np.dtype]:
+        if self.operand_dtypes is None:
+            return [out.dtype] * len(operands)
+        return self.operand_dtypes(operands, out)
+
+    def depth(self, types: Sequence[ArrayType], attrs: Mapping[str, Any]) -> float:
+        return float(self.error_depth(types, attrs))
+
+
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def register(primitive: Primitive) -> Primitive:
+    """Add ``primitive`` to the table (its name must be new)."""
+    if primitive.name in PRIMITIVES:
+        raise ValueError(f"primitive {primitive.name!r} is already registered")
+    PRIMITIVES[primitive.name] = primitive
+    return primitive
+
+
+def unregister(name: str) -> None:
+    """Remove a primitive (for tests that register a toy one)."""
+    PRIMITIVES.pop(name, None)
+
+
+def get(name: str) -> Primitive:
+    try:
+        return PRIMITIVES[name]
+    except KeyError:
+        raise ValueError(f"unknown primitive {name!r}; known: {', '.join(PRIMITIVES)}") from None
+
+
+def of_kind(*kinds: str) -> list[Primitive]:
+    """Primitives of the given kinds, in table order."""
+    return [p for p in PRIMITIVES.values() if p.kind in kinds]
+
+
+def names() -> tuple[str, ...]:
+    return tuple(PRIMITIVES)
+
+
+def contraction_depth(length: int) -> float:
+    """Rounding steps of a sum of ``length`` terms (pairwise or not): log2 of its length."""
+    return math.log2(max(2, length))
+
+
+from . import table  # noqa: E402,F401 - fills the table
+
+__all__ = [
+    "ATTR_KINDS",
+    "ELEMENTWISE_KINDS",
+    "KINDS",
+    "PRIMITIVES",
+    "REQUIRED",
+    "ArrayType",
+    "Attr",
+    "InvalidIndex",
+    "UnsupportedFeature",
+    "Primitive",
+    "ScalarCall",
+    "contraction_depth",
+    "get",
+    "names",
+    "of_kind",
+    "register",
+    "rules",
+    "unregister",
+]

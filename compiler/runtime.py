@@ -1,0 +1,97 @@
+"""The runtime of the MLIR CPU backends: a lowered module JIT-compiled by MLIR's ExecutionEngine
+and called through the C interface with memref descriptors.
+
+Compilation (pass pipelines, the BLAS stage) is the driver's job; this module only turns LLVM
+dialect into native code and calls it. Every buffer is C-contiguous with the specialized shape,
+so the descriptors' sizes and strides are prepared once; a call writes two pointers per buffer.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from .dtypes import INT32
+from .lower.emit import KERNEL, KernelSignature
+
+
+@functools.cache
+def _descriptor_class(rank: int) -> type[ctypes.Structure]:
+    fields = [
+        ("allocated", ctypes.c_void_p),
+        ("aligned", ctypes.c_void_p),
+        ("offset", ctypes.c_longlong),
+    ]
+    if rank:
+        fields += [("sizes", ctypes.c_longlong * rank), ("strides", ctypes.c_longlong * rank)]
+    return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
+
+
+def _descriptor(shape: tuple[int, ...]) -> ctypes.Structure:
+    """A memref descriptor for a C-contiguous buffer of ``shape`` (pointers set per call)."""
+    desc = _descriptor_class(len(shape))()
+    desc.offset = 0
+    if shape:
+        desc.sizes[:] = shape
+        desc.strides[:] = [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]
+    return desc
+
+
+@functools.cache
+def runtime_libraries() -> tuple[str, ...]:
+    """Shared libraries the ExecutionEngine loads: MLIR's C runner utils and OpenBLAS."""
+    import mlir
+
+    from .lower.blas import library_path
+
+    libs = []
+    for root in mlir.__path__:
+        path = os.path.join(root, "lib", "libmlir_c_runner_utils.so")
+        if os.path.exists(path):
+            libs.append(path)
+            break
+    libs.append(library_path())
+    return tuple(libs)
+
+
+class Kernel:
+    """Native code for one lowered module: ``kernel(arrays) -> (outputs, errors)``."""
+
+    def __init__(self, module: Any, signature: KernelSignature, opt_level: int) -> None:
+        from mlir.execution_engine import ExecutionEngine
+
+        self.signature = signature
+        self.engine = ExecutionEngine(
+            module, opt_level=opt_level, shared_libs=list(runtime_libraries())
+        )
+        self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+            self.engine.raw_lookup("_mlir_ciface_" + KERNEL)
+        )
+        self._lock = threading.Lock()
+        shapes = [n.shape for n in signature.inputs + signature.outputs]
+        shapes += [()] * signature.error_outputs
+        self._descriptors = [_descriptor(s) for s in shapes]
+        self._pointers = [ctypes.pointer(d) for d in self._descriptors]
+        self._packed = (ctypes.c_void_p * len(self._pointers))(
+            *[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in self._pointers]
+        )
+
+    def __call__(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Run on C-contiguous ``arrays`` of the specialized shapes and dtypes; returns freshly
+        allocated outputs and the error flags."""
+        outputs = [np.empty(n.shape, n.dtype) for n in self.signature.outputs]
+        errors = [np.zeros((), INT32) for _ in range(self.signature.error_outputs)]
+        buffers = arrays + outputs + errors
+        with self._lock:
+            for descriptor, buffer in zip(self._descriptors, buffers, strict=True):
+                descriptor.allocated = descriptor.aligned = buffer.ctypes.data
+            self._entry(self._packed)
+        return outputs, errors
+
+
+__all__ = ["Kernel", "runtime_libraries"]

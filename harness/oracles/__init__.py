@@ -1,0 +1,50 @@
+"""Oracles, registered by name: each turns what a case did into findings.
+
+``error-path`` and ``differential`` judge every case; ``determinism`` an eighth of them;
+``causal`` the attention-like cases that ask for it; each metamorphic relation
+(``metamorphic:<name>``) where it fits. A new oracle is one module that subclasses
+:class:`~harness.oracles.base.Oracle` and calls ``register``; the runner finds it here.
+"""
+
+from . import differential, error_path, metamorphic, structural  # noqa: F401 - registration
+from .base import (
+    ORACLES,
+    Derived,
+    Finding,
+    Judgement,
+    Observation,
+    Oracle,
+    get,
+    register,
+    unregister,
+)
+
+
+def judge_results(case, results, refs, names=("error-path", "differential")) -> Judgement:
+    """The judgement of the named primary oracles on results already computed (for tests and
+    for tools that have outputs from elsewhere)."""
+    judgement = Judgement(oracles=list(names))
+    obs = Observation(case, list(results), refs, judgement)
+    for name in names:
+        judgement.findings.extend(get(name).judge(obs, []))
+    return judgement
+
+
+def relations() -> list[Oracle]:
+    """The metamorphic relations, as registered."""
+    return [o for name, o in ORACLES.items() if name.startswith("metamorphic:")]
+
+
+__all__ = [
+    "judge_results",
+    "relations",
+    "ORACLES",
+    "Derived",
+    "Finding",
+    "Judgement",
+    "Observation",
+    "Oracle",
+    "get",
+    "register",
+    "unregister",
+]

@@ -1,0 +1,159 @@
+"""What every oracle shares: findings, the judgement of one case, and the oracle protocol.
+
+An oracle is an object registered by name. ``wants(case)`` says whether it runs on a case (drawn
+from the case's own data, so a replay sees the same checks); ``configure`` may ask the main task
+for more (the repeat checks); ``plan`` returns derived tasks to run (perturbed inputs, a related
+program); ``judge`` turns what ran into findings. An oracle never knows which strategy made the
+case, and a backend never knows it is being tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..triage.signature import Signature
+
+if TYPE_CHECKING:
+    from ..case import Case
+    from ..run.isolation import Outcome
+    from ..run.references import Reference
+    from ..run.task import BackendResult, Task
+
+
+@dataclass
+class Finding:
+    """A suspected compiler bug (or a crash/hang), with what is needed to file it."""
+
+    kind: str  # mismatch, wrong-dtype, wrong-shape, wrong-error, verifier-error, pass-failure,
+    # internal-error, crash, hang, causality, nondeterministic, retrace, aliasing, metamorphic
+    backends: tuple[str, ...]
+    oracle: str
+    detail: str
+    case: Case
+    dtype: str = ""
+    result: BackendResult | None = None
+    stderr: str = ""  # a crashed worker's stderr (MLIR's assertion text, stack frames)
+    stage: str = ""  # the compiler stage it failed in, when known
+
+    @property
+    def signature(self) -> Signature:
+        return Signature(
+            self.kind,
+            self.oracle,
+            tuple(self.backends),
+            tuple(sorted(set(self.case.subject.ops))),
+            self.dtype or self.case.program.output_type.dtype,
+        )
+
+
+@dataclass
+class Judgement:
+    """Everything the oracles concluded about one case."""
+
+    findings: list[Finding] = field(default_factory=list)
+    ambiguities: list[str] = field(default_factory=list)  # NumPy vs JAX
+    unsupported: list[str] = field(default_factory=list)  # known limitations hit
+    errors: dict[str, float] = field(default_factory=dict)  # backend -> worst error in ULPs
+    margins: dict[str, float] = field(default_factory=dict)  # backend -> error / allowed
+    agreed_rejection: bool = False
+    oracles: list[str] = field(default_factory=list)  # the oracles that judged the case
+
+
+@dataclass
+class Observation:
+    """What the main task produced: the results per backend and the references."""
+
+    case: Case
+    results: list[BackendResult]
+    refs: dict[str, Reference]
+    judgement: Judgement
+    #: The runner's references for another case (with the runner's settings, e.g. JAX on/off).
+    references: Callable[[Case], dict[str, Reference]] | None = None
+
+
+@dataclass
+class Derived:
+    """A task an oracle wants run, with what it needs to judge the outcome."""
+
+    label: str
+    task: Task
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Oracle:
+    """The protocol (and a do-nothing base): override what the oracle needs."""
+
+    name = ""
+    primary = False  # primary oracles judge every case from the main task alone
+
+    def wants(self, case: Case) -> bool:
+        """Does this oracle run on ``case`` (by default; a caller may force it)?"""
+        return True
+
+    def fits(self, case: Case) -> bool:
+        """Can this oracle judge ``case`` at all?"""
+        return True
+
+    def configure(self, case: Case, task: Task) -> None:
+        """Ask the main task for more (e.g. repeat calls)."""
+
+    def plan(self, obs: Observation) -> list[Derived]:
+        """Derived tasks to run after the main task."""
+        return []
+
+    def judge(self, obs: Observation, derived: list[tuple[Derived, Outcome]]) -> list[Finding]:
+        return []
+
+
+ORACLES: dict[str, Oracle] = {}
+
+
+def register(oracle: Oracle) -> Oracle:
+    if not oracle.name or oracle.name in ORACLES:
+        raise ValueError(f"oracle name {oracle.name!r} is empty or already registered")
+    ORACLES[oracle.name] = oracle
+    return oracle
+
+
+def unregister(name: str) -> None:
+    ORACLES.pop(name, None)
+
+
+def get(name: str) -> Oracle:
+    if name not in ORACLES:
+        raise ValueError(f"unknown oracle {name!r}; known: {', '.join(ORACLES)}")
+    return ORACLES[name]
+
+
+def group(
+    case: Case, oracle: str, flagged: list[tuple[str, BackendResult, str]], dtype: str = ""
+) -> list[Finding]:
+    """One finding per kind, naming every backend that failed that way."""
+    by_kind: dict[str, list[tuple[BackendResult, str]]] = {}
+    for kind, result, detail in flagged:
+        by_kind.setdefault(kind, []).append((result, detail))
+    findings = []
+    for kind, items in by_kind.items():
+        detail = "\n".join(f"{r.backend}: {d}" for r, d in items)
+        backends = tuple(dict.fromkeys(r.backend for r, _ in items))
+        stage = items[0][0].stage
+        findings.append(
+            Finding(kind, backends, oracle, detail, case, dtype, items[0][0], stage=stage)
+        )
+    return findings
+
+
+__all__ = [
+    "ORACLES",
+    "Derived",
+    "Finding",
+    "Judgement",
+    "Observation",
+    "Oracle",
+    "get",
+    "group",
+    "register",
+    "unregister",
+]

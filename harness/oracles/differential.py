@@ -1,0 +1,101 @@
+"""The differential oracle: every backend against the references, through the error model.
+
+Shape and dtype must be NumPy's exactly; values are judged against the extended-precision truth
+with the bound of ``tolerance`` (widened by NumPy's and JAX's own errors against the truth).
+NumPy-vs-JAX disagreements are *reference ambiguities*, kept apart and never counted as compiler
+bugs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..run.references import Reference
+from ..run.task import BackendResult
+from . import tolerance
+from .base import Finding, Observation, Oracle, group, register
+
+
+def yardstick(refs: dict[str, Reference]) -> np.ndarray:
+    """The truth, or NumPy's answer where the truth could not be computed."""
+    truth = refs.get("truth")
+    return truth.output if truth is not None and truth.ok else refs["numpy"].output
+
+
+def reference_outputs(refs: dict[str, Reference], shape: tuple[int, ...]) -> list[np.ndarray]:
+    """NumPy's and (where it agrees in shape) JAX's outputs in the program's dtypes."""
+    others = [refs["numpy"].output]
+    jax_ref = refs.get("jax")
+    if jax_ref is not None and jax_ref.ok and jax_ref.output.shape == shape:
+        others.append(jax_ref.output)
+    return others
+
+
+class Differential(Oracle):
+    name = "differential"
+    primary = True
+
+    def judge(self, obs: Observation, derived: list) -> list[Finding]:
+        case, refs, judgement = obs.case, obs.refs, obs.judgement
+        numpy_ref = refs["numpy"]
+        if case.invalid is not None or not numpy_ref.ok:
+            return []
+        program = case.program
+        steps = tolerance.error_steps(program)
+        working = tolerance.working_dtype(program)
+        flagged: list[tuple[str, BackendResult, str]] = []
+        for result in obs.results:
+            if not result.ok:
+                continue
+            out = np.asarray(result.output)
+            expected = numpy_ref.output
+            if out.shape != expected.shape:
+                flagged.append(
+                    ("wrong-shape", result, f"shape {out.shape}, NumPy {expected.shape}")
+                )
+                continue
+            if out.dtype != expected.dtype:
+                flagged.append(
+                    ("wrong-dtype", result, f"dtype {out.dtype}, NumPy {expected.dtype}")
+                )
+                continue
+            verdict = tolerance.compare(
+                out, yardstick(refs), reference_outputs(refs, out.shape), steps, working
+            )
+            judgement.errors[result.backend] = verdict.max_ulps
+            judgement.margins[result.backend] = verdict.excess
+            if not verdict.ok:
+                flagged.append(("mismatch", result, verdict.reason))
+        if "jax" in refs:
+            judgement.ambiguities.extend(self._ambiguity(case, refs))
+        findings = group(case, self.name, flagged, program.output_type.dtype)
+        failing = {r.backend for _, r, _ in flagged}
+        passing = [r.backend for r in obs.results if r.ok and r.backend not in failing]
+        for finding in findings:
+            if finding.kind == "mismatch" and passing:
+                # The backends disagree with each other: name the ones that got it right.
+                finding.detail += f"\nagrees with the references: {', '.join(passing)}"
+        return findings
+
+    @staticmethod
+    def _ambiguity(case, refs: dict[str, Reference]) -> list[str]:
+        numpy_ref, jax_ref = refs["numpy"], refs["jax"]
+        if not jax_ref.ok:
+            return [f"JAX failed where NumPy did not: {jax_ref.error_type}: {jax_ref.message}"]
+        if jax_ref.output.shape != numpy_ref.output.shape:
+            return [f"JAX shape {jax_ref.output.shape} != NumPy {numpy_ref.output.shape}"]
+        if jax_ref.output.dtype != numpy_ref.output.dtype:
+            return [f"JAX dtype {jax_ref.output.dtype} != NumPy {numpy_ref.output.dtype}"]
+        verdict = tolerance.compare(
+            jax_ref.output,
+            yardstick(refs),
+            [numpy_ref.output],
+            tolerance.error_steps(case.program),
+            tolerance.working_dtype(case.program),
+        )
+        return [] if verdict.ok else [f"JAX vs truth: {verdict.reason}"]
+
+
+register(Differential())
+
+__all__ = ["Differential", "reference_outputs", "yardstick"]

@@ -1,0 +1,120 @@
+"""The error-path oracle: what a backend raises must be what NumPy's semantics call for.
+
+- A valid program must compile: a verifier error, a failed pass or any other exception in the
+  compiler is a finding (``verifier-error`` for a module that does not verify, ``pass-failure``
+  for a stage that fails, ``internal-error`` otherwise).
+- A program NumPy rejects must be rejected at trace time with an error of NumPy's class; one
+  NumPy accepts must not be rejected.
+- An invalid program (one planted violation) must be rejected with one of the violation's
+  documented errors.
+Known limitations (``UnsupportedFeature``) are counted, never findings.
+"""
+
+from __future__ import annotations
+
+from ..run.references import Reference
+from ..run.task import BackendResult
+from .base import Finding, Observation, Oracle, group, register
+
+# Exception names that count as "the same kind of rejection" as NumPy's.
+REJECTIONS = {
+    "ValueError": {"ValueError", "AxisError", "InvalidIndex"},
+    "AxisError": {"AxisError", "ValueError", "IndexError"},
+    "IndexError": {"IndexError", "InvalidIndex", "AxisError"},
+    "TypeError": {"TypeError"},
+    "OverflowError": {"OverflowError"},
+    "DTypePromotionError": {"TypeError", "DTypePromotionError"},
+    "UFuncTypeError": {"TypeError"},
+    "UFuncNoLoopError": {"TypeError"},
+}
+
+
+def rejection_matches(numpy_error: str, compiler_error: str) -> bool:
+    return compiler_error in REJECTIONS.get(numpy_error, {numpy_error})
+
+
+def compiler_failure_kind(result: BackendResult) -> str:
+    """A module we built that does not verify, or a pipeline stage that failed."""
+    return "verifier-error" if result.stage == "parse/verify" else "pass-failure"
+
+
+class ErrorPath(Oracle):
+    name = "error-path"
+    primary = True
+
+    def judge(self, obs: Observation, derived: list) -> list[Finding]:
+        case, numpy_ref = obs.case, obs.refs["numpy"]
+        judgement = obs.judgement
+        flagged: list[tuple[str, BackendResult, str]] = []
+        for result in obs.results:
+            if result.status == "unsupported":
+                judgement.unsupported.append(f"{result.backend}: {result.message}")
+            elif result.status == "compiler-error":
+                kind = compiler_failure_kind(result)
+                flagged.append((kind, result, f"{result.stage}: {result.message}"))
+            elif result.status == "internal-error":
+                flagged.append(("internal-error", result, f"{result.error_type}: {result.message}"))
+            elif case.invalid is not None:
+                self._invalid(obs, result, numpy_ref, flagged)
+            elif not numpy_ref.ok:
+                if result.ok:
+                    detail = (
+                        "compiler accepted a program NumPy rejects "
+                        f"({numpy_ref.error_type}: {numpy_ref.message})"
+                    )
+                    flagged.append(("wrong-error", result, detail))
+                elif not rejection_matches(numpy_ref.error_type, result.error_type):
+                    detail = (
+                        f"compiler raised {result.error_type}, NumPy raised {numpy_ref.error_type}"
+                    )
+                    flagged.append(("wrong-error", result, detail))
+                else:
+                    judgement.agreed_rejection = True
+            elif result.status == "rejected":
+                detail = (
+                    "compiler rejected a program NumPy accepts: "
+                    f"{result.error_type}: {result.message}"
+                )
+                flagged.append(("wrong-error", result, detail))
+        return group(case, self.name, flagged, case.program.output_type.dtype)
+
+    def _invalid(
+        self,
+        obs: Observation,
+        result: BackendResult,
+        numpy_ref: Reference,
+        flagged: list[tuple[str, BackendResult, str]],
+    ) -> None:
+        """A program with one planted violation: the compiler must reject it at trace time with
+        one of the violation's documented errors (a ValueError/TypeError where NumPy rejects it
+        too)."""
+        invalid = obs.case.invalid
+        allowed = {e.__name__ for e in invalid.errors}
+        if result.ok:
+            said = f"raised {numpy_ref.error_type}" if not numpy_ref.ok else "has no such rule"
+            detail = f"compiler accepted an invalid program ({invalid.violation}); NumPy {said}"
+            flagged.append(("wrong-error", result, detail))
+            return
+        names = {result.error_type, *REJECTIONS.get(result.error_type, ())}
+        if result.status == "unsupported" and "NotImplementedError" in allowed:
+            obs.judgement.agreed_rejection = True
+        elif result.status == "rejected" and (
+            names & allowed
+            or (not numpy_ref.ok and rejection_matches(numpy_ref.error_type, result.error_type))
+        ):
+            obs.judgement.agreed_rejection = True
+        else:
+            detail = (
+                f"{invalid.violation}: compiler raised {result.error_type} "
+                f"({result.message[:200]}); expected one of {sorted(allowed)}"
+            )
+            flagged.append(("wrong-error", result, detail))
+        if invalid.numpy_rejects and numpy_ref.ok:
+            obs.judgement.ambiguities.append(
+                f"NumPy accepted a program labelled {invalid.violation}"
+            )
+
+
+register(ErrorPath())
+
+__all__ = ["REJECTIONS", "ErrorPath", "compiler_failure_kind", "rejection_matches"]

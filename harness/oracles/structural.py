@@ -1,0 +1,103 @@
+"""Structural oracles: properties every correct backend has, whatever the values.
+
+- ``causal``: for attention-like programs on a (T, C) input, changing only the last rows of the
+  input leaves the earlier output rows bit-identical;
+- ``determinism``: on an eighth of the cases (drawn from the case's data), a second call gives
+  identical bits without retracing, recompiling gives identical bits, and every call returns its
+  own output arrays (no aliasing of an earlier call's output, no overwriting it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..case import Case
+from ..run.task import Task
+from .base import Derived, Finding, Observation, Oracle, group, register
+
+
+class Causal(Oracle):
+    name = "causal"
+
+    def fits(self, case: Case) -> bool:
+        return "causal" in case.checks and case.invalid is None and case.inputs[0].shape[0] >= 3
+
+    def wants(self, case: Case) -> bool:
+        return self.fits(case)
+
+    def plan(self, obs: Observation) -> list[Derived]:
+        x = obs.case.inputs[0]
+        keep = x.shape[0] - 2
+        perturbed = x.copy()
+        rng = np.random.default_rng(x.shape[0])
+        perturbed[keep:] = (rng.standard_normal(perturbed[keep:].shape) * 3).astype(x.dtype)
+        task = Task(obs.case, input_sets=[[perturbed, *obs.case.inputs[1:]]])
+        return [Derived("perturbed-future", task, {"keep": keep})]
+
+    def judge(self, obs: Observation, derived: list) -> list[Finding]:
+        findings = []
+        for item, outcome in derived:
+            if outcome.status != "ok":
+                continue
+            keep = item.info["keep"]
+            for before, after in zip(obs.results, outcome.value.results, strict=True):
+                if not (before.ok and after.ok):
+                    continue
+                a = np.asarray(before.output)[:keep]
+                b = np.asarray(after.output)[:keep]
+                if a.tobytes() == b.tobytes():
+                    continue
+                diff = np.argwhere(~((a == b) | (np.isnan(a) & np.isnan(b))))
+                where = tuple(int(i) for i in diff[0]) if len(diff) else ()
+                detail = (
+                    f"output row {where[:1]} changed when only rows >= {keep} of the input "
+                    f"changed (first difference at {where})"
+                )
+                findings.append(
+                    Finding(
+                        "causality", (before.backend,), self.name, detail, obs.case, result=before
+                    )
+                )
+        return findings
+
+
+class Determinism(Oracle):
+    name = "determinism"
+    primary = True
+
+    def wants(self, case: Case) -> bool:
+        return case.toggle(self.name, 0.125)
+
+    def configure(self, case: Case, task: Task) -> None:
+        task.repeat = True
+
+    def judge(self, obs: Observation, derived: list) -> list[Finding]:
+        flagged = []
+        for result in obs.results:
+            if not result.ok:
+                continue
+            if result.deterministic is False:
+                flagged.append(
+                    (
+                        "nondeterministic",
+                        result,
+                        "calling again or recompiling the same program changed the bits",
+                    )
+                )
+            if result.reused is False:
+                flagged.append(("retrace", result, "a second call with the same shapes retraced"))
+            if result.independent is False:
+                flagged.append(
+                    (
+                        "aliasing",
+                        result,
+                        "a later call's output aliased or overwrote an earlier call's output",
+                    )
+                )
+        return group(obs.case, self.name, flagged, obs.case.program.output_type.dtype)
+
+
+register(Causal())
+register(Determinism())
+
+__all__ = ["Causal", "Determinism"]

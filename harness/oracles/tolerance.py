@@ -1,0 +1,172 @@
+"""The error model, in one place: when is a backend's answer wrong?
+
+A backend computes in the program's own dtypes, like NumPy does; neither is exact. The float64
+evaluation of the same program (the *truth*) is the yardstick, and NumPy's and JAX's own errors
+against it measure how hard this case is (cancellation, exp amplification, long sums). A backend
+element is accepted when
+
+    |backend - truth| <= FACTOR * max(|numpy - truth|, |jax - truth|)
+                         + SPREAD * max over the array of the same + floor
+
+    floor = eps(dtype) * ULPS_PER_STEP * steps * (|truth| + RELATIVE_SCALE * max|truth|)
+
+``steps`` is the program's error depth: the sum of each equation's depth as the primitive table
+gives it (one step per elementwise op, plus log2 of each contraction length; composites declare
+theirs). There is no free ``rtol`` to loosen:
+FACTOR, ULPS_PER_STEP and RELATIVE_SCALE are fixed here and the tests pin that a 1e-4 relative
+change of a single float32 element is caught. Integers and booleans must match exactly.
+Non-finite values must match NumPy's pattern (nan where nan, +-inf where +-inf).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from compiler import primitives
+from compiler.primitives.rules import ArrayType
+
+FACTOR = 8.0
+SPREAD = 0.5  # a rounding error the references made anywhere is plausible everywhere
+ULPS_PER_STEP = 4.0
+RELATIVE_SCALE = 1e-3
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one array compares with the truth; ``ok`` is the decision, the rest explains it."""
+
+    ok: bool
+    reason: str = ""
+    max_error: float = 0.0  # largest |got - truth|
+    max_ulps: float = 0.0  # the same in units of eps(dtype) * max(|truth|, tiny)
+    worst_index: tuple[int, ...] = ()
+    excess: float = 0.0  # largest error / allowed (> 1 means rejected)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def error_steps(program: Any) -> float:
+    """The program's error depth: each equation's depth from its primitive's rule, summed."""
+    steps = 0.0
+    for node in program.nodes:
+        types = [ArrayType(t.shape, np.dtype(t.dtype)) for t in program.arg_types(node)]
+        steps += primitives.get(node.op).depth(types, node.attrs)
+    return max(steps, 1.0)
+
+
+def working_dtype(program: Any) -> np.dtype:
+    """The least precise float dtype the program computes in: float32 anywhere inside means
+    float32 rounding reaches the output, even when NumPy promotes the result to float64."""
+    dtypes = program.dtypes()
+    if "float32" in dtypes:
+        return np.dtype(np.float32)
+    return np.dtype(program.output_type.dtype)
+
+
+def eps(dtype: np.dtype) -> float:
+    dtype = np.dtype(dtype)
+    return float(np.finfo(dtype).eps) if dtype.kind == "f" else 0.0
+
+
+def _nonfinite_pattern(a: np.ndarray) -> np.ndarray:
+    """0 finite, 1 nan, 2 +inf, 3 -inf."""
+    a = np.asarray(a, dtype=np.float64)
+    pattern = np.zeros(a.shape, np.int8)
+    pattern[np.isnan(a)] = 1
+    pattern[np.isposinf(a)] = 2
+    pattern[np.isneginf(a)] = 3
+    return pattern
+
+
+def compare(
+    got: np.ndarray,
+    truth: np.ndarray,
+    references: list[np.ndarray],
+    steps: float = 1.0,
+    dtype: np.dtype | None = None,
+    errors: Sequence[np.ndarray] = (),
+) -> Verdict:
+    """Judge ``got`` (a backend's output) against the float64 ``truth`` and the references.
+
+    ``references`` are the other evaluations in the program's dtypes (NumPy, JAX); their errors
+    against the truth widen the bound where the problem is ill-conditioned, and they define the
+    expected non-finite pattern. ``errors`` are further reference errors, each measured against
+    its own truth (a metamorphic relation's derived case): they widen the bound, never excuse a
+    nan or inf.
+    """
+    got = np.asarray(got)
+    dtype = np.dtype(dtype or got.dtype)
+    if got.dtype.kind in "biu":
+        dtype = got.dtype
+    if got.shape != np.shape(truth):
+        return Verdict(False, f"shape {got.shape} != {np.shape(truth)}")
+    if dtype.kind in "biu":
+        expected = np.asarray(references[0]) if references else np.asarray(truth)
+        wrong = got != expected
+        if np.any(wrong):
+            index = tuple(int(i) for i in np.argwhere(wrong)[0])
+            return Verdict(
+                False, f"{int(wrong.sum())} integer elements differ", 1.0, 0.0, index, np.inf
+            )
+        return Verdict(True)
+    truth = np.asarray(truth, np.float64)
+    got64 = got.astype(np.float64)
+    refs = [np.asarray(r, np.float64) for r in references]
+    # Non-finite values: the backend must reproduce what the dtype-faithful references produce.
+    pattern = _nonfinite_pattern(got64)
+    expected_patterns = [_nonfinite_pattern(r) for r in refs] or [_nonfinite_pattern(truth)]
+    agrees = np.zeros(got.shape, bool)
+    for p in expected_patterns:
+        agrees |= pattern == p
+    if not np.all(agrees):
+        index = tuple(int(i) for i in np.argwhere(~agrees)[0])
+        return Verdict(
+            False,
+            f"non-finite mismatch at {index}: got {got64[index]!r}, references "
+            f"{[float(r[index]) for r in refs]}",
+            np.inf,
+            np.inf,
+            index,
+            np.inf,
+        )
+    finite = (pattern == 0) & np.isfinite(truth)
+    if not np.any(finite):
+        return Verdict(True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.where(finite, np.abs(got64 - truth), 0.0)
+    reference_error = np.zeros(got.shape)
+    measured = []
+    for r in refs:
+        if r.shape == truth.shape:
+            with np.errstate(invalid="ignore"):
+                measured.append(np.abs(r - truth))
+    measured += [np.asarray(e, np.float64) for e in errors if np.shape(e) == truth.shape]
+    for e in measured:
+        reference_error = np.maximum(reference_error, np.where(np.isfinite(e), e, 0.0))
+    magnitude = np.abs(np.where(finite, truth, 0.0))
+    scale = float(magnitude.max())
+    floor = eps(dtype) * ULPS_PER_STEP * max(steps, 1.0) * (magnitude + RELATIVE_SCALE * scale)
+    floor = np.maximum(floor, np.finfo(dtype).tiny)  # dtype: the least precise one computed in
+    allowed = FACTOR * reference_error + SPREAD * float(reference_error.max()) + floor
+    ratio = np.where(finite, error / allowed, 0.0)
+    worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if ratio.size else ()
+    worst = tuple(int(i) for i in worst)
+    max_error = float(error.max())
+    ulps = max_error / (eps(dtype) * max(scale, np.finfo(dtype).tiny))
+    excess = float(ratio[worst]) if ratio.size else 0.0
+    if excess > 1.0:
+        return Verdict(
+            False,
+            f"error {float(error[worst]):.3g} at {worst} exceeds allowed "
+            f"{float(allowed[worst]):.3g} (got {got64[worst]!r}, truth {truth[worst]!r})",
+            max_error,
+            ulps,
+            worst,
+            excess,
+        )
+    return Verdict(True, "", max_error, ulps, worst, excess)

@@ -1,0 +1,235 @@
+"""Runs one case start to finish: write-ahead, isolated execution, references, oracles.
+
+The data moves one way: the task is written to disk, a worker compiles and runs it per backend,
+the references evaluate the same program, the registered oracles judge. Oracles that need more
+(perturbed inputs, a related program) plan derived tasks, which run the same way. A task whose
+worker crashes or hangs becomes a finding that keeps the worker's stderr and the stage it died in;
+a crash in a multi-backend task is re-run backend by backend, so only the backends that crash
+are blamed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import oracles as oracle_registry
+from ..case import Case
+from ..corpus import Corpus
+from ..oracles.base import Finding, Judgement, Observation, Oracle
+from .isolation import Outcome, Worker
+from .references import Reference, references
+from .task import Task, TaskResult
+from .worker import execute
+
+DEFAULT_TIMEOUT = 120.0
+
+
+@dataclass
+class Stats:
+    """Counters a session reports."""
+
+    cases: int = 0
+    backend_runs: int = 0
+    findings: int = 0
+    unsupported: int = 0
+    rejected_agreed: int = 0
+    ambiguities: int = 0
+    seconds_worker: float = 0.0
+    seconds_references: float = 0.0
+    coverage: dict[str, int] = field(default_factory=dict)  # "op|dtype|backend" -> cases
+    errors: dict[str, list[float]] = field(default_factory=dict)  # backend -> ULP errors
+    kinds: dict[str, int] = field(default_factory=dict)
+    oracles: dict[str, int] = field(default_factory=dict)  # oracle -> cases it judged
+
+    _COUNTS = ("cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities")
+    _SECONDS = ("seconds_worker", "seconds_references")
+    _TABLES = ("coverage", "kinds", "oracles")
+
+    def merge(self, other: dict[str, Any]) -> None:
+        for key in self._COUNTS + self._SECONDS:
+            setattr(self, key, getattr(self, key) + other.get(key, 0))
+        for key in self._TABLES:
+            table = getattr(self, key)
+            for k, v in other.get(key, {}).items():
+                table[k] = table.get(k, 0) + v
+        for k, v in other.get("errors", {}).items():
+            self.errors.setdefault(k, []).extend(v)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+class Runner:
+    """Evaluates cases in an isolated worker; one runner per driver process."""
+
+    def __init__(
+        self,
+        corpus: Corpus | None = None,
+        name: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        use_jax: bool = True,
+        skip: tuple[str, ...] = (),
+    ) -> None:
+        self.corpus = corpus
+        self.skip = tuple(skip)  # oracle names (or prefixes such as "metamorphic:") not to run
+        self.name = name or f"runner-{os.getpid()}"
+        self.worker = Worker(execute, timeout)
+        self.use_jax = use_jax
+        self.stats = Stats()
+
+    def close(self) -> None:
+        self.worker.close()
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- execution -------------------------------------------------------------------------
+    def _marker(self) -> str:
+        return os.path.join(self.worker.stderr_path + ".stage")
+
+    def run_task(self, task: Task) -> Outcome:
+        """Write the task ahead, run it in the worker, clear the write-ahead record."""
+        if self.corpus is not None:
+            self.corpus.write_pending(self.name, task.to_dict())
+        task.marker = self._marker()
+        outcome = self.worker.run(task)
+        self.stats.seconds_worker += outcome.seconds
+        if outcome.status not in ("ok", "error"):
+            outcome.detail += _stage_of(task.marker)
+        if self.corpus is not None and outcome.status in ("ok", "error"):
+            self.corpus.clear_pending(self.name)
+        return outcome
+
+    def _failed(self, task: Task, outcome: Outcome) -> list[Finding]:
+        """Findings for a task whose worker crashed, hung or raised: re-run a multi-backend
+        task backend by backend, so only the backends that fail are blamed."""
+        case = task.case
+        failing: list[tuple[str, Outcome]] = []
+        if len(task.backends) > 1 and outcome.status in ("crash", "hang"):
+            for backend in task.backends:
+                alone = self.run_task(Task(case, (backend,), input_sets=task.input_sets))
+                if alone.status != "ok":
+                    failing.append((backend, alone))
+        if not failing:
+            failing = [(b, outcome) for b in task.backends]
+        findings: list[Finding] = []
+        by_status: dict[tuple[str, str], list[str]] = {}
+        evidence: dict[tuple[str, str], Outcome] = {}
+        for backend, failed in failing:
+            kind = failed.status if failed.status in ("crash", "hang") else "internal-error"
+            key = (kind, failed.detail.split(" [stage ")[0])
+            by_status.setdefault(key, []).append(backend)
+            evidence.setdefault(key, failed)
+        for (kind, _), backends in by_status.items():
+            failed = evidence[(kind, _)]
+            stage = _stage_name(failed.detail)
+            finding = Finding(
+                kind, tuple(backends), "isolation", failed.detail[:2000], case,
+                stderr=failed.stderr, stage=stage,
+            )  # fmt: skip
+            findings.append(finding)
+        if self.corpus is not None:
+            self.corpus.clear_pending(self.name)  # recorded as a finding: nothing is lost
+        return findings
+
+    def references(self, case: Case) -> dict[str, Reference]:
+        start = time.perf_counter()
+        refs = references(case, self.use_jax)
+        self.stats.seconds_references += time.perf_counter() - start
+        return refs
+
+    def oracles_for(self, case: Case, only: tuple[str, ...] | None) -> list[Oracle]:
+        """The primary oracles, and either the ones ``only`` names (forced, where they fit) or
+        every other oracle that wants the case."""
+        chosen = []
+        for oracle in oracle_registry.ORACLES.values():
+            if any(oracle.name.startswith(s) for s in self.skip) and not oracle.primary:
+                continue
+            if only is not None:
+                if (oracle.primary and oracle.name != "determinism") or oracle.name in only:
+                    if oracle.fits(case):
+                        chosen.append(oracle)
+            elif oracle.wants(case):
+                chosen.append(oracle)
+        return chosen
+
+    def evaluate(self, case: Case, only: tuple[str, ...] | None = None) -> Judgement:
+        """All oracles on one case; never raises for anything the compiler does.
+
+        ``only`` names the non-primary oracles to run (e.g. the one a finding came from, when
+        minimizing it); by default every oracle that wants the case runs.
+        """
+        self.stats.cases += 1
+        chosen = self.oracles_for(case, only)
+        task = Task(case)
+        for oracle in chosen:
+            oracle.configure(case, task)
+        outcome = self.run_task(task)
+        judgement = Judgement(oracles=[o.name for o in chosen])
+        if outcome.status != "ok":
+            judgement.findings.extend(self._failed(task, outcome))
+            return self._account(case, judgement)
+        result: TaskResult = outcome.value
+        self.stats.backend_runs += len(result.results)
+        obs = Observation(case, result.results, self.references(case), judgement, self.references)
+        for oracle in chosen:
+            if oracle.primary:
+                judgement.findings.extend(oracle.judge(obs, []))
+        if not judgement.findings:
+            for oracle in chosen:
+                if oracle.primary:
+                    continue
+                derived = oracle.plan(obs)
+                outcomes = []
+                for item in derived:
+                    done = self.run_task(item.task)
+                    if done.status != "ok":
+                        judgement.findings.extend(self._failed(item.task, done))
+                    outcomes.append((item, done))
+                judgement.findings.extend(oracle.judge(obs, outcomes))
+        return self._account(case, judgement)
+
+    def _account(self, case: Case, judgement: Judgement) -> Judgement:
+        s = self.stats
+        s.findings += len(judgement.findings)
+        s.unsupported += bool(judgement.unsupported)
+        s.rejected_agreed += judgement.agreed_rejection
+        s.ambiguities += len(judgement.ambiguities)
+        dtype = case.program.output_type.dtype
+        for op in set(case.subject.ops):
+            for backend in case.backends:
+                key = f"{op}|{dtype}|{backend}"
+                s.coverage[key] = s.coverage.get(key, 0) + 1
+        for backend, ulps in judgement.errors.items():
+            s.errors.setdefault(backend, []).append(float(ulps))
+        for finding in judgement.findings:
+            s.kinds[finding.kind] = s.kinds.get(finding.kind, 0) + 1
+        for name in judgement.oracles:
+            s.oracles[name] = s.oracles.get(name, 0) + 1
+        return judgement
+
+
+def _stage_of(marker: str) -> str:
+    """`` [stage <backend> <stage>]`` from a crashed worker's stage marker, or ""."""
+    try:
+        with open(marker, encoding="ascii") as handle:
+            text = handle.read().strip()
+        os.unlink(marker)
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return f" [stage {text}]" if text else ""
+
+
+def _stage_name(detail: str) -> str:
+    if " [stage " not in detail:
+        return ""
+    return detail.split(" [stage ", 1)[1].rstrip("]").split(" ", 1)[-1]
+
+
+__all__ = ["DEFAULT_TIMEOUT", "Runner", "Stats"]

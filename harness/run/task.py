@@ -1,0 +1,108 @@
+"""The typed protocol between the harness and its isolated worker: a Task in, a TaskResult out.
+
+A task is written ahead to disk (``to_dict``) before the worker gets it, so nothing in flight is
+lost if the worker (or the whole session) dies; the worker never sees an oracle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..case import Case, encode_array
+
+#: What a task asks of the worker.
+KINDS = ("run", "artifacts", "fault")
+
+
+@dataclass
+class Task:
+    """Run ``case`` on ``backends`` (``run``), or get its artifacts on one backend
+    (``artifacts``), or fail on purpose (``fault``: the isolation tests only).
+
+    ``input_sets`` replace the case's own inputs (one result per backend and set); ``repeat``
+    adds the determinism and aliasing checks to the first set's run.
+    """
+
+    case: Case
+    backends: tuple[str, ...] = ()
+    kind: str = "run"
+    input_sets: list[list[np.ndarray]] | None = None
+    repeat: bool = False
+    fault: str = ""
+    marker: str = ""  # a file the worker writes "<backend> <stage>" to before each stage
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown task kind {self.kind!r}")
+        if not self.backends:
+            self.backends = tuple(self.case.backends)
+
+    def sets(self) -> list[list[np.ndarray]]:
+        return self.input_sets if self.input_sets is not None else [list(self.case.inputs)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The write-ahead record: enough to run the task again."""
+        data: dict[str, Any] = {
+            "case": self.case.to_dict(),
+            "backends": list(self.backends),
+            "kind": self.kind,
+            "repeat": self.repeat,
+        }
+        if self.input_sets is not None:
+            data["input_sets"] = [[encode_array(a) for a in s] for s in self.input_sets]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Task:
+        from ..case import decode_array
+
+        sets = data.get("input_sets")
+        return cls(
+            Case.from_dict(data["case"]),
+            tuple(data.get("backends", ())),
+            data.get("kind", "run"),
+            [[decode_array(a) for a in s] for s in sets] if sets else None,
+            bool(data.get("repeat", False)),
+        )
+
+
+@dataclass
+class BackendResult:
+    """One backend's answer for one input set: an output array, or an error classified by where
+    it came from."""
+
+    backend: str
+    status: str  # "ok" | "unsupported" | "rejected" | "compiler-error" | "internal-error"
+    output: Any = None
+    error_type: str = ""
+    message: str = ""
+    stage: str = ""  # the failing stage of a compiler error
+    module: str = ""  # that stage's input text
+    pipeline: str = ""  # that stage's pass pipeline
+    deterministic: bool | None = None  # recompiling and calling again gave identical bits
+    reused: bool | None = None  # a second call with the same shapes did not retrace
+    independent: bool | None = None  # outputs of later calls neither alias nor overwrite it
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class TaskResult:
+    """The worker's answer: backend-major results (one per backend and input set), or the
+    artifacts of an ``artifacts`` task."""
+
+    results: list[BackendResult] = field(default_factory=list)
+    artifacts: dict[str, Any] = field(default_factory=dict)
+
+    def for_set(self, index: int, sets: int) -> list[BackendResult]:
+        """The results of input set ``index`` (of ``sets``), one per backend."""
+        return self.results[index::sets]
+
+
+__all__ = ["KINDS", "BackendResult", "Task", "TaskResult"]

@@ -1,0 +1,173 @@
+"""What the isolated worker process does with a task: compile and run, nothing else.
+
+It knows backends only through ``compiler.backends`` and knows nothing about references or
+oracles. Before each compiler stage it writes a stage marker (``<backend> <stage>``) to the task's
+marker file, so a crash names the backend and stage it happened in.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from .task import BackendResult, Task, TaskResult
+
+
+def _classify(error: BaseException) -> str:
+    from compiler import CompilerError, UnsupportedFeature
+
+    if isinstance(error, UnsupportedFeature):
+        return "unsupported"
+    if isinstance(error, CompilerError):
+        return "compiler-error"
+    if isinstance(error, (ValueError, TypeError, IndexError, OverflowError)):
+        return "rejected"
+    return "internal-error"
+
+
+class _Marker:
+    """Writes the stage about to run to a file (no fsync: it must survive the process, not the
+    machine)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, backend: str, stage: str) -> None:
+        with open(self.path, "w", encoding="ascii") as handle:
+            handle.write(f"{backend} {stage}\n")
+
+
+def _failure(backend: str, error: BaseException) -> BackendResult:
+    import compiler
+
+    result = BackendResult(
+        backend, _classify(error), error_type=type(error).__name__, message=str(error)[:4000]
+    )
+    if isinstance(error, compiler.CompilerError):
+        result.stage, result.module, result.pipeline = (
+            error.stage,
+            error.module_text,
+            error.pipeline,
+        )
+    return result
+
+
+def _perturbed(inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Other inputs of the same types (for the aliasing check)."""
+    out = []
+    for a in inputs:
+        if a.dtype.kind == "f":
+            out.append((a * 0.5 + 1).astype(a.dtype))
+        elif a.dtype.kind == "b":
+            out.append(~a)
+        else:
+            out.append(a.copy())  # int32 ids must stay in range: same values, other buffer
+    return out
+
+
+def _repeat_checks(
+    fn: Any, inputs: list[np.ndarray], backend: str, first: Any, result: BackendResult
+) -> None:
+    """Call again, with other inputs, and after recompiling: the same bits each time, no retrace,
+    and every output array its own (a backend that reuses its output buffers fails here)."""
+    snapshot = np.array(first, copy=True)
+    again = fn(*inputs, target=backend)
+    again_copy = np.array(again, copy=True)
+    result.reused = fn.traces == 1
+    other = fn(*_perturbed(inputs), target=backend)
+    fn.clear()
+    recompiled = np.array(fn(*inputs, target=backend), copy=True)
+    arrays = [np.asarray(first), np.asarray(again), np.asarray(other)]
+    shared = any(np.shares_memory(arrays[i], arrays[j]) for i in range(3) for j in range(i + 1, 3))
+    unchanged = np.asarray(first).tobytes() == snapshot.tobytes()
+    result.independent = not shared and unchanged
+    result.deterministic = (
+        again_copy.tobytes() == snapshot.tobytes() and recompiled.tobytes() == snapshot.tobytes()
+    )
+
+
+def run_backend(
+    case: Any,
+    input_sets: list[list[np.ndarray]],
+    backend: str,
+    repeat: bool,
+    mark: Any = None,
+) -> list[BackendResult]:
+    """Trace, compile and run the case on one backend for each input set (one compile),
+    catching everything it raises; ``mark(backend, stage)`` hears each step before it runs."""
+    import compiler
+
+    mark = mark or (lambda backend, stage: None)
+    fn = compiler.jit(case.function(compiler.xp))
+    results = []
+    for index, inputs in enumerate(input_sets):
+        start = time.perf_counter()
+        try:
+            mark(backend, "trace")
+            compiled = fn.compile(*inputs, target=backend)
+            mark(backend, "run")
+            output = compiled(*inputs)
+        except Exception as error:  # noqa: BLE001 - the harness classifies every failure
+            results.append(_failure(backend, error))
+            continue
+        result = BackendResult(backend, "ok", output=output, seconds=time.perf_counter() - start)
+        if repeat and index == 0:
+            try:
+                _repeat_checks(fn, inputs, backend, output, result)
+            except Exception as error:  # noqa: BLE001 - a repeat that fails is a failure
+                result = _failure(backend, error)
+        result.output = np.array(result.output, copy=True) if result.ok else None
+        results.append(result)
+    fn.clear()
+    return results
+
+
+def artifacts(task: Task) -> dict[str, Any]:
+    """Every stage's text and reproduce command of the case on the task's first backend; the
+    built module alone if a later stage fails (tracing and emitting cannot crash)."""
+    import compiler
+    from compiler import backends
+
+    case = task.case
+    backend = backends.get(task.backends[0])
+    fn = compiler.jit(case.function(compiler.xp))
+    _, graph, _ = fn.trace(*case.inputs)
+    data: dict[str, Any] = {"backend": backend.name, "module": fn.emit(*case.inputs)}
+    try:
+        data.update(backend.compile(graph).to_dict())
+    except Exception as error:  # noqa: BLE001 - the failing stage is in the record
+        data["error"] = f"{type(error).__name__}: {error}"[:4000]
+    return data
+
+
+def execute(task: Task) -> TaskResult:
+    """The worker's job for one task."""
+    if task.kind == "fault":
+        from .isolation import fault
+
+        fault(task.fault)
+    from compiler import driver
+
+    listener = _Marker(task.marker) if task.marker else None
+    if listener is not None:
+        driver.STAGE_LISTENERS.append(listener)
+    try:
+        if task.kind == "artifacts":
+            return TaskResult(artifacts=artifacts(task))
+        results: list[BackendResult] = []
+        for backend in task.backends:
+            results.extend(run_backend(task.case, task.sets(), backend, task.repeat, listener))
+        return TaskResult(results)
+    finally:
+        if listener is not None:
+            driver.STAGE_LISTENERS.remove(listener)
+            try:
+                os.unlink(task.marker)
+            except FileNotFoundError:
+                pass
+
+
+__all__ = ["artifacts", "execute", "run_backend"]

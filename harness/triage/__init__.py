@@ -1,0 +1,1 @@
+"""Triage of findings: one signature ("same failure"), minimization, attribution and export."""

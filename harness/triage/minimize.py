@@ -1,0 +1,207 @@
+"""Minimization of a failing case: greedy delta debugging over the program model.
+
+Hypothesis shrinks what it generated; this pass works on any case (a crash found outside
+Hypothesis, a corpus entry, a leftover write-ahead record): end the program early, bypass
+equations, drop unused inputs, shrink dimensions (one input, or one extent everywhere), simplify
+values, keeping each step only if the *same* failure (``Signature.matches``) still happens. An
+invalid program keeps its violation through every step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from strategies.model import REJECTIONS, Input, InvalidProgram, Program, Ref, Subject
+from strategies.model.rewrites import drop_unused_subject_inputs, rewrite_subject
+
+from ..case import Case
+from ..oracles.base import Finding
+
+Predicate = Callable[[Case], Finding | None]
+_BUILD_ERRORS = (*REJECTIONS, KeyError)
+
+
+@dataclass
+class Minimized:
+    case: Case
+    finding: Finding
+    steps: list[str] = field(default_factory=list)
+    evaluations: int = 0
+    seconds: float = 0.0
+
+
+def _with(case: Case, subject: Subject, inputs: list[np.ndarray]) -> Case:
+    return case.with_subject(subject, inputs)
+
+
+def _dropped(case: Case, subject: Subject) -> Case:
+    smaller, kept = drop_unused_subject_inputs(subject)
+    return _with(case, smaller, [case.inputs[i] for i in kept])
+
+
+def _variants_structure(case: Case) -> list[tuple[str, Case]]:
+    """Smaller programs: an earlier output (valid programs), a bypassed equation."""
+    subject, program = case.subject, case.program
+    found = []
+    if not isinstance(subject, InvalidProgram):
+        for index in range(len(program.nodes) - 1):
+            try:
+                smaller = rewrite_subject(subject, {}, Ref("node", index))
+                found.append((f"output node {index}", _dropped(case, smaller)))
+            except _BUILD_ERRORS:
+                continue
+    for index in reversed(range(len(program.nodes))):
+        node = program.nodes[index]
+        candidates = sorted(
+            (a for a in node.args if isinstance(a, Ref)),
+            key=lambda a: program.type_of(a) != node.type,
+        )
+        for ref in candidates:
+            try:
+                smaller = rewrite_subject(subject, {index: ref})
+                found.append((f"bypass node {index} ({node.op})", _dropped(case, smaller)))
+                break
+            except _BUILD_ERRORS:
+                continue
+    return found
+
+
+def _reshaped(subject: Subject, shapes: dict[int, list[int]]) -> Subject:
+    """The subject with inputs ``i`` of new shapes (re-checked: may raise)."""
+    base = subject.program if isinstance(subject, InvalidProgram) else subject
+    data = base.to_dict()
+    data = {**data, "inputs": [dict(x) for x in data["inputs"]]}
+    for i, shape in shapes.items():
+        data["inputs"][i]["shape"] = shape
+    program = Program.from_dict(data)
+    if not isinstance(subject, InvalidProgram):
+        return program
+    inputs = tuple(
+        Input(p.shape, declared.dtype, declared.bound)
+        for p, declared in zip(program.inputs, subject.inputs, strict=True)
+    )
+    return InvalidProgram(program, subject.violation, subject.node, inputs)
+
+
+def _cropped(array: np.ndarray, axis_sizes: dict[int, int]) -> np.ndarray:
+    index = tuple(
+        slice(0, axis_sizes[a]) if a in axis_sizes else slice(None) for a in range(array.ndim)
+    )
+    return np.require(array[index], requirements="C")
+
+
+def _variants_shapes(case: Case) -> list[tuple[str, Case]]:
+    """The same program with one input dimension made smaller (where the program allows it)."""
+    found = []
+    for i, inp in enumerate(case.program.inputs):
+        if inp.bound is not None:
+            continue
+        for axis, extent in enumerate(inp.shape):
+            for smaller in sorted({extent // 2, extent - 1, 2, 1}, reverse=True):
+                if not 1 <= smaller < extent:
+                    continue
+                shape = list(inp.shape)
+                shape[axis] = smaller
+                try:
+                    subject = _reshaped(case.subject, {i: shape})
+                except _BUILD_ERRORS:
+                    continue
+                inputs = list(case.inputs)
+                inputs[i] = _cropped(inputs[i], {axis: smaller})
+                found.append(
+                    (f"input {i} axis {axis}: {extent} -> {smaller}", _with(case, subject, inputs))
+                )
+                break  # the largest reduction that builds; later rounds shrink further
+    return found
+
+
+def _variants_joint(case: Case) -> list[tuple[str, Case]]:
+    """One extent made smaller in every input at once: the dims are distinct (rectangular), so
+    an extent names one logical dimension, and shrinking it everywhere keeps the program valid."""
+    found = []
+    inputs_meta = case.program.inputs
+    extents = sorted({d for inp in inputs_meta for d in inp.shape if d > 1}, reverse=True)
+    for extent in extents:
+        for smaller in sorted({extent // 2, extent - 1, 2, 1}, reverse=True):
+            if not 1 <= smaller < extent:
+                continue
+            shapes, inputs = {}, list(case.inputs)
+            for i, inp in enumerate(inputs_meta):
+                if extent in inp.shape and inp.bound is None:
+                    shapes[i] = [smaller if d == extent else d for d in inp.shape]
+                    axes = {a: smaller for a, d in enumerate(inp.shape) if d == extent}
+                    inputs[i] = _cropped(inputs[i], axes)
+            try:
+                subject = _reshaped(case.subject, shapes)
+            except _BUILD_ERRORS:
+                continue
+            found.append(
+                (f"extent {extent} -> {smaller} in every input", _with(case, subject, inputs))
+            )
+            break
+    return found
+
+
+def _variants_values(case: Case) -> list[tuple[str, Case]]:
+    found = []
+    for i, array in enumerate(case.inputs):
+        if array.dtype.kind != "f":
+            continue
+        for name, simpler in (
+            ("rounded", np.round(array)),
+            ("rounded to 1 decimal", np.round(array, 1)),
+        ):
+            with np.errstate(all="ignore"):
+                simpler = simpler.astype(array.dtype)
+            if np.array_equal(simpler, array, equal_nan=True):
+                continue
+            inputs = list(case.inputs)
+            inputs[i] = simpler
+            found.append((f"input {i} {name}", _with(case, case.subject, inputs)))
+    return found
+
+
+GENERATORS = (_variants_structure, _variants_joint, _variants_shapes, _variants_values)
+
+
+def minimize(
+    case: Case,
+    finding: Finding,
+    predicate: Predicate,
+    budget_seconds: float = 60.0,
+    max_evaluations: int = 200,
+) -> Minimized:
+    """Greedy fixpoint over the variant generators, within the budget."""
+    start = time.perf_counter()
+    best = Minimized(case, finding)
+    progress = True
+    while progress:
+        progress = False
+        for generator in GENERATORS:
+            for description, candidate in generator(best.case):
+                if (
+                    time.perf_counter() - start > budget_seconds
+                    or best.evaluations >= max_evaluations
+                ):
+                    best.seconds = time.perf_counter() - start
+                    return best
+                if candidate.size >= best.case.size and generator is not _variants_values:
+                    continue
+                best.evaluations += 1
+                result = predicate(candidate)
+                if result is not None and result.signature.matches(finding.signature):
+                    best.case, best.finding = candidate, result
+                    best.steps.append(description)
+                    progress = True
+                    break
+            if progress:
+                break
+    best.seconds = time.perf_counter() - start
+    return best
+
+
+__all__ = ["GENERATORS", "Minimized", "Predicate", "minimize"]

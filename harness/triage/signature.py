@@ -1,0 +1,67 @@
+"""One answer to "is this the same failure?", used everywhere it is asked.
+
+A failure is identified by what was judged, never by where it ran: the kind (mismatch, crash,
+...) and the oracle that judged it. Backend names do not enter ``matches``: a minimizer or a
+bisection that runs the case on ``cpu-loops@O0`` or without fusion must recognize the same wrong
+answer there. ``covers`` (is a new finding already in the corpus?) also wants the same output
+dtype, a subset of the ops and an overlapping backend family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+def backend_family(name: str) -> str:
+    """``cpu-blas@O0`` -> ``cpu-blas``: variants of one backend belong to one family."""
+    return name.split("@")[0]
+
+
+@dataclass(frozen=True)
+class Signature:
+    kind: str
+    oracle: str
+    backends: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    dtype: str = ""
+
+    def matches(self, other: Signature) -> bool:
+        """The same judged failure: the same kind, found by the same oracle."""
+        return self.kind == other.kind and self.oracle == other.oracle
+
+    def covers(self, other: Signature) -> bool:
+        """Is ``other`` (a new finding) the bug this one (a known entry) describes?"""
+        return (
+            self.matches(other)
+            and self.dtype == other.dtype
+            and set(self.ops) <= set(other.ops)
+            and bool(
+                {backend_family(b) for b in self.backends}
+                & {backend_family(b) for b in other.backends}
+            )
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (corpus files): backends joined, ops sorted."""
+        return {
+            "kind": self.kind,
+            "backend": "+".join(sorted(self.backends)),
+            "ops": sorted(set(self.ops)),
+            "dtype": self.dtype,
+            "oracle": self.oracle,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Signature:
+        backend = data.get("backend", "")
+        return cls(
+            kind=str(data.get("kind", "")),
+            oracle=str(data.get("oracle", "")),
+            backends=tuple(b for b in str(backend).split("+") if b),
+            ops=tuple(data.get("ops", ())),
+            dtype=str(data.get("dtype", "")),
+        )
+
+
+__all__ = ["Signature", "backend_family"]

@@ -1,0 +1,56 @@
+"""The oracle's verdict, for standalone reproducers: judge an output exactly as a session did.
+
+A reproducer embeds its program as JSON and its inputs exactly; ``differential`` recomputes the
+references (NumPy, the extended-precision truth, JAX) and applies the differential oracle's error
+model, prints the error, the allowed error and the verdict, and returns the exit status (1 when
+the oracle rejects), so a reproducer fails exactly when the oracle fails.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from .case import Case
+from .oracles import tolerance
+from .oracles.differential import reference_outputs, yardstick
+from .run.references import references
+
+
+def judge_output(case: Case, actual: Any, use_jax: bool = True) -> tolerance.Verdict:
+    """The differential oracle's verdict on ``actual`` as the output of ``case``."""
+    refs = references(case, use_jax)
+    numpy_ref = refs["numpy"]
+    actual = np.asarray(actual)
+    if not numpy_ref.ok:
+        return tolerance.Verdict(False, f"NumPy rejects the program: {numpy_ref.error_type}")
+    expected = numpy_ref.output
+    if actual.shape != expected.shape:
+        return tolerance.Verdict(False, f"shape {actual.shape}, NumPy {expected.shape}")
+    if actual.dtype != expected.dtype:
+        return tolerance.Verdict(False, f"dtype {actual.dtype}, NumPy {expected.dtype}")
+    return tolerance.compare(
+        actual,
+        yardstick(refs),
+        reference_outputs(refs, actual.shape),
+        tolerance.error_steps(case.program),
+        tolerance.working_dtype(case.program),
+    )
+
+
+def differential(program_json: str, inputs: list[np.ndarray], actual: Any) -> int:
+    """Print the verdict on ``actual`` and return 1 if the oracle rejects it, else 0."""
+    from strategies.model import Program
+
+    case = Case(Program.from_json(program_json), [np.asarray(a) for a in inputs])
+    verdict = judge_output(case, actual)
+    if verdict.ok:
+        print(f"ok: largest error {verdict.max_error:.3g} ({verdict.excess:.2f} of the allowed)")
+        return 0
+    print(f"FAILS the differential oracle: {verdict.reason}", file=sys.stderr)
+    return 1
+
+
+__all__ = ["differential", "judge_output"]

@@ -1,0 +1,146 @@
+"""Invalid programs: a random valid program plus exactly one labelled violation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from ..model import (
+    FLOAT_DTYPES,
+    UNSUPPORTED_DTYPES,
+    VIOLATIONS,
+    Input,
+    InvalidProgram,
+    ProgramBuilder,
+    RawEquation,
+    Ref,
+    TensorType,
+)
+from .programs import programs
+from .shapes import shapes as shapes_strategy
+
+
+def _fresh_matrix(draw: st.DrawFn, b: ProgramBuilder, dtype: str) -> tuple[Ref, TensorType]:
+    shape = draw(shapes_strategy(min_dims=2, max_dims=2))
+    ref = b.input(shape, dtype)
+    return ref, TensorType(shape, dtype)
+
+
+def _bad_side(draw: st.DrawFn, good: int) -> int:
+    return draw(st.sampled_from([s for s in range(2, 8) if s != good]))
+
+
+def _violate(
+    draw: st.DrawFn, name: str, b: ProgramBuilder, ref: Ref, t: TensorType
+) -> RawEquation | None:
+    float_dtype = t.dtype if t.dtype in FLOAT_DTYPES else "float32"
+    if name in ("matmul_contraction", "not_a_permutation", "index_out_of_range", "empty_slice"):
+        if t.ndim == 0:
+            ref, t = _fresh_matrix(draw, b, t.dtype)
+    if name == "matmul_contraction":
+        p_right = draw(st.booleans())
+        k = (t.shape[-2] if t.ndim >= 2 else t.shape[0]) if p_right else t.shape[-1]
+        bad, other = _bad_side(draw, k), draw(st.integers(2, 6))
+        shape = draw(st.sampled_from([(bad,), (other, bad) if p_right else (bad, other)]))
+        q = b.input(shape, t.dtype)
+        return RawEquation("matmul", (q, ref) if p_right else (ref, q), {})
+    if name == "broadcast":
+        dims = [i for i, d in enumerate(t.shape) if d >= 2]
+        if not dims:
+            ref, t = _fresh_matrix(draw, b, t.dtype)
+            dims = [0, 1]
+        i = draw(st.sampled_from(dims))
+        shape = list(t.shape)
+        shape[i] = _bad_side(draw, t.shape[i])
+        q = b.input(shape, t.dtype)
+        op = draw(st.sampled_from(["add", "multiply", "subtract", "maximum", "minimum"]))
+        args = (q, ref) if draw(st.booleans()) else (ref, q)
+        return RawEquation(op, args, {})
+    if name == "reshape_size":
+        size = t.size
+        variant = draw(st.sampled_from(["grow", "factor", "minus_one"]))
+        if variant == "grow":
+            new: tuple[int, ...] = (size + draw(st.integers(1, 3)),)
+        elif variant == "factor":
+            new = (2, size) if size > 1 else (2,)
+        else:
+            new = (-1, size + 1)
+        return RawEquation("reshape", (ref,), {"shape": new})
+    if name == "not_a_permutation":
+        n = t.ndim
+        variant = draw(st.sampled_from(["repeated", "short", "long", "out_of_range"]))
+        if variant == "repeated":
+            axes: tuple[int, ...] = (0, 0, *range(2, n)) if n >= 2 else (0, 0)
+        elif variant == "short":
+            axes = tuple(range(n - 1))
+        elif variant == "long":
+            axes = tuple(range(n + 1))
+        else:
+            axes = (*range(n - 1), n)
+        return RawEquation("permute_dims", (ref,), {"axes": axes})
+    if name == "axis_out_of_range":
+        ops = ["max", "min"] + (["sum", "mean", "var"] if t.dtype in FLOAT_DTYPES else [])
+        op = draw(st.sampled_from(ops))
+        # NumPy's ufunc reductions accept axis 0 and -1 on 0-d operands: skip those there.
+        bads = [1, 2, -2] if t.ndim == 0 else [t.ndim, t.ndim + 1, -t.ndim - 1]
+        bad = draw(st.sampled_from(bads))
+        axis: int | tuple[int, ...] = (0, bad) if t.ndim >= 1 and draw(st.booleans()) else bad
+        return RawEquation(op, (ref,), {"axis": axis, "keepdims": draw(st.booleans())})
+    if name in ("index_out_of_range", "empty_slice"):
+        i = draw(st.integers(0, t.ndim - 1))
+        extent = t.shape[i]
+        item: Any
+        if name == "index_out_of_range":
+            item = draw(st.sampled_from([extent, extent + 1, -extent - 1]))
+        else:
+            j = draw(st.integers(0, extent - 1))
+            item = draw(
+                st.sampled_from([slice(extent, None), slice(j, j), slice(j + 1, j), slice(-1, 0)])
+            )
+        key = (
+            (Ellipsis, item)
+            if i == t.ndim - 1 and draw(st.booleans())
+            else (*[slice(None)] * i, item)
+        )
+        return RawEquation("index", (ref,), {"key": key})
+    if name == "heads_mismatch":
+        width = draw(st.integers(3, 8))
+        heads = draw(st.sampled_from([h for h in range(2, width + 2) if width % h]))
+        length = draw(st.sampled_from([s for s in range(2, 7) if s != width]))
+        shapes = [(length, width), (width, 3 * width), (3 * width,), (width, width), (width,)]
+        refs = [b.input(s, float_dtype) for s in shapes]
+        if draw(st.booleans()):
+            gain, bias = b.input((width,), float_dtype), b.input((width,), float_dtype)
+            return RawEquation("attend", (refs[0], gain, bias, *refs[1:]), {"heads": heads})
+        return RawEquation("attention", tuple(refs), {"heads": heads})
+    raise AssertionError(name)
+
+
+@st.composite
+def invalid_programs(
+    draw: st.DrawFn, violations: Iterable[str] | None = None, *, max_nodes: int = 3
+) -> InvalidProgram:
+    """A valid program of up to ``max_nodes`` nodes plus exactly one violation, labelled."""
+    names = tuple(VIOLATIONS if violations is None else violations)
+    unknown = set(names) - set(VIOLATIONS)
+    if unknown:
+        raise ValueError(f"unknown violations {sorted(unknown)}; choose from {tuple(VIOLATIONS)}")
+    name = draw(st.sampled_from(names))
+    event(f"violation:{name}")
+    base = draw(programs(max_nodes=max_nodes))
+    builder = ProgramBuilder.from_program(base)
+    if name == "unsupported_dtype":
+        i = draw(st.integers(0, len(base.inputs) - 1))
+        dtype = draw(st.sampled_from(UNSUPPORTED_DTYPES))
+        inputs = list(base.inputs)
+        inputs[i] = Input(inputs[i].shape, dtype, inputs[i].bound)
+        return InvalidProgram(base, name, None, tuple(inputs))
+    node = _violate(draw, name, builder, base.output, base.output_type)
+    program = builder.build(base.output)
+    return InvalidProgram(program, name, node, program.inputs)
+
+
+__all__ = ["invalid_programs"]

@@ -1,0 +1,329 @@
+"""Shape-level strategies: dtypes, shapes, broadcasting, matmul operands, reductions, indexing.
+
+Built on ``hypothesis.extra.numpy`` where it has the piece; written by hand where it does not
+(distinct dimensions, matmul operand pairs with distinct m/k/n, positive-step non-empty slices,
+non-identity permutations, factorizing reshapes, attention configurations).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+from hypothesis import event
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from compiler.primitives.rules import index_plan
+
+from ..model.types import DTYPES, FLOAT_DTYPES
+
+Shape = tuple[int, ...]
+
+
+def dtypes(include: tuple[str, ...] = DTYPES) -> st.SearchStrategy[np.dtype]:
+    """A supported dtype; shrinks toward float32 (the dtype the compiler is mostly used with)."""
+    return st.sampled_from([np.dtype(d) for d in include])
+
+
+def float_dtypes() -> st.SearchStrategy[np.dtype]:
+    return dtypes(FLOAT_DTYPES)
+
+
+@st.composite
+def shapes(
+    draw: st.DrawFn,
+    *,
+    min_dims: int = 1,
+    max_dims: int = 3,
+    min_side: int = 2,
+    max_side: int = 6,
+    distinct: bool = True,
+    ones: bool = False,
+) -> Shape:
+    """A rectangular shape: sides distinct wherever the rank allows, since a square shape hides
+    a transposed dimension. ``ones=True`` also sets some sides to 1 on purpose (broadcasting).
+    Shrinks toward low rank and small sides."""
+    rank = draw(st.integers(min_dims, max_dims))
+    # Always draw max_dims sides and keep the first ``rank``: lowering the rank while shrinking
+    # then leaves every later choice where it was, so smaller ranks are actually reached.
+    side = st.integers(min_side, max_side)
+    available = max_side - min_side + 1
+    n_unique = min(available, max_dims) if distinct else 0
+    sides = draw(st.lists(side, min_size=n_unique, max_size=n_unique, unique=True))
+    rest = max_dims - n_unique
+    sides += draw(st.lists(side, min_size=rest, max_size=rest))
+    sides = sides[:rank]
+    if ones:
+        sides = [1 if draw(st.booleans()) else s for s in sides]
+    return tuple(sides)
+
+
+def broadcastable_shapes(
+    shape: Shape,
+    *,
+    min_dims: int = 0,
+    max_dims: int | None = None,
+    min_side: int = 1,
+    max_side: int | None = None,
+) -> st.SearchStrategy[Shape]:
+    """Shapes that broadcast against ``shape`` (fewer dims, size-1 dims, new leading dims).
+
+    A thin wrapper over ``hypothesis.extra.numpy.broadcastable_shapes`` whose default keeps the
+    rank at most ``len(shape)`` (fuzzed programs stay small)."""
+    if max_dims is None:
+        max_dims = max(len(shape), min_dims)
+    if max_side is None:
+        max_side = max((*shape, min_side, 2))
+    return hnp.broadcastable_shapes(
+        shape, min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
+    )
+
+
+mutually_broadcastable_shapes = hnp.mutually_broadcastable_shapes
+valid_tuple_axes = hnp.valid_tuple_axes
+
+
+class MatmulShapes(NamedTuple):
+    """Operand shapes of one ``a @ b`` and the kind of product they make."""
+
+    a: Shape
+    b: Shape
+    kind: str
+
+
+MATMUL_KINDS = ("2d", "batched", "broadcast-batch", "vec-mat", "mat-vec", "dot")
+
+
+def distinct_sides(
+    draw: st.DrawFn, count: int, *, min_side: int = 2, max_side: int = 6
+) -> list[int]:
+    """``count`` sides, distinct when the range allows; shrinks toward 2, 3, 4..."""
+    unique = max_side - min_side + 1 >= count
+    return draw(
+        st.lists(st.integers(min_side, max_side), min_size=count, max_size=count, unique=unique)
+    )
+
+
+@st.composite
+def matmul_shapes(
+    draw: st.DrawFn,
+    *,
+    kinds: tuple[str, ...] = MATMUL_KINDS,
+    max_batch_dims: int = 2,
+    min_side: int = 2,
+    max_side: int = 6,
+) -> MatmulShapes:
+    """Operands of a valid ``matmul``: 2-D, batched, broadcast batch dims, 1-D on either side.
+    m, k and n are distinct so a swapped dimension cannot go unnoticed."""
+    kind = draw(st.sampled_from(kinds))
+    m, k, n = distinct_sides(draw, 3, min_side=min_side, max_side=max_side)
+    if kind == "2d":
+        a, b = (m, k), (k, n)
+    elif kind == "dot":
+        a, b = (k,), (k,)
+    elif kind == "vec-mat":
+        batch = draw(shapes(min_dims=0, max_dims=max_batch_dims, max_side=3, distinct=False))
+        a, b = (k,), (*batch, k, n)
+    elif kind == "mat-vec":
+        batch = draw(shapes(min_dims=0, max_dims=max_batch_dims, max_side=3, distinct=False))
+        a, b = (*batch, m, k), (k,)
+    elif kind == "batched":
+        batch = draw(shapes(min_dims=1, max_dims=max_batch_dims, max_side=3, distinct=False))
+        a, b = (*batch, m, k), (*batch, k, n)
+    else:
+        batches = draw(
+            hnp.mutually_broadcastable_shapes(
+                num_shapes=2, min_dims=1, max_dims=max_batch_dims, min_side=1, max_side=3
+            )
+        )
+        a, b = (*batches.input_shapes[0], m, k), (*batches.input_shapes[1], k, n)
+    event(f"matmul:{kind}")
+    return MatmulShapes(a, b, kind)
+
+
+class Reduction(NamedTuple):
+    """Static arguments of one reduction."""
+
+    axis: int | tuple[int, ...] | None
+    keepdims: bool
+
+
+@st.composite
+def reductions(draw: st.DrawFn, shape: Shape) -> Reduction:
+    """``axis`` (None, int, negative int or tuple) and ``keepdims`` valid for ``shape``."""
+    ndim = len(shape)
+    kinds = ["int", "none", "tuple"] if ndim else ["none"]
+    kind = draw(st.sampled_from(kinds))
+    axis: int | tuple[int, ...] | None
+    if kind == "none":
+        axis = None
+    elif kind == "int":
+        axis = draw(st.integers(-ndim, ndim - 1))
+    else:
+        axis = draw(hnp.valid_tuple_axes(ndim, min_size=1))
+    keepdims = draw(st.booleans())
+    negative = isinstance(axis, int) and axis < 0 or isinstance(axis, tuple) and min(axis) < 0
+    event(f"reduce:{kind}{'-negative' if negative else ''}{'-keepdims' if keepdims else ''}")
+    return Reduction(axis, keepdims)
+
+
+def _positive_step(item: slice, extent: int) -> slice:
+    """``item`` with a positive step and a non-empty selection of a dimension of ``extent``."""
+    start, stop, step = item.start, item.stop, item.step
+    if step is not None and step < 0:
+        step = -step
+        start, stop = stop, start
+    for candidate in (
+        slice(start, stop, step),
+        slice(start, None, step),
+        slice(None, stop, step),
+        slice(None, None, step),
+    ):
+        if len(range(*candidate.indices(extent))):
+            return candidate
+    return slice(None)
+
+
+@st.composite
+def slices(
+    draw: st.DrawFn,
+    shape: Shape,
+    *,
+    max_dims: int | None = None,
+    allow_newaxis: bool = True,
+    allow_ellipsis: bool = True,
+) -> tuple[Any, ...]:
+    """A nontrivial static basic index for ``shape``: slices with positive steps, negative
+    indices, ints, None and Ellipsis, never selecting an empty array. Always a tuple."""
+    if max_dims is None:
+        max_dims = len(shape) + 1
+    raw = draw(
+        hnp.basic_indices(
+            shape, max_dims=max_dims, allow_newaxis=allow_newaxis, allow_ellipsis=allow_ellipsis
+        ).filter(lambda k: k != () and k is not Ellipsis)
+    )
+    key = raw if isinstance(raw, tuple) else (raw,)
+    # Align items with dimensions to repair slices hypothesis may make empty or reversed.
+    fixed: list[Any] = []
+    consuming = sum(i is not None and i is not Ellipsis for i in key)
+    dim = 0
+    trivial = True
+    for item in key:
+        if item is Ellipsis:
+            dim += len(shape) - consuming
+        elif isinstance(item, slice):
+            item = _positive_step(item, shape[dim])
+            trivial &= item.indices(shape[dim]) == (0, shape[dim], 1)
+            dim += 1
+        else:
+            trivial = False
+            dim += item is not None
+        fixed.append(item)
+    key = tuple(fixed)
+    if trivial:
+        if not shape:
+            key = (None,)
+        else:
+            # Shrinks to taking the first element of the leading axis.
+            key = (draw(st.integers(-shape[0], shape[0] - 1)),)
+    index_plan(shape, key)  # by construction valid; raises loudly if not
+    kinds = sorted({type(i).__name__ if i is not Ellipsis else "ellipsis" for i in key})
+    event(f"index:{'+'.join(kinds)}")
+    return key
+
+
+@st.composite
+def permutations(draw: st.DrawFn, rank: int, *, allow_identity: bool = False) -> tuple[int, ...]:
+    """A permutation of ``range(rank)``; not the identity unless rank < 2 or allowed.
+    Shrinks toward swapping the last two axes."""
+    perm = tuple(draw(st.permutations(range(rank))))
+    if not allow_identity and rank >= 2 and perm == tuple(range(rank)):
+        perm = (*range(rank - 2), rank - 1, rank - 2)
+    return perm
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@st.composite
+def reshapes(
+    draw: st.DrawFn, shape: Shape, *, max_dims: int = 4, allow_minus_one: bool = True
+) -> tuple[int, ...]:
+    """A new shape with the same size: a factorization, sometimes with one -1."""
+    size = math.prod(shape)
+    rank = draw(st.integers(1, max_dims))
+    remaining = size
+    sides = []
+    for _ in range(rank - 1):
+        side = draw(st.sampled_from(_divisors(remaining)))
+        sides.append(side)
+        remaining //= side
+    sides.append(remaining)
+    sides = draw(st.permutations(sides))
+    new = tuple(sides)
+    if new == tuple(shape) and len(shape) != 1:
+        new = (size,)
+    if allow_minus_one and draw(st.booleans()):
+        position = draw(st.integers(0, len(new) - 1))
+        new = (*new[:position], -1, *new[position + 1 :])
+        event("reshape:minus-one")
+    return new
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """One attention block's sizes: T tokens, C = H * D channels, H heads of width D."""
+
+    length: int
+    width: int
+    heads: int
+    head_dim: int
+    dtype: str
+    weight_scale: float
+
+
+@st.composite
+def attention_configs(
+    draw: st.DrawFn,
+    *,
+    max_length: int = 8,
+    max_heads: int = 4,
+    max_head_dim: int = 6,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+) -> AttentionConfig:
+    """T, C, H with C % H == 0; T, C and D = C / H pairwise distinct (H >= 2 makes C != D) so a
+    confused dimension changes a shape."""
+    heads = draw(st.integers(2, max_heads))
+    head_dim = draw(st.integers(2, max_head_dim))
+    width = heads * head_dim
+    lengths = [t for t in range(2, max_length + 1) if t not in (width, head_dim)]
+    length = draw(st.sampled_from(lengths))
+    dtype = draw(st.sampled_from(dtypes))
+    scale = draw(st.sampled_from([0.02, 0.1, 0.5, 1.0]))
+    event(f"attention:heads={heads}")
+    return AttentionConfig(length, width, heads, head_dim, dtype, scale)
+
+
+__all__ = [
+    "MATMUL_KINDS",
+    "AttentionConfig",
+    "MatmulShapes",
+    "Reduction",
+    "attention_configs",
+    "broadcastable_shapes",
+    "distinct_sides",
+    "dtypes",
+    "float_dtypes",
+    "matmul_shapes",
+    "mutually_broadcastable_shapes",
+    "permutations",
+    "reductions",
+    "reshapes",
+    "shapes",
+    "slices",
+    "valid_tuple_axes",
+]

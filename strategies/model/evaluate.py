@@ -1,0 +1,55 @@
+"""Evaluation of a program over any array namespace (NumPy, ``jax.numpy``, the compiler's traced
+namespace, an extended-precision NumPy): one definition, evaluated every way, through each
+primitive's ``evaluate`` rule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from compiler import primitives
+
+from .types import Const, RawEquation
+
+
+def namespace_of(x: Any) -> Any:
+    """The array namespace of ``x`` (NumPy for plain arrays)."""
+    if hasattr(x, "__array_namespace__"):
+        return x.__array_namespace__()
+    return np
+
+
+def function(program: Any, namespace: Any = None, extra: RawEquation | None = None) -> Callable:
+    """``fn(*inputs)`` evaluating ``program`` (then ``extra``, an unchecked equation whose result
+    is returned instead of the output: how an invalid program is evaluated)."""
+    nodes = program.nodes
+    n_inputs = len(program.inputs)
+    output = program.output
+
+    def fn(*args: Any) -> Any:
+        if len(args) != n_inputs:
+            raise TypeError(f"program takes {n_inputs} inputs, got {len(args)}")
+        xp = namespace
+        if xp is None:
+            xp = namespace_of(args[0]) if args else np
+        values: list[Any] = []
+
+        def get(arg: Any) -> Any:
+            if isinstance(arg, Const):
+                return arg.py()
+            return args[arg.index] if arg.kind == "input" else values[arg.index]
+
+        table = primitives.PRIMITIVES
+        for node in nodes:
+            values.append(table[node.op].evaluate(xp, [get(a) for a in node.args], node.attrs))
+        if extra is not None:
+            return table[extra.op].evaluate(xp, [get(a) for a in extra.args], extra.attrs)
+        return get(output)
+
+    fn.__name__ = fn.__qualname__ = "program"
+    return fn
+
+
+__all__ = ["function", "namespace_of"]

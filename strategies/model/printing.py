@@ -1,0 +1,173 @@
+"""Printing programs: a readable listing, and standalone Python reproducers.
+
+A reproducer defines the program as a plain function written against the array namespace of its
+first input (so NumPy, ``jax.numpy`` and the compiler's traced namespace all run it), sets its
+inputs (exact values, or a seeded generator), evaluates it with NumPy and, optionally, through the
+compiler. How the compiler's answer is *judged* is the caller's ``footer``: the harness prints its
+own error model there, so a reproducer fails exactly when the oracle does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from compiler import primitives
+
+from .codec import FORMAT_VERSION
+from .types import Input, RawEquation
+
+if TYPE_CHECKING:
+    from .program import Program
+
+
+def render(op: str, args: Sequence[str], attrs: Any) -> str:
+    return primitives.PRIMITIVES[op].render([str(a) for a in args], attrs)
+
+
+def describe(program: Program) -> str:
+    """One line per input and equation, with types."""
+    lines = [f"program {program.digest()[:12]}"]
+    for i, inp in enumerate(program.inputs):
+        bound = "" if inp.bound is None else f" in [0, {inp.bound})"
+        lines.append(f"  x{i}: {inp.type}{bound}")
+    for i, node in enumerate(program.nodes):
+        lines.append(f"  v{i} = {render(node.op, node.args, node.attrs)}  # {node.type}")
+    lines.append(f"  return {program.output}")
+    return "\n".join(lines)
+
+
+def literal(array: np.ndarray) -> str:
+    """Exact Python source for ``array``'s values (NaN and infinities spelled via NumPy)."""
+
+    def one(x: Any) -> str:
+        if isinstance(x, list):
+            return "[" + ", ".join(one(v) for v in x) + "]"
+        if isinstance(x, float):
+            if math.isnan(x):
+                return "np.nan"
+            if math.isinf(x):
+                return "np.inf" if x > 0 else "-np.inf"
+        return repr(x)
+
+    return f"np.array({one(array.tolist())}, dtype=np.{array.dtype.name})"
+
+
+def function_source(program: Program, extra: RawEquation | None = None) -> list[str]:
+    """``def program(x0, ...)``: the program as a function over its inputs' namespace."""
+    names = [f"x{i}" for i in range(len(program.inputs))]
+    body: list[str] = []
+    for i, node in enumerate(program.nodes):
+        body.append(f"    v{i} = {render(node.op, node.args, node.attrs)}  # {node.type}")
+    if extra is not None:
+        body.append(f"    return {render(extra.op, extra.args, extra.attrs)}  # invalid")
+    else:
+        body.append(f"    return {program.output}")
+    uses_xp = any("xp." in line or ", xp)" in line for line in body)
+    lines = [f"def program({', '.join(names)}):"]
+    if uses_xp:
+        lines.append(f"    xp = {names[0]}.__array_namespace__()" if names else "    xp = np")
+    return lines + body
+
+
+def inputs_source(
+    inputs: Sequence[Input], values: Sequence[np.ndarray] | None, seed: int
+) -> list[str]:
+    lines = [] if values is not None else [f"rng = np.random.default_rng({seed})"]
+    for i, inp in enumerate(inputs):
+        name = f"x{i}"
+        if values is not None:
+            lines.append(f"{name} = {literal(np.asarray(values[i]))}")
+        elif inp.bound is not None:
+            lines.append(
+                f"{name} = rng.integers(0, {inp.bound}, {inp.shape}).astype(np.{inp.dtype})"
+            )
+        elif np.dtype(inp.dtype).kind in "iu":
+            lines.append(f"{name} = rng.integers(-8, 9, {inp.shape}).astype(np.{inp.dtype})")
+        else:
+            lines.append(f"{name} = rng.standard_normal({inp.shape}).astype(np.{inp.dtype})")
+    return lines
+
+
+def python_source(
+    program: Program,
+    values: Sequence[np.ndarray] | None = None,
+    *,
+    check_compiler: bool = True,
+    target: str | None = None,
+    seed: int = 0,
+    extra: RawEquation | None = None,
+    inputs: Sequence[Input] | None = None,
+    header: str | None = None,
+    rejects: Sequence[type[BaseException]] | None = None,
+    footer: Sequence[str] | None = None,
+    input_lines: Sequence[str] | None = None,
+) -> str:
+    """Reproducer source.
+
+    ``values`` are embedded exactly (else a seeded generator makes inputs); ``check_compiler``
+    also runs ``compiler.jit`` (on ``target``); ``footer`` replaces the default comparison (the
+    default checks shape and dtype and prints the largest difference: judging values is the
+    harness's job); ``input_lines`` replace the input definitions. ``rejects`` set: the program
+    is invalid (``extra`` is its unchecked last equation, ``inputs`` its possibly mistyped
+    inputs) and the compiler must raise one of those.
+    """
+    inputs = program.inputs if inputs is None else inputs
+    names = ", ".join(f"x{i}" for i in range(len(inputs)))
+    function = function_source(program, extra)
+    uses_ops = any("ops." in line for line in function)
+    title = header or f"Reproducer for program {program.digest()[:12]}"
+    lines = [f'"""{title} (format v{FORMAT_VERSION})."""', "import numpy as np", ""]
+    if check_compiler:
+        lines.append("import compiler")
+    if uses_ops:
+        lines.append("from compiler import ops")
+    lines += ["", "", *function, "", ""]
+    lines += list(input_lines) if input_lines is not None else inputs_source(inputs, values, seed)
+    lines.append("")
+    call = f"compiler.jit(program)({names}" + (f", target={target!r})" if target else ")")
+    if rejects is not None:
+        lines += [
+            "try:",
+            "    with np.errstate(all='ignore'):",
+            f"        result = program({names})",
+            "    print('numpy accepted it:', np.asarray(result).dtype, np.shape(result))",
+            "except (ValueError, TypeError, IndexError) as error:",
+            "    print('numpy rejected it:', type(error).__name__, error)",
+        ]
+        if check_compiler:
+            errors = ", ".join(e.__name__ for e in rejects)
+            lines += [
+                "try:",
+                f"    {call}",
+                f"except ({errors}) as error:",
+                "    print('compiler rejected it:', type(error).__name__, error)",
+                "else:",
+                "    raise AssertionError('the compiler accepted an invalid program')",
+            ]
+        return "\n".join(lines) + "\n"
+    lines += ["with np.errstate(all='ignore'):", f"    expected = program({names})"]
+    lines.append("print('numpy:', np.asarray(expected).dtype, np.shape(expected))")
+    if check_compiler:
+        lines += [
+            f"actual = {call}",
+            "print('compiler:', np.asarray(actual).dtype, np.shape(actual))",
+        ]
+        lines += (
+            list(footer)
+            if footer is not None
+            else [
+                "assert np.asarray(actual).dtype == np.asarray(expected).dtype",
+                "assert np.shape(actual) == np.shape(expected)",
+                "with np.errstate(all='ignore'):",
+                "    difference = np.abs(np.asarray(actual, np.float64) - expected)",
+                "print('largest difference:', np.nanmax(difference, initial=0.0))",
+            ]
+        )
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["describe", "function_source", "inputs_source", "literal", "python_source"]

@@ -1,0 +1,139 @@
+"""Plain data of the program model: types, inputs, references, constants, equations."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: Dtypes of inputs, casts and results; ``bool`` exists only as the result of a comparison.
+DTYPES = ("float32", "float64", "int32")
+FLOAT_DTYPES = ("float32", "float64")
+BOOL = "bool"
+VALUE_DTYPES = (*DTYPES, BOOL)
+INT32_MAX = 2**31 - 1
+
+
+def dtype_name(dtype: Any) -> str:
+    """Normalize a dtype-like to its NumPy name."""
+    return np.dtype(dtype).name
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """Static shape and dtype name of one value."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class Input:
+    """A program argument. ``bound`` marks int32 ids whose values must lie in ``[0, bound)``."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    bound: int | None = None
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(self.shape, self.dtype)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to an input (``kind="input"``) or an earlier node (``kind="node"``)."""
+
+    kind: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{'x' if self.kind == 'input' else 'v'}{self.index}"
+
+
+@dataclass(frozen=True)
+class Const:
+    """A scalar operand: weak Python scalar if ``dtype`` is None, else a strong NumPy scalar."""
+
+    value: int | float
+    dtype: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+            raise TypeError(f"constant must be a Python int or float, got {self.value!r}")
+        if not math.isfinite(self.value):
+            raise ValueError(f"constant must be finite, got {self.value!r}")
+        if isinstance(self.value, int) and abs(self.value) > INT32_MAX:
+            raise ValueError(f"integer constant {self.value} does not fit in int32")
+        if self.dtype is not None:
+            if self.dtype not in DTYPES:
+                raise TypeError(f"constant dtype must be one of {DTYPES}, got {self.dtype!r}")
+            if self.dtype == "int32" and not isinstance(self.value, int):
+                raise TypeError(f"int32 constant needs an int value, got {self.value!r}")
+
+    def py(self) -> Any:
+        """The operand as passed to the array namespace (weak: Python scalar; strong: NumPy)."""
+        return self.value if self.dtype is None else np.dtype(self.dtype).type(self.value)
+
+    def __str__(self) -> str:
+        if self.dtype is not None:
+            return f"np.{self.dtype}({self.value!r})"
+        # Parenthesized when negative: ``-2.0 ** x`` would mean ``-(2.0 ** x)``.
+        return repr(self.value) if self.value >= 0 else f"({self.value!r})"
+
+
+Arg = Ref | Const
+
+
+@dataclass(frozen=True)
+class Equation:
+    """One operation: primitive ``op`` applied to ``args`` with static ``attrs``; ``type`` is
+    inferred by the primitive's result rule."""
+
+    op: str
+    args: tuple[Arg, ...]
+    attrs: Mapping[str, Any]
+    type: TensorType
+
+    def __hash__(self) -> int:
+        return hash((self.op, self.args, repr(sorted(self.attrs.items())), self.type))
+
+
+@dataclass(frozen=True)
+class RawEquation:
+    """An unchecked equation (for invalid programs): evaluated as written, never type-checked."""
+
+    op: str
+    args: tuple[Arg, ...]
+    attrs: Mapping[str, Any]
+
+
+__all__ = [
+    "BOOL",
+    "DTYPES",
+    "FLOAT_DTYPES",
+    "INT32_MAX",
+    "VALUE_DTYPES",
+    "Arg",
+    "Const",
+    "Equation",
+    "Input",
+    "RawEquation",
+    "Ref",
+    "TensorType",
+    "dtype_name",
+]
