@@ -57,7 +57,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fuzz-backends", default="", help="comma-separated targets (default: every CPU target)"
     )
     group.addoption(
-        "--fuzz-corpus", default=str(ROOT / "corpus"), help="where findings are written"
+        "--fuzz-corpus",
+        default=None,
+        help="where findings are written (default: corpus/ under the rootdir; the fixed-examples "
+        "run without --fuzz-seconds uses a temporary one)",
     )
     group.addoption("--fuzz-seed", type=int, default=None, help="base seed of the shards")
     group.addoption(
@@ -98,9 +101,9 @@ def fuzz_options(request: pytest.FixtureRequest):
         seconds=config.getoption("--fuzz-seconds"),
         backends=backends or CPU_BACKENDS,
         seed=seed if seed is not None else 20261129,
-        corpus=Path(config.getoption("--fuzz-corpus")),
+        corpus=Path(config.getoption("--fuzz-corpus") or config.rootpath / "corpus"),
         examples_per_round=config.getoption("--fuzz-examples"),
-        database=ROOT / ".hypothesis" / "examples",
+        database=config.rootpath / ".hypothesis" / "examples",
         shrink_seconds=20.0,
         minimize_seconds=40.0,
     )

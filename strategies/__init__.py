@@ -8,7 +8,7 @@ compiler; it never imports ``harness``.
 """
 
 from .gen.invalid import invalid_programs
-from .gen.programs import Sample, generation_order, programs, samples
+from .gen.programs import Sample, programs, samples
 from .gen.shapes import (
     MATMUL_KINDS,
     AttentionConfig,
@@ -27,6 +27,7 @@ from .gen.shapes import (
     slices,
     valid_tuple_axes,
 )
+from .gen.state import generation_order
 from .gen.values import REGIMES, elements, input_values, regimes, values
 from .model import (
     DTYPES,

@@ -101,7 +101,7 @@ class _Emitter:
         self.counter += 1
         return f"%{prefix}{self.counter}"
 
-    def emit(self, line: str) -> None:
+    def line(self, line: str) -> None:
         self.lines.append("    " + line)
 
     def value(self, node: Node) -> str:
@@ -110,16 +110,16 @@ class _Emitter:
     # -- helpers ------------------------------------------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> str:
         name = self.fresh("e")
-        self.emit(f"{name} = tensor.empty() : {tensor_type(shape, dtype)}")
+        self.line(f"{name} = tensor.empty() : {tensor_type(shape, dtype)}")
         return name
 
     def filled(self, shape: tuple[int, ...], dtype: np.dtype, value: object) -> str:
         scalar = self.fresh("c")
-        self.emit(f"{scalar} = arith.constant {scalar_literal(value, dtype)} : {element(dtype)}")
+        self.line(f"{scalar} = arith.constant {scalar_literal(value, dtype)} : {element(dtype)}")
         init = self.empty(shape, dtype)
         name = self.fresh("f")
         ty = tensor_type(shape, dtype)
-        self.emit(
+        self.line(
             f"{name} = linalg.fill ins({scalar} : {element(dtype)}) outs({init} : {ty}) -> {ty}"
         )
         return name
@@ -140,7 +140,7 @@ class _Emitter:
         out_ty = _tensor_of(shape, out_elt)
         if init is None:
             init = self.fresh("e")
-            self.emit(f"{init} = tensor.empty() : {out_ty}")
+            self.line(f"{init} = tensor.empty() : {out_ty}")
         if maps is None:
             maps = [_broadcast_map(s, shape) for _, s, _ in operands] + [_identity_map(rank)]
         types = [_tensor_of(s, e) for _, s, e in operands]
@@ -150,7 +150,7 @@ class _Emitter:
         if operands:
             values = ", ".join(v for v, _, _ in operands)
             ins = f"ins({values} : {', '.join(types)}) "
-        self.emit(
+        self.line(
             f"{name} = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
             f"iterator_types = {_iterators(iterators)}}} {ins}outs({init} : {out_ty}) {{"
         )
@@ -159,9 +159,9 @@ class _Emitter:
         )
         self.lines.append(f"    ^bb0({args}):")
         for line in body:
-            self.emit("  " + line)
-        self.emit(f"  linalg.yield {result} : {out_elt}")
-        self.emit(f"}} -> {out_ty}")
+            self.line("  " + line)
+        self.line(f"  linalg.yield {result} : {out_elt}")
+        self.line(f"}} -> {out_ty}")
         return name
 
     # -- nodes --------------------------------------------------------------------------------
@@ -221,16 +221,16 @@ class _Emitter:
         call = ScalarCall(["%in", "%acc"], [dtype, dtype], [None, None], dtype, "%c", self.fresh)
         combine = node.prim.scalar(call)
         axes = ", ".join(map(str, node.attrs["axes"]))
-        self.emit(
+        self.line(
             f"{name} = linalg.reduce ins({self.value(source)} : "
             f"{tensor_type(source.shape, source.dtype)}) outs({acc} : "
             f"{tensor_type(node.shape, dtype)}) dimensions = [{axes}]"
         )
-        self.emit(f"  (%in: {elt}, %acc: {elt}) {{")
+        self.line(f"  (%in: {elt}, %acc: {elt}) {{")
         for line in combine:
-            self.emit(f"    {line}")
-        self.emit(f"    linalg.yield {call.result} : {elt}")
-        self.emit("  }")
+            self.line(f"    {line}")
+        self.line(f"    linalg.yield {call.result} : {elt}")
+        self.line("  }")
         return name
 
     def _matmul(self, node: Node, op: str) -> str:
@@ -238,7 +238,7 @@ class _Emitter:
         init = self.filled(node.shape, node.dtype, 0)
         name = self.fresh("mm")
         out_ty = tensor_type(node.shape, node.dtype)
-        self.emit(
+        self.line(
             f"{name} = {op} ins({self.value(lhs)}, {self.value(rhs)} : "
             f"{tensor_type(lhs.shape, lhs.dtype)}, {tensor_type(rhs.shape, rhs.dtype)}) "
             f"outs({init} : {out_ty}) -> {out_ty}"
@@ -259,13 +259,13 @@ class _Emitter:
         """``tensor.reshape`` with a constant shape operand (see the module docstring)."""
         shape = self.fresh("shape")
         dims = ", ".join(str(d) for d in new)
-        self.emit(
+        self.line(
             f"{shape} = arith.constant dense<[{dims}]> : tensor<{len(new)}xindex>"
             if new
             else f"{shape} = arith.constant dense<> : tensor<0xindex>"
         )
         name = self.fresh("rs")
-        self.emit(
+        self.line(
             f"{name} = tensor.reshape {value}({shape}) : "
             f"({tensor_type(old, dtype)}, tensor<{len(new)}xindex>) -> {tensor_type(new, dtype)}"
         )
@@ -276,7 +276,7 @@ class _Emitter:
         init = self.empty(node.shape, node.dtype)
         name = self.fresh("tr")
         perm = ", ".join(str(p) for p in node.attrs["perm"])
-        self.emit(
+        self.line(
             f"{name} = linalg.transpose ins({self.value(source)} : "
             f"{tensor_type(source.shape, source.dtype)}) outs({init} : "
             f"{tensor_type(node.shape, node.dtype)}) permutation = [{perm}]"
@@ -295,7 +295,7 @@ class _Emitter:
         # integer index dropped, and asserts (SubViewOp::getDroppedDims; found by the harness).
         # The dims an integer index removes go away in a tensor.reshape instead.
         sizes = tuple(a["sizes"])
-        self.emit(
+        self.line(
             f"{name} = tensor.extract_slice {self.value(source)}{fmt(a['offsets'])}"
             f"{fmt(sizes)}{fmt(a['strides'])} : {tensor_type(source.shape, source.dtype)} "
             f"to {tensor_type(sizes, node.dtype)}"
@@ -335,14 +335,14 @@ class _Emitter:
         )
         error = self.filled((), INT32, 0)
         reduced = self.fresh("err")
-        self.emit(
+        self.line(
             f"{reduced} = linalg.reduce ins({flags} : {tensor_type(ids.shape, INT32)}) "
             f"outs({error} : tensor<i32>) dimensions = [{', '.join(map(str, range(id_rank)))}]"
         )
-        self.emit("  (%in: i32, %acc: i32) {")
-        self.emit("    %c = arith.maxsi %in, %acc : i32")
-        self.emit("    linalg.yield %c : i32")
-        self.emit("  }")
+        self.line("  (%in: i32, %acc: i32) {")
+        self.line("    %c = arith.maxsi %in, %acc : i32")
+        self.line("    linalg.yield %c : i32")
+        self.line("  }")
         self.error_values.append(reduced)
         # The lookup itself clamps, so a bad id never reads outside the table.
         elt = storage(node.dtype)
@@ -379,7 +379,7 @@ def build(graph: Graph, abi: str = "memref") -> tuple[str, KernelSignature]:
             continue
         params.append(f"{arg}: {memref_type(node.shape, node.dtype)}")
         name = em.fresh("in")
-        em.emit(
+        em.line(
             f"{name} = bufferization.to_tensor {arg} restrict : "
             f"{memref_type(node.shape, node.dtype)} to {tensor_type(node.shape, node.dtype)}"
         )
@@ -392,18 +392,18 @@ def build(graph: Graph, abi: str = "memref") -> tuple[str, KernelSignature]:
     if abi == "tensor":
         values = ", ".join(v for v, _, _ in results)
         types = ", ".join(tensor_type(s, d) for _, s, d in results)
-        em.emit(f"return {values} : {types}")
+        em.line(f"return {values} : {types}")
         header = f"  func.func @{TENSOR_ENTRY}({', '.join(params)}) -> ({types}) {{"
     else:
         outputs = [f"%out{i}" for i in range(len(graph.outputs))]
         outputs += [f"%err{i}" for i in range(len(em.error_values))]
         for out, (value, shape, dtype) in zip(outputs, results, strict=True):
             params.append(f"{out}: {memref_type(shape, dtype)}")
-            em.emit(
+            em.line(
                 f"bufferization.materialize_in_destination {value} in restrict writable {out} : "
                 f"({tensor_type(shape, dtype)}, {memref_type(shape, dtype)}) -> ()"
             )
-        em.emit("return")
+        em.line("return")
         header = (
             f"  func.func @{KERNEL}({', '.join(params)}) attributes {{llvm.emit_c_interface}} {{"
         )

@@ -16,191 +16,10 @@ from typing import Any
 import numpy as np
 
 from .. import ops as composites
-from ..dtypes import BOOL, FLOAT64, INT32, check_dtype, element, is_float
-from ..errors import UnsupportedFeature
-from . import Attr, Primitive, ScalarCall, contraction_depth, register
-from .rules import (
-    ArrayType,
-    arrays,
-    broadcast_shapes,
-    index_plan,
-    is_scalar,
-    matmul_dtype,
-    matmul_shape,
-    normalize_axes,
-    numpy_dtype,
-    permutation,
-    reduced_shape,
-    require_array,
-    require_one_array,
-    reshape_shape,
-    result_dtype,
-)
-
-# --------------------------------------------------------------------------------------------
-# Scalar lowerings
-
-
-def _op(float_op: str | None, int_op: str | None = None):
-    """``result = <op> args : type``, choosing the float or integer form by the result dtype."""
-
-    def lower(call: ScalarCall) -> list[str]:
-        op = float_op if is_float(call.dtype) else int_op
-        if op is None:
-            raise AssertionError(f"no lowering of {float_op or int_op} on {call.dtype}")
-        return [f"{call.result} = {op} {', '.join(call.args)} : {element(call.dtype)}"]
-
-    return lower
-
-
-def _predicate(float_predicate: str, int_predicate: str):
-    """A comparison in the operands' dtype. NumPy: comparisons with NaN are False, except !=."""
-
-    def lower(call: ScalarCall) -> list[str]:
-        source = call.arg_dtypes[0]
-        a, b = call.args
-        if is_float(source):
-            return [f"{call.result} = arith.cmpf {float_predicate}, {a}, {b} : {element(source)}"]
-        return [f"{call.result} = arith.cmpi {int_predicate}, {a}, {b} : {element(source)}"]
-
-    return lower
-
-
-def _negative(call: ScalarCall) -> list[str]:
-    if is_float(call.dtype):
-        return [f"{call.result} = arith.negf {call.args[0]} : {element(call.dtype)}"]
-    zero = call.fresh("z")
-    return [
-        f"{zero} = arith.constant 0 : i32",
-        f"{call.result} = arith.subi {zero}, {call.args[0]} : i32",
-    ]
-
-
-def _power(call: ScalarCall) -> list[str]:
-    exponent = call.constants[1]
-    out = element(call.dtype)
-    if exponent is not None and exponent in (2, 3, 4):
-        # Small integer powers as products: no libm call per element.
-        lines, value = [], call.args[0]
-        for i in range(int(exponent) - 1):
-            step = call.result if i == int(exponent) - 2 else call.fresh("p")
-            lines.append(f"{step} = arith.mulf {value}, {call.args[0]} : {out}")
-            value = step
-        return lines
-    return [f"{call.result} = math.powf {call.args[0]}, {call.args[1]} : {out}"]
-
-
-def _select(call: ScalarCall) -> list[str]:
-    cond, a, b = call.args
-    return [f"{call.result} = arith.select {cond}, {a}, {b} : {element(call.dtype)}"]
-
-
-def _copy(call: ScalarCall) -> list[str]:
-    call.result = call.args[0]
-    return []
-
-
-def _cast(call: ScalarCall) -> list[str]:
-    """NumPy's C-style conversions: float -> int truncates, x -> bool is x != 0."""
-    source, target, arg, result = call.arg_dtypes[0], call.dtype, call.args[0], call.result
-    src, dst = element(source), element(target)
-    if is_float(source) and is_float(target):
-        op = "arith.extf" if target.itemsize > source.itemsize else "arith.truncf"
-        return [f"{result} = {op} {arg} : {src} to {dst}"]
-    if is_float(source) and target == INT32:
-        return [f"{result} = arith.fptosi {arg} : {src} to {dst}"]
-    if source == INT32 and is_float(target):
-        return [f"{result} = arith.sitofp {arg} : {src} to {dst}"]
-    if source == BOOL and is_float(target):
-        return [f"{result} = arith.uitofp {arg} : {src} to {dst}"]
-    if source == BOOL and target == INT32:
-        return [f"{result} = arith.extui {arg} : {src} to {dst}"]
-    zero = call.fresh("z")
-    if is_float(source) and target == BOOL:
-        literal = "0.0"
-        return [
-            f"{zero} = arith.constant {literal} : {src}",
-            f"{result} = arith.cmpf une, {arg}, {zero} : {src}",
-        ]
-    if source == INT32 and target == BOOL:
-        return [
-            f"{zero} = arith.constant 0 : i32",
-            f"{result} = arith.cmpi ne, {arg}, {zero} : i32",
-        ]
-    raise AssertionError(f"no cast from {source} to {target}")
-
-
-# --------------------------------------------------------------------------------------------
-# Result rules of elementwise primitives
-
-
-def _unary_infer(name: str, ufunc: Any):
-    def infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-        x = require_array(operands[0], name)
-        dtype = result_dtype(ufunc, [x], name)
-        if x.dtype == BOOL:
-            raise UnsupportedFeature(f"{name} on boolean tensors")
-        return ArrayType(x.shape, dtype)
-
-    return infer
-
-
-def _binary_infer(name: str, ufunc: Any):
-    def infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-        tensors = require_one_array(operands, name)
-        dtype = result_dtype(ufunc, operands, name)
-        if dtype == BOOL:
-            raise UnsupportedFeature(f"{name} on boolean tensors")
-        if name == "power" and dtype.kind != "f":
-            raise UnsupportedFeature(f"power on {dtype} tensors")
-        return ArrayType(broadcast_shapes(*(t.shape for t in tensors), what=name), dtype)
-
-    return infer
-
-
-def compare_dtype(operands: Sequence[Any], name: str = "compare") -> np.dtype:
-    """The common dtype two operands are compared in."""
-    if BOOL in [t.dtype for t in arrays(operands)]:
-        raise UnsupportedFeature(f"{name} on boolean tensors")
-    try:
-        common = result_dtype(np.add, operands, name)
-    except OverflowError:
-        # NumPy compares int32 with an out-of-range Python int exactly; in float64 the int32
-        # side is exact and the big int stays beyond the int32 range, so the order is kept.
-        common = FLOAT64
-    if common == BOOL:
-        raise UnsupportedFeature(f"{name} on boolean tensors")
-    return common
-
-
-def _compare_infer(name: str, ufunc: Any):
-    def infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-        tensors = require_one_array(operands, name)
-        result_dtype(ufunc, operands, name)  # NumPy's own errors first
-        compare_dtype(operands, name)
-        return ArrayType(broadcast_shapes(*(t.shape for t in tensors), what=name), BOOL)
-
-    return infer
-
-
-def _where_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    tensors = require_one_array(operands, "where")
-    dtype = result_dtype(np.where, operands, "where")
-    return ArrayType(broadcast_shapes(*(t.shape for t in tensors), what="where"), dtype)
-
-
-def _astype_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    x = require_array(operands[0], "astype")
-    return ArrayType(x.shape, check_dtype(attrs["dtype"], "astype"))
-
-
-def _broadcast_to_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    x = require_array(operands[0], "broadcast_to")
-    shape = tuple(attrs["shape"])
-    if broadcast_shapes(x.shape, shape, what="broadcast_to") != shape:
-        raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
-    return ArrayType(shape, x.dtype)
-
+from ..dtypes import BOOL
+from . import Attr, Primitive, contraction_depth, register, results, scalar
+from .results import compare_dtype
+from .rules import ArrayType, normalize_axes
 
 # --------------------------------------------------------------------------------------------
 # Evaluation and printing
@@ -234,12 +53,16 @@ def _elementwise(
     name: str,
     kind: str,
     ufunc: Any,
-    scalar: Any,
+    lowering: Any,
     *,
     infix: tuple[Any, str] | None = None,
     **meta: Any,
 ) -> Primitive:
-    infer = {"unary": _unary_infer, "binary": _binary_infer, "compare": _compare_infer}[kind]
+    infer = {
+        "unary": results.unary_infer,
+        "binary": results.binary_infer,
+        "compare": results.compare_infer,
+    }[kind]
     evaluate, render = _infix(*infix) if infix else _call(name)
     arity = 1 if kind == "unary" else 2
     return register(
@@ -251,7 +74,7 @@ def _elementwise(
             evaluate,
             render,
             ufunc=ufunc,
-            scalar=scalar,
+            scalar=lowering,
             consts=meta.pop("consts", infix is not None),
             operand_dtypes=(
                 (lambda ops, out: [compare_dtype(ops)] * 2) if kind == "compare" else None
@@ -288,175 +111,6 @@ def _depth_composite(base: float, per_log: float, width_factor: int = 1):
 
 
 # --------------------------------------------------------------------------------------------
-# Result rules of structural primitives
-
-
-def _reduction_infer(name: str, fn: Any):
-    def infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-        x = require_array(operands[0], name)
-        keepdims = attrs.get("keepdims", False)
-        if not isinstance(keepdims, (bool, np.bool_)):
-            raise TypeError(f"{name}: keepdims must be a bool")
-        axes = normalize_axes(attrs.get("axis"), x.ndim, name)
-        dtype = result_dtype(fn, [x], name)
-        if x.dtype == BOOL:
-            raise UnsupportedFeature(f"{name} of a boolean tensor")
-        return ArrayType(reduced_shape(x.shape, axes, bool(keepdims)), dtype)
-
-    return infer
-
-
-def _matmul_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    a, b = operands
-    shape = matmul_shape(a, b)
-    return ArrayType(shape, matmul_dtype(a, b))
-
-
-def _reshape_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    x = require_array(operands[0], "reshape")
-    return ArrayType(reshape_shape(x.shape, attrs["shape"]), x.dtype)
-
-
-def _permute_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    x = require_array(operands[0], "transpose")
-    perm = permutation(attrs["axes"], x.ndim)
-    return ArrayType(tuple(x.shape[p] for p in perm), x.dtype)
-
-
-def _transpose_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    x = require_array(operands[0], "transpose")
-    return ArrayType(x.shape[::-1], x.dtype)
-
-
-def _index_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    x = require_array(operands[0], "index")
-    return ArrayType(index_plan(x.shape, attrs["key"]).shape, x.dtype)
-
-
-def _mask_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    size = attrs["size"]
-    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)):
-        raise TypeError(f"causal_mask: size must be a static integer, got {size!r}")
-    if size <= 0:
-        raise ValueError(f"causal_mask: size must be positive, got {size}")
-    dtype = check_dtype(attrs["dtype"], "causal_mask")
-    if not is_float(dtype):
-        raise TypeError(f"causal_mask: dtype must be float32 or float64, got {dtype}")
-    return ArrayType((int(size), int(size)), dtype)
-
-
-def _gather_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    table, ids = operands
-    if is_scalar(table) or is_scalar(ids):
-        raise TypeError("gather: table and ids must be tensors")
-    table, ids = require_array(table, "gather"), require_array(ids, "gather")
-    if table.ndim == 0:
-        raise ValueError("gather: the table must have at least one dimension")
-    if ids.dtype != INT32:
-        raise TypeError(f"gather: ids must be int32, got {ids.dtype}")
-    if table.dtype == BOOL:
-        raise UnsupportedFeature("gather from a boolean table")
-    return ArrayType(ids.shape + table.shape[1:], table.dtype)
-
-
-# Composites: shapes by hand, dtypes by running the composite's own definition on minimal NumPy
-# stand-ins (so the NEP 50 promotions inside them, e.g. GELU's float64 constant, are NumPy's).
-
-
-def _composite_dtype(fn: Any, tensors: Sequence[ArrayType], shapes: Sequence, **kw: Any):
-    stand = [np.ones(s, t.dtype) for t, s in zip(tensors, shapes, strict=True)]
-    return numpy_dtype(lambda *a: fn(*a, **kw), stand, fn.__name__)
-
-
-def _exact(t: ArrayType, shape: tuple[int, ...], what: str) -> None:
-    if t.shape != shape:
-        raise ValueError(f"{what}: expected shape {shape}, got {t.shape}")
-
-
-def _tensors(operands: Sequence[Any], what: str) -> list[ArrayType]:
-    return [require_array(t, what) for t in operands]
-
-
-def _gelu_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    (x,) = _tensors(operands, "gelu")
-    return ArrayType(x.shape, _composite_dtype(composites.gelu, [x], [()]))
-
-
-def _softmax_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    (x,) = _tensors(operands, "softmax")
-    if x.ndim == 0:
-        raise ValueError("softmax: operand must be at least 1-D")
-    normalize_axes(attrs.get("axis", -1), x.ndim, "softmax")
-    return ArrayType(x.shape, _composite_dtype(composites.softmax, [x], [(1,)]))
-
-
-def _layer_norm_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    x, gain, bias = _tensors(operands, "layer_norm")
-    if x.ndim == 0:
-        raise ValueError("layer_norm: operand must be at least 1-D")
-    shape = broadcast_shapes(x.shape, gain.shape, bias.shape, what="layer_norm")
-    dtype = _composite_dtype(composites.layer_norm, [x, gain, bias], [(1,)] * 3)
-    return ArrayType(shape, dtype)
-
-
-def _linear_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    x, w, b = _tensors(operands, "linear")
-    shape = broadcast_shapes(matmul_shape(x, w), b.shape, what="linear bias")
-    return ArrayType(shape, _composite_dtype(composites.linear, [x, w, b], [(1,), (1, 1), (1,)]))
-
-
-def _check_attention(ts: Sequence[ArrayType], heads: int, what: str) -> tuple[int, int]:
-    x, qkv_w, qkv_b, out_w, out_b = ts
-    if x.ndim != 2:
-        raise ValueError(f"{what}: x must be (T, C), got {x.shape}")
-    length, width = x.shape
-    if width % heads:
-        raise ValueError(f"{what}: width {width} is not divisible by heads={heads}")
-    _exact(qkv_w, (width, 3 * width), f"{what} qkv weight")
-    _exact(qkv_b, (3 * width,), f"{what} qkv bias")
-    _exact(out_w, (width, width), f"{what} out weight")
-    _exact(out_b, (width,), f"{what} out bias")
-    return length, width
-
-
-_ATTENTION_STAND_IN = [(1, 1), (1, 3), (3,), (1, 1), (1,)]
-
-
-def _attention_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    tensors = _tensors(operands, "attention")
-    shape = _check_attention(tensors, attrs["heads"], "attention")
-    dtype = _composite_dtype(composites.attention, tensors, _ATTENTION_STAND_IN, heads=1)
-    return ArrayType(shape, dtype)
-
-
-def _attend_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    tensors = _tensors(operands, "attend")
-    x, gain, bias, *rest = tensors
-    shape = _check_attention([x, *rest], attrs["heads"], "attend")
-    _exact(gain, (shape[1],), "attend gain")
-    _exact(bias, (shape[1],), "attend bias")
-    stand = [(1, 1), (1,), (1,), *_ATTENTION_STAND_IN[1:]]
-    return ArrayType(shape, _composite_dtype(composites.attend, tensors, stand, heads=1))
-
-
-def _feedforward_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
-    x, gain, bias, up_w, up_b, down_w, down_b = tensors = _tensors(operands, "feedforward")
-    if x.ndim == 0:
-        raise ValueError("feedforward: x must be at least 1-D")
-    width = x.shape[-1]
-    _exact(gain, (width,), "feedforward gain")
-    _exact(bias, (width,), "feedforward bias")
-    if up_w.ndim != 2 or up_w.shape[0] != width:
-        raise ValueError(f"feedforward: up weight must be ({width}, F), got {up_w.shape}")
-    hidden = up_w.shape[1]
-    _exact(up_b, (hidden,), "feedforward up bias")
-    _exact(down_w, (hidden, width), "feedforward down weight")
-    _exact(down_b, (width,), "feedforward down bias")
-    stand = [(1, 1), (1,), (1,), (1, 1), (1,), (1, 1), (1,)]
-    return ArrayType(x.shape, _composite_dtype(composites.feedforward, tensors, stand))
-
-
-# --------------------------------------------------------------------------------------------
 # Printing helpers
 
 
@@ -487,7 +141,7 @@ def _reduction(name: str, fn: Any, depth_factor: float, **meta: Any) -> None:
             name,
             "reduction",
             1,
-            _reduction_infer(name, fn),
+            results.reduction_infer(name, fn),
             lambda xp, a, attrs: getattr(xp, name)(
                 a[0], axis=attrs["axis"], keepdims=attrs["keepdims"]
             ),
@@ -533,18 +187,24 @@ _LAYOUT = {"keeps": "values"}
 # --------------------------------------------------------------------------------------------
 # The table, in generation order (the generator's shrinker prefers earlier entries)
 
-_elementwise("add", "binary", np.add, _op("arith.addf", "arith.addi"), infix=(operator.add, "+"))
 _elementwise(
-    "multiply", "binary", np.multiply, _op("arith.mulf", "arith.muli"), infix=(operator.mul, "*")
+    "add", "binary", np.add, scalar.op("arith.addf", "arith.addi"), infix=(operator.add, "+")
 )
-_elementwise("negative", "unary", np.negative, _negative, keeps="bounds")
-_elementwise("exp", "unary", np.exp, _op("math.exp"), result_range="nonnegative")
+_elementwise(
+    "multiply",
+    "binary",
+    np.multiply,
+    scalar.op("arith.mulf", "arith.muli"),
+    infix=(operator.mul, "*"),
+)
+_elementwise("negative", "unary", np.negative, scalar.negative, keeps="bounds")
+_elementwise("exp", "unary", np.exp, scalar.op("math.exp"), result_range="nonnegative")
 register(
     Primitive(
         "matmul",
         "matmul",
         2,
-        _matmul_infer,
+        results.matmul_infer,
         *_call("matmul"),
         ufunc=np.matmul,
         error_depth=_depth_contraction,
@@ -556,7 +216,7 @@ register(
         "transpose",
         "layout",
         1,
-        _transpose_infer,
+        results.transpose_infer,
         lambda xp, a, attrs: a[0].T,
         lambda a, attrs: f"{a[0]}.T",
         doc="x.T: all axes reversed",
@@ -565,25 +225,33 @@ register(
 )
 _reduction("sum", np.sum, 1.0)
 _elementwise(
-    "subtract", "binary", np.subtract, _op("arith.subf", "arith.subi"), infix=(operator.sub, "-")
+    "subtract",
+    "binary",
+    np.subtract,
+    scalar.op("arith.subf", "arith.subi"),
+    infix=(operator.sub, "-"),
 )
 _elementwise(
     "abs",
     "unary",
     np.abs,
-    _op("math.absf", "math.absi"),
+    scalar.op("math.absf", "math.absi"),
     result_range="nonnegative",
     keeps="bounds",
 )
-_elementwise("tanh", "unary", np.tanh, _op("math.tanh"), result_range="bounded")
-_elementwise("maximum", "binary", np.maximum, _op("arith.maximumf", "arith.maxsi"), keeps="bounds")
-_elementwise("minimum", "binary", np.minimum, _op("arith.minimumf", "arith.minsi"), keeps="bounds")
+_elementwise("tanh", "unary", np.tanh, scalar.op("math.tanh"), result_range="bounded")
+_elementwise(
+    "maximum", "binary", np.maximum, scalar.op("arith.maximumf", "arith.maxsi"), keeps="bounds"
+)
+_elementwise(
+    "minimum", "binary", np.minimum, scalar.op("arith.minimumf", "arith.minsi"), keeps="bounds"
+)
 register(
     Primitive(
         "permute_dims",
         "layout",
         1,
-        _permute_infer,
+        results.permute_infer,
         lambda xp, a, attrs: xp.permute_dims(a[0], attrs["axes"]),
         lambda a, attrs: f"xp.permute_dims({a[0]}, {attrs['axes']!r})",
         attrs={"axes": Attr("axes")},
@@ -595,7 +263,7 @@ register(
         "reshape",
         "layout",
         1,
-        _reshape_infer,
+        results.reshape_infer,
         lambda xp, a, attrs: xp.reshape(a[0], attrs["shape"]),
         lambda a, attrs: f"xp.reshape({a[0]}, {attrs['shape']!r})",
         attrs={"shape": Attr("shape")},
@@ -607,7 +275,7 @@ register(
         "index",
         "layout",
         1,
-        _index_infer,
+        results.index_infer,
         lambda xp, a, attrs: a[0][attrs["key"]],
         lambda a, attrs: f"{a[0]}[{format_key(attrs['key'])}]",
         attrs={"key": Attr("index")},
@@ -624,11 +292,11 @@ register(
         "astype",
         "cast",
         1,
-        _astype_infer,
+        results.astype_infer,
         lambda xp, a, attrs: xp.astype(a[0], np.dtype(attrs["dtype"])),
         lambda a, attrs: f"xp.astype({a[0]}, np.{np.dtype(attrs['dtype']).name})",
         attrs={"dtype": Attr("dtype")},
-        scalar=_cast,
+        scalar=scalar.cast,
         operand_dtypes=lambda ops, out: [np.dtype(ops[0].dtype)],
         keeps="values",
         doc="x.astype(dtype) with NumPy's C-style conversions (float -> int truncates)",
@@ -639,10 +307,10 @@ register(
         "where",
         "select",
         3,
-        _where_infer,
+        results.where_infer,
         *_call("where"),
         ufunc=np.where,
-        scalar=_select,
+        scalar=scalar.select,
         operand_dtypes=lambda ops, out: [BOOL, out.dtype, out.dtype],
         consts=True,
         cost=2,
@@ -662,18 +330,20 @@ for _name, _ufunc, _python, _symbol, _float_predicate, _int_predicate in (
         _name,
         "compare",
         _ufunc,
-        _predicate(_float_predicate, _int_predicate),
+        scalar.predicate(_float_predicate, _int_predicate),
         infix=(_python, _symbol),
         cost=2,
     )
-_elementwise("divide", "binary", np.true_divide, _op("arith.divf"), infix=(operator.truediv, "/"))
-_elementwise("power", "binary", np.power, _power, infix=(operator.pow, "**"))
-_elementwise("log", "unary", np.log, _op("math.log"), domain="nonnegative", cost=2)
+_elementwise(
+    "divide", "binary", np.true_divide, scalar.op("arith.divf"), infix=(operator.truediv, "/")
+)
+_elementwise("power", "binary", np.power, scalar.power, infix=(operator.pow, "**"))
+_elementwise("log", "unary", np.log, scalar.op("math.log"), domain="nonnegative", cost=2)
 _elementwise(
     "sqrt",
     "unary",
     np.sqrt,
-    _op("math.sqrt"),
+    scalar.op("math.sqrt"),
     domain="nonnegative",
     result_range="nonnegative",
     cost=2,
@@ -683,11 +353,11 @@ register(
         "unary_minus",
         "unary",
         1,
-        _unary_infer("negative", np.negative),
+        results.unary_infer("negative", np.negative),
         lambda xp, a, attrs: -a[0],
         lambda a, attrs: f"-{a[0]}",
         ufunc=np.negative,
-        scalar=_negative,
+        scalar=scalar.negative,
         keeps="bounds",
         doc="-x (the operator; the same lowering as negative)",
     )
@@ -697,7 +367,7 @@ register(
         "causal_mask",
         "source",
         0,
-        _mask_infer,
+        results.mask_infer,
         lambda xp, a, attrs: composites.causal_mask(attrs["size"], np.dtype(attrs["dtype"]), xp),
         lambda a, attrs: (
             f"ops.causal_mask({attrs['size']}, np.{np.dtype(attrs['dtype']).name}, xp)"
@@ -713,39 +383,41 @@ register(
         "gather",
         "gather",
         2,
-        _gather_infer,
+        results.gather_infer,
         lambda xp, a, attrs: composites.gather(a[0], a[1]),
         lambda a, attrs: f"ops.gather({a[0]}, {a[1]})",
         keeps="values",
         doc="table[ids] along axis 0 (an embedding lookup); out-of-range ids raise when run",
     )
 )
-_composite("gelu", 1, _gelu_infer, {}, _depth_composite(6, 2))
+_composite("gelu", 1, results.gelu_infer, {}, _depth_composite(6, 2))
 _composite(
     "softmax",
     1,
-    _softmax_infer,
+    results.softmax_infer,
     {"axis": Attr("axis", -1)},
     _depth_composite(6, 2),
     result_range="nonnegative,bounded",
 )
-_composite("layer_norm", 3, _layer_norm_infer, {}, _depth_composite(6, 2))
-_composite("linear", 3, _linear_infer, {}, _depth_composite(6, 2))
+_composite("layer_norm", 3, results.layer_norm_infer, {}, _depth_composite(6, 2))
+_composite("linear", 3, results.linear_infer, {}, _depth_composite(6, 2))
 _composite(
-    "attention", 5, _attention_infer, {"heads": Attr("positive")}, _depth_composite(24, 4, 4)
+    "attention", 5, results.attention_infer, {"heads": Attr("positive")}, _depth_composite(24, 4, 4)
 )
-_composite("attend", 7, _attend_infer, {"heads": Attr("positive")}, _depth_composite(24, 4, 4))
-_composite("feedforward", 7, _feedforward_infer, {}, _depth_composite(24, 4, 4))
+_composite(
+    "attend", 7, results.attend_infer, {"heads": Attr("positive")}, _depth_composite(24, 4, 4)
+)
+_composite("feedforward", 7, results.feedforward_infer, {}, _depth_composite(24, 4, 4))
 register(
     Primitive(
         "broadcast_to",
         "copy",
         1,
-        _broadcast_to_infer,
+        results.broadcast_to_infer,
         lambda xp, a, attrs: xp.broadcast_to(a[0], attrs["shape"]),
         lambda a, attrs: f"xp.broadcast_to({a[0]}, {attrs['shape']!r})",
         attrs={"shape": Attr("shape")},
-        scalar=_copy,
+        scalar=scalar.copy,
         operand_dtypes=lambda ops, out: [np.dtype(ops[0].dtype)],
         keeps="values",
         generate=False,

@@ -7,15 +7,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from harness.session.fuzz import Driver
 
 
-def test_fuzz(fuzz_shard: int, fuzz_options) -> None:
+@pytest.mark.slow
+def test_fuzz(fuzz_shard: int, fuzz_options, tmp_path, request) -> None:
     options = replace(
         fuzz_options,
         seed=fuzz_options.seed + fuzz_shard,
         rounds=None if fuzz_options.seconds > 0 else 1,
     )
+    if fuzz_options.seconds <= 0 and not request.config.getoption("--fuzz-corpus"):
+        # The fixed-examples run is a test: it never writes the repository's corpus or database.
+        options = replace(options, corpus=tmp_path / "corpus", database=tmp_path / "examples")
     print(f"fuzz shard {fuzz_shard}: seed {options.seed}, backends {','.join(options.backends)}")
     driver = Driver(options, index=fuzz_shard)
     try:

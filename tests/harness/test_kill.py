@@ -9,10 +9,13 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.corpus import Corpus, Entry
 from harness.selftest import MUTATIONS, apply, fuzz_command, scratch_environment
 
 
+@pytest.mark.slow
 def test_kill_minus_nine_mid_session(tmp_path: Path) -> None:
     mutation = next(m for m in MUTATIONS if m.name == "inverted-causal-mask")
     scratch = apply(mutation, tmp_path / "src")

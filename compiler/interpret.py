@@ -1,0 +1,86 @@
+"""A reference interpreter of the traced graph over an array namespace (NumPy or ``jax.numpy``).
+
+It evaluates the graph node by node with the namespace's own operations, in the dtypes the graph
+says, without MLIR. Uses: telling a frontend bug (the graph is already wrong) from a lowering bug
+(the graph is right, the compiled code is not), and backends that hand the same graph to another
+array library (``jax.jit`` of this interpreter is the ``xla-cpu`` backend).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .frontend.graph import Graph, Node, topological
+
+_REDUCE = {"add": "sum", "maximum": "max", "minimum": "min"}
+
+
+def _elementwise(xp: Any, node: Node, args: list[Any]) -> Any:
+    prim, dtype = node.prim, node.dtype
+    kind = prim.kind
+    if kind == "cast":
+        return args[0].astype(dtype)
+    if kind == "copy":
+        return xp.broadcast_to(args[0], node.shape)
+    if kind == "select":
+        return xp.where(args[0], args[1], args[2]).astype(dtype)
+    ufunc = getattr(xp, prim.ufunc.__name__, None) if prim.ufunc is not None else None
+    if ufunc is None:
+        ufunc = getattr(xp, prim.name)
+    result = ufunc(*args)
+    return xp.asarray(result).astype(dtype)
+
+
+def evaluate_node(xp: Any, node: Node, args: list[Any]) -> Any:
+    """The value of ``node`` given its arguments' values."""
+    op = node.op
+    if op == "const":
+        return xp.asarray(node.attrs["value"], dtype=node.dtype)
+    if op == "elementwise":
+        return _elementwise(xp, node, args)
+    if op == "reduce":
+        reducer = getattr(xp, _REDUCE[node.prim.name])
+        return reducer(args[0], axis=tuple(node.attrs["axes"])).astype(node.dtype)
+    if op in ("matmul", "batch_matmul"):
+        return xp.matmul(args[0], args[1]).astype(node.dtype)
+    if op == "reshape":
+        return xp.reshape(args[0], node.shape)
+    if op == "transpose":
+        return xp.transpose(args[0], node.attrs["perm"])
+    if op == "slice":
+        a = node.attrs
+        index = tuple(
+            slice(o, o + (s - 1) * st + 1, st)
+            for o, s, st in zip(a["offsets"], a["sizes"], a["strides"], strict=True)
+        )
+        return xp.reshape(args[0][index], node.shape)
+    if op == "mask":
+        size = node.shape[0]
+        rows = xp.arange(size)[:, None]
+        cols = xp.arange(size)[None, :]
+        zero = xp.zeros(node.shape, dtype=node.dtype)
+        return xp.where(cols <= rows, zero, xp.full(node.shape, node.attrs["value"], node.dtype))
+    if op == "gather":
+        table, ids = args
+        rows = node.args[0].shape[0]
+        if xp is np and ids.size and (ids.min() < 0 or ids.max() >= rows):
+            raise ValueError("gather ids out of range for the table")
+        return xp.take(table, xp.clip(ids, 0, rows - 1), axis=0)
+    raise AssertionError(f"no interpretation of graph op {op!r}")
+
+
+def evaluate_graph(graph: Graph, arrays: list[Any], xp: Any = np) -> list[Any]:
+    """The outputs of ``graph`` on ``arrays`` (in the graph's input order)."""
+    values: dict[int, Any] = {}
+    for node in graph.inputs:
+        values[id(node)] = arrays[node.attrs["index"]]
+    with np.errstate(all="ignore"):
+        for node in topological(graph.outputs):
+            if id(node) not in values:
+                values[id(node)] = evaluate_node(xp, node, [values[id(a)] for a in node.args])
+    return [values[id(node)] for node in graph.outputs]
+
+
+__all__ = ["evaluate_graph", "evaluate_node"]

@@ -1,0 +1,102 @@
+"""Scalar lowerings of the elementwise primitives: the body of their ``linalg.generic``.
+
+Each rule takes a :class:`~compiler.primitives.ScalarCall` (operand SSA names and dtypes, the
+result dtype and name) and returns MLIR lines defining the result.
+"""
+
+from __future__ import annotations
+
+from ..dtypes import BOOL, INT32, element, is_float
+from . import ScalarCall
+
+
+def op(float_op: str | None, int_op: str | None = None):
+    """``result = <op> args : type``, choosing the float or integer form by the result dtype."""
+
+    def lower(call: ScalarCall) -> list[str]:
+        op = float_op if is_float(call.dtype) else int_op
+        if op is None:
+            raise AssertionError(f"no lowering of {float_op or int_op} on {call.dtype}")
+        return [f"{call.result} = {op} {', '.join(call.args)} : {element(call.dtype)}"]
+
+    return lower
+
+
+def predicate(float_predicate: str, int_predicate: str):
+    """A comparison in the operands' dtype. NumPy: comparisons with NaN are False, except !=."""
+
+    def lower(call: ScalarCall) -> list[str]:
+        source = call.arg_dtypes[0]
+        a, b = call.args
+        if is_float(source):
+            return [f"{call.result} = arith.cmpf {float_predicate}, {a}, {b} : {element(source)}"]
+        return [f"{call.result} = arith.cmpi {int_predicate}, {a}, {b} : {element(source)}"]
+
+    return lower
+
+
+def negative(call: ScalarCall) -> list[str]:
+    if is_float(call.dtype):
+        return [f"{call.result} = arith.negf {call.args[0]} : {element(call.dtype)}"]
+    zero = call.fresh("z")
+    return [
+        f"{zero} = arith.constant 0 : i32",
+        f"{call.result} = arith.subi {zero}, {call.args[0]} : i32",
+    ]
+
+
+def power(call: ScalarCall) -> list[str]:
+    exponent = call.constants[1]
+    out = element(call.dtype)
+    if exponent is not None and exponent in (2, 3, 4):
+        # Small integer powers as products: no libm call per element.
+        lines, value = [], call.args[0]
+        for i in range(int(exponent) - 1):
+            step = call.result if i == int(exponent) - 2 else call.fresh("p")
+            lines.append(f"{step} = arith.mulf {value}, {call.args[0]} : {out}")
+            value = step
+        return lines
+    return [f"{call.result} = math.powf {call.args[0]}, {call.args[1]} : {out}"]
+
+
+def select(call: ScalarCall) -> list[str]:
+    cond, a, b = call.args
+    return [f"{call.result} = arith.select {cond}, {a}, {b} : {element(call.dtype)}"]
+
+
+def copy(call: ScalarCall) -> list[str]:
+    call.result = call.args[0]
+    return []
+
+
+def cast(call: ScalarCall) -> list[str]:
+    """NumPy's C-style conversions: float -> int truncates, x -> bool is x != 0."""
+    source, target, arg, result = call.arg_dtypes[0], call.dtype, call.args[0], call.result
+    src, dst = element(source), element(target)
+    if is_float(source) and is_float(target):
+        op = "arith.extf" if target.itemsize > source.itemsize else "arith.truncf"
+        return [f"{result} = {op} {arg} : {src} to {dst}"]
+    if is_float(source) and target == INT32:
+        return [f"{result} = arith.fptosi {arg} : {src} to {dst}"]
+    if source == INT32 and is_float(target):
+        return [f"{result} = arith.sitofp {arg} : {src} to {dst}"]
+    if source == BOOL and is_float(target):
+        return [f"{result} = arith.uitofp {arg} : {src} to {dst}"]
+    if source == BOOL and target == INT32:
+        return [f"{result} = arith.extui {arg} : {src} to {dst}"]
+    zero = call.fresh("z")
+    if is_float(source) and target == BOOL:
+        literal = "0.0"
+        return [
+            f"{zero} = arith.constant {literal} : {src}",
+            f"{result} = arith.cmpf une, {arg}, {zero} : {src}",
+        ]
+    if source == INT32 and target == BOOL:
+        return [
+            f"{zero} = arith.constant 0 : i32",
+            f"{result} = arith.cmpi ne, {arg}, {zero} : i32",
+        ]
+    raise AssertionError(f"no cast from {source} to {target}")
+
+
+__all__ = ["cast", "copy", "negative", "op", "power", "predicate", "select"]

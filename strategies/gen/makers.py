@@ -1,0 +1,274 @@
+"""One maker per kind of primitive: each adds the op's equation to the program being generated
+(plus at most ``cost - 1`` helper equations: the ``abs`` guarding a log, the comparison feeding a
+where). Structural choices are drawn first and shape-dependent ones last, so that when the
+shrinker lowers a rank the earlier decisions keep their meaning."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from compiler import primitives
+from compiler.primitives.rules import matmul_result_shape as matmul_shape
+
+from ..model import Const, Ref
+from .shapes import attention_configs, broadcastable_shapes, permutations, reductions, reshapes
+from .shapes import slices as slices_strategy
+from .state import Gen, Shape, Value, broadcast, of_kind
+
+
+def _unary(g: Gen, op: str) -> None:
+    p = g.primary(op)
+    if primitives.get(op).domain == "nonnegative" and not p.nonneg and "abs" in g.cfg.ops:
+        p = g.node("abs", p)
+    g.node(op, p)
+
+
+def _binary(g: Gen, op: str) -> None:
+    p = g.primary(op)
+    if op == "power":
+        kind = g.draw(st.sampled_from(["exponent", "base"]))
+        if kind == "base":
+            g.node(op, Const(g.draw(st.sampled_from([2.0, 0.5]))), p)
+            return
+        exponents: list[int | float] = [2, 3, 2.0, -1.0]
+        if p.nonneg:
+            exponents.append(0.5)
+        g.node(op, p, Const(g.draw(st.sampled_from(exponents))))
+        return
+    q = g.partner(p, op, consts=primitives.get(op).consts)
+    a, b = g.ordered(p, q)
+    g.node(op, a, b)
+
+
+def _condition(g: Gen, op: str) -> tuple[Value, Value]:
+    p = g.primary(op)
+    q = g.partner(p, op, consts=True)
+    a, b = g.ordered(p, q)
+    return g.node(op, a, b), p
+
+
+def _where_on(g: Gen, cond: Value, p: Value) -> None:
+    shape = broadcast(cond.shape, p.shape)
+    other = g.partner(p, "where", consts=False, shape=shape)
+    assert not isinstance(other, Const)
+    a, b = g.ordered(p, other)
+    g.node("where", cond, a, b)
+
+
+def _where(g: Gen, op: str) -> None:
+    comparisons = of_kind("compare")
+    allowed = [c for c in comparisons if c in g.cfg.ops] or list(comparisons)
+    cond, p = _condition(g, g.draw(st.sampled_from(allowed)))
+    _where_on(g, cond, p)
+
+
+def _compare(g: Gen, op: str) -> None:
+    cond, p = _condition(g, op)
+    if g.draw(st.booleans()):
+        g.node(
+            "astype", cond, dtype=g.draw(st.sampled_from(g.cfg.dtypes)), nonneg=True, bounded=True
+        )
+    else:
+        _where_on(g, cond, p)
+
+
+def _matmul(g: Gen, op: str) -> None:
+    p = g.primary(op, lambda v: v.ndim >= 1)
+    # Structural choices first, shape-dependent ones last: when the shrinker lowers a rank, the
+    # decisions drawn before it stay aligned with what they meant.
+    p_right = g.draw(st.booleans())
+    layout = [op for op in ("transpose", "permute_dims") if op in g.cfg.ops]
+    # The classic layout bug: a transposed operand (k.T in attention, x @ w.T).
+    transposed = bool(layout) and g.budget >= 2 and g.draw(st.integers(0, 3)) == 3
+    layout_op = g.draw(st.sampled_from(layout)) if transposed else ""
+    allowed = [d for d in g.cfg.dtypes if g.cfg.compatible(d, p.dtype)]
+
+    def fits(v: Value) -> bool:
+        if v.ndim == 0 or v.dtype not in allowed:
+            return False
+        try:
+            shape = matmul_shape(v.shape, p.shape) if p_right else matmul_shape(p.shape, v.shape)
+        except ValueError:
+            return False
+        return len(shape) <= g.cfg.max_rank
+
+    reuse = [v for v in reversed(g.values) if v.dtype != "bool" and fits(v)][:4]
+    if reuse and not transposed and g.draw(st.integers(0, 3)) == 3:
+        q = reuse[g.draw(st.integers(0, len(reuse) - 1))]
+        event("operand:reused")
+    else:
+        dtype = g.draw(st.sampled_from(sorted(allowed, key=lambda d: d != p.dtype)))
+        shape = _matmul_partner(g, p.shape, p_right, matrix=transposed)
+        if transposed:
+            q = g.input((*shape[:-2], shape[-1], shape[-2]), dtype)
+            if layout_op == "transpose" and len(shape) == 2:
+                q = g.node("transpose", q)
+            else:
+                axes = (*range(len(shape) - 2), len(shape) - 1, len(shape) - 2)
+                q = g.node("permute_dims", q, axes=axes)
+            event("matmul:transposed-operand")
+        else:
+            q = g.input(shape, dtype)
+    a, b = (q, p) if p_right else (p, q)
+    if a.ndim == 1 and b.ndim == 1:
+        kind = "dot"
+    elif a.ndim == 1 or b.ndim == 1:
+        kind = "vec-mat" if a.ndim == 1 else "mat-vec"
+    elif a.ndim == b.ndim == 2:
+        kind = "2d"
+    else:
+        kind = "batched" if a.shape[:-2] == b.shape[:-2] else "broadcast-batch"
+    event(f"matmul:{kind}")
+    g.node("matmul", a, b)
+
+
+def _matmul_partner(g: Gen, shape: Shape, p_right: bool, *, matrix: bool = False) -> Shape:
+    """The other operand's shape; ``matrix`` asks for at least two dimensions."""
+    room = g.cfg.max_rank - 2
+    kinds = ["matrix"] + ([] if matrix else ["vector"]) + (["batch"] if room >= 1 else [])
+    kind = g.draw(st.sampled_from(kinds))
+    k = (shape[-2] if len(shape) >= 2 else shape[0]) if p_right else shape[-1]
+    if kind == "vector":
+        return (k,)
+    other = g.side(avoid=shape)
+    if kind == "matrix":
+        return (other, k) if p_right else (k, other)
+    q_batch = g.draw(broadcastable_shapes(shape[:-2], min_dims=1, max_dims=room, max_side=3))
+    return (*q_batch, other, k) if p_right else (*q_batch, k, other)
+
+
+def _reduction(g: Gen, op: str) -> None:
+    p = g.primary(op)
+    red = g.draw(reductions(p.shape))
+    g.node(op, p, axis=red.axis, keepdims=red.keepdims)
+
+
+def _layout(g: Gen, op: str) -> None:
+    if op == "transpose":
+        p = g.primary(op, lambda v: v.ndim == 2, min_dims=2, max_dims=2)
+        g.node(op, p)
+    elif op == "permute_dims":
+        p = g.primary(op, lambda v: v.ndim >= 2, min_dims=2)
+        axes = g.draw(permutations(p.ndim))
+        event(f"layout:permute{axes}")
+        g.node(op, p, axes=axes)
+    elif op == "reshape":
+        p = g.primary(op)
+        new = g.draw(reshapes(p.shape, max_dims=g.cfg.max_rank))
+        event(f"layout:reshape-rank{len(p.shape)}to{len(new)}")
+        g.node(op, p, shape=new)
+    else:
+        p = g.primary(op, lambda v: v.ndim >= 1)
+        key = g.draw(slices_strategy(p.shape, max_dims=g.cfg.max_rank))
+        g.node(op, p, key=key)
+
+
+def _astype(g: Gen, op: str) -> None:
+    def targets(v: Value) -> list[str]:
+        return [
+            d
+            for d in g.cfg.dtypes
+            if d != v.dtype and (d != "int32" or v.dtype == "int32" or v.bounded)
+        ]
+
+    p = g.primary(op, lambda v: bool(targets(v)))
+    dtype = g.draw(st.sampled_from(targets(p)))
+    event(f"cast:{p.dtype}->{dtype}")
+    g.node(op, p, dtype=dtype)
+
+
+def _causal_mask(g: Gen, op: str) -> None:
+    p = g.primary(op, lambda v: v.ndim >= 1)
+    size = p.shape[-1]
+    variants = ["matmul"]
+    if (p.ndim == 1 and g.cfg.max_rank >= 2) or (p.ndim >= 2 and p.shape[-2] in (1, size)):
+        variants.insert(0, "add")
+    variant = g.draw(st.sampled_from(variants))
+    dtypes = [d for d in g.cfg.floats if g.cfg.compatible(d, p.dtype)]
+    dtype = g.draw(st.sampled_from(sorted(dtypes, key=lambda d: d != p.dtype)))
+    mask = g.node("causal_mask", size=size, dtype=dtype)
+    g.values.remove(mask)  # reused alone, it could leave an output that reads no input
+    event(f"mask:{variant}")
+    if variant == "add":
+        g.node("add", *g.ordered(p, mask))
+    else:
+        g.node("matmul", p, mask)
+
+
+def _gather(g: Gen, op: str) -> None:
+    p = g.primary(op, lambda v: 1 <= v.ndim <= g.cfg.max_rank)
+    room = g.cfg.max_rank - p.ndim + 1
+    ids_inputs = [
+        Ref("input", i)
+        for i, inp in enumerate(g.builder.inputs)
+        if inp.bound is not None and inp.bound <= p.shape[0] and len(inp.shape) <= room
+    ]
+    if ids_inputs and g.draw(st.integers(0, 3)) == 3:
+        ref = ids_inputs[g.draw(st.integers(0, len(ids_inputs) - 1))]
+        inp = g.builder.inputs[ref.index]
+        ids = Value(ref, inp.type, nonneg=True, bounded=True)
+    else:
+        ids = g.input(g.shape(min_dims=1, max_dims=min(room, 2)), "int32", bound=p.shape[0])
+    g.node(op, p, ids)
+
+
+def _composite(g: Gen, op: str) -> None:
+    if op in ("attention", "attend"):
+        p = g.pick(
+            lambda v: v.dtype in g.cfg.floats and v.ndim == 2,
+            lambda: _attention_input(g),
+        )
+        width = p.shape[1]
+        divisors = [h for h in range(1, width + 1) if width % h == 0]
+        heads = g.draw(st.sampled_from(sorted(divisors, key=lambda h: (h == 1 or h == width, h))))
+        weights = [(width, 3 * width), (3 * width,), (width, width), (width,)]
+        if op == "attend":
+            weights = [(width,), (width,), *weights]
+        args = [g.input(s, p.dtype) for s in weights]
+        event(f"attention:heads={heads}")
+        g.node(op, p, *args, heads=heads)
+        return
+    p = g.primary(op, lambda v: v.ndim >= 1 or op == "gelu")
+    if op == "gelu":
+        g.node(op, p)
+    elif op == "softmax":
+        axes = [-1, *(a for a in range(-p.ndim, p.ndim) if a != -1)]
+        g.node(op, p, axis=g.draw(st.sampled_from(axes)))
+    else:
+        width = p.shape[-1]
+        if op == "layer_norm":
+            shapes: list[Shape] = [(width,), (width,)]
+        elif op == "linear":
+            hidden = g.side(avoid=p.shape)
+            shapes = [(width, hidden), (hidden,)]
+        else:
+            hidden = g.side(avoid=p.shape)
+            shapes = [(width,), (width,), (width, hidden), (hidden,), (hidden, width), (width,)]
+        g.node(op, p, *(g.input(s, p.dtype) for s in shapes))
+
+
+def _attention_input(g: Gen) -> Value:
+    config = g.draw(attention_configs(max_length=max(g.cfg.max_side, 3), dtypes=g.cfg.floats))
+    return g.input((config.length, config.width), config.dtype)
+
+
+#: One maker per kind of primitive.
+MAKERS: dict[str, Callable[[Gen, str], None]] = {
+    "unary": _unary,
+    "binary": _binary,
+    "compare": _compare,
+    "select": _where,
+    "cast": _astype,
+    "matmul": _matmul,
+    "reduction": _reduction,
+    "layout": _layout,
+    "source": _causal_mask,
+    "gather": _gather,
+    "composite": _composite,
+}
+
+
+__all__ = ["MAKERS"]

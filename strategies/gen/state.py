@@ -1,0 +1,283 @@
+"""The state of one program being generated: its configuration, the values made so far and
+what is known of them, and the drawing helpers every maker uses."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hypothesis import event
+from hypothesis import strategies as st
+
+from compiler import primitives
+from compiler.primitives.rules import ArrayType, broadcast_shapes
+
+from ..model import DTYPES, FLOAT_DTYPES, REJECTIONS, Const, ProgramBuilder, Ref, TensorType
+from .shapes import broadcastable_shapes
+from .shapes import shapes as shapes_strategy
+
+Shape = tuple[int, ...]
+
+
+def of_kind(*kinds: str) -> tuple[str, ...]:
+    return tuple(p.name for p in primitives.of_kind(*kinds) if p.generate)
+
+
+def generation_order() -> tuple[str, ...]:
+    """Every generated op, in table order: the shrinker prefers ops earlier in it."""
+    return tuple(name for name, p in primitives.PRIMITIVES.items() if p.generate)
+
+
+def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    return broadcast_shapes(*shapes)
+
+
+@functools.cache
+def _accepts(op: str, dtype: str) -> bool:
+    """Does ``op``'s result rule accept ``dtype`` operands (float-only ops: floats only)?"""
+    prim = primitives.get(op)
+    if prim.float_only:
+        return dtype in FLOAT_DTYPES
+    if prim.kind not in ("unary", "binary", "compare", "reduction", "matmul", "select"):
+        return True  # layout, casts, gathers: any dtype
+    stand = ArrayType((2, 2), np.dtype(dtype))
+    operands = [stand] * prim.arity
+    if prim.kind == "select":
+        operands = [ArrayType((2, 2), np.dtype(bool)), stand, stand]
+    attrs = {k: a.default for k, a in prim.attrs.items()}
+    try:
+        prim.result(operands, attrs)
+    except REJECTIONS:
+        return False
+    return True
+
+
+@functools.cache
+def _int_to_float(op: str) -> bool:
+    """Does ``op`` give a float for int32 operands (NumPy float64, JAX float32)?"""
+    prim = primitives.get(op)
+    if prim.kind not in ("unary", "binary", "reduction") or not _accepts(op, "int32"):
+        return False
+    attrs = {k: a.default for k, a in prim.attrs.items()}
+    result = prim.result([ArrayType((2, 2), np.dtype(np.int32))] * prim.arity, attrs)
+    return result.dtype.kind == "f"
+
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Config:
+    max_nodes: int
+    min_nodes: int
+    ops: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    max_rank: int
+    max_side: int
+    implicit: bool
+
+    @property
+    def floats(self) -> tuple[str, ...]:
+        return tuple(d for d in self.dtypes if d in FLOAT_DTYPES)
+
+    def compatible(self, a: str, b: str) -> bool:
+        """May values of dtypes ``a`` and ``b`` meet in one op (NumPy and JAX agreeing)?"""
+        if a == b or self.implicit:
+            return True
+        return {a, b} <= set(FLOAT_DTYPES) or {a, b} == {"int32", "float64"}
+
+    def op_dtypes(self, op: str) -> tuple[str, ...]:
+        if op == "astype" and len(self.dtypes) < 2:
+            return ()
+        floats_only = _int_to_float(op) and not self.implicit
+        return tuple(
+            d
+            for d in self.dtypes
+            if _accepts(op, d) and not (floats_only and d not in FLOAT_DTYPES)
+        )
+
+
+@dataclass
+class Value:
+    ref: Ref
+    type: TensorType
+    nonneg: bool = False
+    bounded: bool = False  # finite and moderate: safe to cast to int32
+
+    @property
+    def shape(self) -> Shape:
+        return self.type.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.type.ndim
+
+
+@dataclass
+class Gen:
+    draw: st.DrawFn
+    cfg: Config
+    builder: ProgramBuilder = field(default_factory=ProgramBuilder)
+    values: list[Value] = field(default_factory=list)
+    base: str = "float32"
+
+    @property
+    def budget(self) -> int:
+        return self.cfg.max_nodes - len(self.builder.nodes)
+
+    # ---- creating values
+
+    def input(self, shape: Shape, dtype: str, *, bound: int | None = None) -> Value:
+        ref = self.builder.input(shape, dtype, bound=bound)
+        value = Value(ref, TensorType(tuple(shape), dtype), bounded=True)
+        self.values.append(value)
+        return value
+
+    def node(
+        self, op: str, *args: Any, nonneg: bool | None = None, bounded: bool | None = None,
+        **attrs: Any,
+    ) -> Value:  # fmt: skip
+        """Add ``op``; what is known of its values (non-negative, bounded) follows the
+        primitive's range metadata unless given."""
+        refs = [a.ref if isinstance(a, Value) else a for a in args]
+        ref = self.builder.node(op, *refs, **attrs)
+        prim = primitives.get(op)
+        tensors = [a for a in args if isinstance(a, Value) and a.dtype != "bool"]
+        if nonneg is None:
+            nonneg = "nonnegative" in prim.result_range or (
+                prim.keeps == "values" and bool(tensors) and tensors[0].nonneg
+            )
+        if bounded is None:
+            if prim.keeps == "values":
+                bounded = bool(tensors) and tensors[0].bounded
+            elif prim.keeps == "bounds":
+                bounded = all(v.bounded for v in tensors)
+            bounded = bounded or "bounded" in prim.result_range
+        value = Value(ref, self.builder.nodes[ref.index].type, nonneg, bool(bounded))
+        if value.dtype != "bool":
+            self.values.append(value)
+        event(f"op:{op}")
+        return value
+
+    # ---- drawing
+
+    def shape(self, *, min_dims: int = 1, max_dims: int | None = None, ones: bool = False) -> Shape:
+        max_dims = self.cfg.max_rank if max_dims is None else min(max_dims, self.cfg.max_rank)
+        return self.draw(
+            shapes_strategy(
+                min_dims=min_dims,
+                max_dims=max(min_dims, max_dims),
+                max_side=self.cfg.max_side,
+                ones=ones,
+            )
+        )
+
+    def side(self, avoid: Iterable[int] = ()) -> int:
+        """A new dimension size, distinct from ``avoid`` when possible."""
+        all_sides = list(range(2, self.cfg.max_side + 1))
+        return self.draw(
+            st.sampled_from([s for s in all_sides if s not in set(avoid)] or all_sides)
+        )
+
+    def dtype(self, allowed: Sequence[str]) -> str:
+        ordered = sorted(allowed, key=lambda d: d != self.base)
+        return self.draw(st.sampled_from(ordered))
+
+    def pick(self, ok: Callable[[Value], bool], fresh: Callable[[], Value]) -> Value:
+        """Usually a recent value passing ``ok``, else ``fresh()``. Shrinks toward ``fresh()``:
+        an operand that is a new input cuts the dependency on earlier steps, which then become
+        dead code, so shrunk programs lose whole chains."""
+        candidates = [v for v in reversed(self.values) if v.dtype != "bool" and ok(v)][:4]
+        if candidates and self.draw(st.integers(0, 7)) != 0:
+            return candidates[self.draw(st.integers(0, len(candidates) - 1))]
+        return fresh()
+
+    def primary(
+        self, op: str, ok: Callable[[Value], bool] = lambda v: True, **shape_kw: Any
+    ) -> Value:
+        allowed = self.cfg.op_dtypes(op)
+
+        def fresh() -> Value:
+            # Now and then size-1 sides on purpose, for a partner to broadcast against.
+            ones = shape_kw.pop("ones", self.draw(st.integers(0, 7)) == 7)
+            return self.input(self.shape(ones=ones, **shape_kw), self.dtype(allowed))
+
+        return self.pick(lambda v: v.dtype in allowed and ok(v), fresh)
+
+    def partner_shape(self, shape: Shape) -> Shape:
+        """Same shape, or one that broadcasts against ``shape`` (labelled by pattern)."""
+        if not self.draw(st.booleans()):
+            event("broadcast:same")
+            return shape
+        other = self.draw(
+            broadcastable_shapes(shape, max_dims=self.cfg.max_rank, max_side=self.cfg.max_side)
+        )
+        result = broadcast(shape, other)
+        if result != shape:
+            event("broadcast:expands")
+        elif len(other) < len(shape):
+            event("broadcast:lower-rank")
+        elif other != shape:
+            event("broadcast:size-one")
+        else:
+            event("broadcast:same")
+        return other
+
+    def partner(
+        self, p: Value, op: str, *, consts: bool, shape: Shape | None = None
+    ) -> Value | Const:
+        """Second operand for ``op`` next to ``p``: fresh input, constant or existing value."""
+        target = p.shape if shape is None else shape
+        allowed = [d for d in self.cfg.op_dtypes(op) if self.cfg.compatible(d, p.dtype)]
+        kinds = ["fresh", "const", "existing"] if consts else ["fresh", "existing"]
+        kind = self.draw(st.sampled_from(kinds))
+        if kind == "const":
+            return self.const(p.dtype, op)
+        if kind == "existing":
+
+            def fits(v: Value) -> bool:
+                try:
+                    return (
+                        v.dtype in allowed and len(broadcast(target, v.shape)) <= self.cfg.max_rank
+                    )
+                except ValueError:
+                    return False
+
+            candidates = [v for v in reversed(self.values) if v.dtype != "bool" and fits(v)][:4]
+            if candidates:
+                event("operand:reused")
+                return candidates[self.draw(st.integers(0, len(candidates) - 1))]
+        dtype = p.dtype if p.dtype in allowed else allowed[0]
+        dtype = self.draw(st.sampled_from(sorted(allowed, key=lambda d: d != dtype)))
+        return self.input(self.partner_shape(target), dtype)
+
+    def const(self, dtype: str, op: str) -> Const:
+        """A weak (Python) or strong (NumPy) scalar; strong ones only where JAX agrees."""
+        if op in ("greater", "less", "greater_equal", "less_equal", "equal", "not_equal"):
+            choices: list[int | float] = [0.0, 0.5, -1.0, 0, 2]
+        else:
+            choices = [2.0, 0.5, -1.5, 3.0, 2, -3]
+        value = self.draw(st.sampled_from(choices))
+        strong = [d for d in DTYPES if self.cfg.compatible(d, dtype)]
+        if isinstance(value, float):
+            strong = [d for d in strong if d in FLOAT_DTYPES]
+        if strong and self.draw(st.booleans()):
+            const_dtype = self.draw(st.sampled_from(strong))
+            event("const:strong")
+            return Const(value, const_dtype)
+        event("const:weak")
+        return Const(value)
+
+    def ordered(self, a: Any, b: Any) -> tuple[Any, Any]:
+        """``(a, b)`` or, when drawn, ``(b, a)`` (reflected operators, swapped matmul sides)."""
+        return (b, a) if self.draw(st.booleans()) else (a, b)
+
+
+__all__ = ["Config", "Gen", "Shape", "Value", "broadcast", "generation_order", "of_kind"]
