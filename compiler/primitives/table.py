@@ -348,6 +348,8 @@ _elementwise(
     result_range="nonnegative",
     cost=2,
 )
+_elementwise("sin", "unary", np.sin, scalar.op("math.sin"), result_range="bounded")
+_elementwise("cos", "unary", np.cos, scalar.op("math.cos"), result_range="bounded")
 register(
     Primitive(
         "unary_minus",

@@ -120,6 +120,8 @@ UNARY = {
     "log": (None, np.log, "log"),
     "tanh": (None, np.tanh, "tanh"),
     "sqrt": (None, np.sqrt, "sqrt"),
+    "sin": (None, np.sin, "sin"),
+    "cos": (None, np.cos, "cos"),
 }
 
 
