@@ -68,9 +68,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     for error in summary["harness_errors"][:3]:
         print("harness error:\n" + error, file=sys.stderr)
     new = sum(1 for f in summary["findings"] if f["new"])
+    for regression in summary.get("regressions", []):
+        print(f"REGRESSION: a fixed entry fails again: {regression['path']}", file=sys.stderr)
     if summary["harness_errors"]:
         return 2
-    return 1 if new else 0
+    return 1 if new or summary.get("regressions") else 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

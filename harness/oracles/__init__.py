@@ -2,11 +2,12 @@
 
 ``error-path`` and ``differential`` judge every case; ``determinism`` an eighth of them;
 ``causal`` the attention-like cases that ask for it; each metamorphic relation
-(``metamorphic:<name>``) where it fits. A new oracle is one module that subclasses
+(``metamorphic:<name>``) where it fits; ``spec`` every program with a composite (its shared
+definition against independent implementations). A new oracle is one module that subclasses
 :class:`~harness.oracles.base.Oracle` and calls ``register``; the runner finds it here.
 """
 
-from . import differential, error_path, metamorphic, structural  # noqa: F401 - registration
+from . import differential, error_path, metamorphic, spec, structural  # noqa: F401 - registration
 from .base import (
     ORACLES,
     Derived,

@@ -184,6 +184,7 @@ class Driver:
         from .generate import cases
 
         self.recover_pending()
+        self.replay_fixed()
         deadline = self.start + self.options.seconds
         strategy = cases(self.options.backends, self.options.max_nodes, self.options.mix)
         database = None
@@ -336,6 +337,24 @@ class Driver:
         if outcome.status == "ok":
             return outcome.value.artifacts
         return {"error": outcome.detail[:500], "stderr": outcome.stderr[-2000:]}
+
+    def replay_fixed(self) -> None:
+        """Entries marked fixed are regression tests: driver 0 replays them first, and one that
+        fails again is marked ``regressed`` and reported (libFuzzer runs its corpus first too)."""
+        if self.index != 0:
+            return
+        from ..replay import reproduce
+
+        for _, entry in list(self.known):
+            if entry.status != "fixed" or entry.path is None:
+                continue
+            try:
+                finding = reproduce(entry, self.runner)
+            except Exception as error:  # noqa: BLE001 - an entry that cannot run is reported
+                self.publish("harness-error", f"replaying {entry.path}: {error!r}")
+                continue
+            if finding is not None:
+                self.record_raw(finding.case, finding)
 
     def recover_pending(self) -> None:
         """Cases in flight when an earlier session died: run them again, record what fails."""

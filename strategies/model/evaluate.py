@@ -21,9 +21,15 @@ def namespace_of(x: Any) -> Any:
     return np
 
 
-def function(program: Any, namespace: Any = None, extra: RawEquation | None = None) -> Callable:
+def function(
+    program: Any,
+    namespace: Any = None,
+    extra: RawEquation | None = None,
+    overrides: dict[str, Callable[..., Any]] | None = None,
+) -> Callable:
     """``fn(*inputs)`` evaluating ``program`` (then ``extra``, an unchecked equation whose result
-    is returned instead of the output: how an invalid program is evaluated)."""
+    is returned instead of the output: how an invalid program is evaluated). ``overrides`` give
+    other evaluation rules for some ops (``rule(xp, args, attrs)``): independent references."""
     nodes = program.nodes
     n_inputs = len(program.inputs)
     output = program.output
@@ -41,11 +47,12 @@ def function(program: Any, namespace: Any = None, extra: RawEquation | None = No
                 return arg.py()
             return args[arg.index] if arg.kind == "input" else values[arg.index]
 
-        table = primitives.PRIMITIVES
+        rules = {name: p.evaluate for name, p in primitives.PRIMITIVES.items()}
+        rules.update(overrides or {})
         for node in nodes:
-            values.append(table[node.op].evaluate(xp, [get(a) for a in node.args], node.attrs))
+            values.append(rules[node.op](xp, [get(a) for a in node.args], node.attrs))
         if extra is not None:
-            return table[extra.op].evaluate(xp, [get(a) for a in extra.args], extra.attrs)
+            return rules[extra.op](xp, [get(a) for a in extra.args], extra.attrs)
         return get(output)
 
     fn.__name__ = fn.__qualname__ = "program"

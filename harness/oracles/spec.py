@@ -1,0 +1,163 @@
+"""The ``spec`` oracle: the composites' shared definition against implementations written by
+someone else.
+
+Every reference (NumPy, the truth, JAX) evaluates the composites from the same source,
+``compiler/ops.py``, so a wrong constant or a wrong scale there is invisible to the differential
+oracle. Here the program is evaluated once more in float64, with each composite replaced by an
+independent implementation: ``jax.nn.gelu(approximate=True)``, ``jax.nn.softmax``,
+attention from ``jax.nn`` building blocks (``jax.nn.softmax`` over causally masked scores:
+``jax.nn.dot_product_attention`` always computes its softmax in float32, too coarse for a float64
+reference), and the textbook formulas for layer norm (``(x - mean) / sqrt(var + 1e-5) * g + b``),
+linear and the residual blocks. The shared definition's extended-precision truth must agree
+with it within the differential oracle's error model; if not, the finding is of kind ``spec``:
+the definition under test is wrong, whatever every backend computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from strategies.model.evaluate import function
+
+from . import tolerance
+from .base import Finding, Observation, Oracle, register
+from .differential import reference_outputs, yardstick
+
+LAYER_NORM_EPS = 1e-5  # GPT-2's, and the textbook's
+COMPOSITES = ("gelu", "softmax", "layer_norm", "linear", "attention", "attend", "feedforward")
+
+
+def _jax() -> Any:
+    from ..run.references import _jax as ready
+
+    ready()
+    import jax
+    import jax.numpy as jnp
+
+    return jax, jnp
+
+
+def gelu(x: Any) -> Any:
+    jax, jnp = _jax()
+    return jax.nn.gelu(jnp.asarray(x), approximate=True)
+
+
+def softmax(x: Any, axis: int = -1) -> Any:
+    jax, jnp = _jax()
+    return jax.nn.softmax(jnp.asarray(x), axis=axis)
+
+
+def layer_norm(x: Any, gain: Any, bias: Any) -> Any:
+    _, jnp = _jax()
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) / jnp.sqrt(var + LAYER_NORM_EPS) * gain + bias
+
+
+def linear(x: Any, weight: Any, bias: Any) -> Any:
+    _, jnp = _jax()
+    return jnp.matmul(x, weight) + bias
+
+
+def attention(x: Any, qkv_w: Any, qkv_b: Any, out_w: Any, out_b: Any, heads: int) -> Any:
+    jax, jnp = _jax()
+    length, width = x.shape
+    depth = width // heads
+    packed = jnp.matmul(x, qkv_w) + qkv_b
+    q, k, v = (
+        packed[:, i * width : (i + 1) * width].reshape(length, heads, depth) for i in range(3)
+    )
+    scores = jnp.einsum("tnh,snh->nts", q, k) / jnp.sqrt(jnp.asarray(depth, packed.dtype))
+    causal = jnp.tril(jnp.ones((length, length), dtype=bool))
+    probabilities = jax.nn.softmax(jnp.where(causal, scores, -jnp.inf), axis=-1)
+    context = jnp.einsum("nts,snh->tnh", probabilities, v)
+    return jnp.matmul(context.reshape(length, width), out_w) + out_b
+
+
+def attend(
+    x: Any, gain: Any, bias: Any, qkv_w: Any, qkv_b: Any, out_w: Any, out_b: Any, *, heads: int
+) -> Any:
+    return x + attention(layer_norm(x, gain, bias), qkv_w, qkv_b, out_w, out_b, heads)
+
+
+def feedforward(
+    x: Any, gain: Any, bias: Any, up_w: Any, up_b: Any, down_w: Any, down_b: Any
+) -> Any:
+    hidden = gelu(linear(layer_norm(x, gain, bias), up_w, up_b))
+    return x + linear(hidden, down_w, down_b)
+
+
+INDEPENDENT = {
+    "gelu": lambda xp, a, attrs: gelu(a[0]),
+    "softmax": lambda xp, a, attrs: softmax(a[0], attrs["axis"]),
+    "layer_norm": lambda xp, a, attrs: layer_norm(*a),
+    "linear": lambda xp, a, attrs: linear(*a),
+    "attention": lambda xp, a, attrs: attention(*a, attrs["heads"]),
+    "attend": lambda xp, a, attrs: attend(*a, heads=attrs["heads"]),
+    "feedforward": lambda xp, a, attrs: feedforward(*a),
+}
+
+
+def independent_reference(case: Any) -> np.ndarray:
+    """The program in float64 with every composite from ``INDEPENDENT``."""
+    _, jnp = _jax()
+    program = case.program
+    widened = [jnp.asarray(a.astype(np.float64) if a.dtype.kind == "f" else a) for a in case.inputs]
+    fn = function(program, jnp, overrides=INDEPENDENT)
+    return np.asarray(fn(*widened), dtype=np.float64)
+
+
+class Spec(Oracle):
+    name = "spec"
+
+    def fits(self, case: Any) -> bool:
+        return case.invalid is None and any(op in COMPOSITES for op in case.program.ops)
+
+    def wants(self, case: Any) -> bool:
+        return self.fits(case)
+
+    def judge(self, obs: Observation, derived: list) -> list[Finding]:
+        refs = obs.refs
+        truth = refs.get("truth")
+        if truth is None or not truth.ok or not refs["numpy"].ok:
+            return []
+        try:
+            with np.errstate(all="ignore"):
+                independent = independent_reference(obs.case)
+        except Exception as error:  # noqa: BLE001 - an independent reference that cannot run
+            obs.judgement.ambiguities.append(f"independent reference failed: {error!r}")
+            return []
+        shared = np.asarray(yardstick(refs), np.float64)
+        if shared.shape != independent.shape:
+            detail = f"shared definition's shape {shared.shape}, independent {independent.shape}"
+            return [Finding("spec", ("definition",), self.name, detail, obs.case)]
+        # Each reference's error is measured against its own (shared-definition) truth: measured
+        # against the independent one it would carry the very definition error under test.
+        with np.errstate(invalid="ignore", over="ignore"):
+            errors = [
+                np.abs(np.asarray(r, np.float64) - shared)
+                for r in reference_outputs(refs, shared.shape)
+            ]
+        verdict = tolerance.compare(
+            shared,
+            independent,
+            [],
+            tolerance.error_steps(obs.case.program),
+            tolerance.working_dtype(obs.case.program),
+            errors=errors,
+        )
+        if verdict.ok:
+            return []
+        composites = sorted({op for op in obs.case.program.ops if op in COMPOSITES})
+        detail = (
+            f"the shared definition of {', '.join(composites)} (compiler/ops.py) disagrees with "
+            f"an independent implementation: {verdict.reason}"
+        )
+        return [Finding("spec", ("definition",), self.name, detail, obs.case)]
+
+
+register(Spec())
+
+__all__ = ["INDEPENDENT", "Spec", "independent_reference"]

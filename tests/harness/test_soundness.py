@@ -1,0 +1,202 @@
+"""Oracle soundness: no false positive where the compiler's error equals a reference's, bugs that
+every reference shares are still caught, the repeat check sees reused output buffers, and a fixed
+bug that comes back is reported by a fuzz session."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.case import Case
+from harness.run.runner import Runner
+from harness.selftest import Mutation, apply, fuzz_command, scratch_environment
+from strategies.model import ProgramBuilder
+
+
+def _attend_case(seed: int) -> Case:
+    length, width, heads = 5, 6, 3
+    shapes = [(length, width), (width,), (width,), (width, 3 * width), (3 * width,)]
+    shapes += [(width, width), (width,)]
+    b = ProgramBuilder()
+    refs = [b.input(s, "float32") for s in shapes]
+    program = b.build(b.node("attend", *refs, heads=heads))
+    rng = np.random.default_rng(seed)
+    inputs = [(rng.standard_normal(s) * 0.5).astype(np.float32) for s in shapes]
+    inputs[0] = np.repeat(rng.standard_normal((length, 1)), width, axis=1).astype(np.float32)
+    return Case(program, inputs, ("cpu-loops", "cpu-blas-unfused"))
+
+
+def test_constant_row_attend_passes_the_head_permutation_relation() -> None:
+    """The clean compiler's error on these cases equals JAX's while NumPy happens to be exact;
+    the relation's bound includes every reference's error, so this is not a finding."""
+    with Runner(None, use_jax=True) as runner:
+        for seed in range(6):
+            judgement = runner.evaluate(_attend_case(seed), ("metamorphic:head-permutation",))
+            assert "metamorphic:head-permutation" in judgement.oracles
+            assert judgement.findings == [], [f.detail for f in judgement.findings]
+
+
+# Mistakes in the composites' shared definition (compiler/ops.py), which every reference
+# evaluates: only the spec oracle (independent implementations) or a relation can see them.
+SHARED_DEFINITION_BUGS = (
+    Mutation(
+        "layer-norm-eps-outside-sqrt",
+        "ops.py",
+        "return (x - mean) / xp.sqrt(variance + eps) * gain + bias",
+        "return (x - mean) / (xp.sqrt(variance) + eps) * gain + bias",
+        "layer norm adds eps after the square root",
+    ),
+    Mutation(
+        "layer-norm-plus-mean",
+        "ops.py",
+        "return (x - mean) / xp.sqrt(variance + eps) * gain + bias",
+        "return (x + mean) / xp.sqrt(variance + eps) * gain + bias",
+        "layer norm adds the mean",
+    ),
+    Mutation(
+        "gelu-constant",
+        "ops.py",
+        "(x + 0.044715 * x**3)",
+        "(x + 0.0447 * x**3)",
+        "GELU's cubic coefficient is off",
+    ),
+    Mutation(
+        "attention-scale",
+        "ops.py",
+        "/ np.sqrt(depth)",
+        "/ np.sqrt(depth + 1)",
+        "attention scores scaled by the wrong depth",
+    ),
+)
+
+_EVALUATE = """
+import json, sys
+import numpy as np
+from harness.case import Case
+from harness.run.runner import Runner
+from strategies.model import ProgramBuilder
+
+op, shapes, attrs = json.loads(sys.argv[1])
+b = ProgramBuilder()
+refs = [b.input(tuple(s), "float64") for s in shapes]
+program = b.build(b.node(op, *refs, **attrs))
+rng = np.random.default_rng(3)
+inputs = [rng.standard_normal(tuple(s)) for s in shapes]
+with Runner(None, use_jax=True) as runner:
+    judgement = runner.evaluate(Case(program, inputs, ("cpu-loops",)))
+print(json.dumps([[f.kind, f.oracle] for f in judgement.findings]))
+"""
+
+_COMPOSITE_CASES = {
+    "layer-norm-eps-outside-sqrt": ("layer_norm", [[4, 6], [6], [6]], {}),
+    "layer-norm-plus-mean": ("layer_norm", [[4, 6], [6], [6]], {}),
+    "gelu-constant": ("gelu", [[3, 5]], {}),
+    "attention-scale": ("attention", [[5, 6], [6, 18], [18], [6, 6], [6]], {"heads": 3}),
+}
+
+
+def _findings_in_scratch(mutation: Mutation, tmp_path: Path, script: str, *args: str) -> str:
+    scratch = apply(mutation, tmp_path / mutation.name)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=tmp_path,
+        env=scratch_environment(scratch),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutation", SHARED_DEFINITION_BUGS, ids=lambda m: m.name)
+def test_a_bug_in_the_shared_definition_is_caught(mutation: Mutation, tmp_path: Path) -> None:
+    case = json.dumps(_COMPOSITE_CASES[mutation.name])
+    findings = json.loads(_findings_in_scratch(mutation, tmp_path, _EVALUATE, case))
+    assert findings, f"{mutation.name} went unseen"
+    assert {oracle for _, oracle in findings} <= {"spec", "metamorphic:layer-norm-shift"}
+
+
+_REPEAT = """
+import json
+import numpy as np
+from harness.case import Case
+from harness.run.runner import Runner
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+x = b.input((3, 4), "float32")
+program = b.build(b.node("exp", x))
+case = Case(program, [np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)], ("cpu-loops",))
+with Runner(None, use_jax=False) as runner:
+    judgement = runner.evaluate(case, ("determinism",))
+print(json.dumps([[f.kind, f.oracle] for f in judgement.findings]))
+"""
+
+OUTPUT_REUSE = Mutation(
+    "reused-output-buffers",
+    "runtime.py",
+    "        outputs = [np.empty(n.shape, n.dtype) for n in self.signature.outputs]\n",
+    "        outputs = self.__dict__.setdefault(\n"
+    "            '_kept', [np.empty(n.shape, n.dtype) for n in self.signature.outputs]\n"
+    "        )\n",
+    "every call returns the same output arrays, overwritten",
+)
+
+
+@pytest.mark.slow
+def test_reused_output_buffers_are_caught_by_the_repeat_check(tmp_path: Path) -> None:
+    findings = json.loads(_findings_in_scratch(OUTPUT_REUSE, tmp_path, _REPEAT))
+    assert ["aliasing", "determinism"] in findings, findings
+
+
+_SAVE_FIXED = """
+import sys
+from pathlib import Path
+import numpy as np
+from harness.case import Case
+from harness.corpus import Corpus
+from harness.run.runner import Runner
+from harness.session.fuzz import finding_entry
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+x, y = b.input((3, 1), "float32"), b.input((4,), "float32")
+program = b.build(b.node("add", x, y))
+rng = np.random.default_rng(0)
+case = Case(program, [rng.standard_normal((3, 1)).astype(np.float32),
+                      rng.standard_normal((4,)).astype(np.float32)], ("cpu-loops",))
+with Runner(None, use_jax=False) as runner:
+    (finding,) = runner.evaluate(case).findings
+print(Corpus(Path(sys.argv[1])).save(finding_entry(case, finding, status="fixed"))[1])
+"""
+
+BROADCAST = Mutation(
+    "wrong-broadcast-map",
+    "lower/emit.py",
+    "    lead = len(result) - len(operand)\n",
+    "    lead = 0\n",
+    "broadcast operands aligned left instead of right",
+)
+
+
+@pytest.mark.slow
+def test_a_fuzz_session_reports_a_regression_of_a_fixed_entry(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    saved = Path(_findings_in_scratch(BROADCAST, tmp_path, _SAVE_FIXED, str(corpus)))
+    assert json.loads(saved.read_text())["status"] == "fixed"
+    scratch = tmp_path / BROADCAST.name  # the bug is back in this copy of the compiler
+    command = fuzz_command(corpus, 3, 1, "--no-database", "--no-jax", "--backends", "cpu-loops")
+    proc = subprocess.run(
+        command, cwd=tmp_path, env=scratch_environment(scratch), capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "REGRESSION" in proc.stderr
+    assert json.loads(saved.read_text())["status"] == "regressed"
