@@ -37,11 +37,15 @@ class Backend(Protocol):
 
 
 class MlirCpuBackend:
-    """Our own pipeline (``compiler.pipelines``) JIT-compiled by MLIR's ExecutionEngine."""
+    """Our own pipeline (``compiler.pipelines``) JIT-compiled by MLIR's ExecutionEngine.
 
-    def __init__(self, target: pipelines.Target) -> None:
+    ``runtime="mlir"`` calls the kernel through MLIR's own runtime helpers (the
+    ``NAME+mlir-runtime`` variants), to tell a bug of our runtime from one in the code."""
+
+    def __init__(self, target: pipelines.Target, runtime: str = "ours") -> None:
         self.target = target
-        self.name = target.name
+        self.runtime = runtime
+        self.name = target.name + ("+mlir-runtime" if runtime == "mlir" else "")
         self.description = target.description
 
     def __repr__(self) -> str:
@@ -55,13 +59,43 @@ class MlirCpuBackend:
         return None
 
     def compile(self, graph: Graph) -> Artifacts:
-        return compile_graph(graph, self.target)
+        return compile_graph(graph, self.target, runtime=self.runtime)
+
+    def stage_texts(self, graph: Graph, before: str) -> Artifacts:
+        """Every stage's text up to (not including) stage ``before``, without the JIT: the input
+        of a stage that crashed, rebuilt without running it."""
+        names = self.target.stage_names()
+        stages = self.target.stages[: names.index(before)] if before in names else ()
+        truncated = pipelines.Target(self.target.name, tuple(stages), self.target.opt_level)
+        return compile_graph(graph, truncated, native=False)
 
     def run(self, artifacts: Artifacts, arrays: list[np.ndarray]) -> list[np.ndarray]:
         outputs, errors = artifacts.native(arrays)
         if any(int(e) for e in errors):
             raise ValueError("gather ids out of range for the table")
         return outputs
+
+
+class GraphInterpreterBackend:
+    """The traced graph evaluated by NumPy (``compiler.interpret``), no MLIR at all: the
+    reference that tells a frontend bug (the graph is wrong) from a lowering bug."""
+
+    name = "graph-numpy"
+    description = "the traced graph interpreted by NumPy (no MLIR): a reference for triage"
+
+    def unavailable(self) -> str | None:
+        return None
+
+    def compile(self, graph: Graph) -> Artifacts:
+        from .lower.emit import build
+
+        text, signature = build(graph)
+        return Artifacts(self.name, {"module": text}, signature=signature, native=graph)
+
+    def run(self, artifacts: Artifacts, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        from .interpret import evaluate_graph
+
+        return [np.asarray(a) for a in evaluate_graph(artifacts.native, arrays)]
 
 
 BACKENDS: dict[str, Backend] = {}
@@ -91,26 +125,46 @@ def names(include_aliases: bool = True) -> list[str]:
 
 
 def get(name: str) -> Backend:
-    """The backend for ``name`` (aliases and ``NAME@O<n>`` included); a ValueError listing the
-    known ones otherwise."""
-    base, level = pipelines.split_level(name)
+    """The backend for ``name``; a ValueError listing the known ones otherwise.
+
+    Besides registered names and aliases, our CPU targets take variant suffixes (for triage):
+    ``NAME@O<n>`` (LLVM's level), ``NAME[:stage]`` / ``NAME[:stage#k]`` (the target's stages up
+    to ``stage``, or its first ``k`` steps, then the minimal completion, at -O0;
+    ``NAME[:module]`` is the module as built, completed) and ``NAME+mlir-runtime`` (called
+    through MLIR's runtime helpers).
+    """
+    base, stage, steps, level, suffix = pipelines.parse_variant(name)
     key = pipelines.ALIASES.get(base, base)
     if key not in BACKENDS:
         raise ValueError(f"unknown target {name!r}; known targets: {', '.join(names())}")
-    if level is None:
-        return BACKENDS[key]
-    if key not in _LEVELED:
-        raise ValueError(f"target {key!r} has no optimization levels (got {name!r})")
-    return _cached_level(key, level)
+    if stage is None and not suffix:
+        if level is None:
+            return BACKENDS[key]
+        if key not in _LEVELED:
+            raise ValueError(f"target {key!r} has no optimization levels (got {name!r})")
+        return _cached((key, level), lambda: _LEVELED[key](level))
+    backend = BACKENDS[key]
+    if not isinstance(backend, MlirCpuBackend) or suffix not in ("", "mlir-runtime"):
+        raise ValueError(f"target {key!r} has no variant {name!r}")
+
+    def make() -> Backend:
+        target = backend.target
+        if stage is not None:
+            target = target.prefix(stage, steps)
+        if level is not None:
+            target = target.with_opt_level(level)
+        return MlirCpuBackend(target, runtime="mlir" if suffix else "ours")
+
+    return _cached((name,), make)
 
 
-_LEVEL_CACHE: dict[tuple[str, int], Backend] = {}
+_VARIANTS: dict[tuple, Backend] = {}
 
 
-def _cached_level(key: str, level: int) -> Backend:
-    if (key, level) not in _LEVEL_CACHE:
-        _LEVEL_CACHE[(key, level)] = _LEVELED[key](level)
-    return _LEVEL_CACHE[(key, level)]
+def _cached(key: tuple, make: Callable[[], Backend]) -> Backend:
+    if key not in _VARIANTS:
+        _VARIANTS[key] = make()
+    return _VARIANTS[key]
 
 
 def describe() -> list[dict[str, Any]]:
@@ -126,5 +180,19 @@ for _target in pipelines.TARGETS.values():
         MlirCpuBackend(_target),
         leveled=lambda level, _t=_target: MlirCpuBackend(_t.with_opt_level(level)),
     )
+register(GraphInterpreterBackend())
 
-__all__ = ["BACKENDS", "Backend", "MlirCpuBackend", "describe", "get", "names", "register"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "GraphInterpreterBackend",
+    "MlirCpuBackend",
+    "describe",
+    "get",
+    "names",
+    "register",
+]
+
+from .gpu import GpuNvptxBackend  # noqa: E402 - cheap: MLIR and CUDA load on first compile/run
+
+register(GpuNvptxBackend())

@@ -91,8 +91,11 @@ def run_stages(module_text: str, target: Target, stages: list[Stage]) -> str:
         return str(module)
 
 
-def compile_graph(graph: Graph, target: Target, native: bool = True) -> Artifacts:
-    """Build, run every stage of ``target``, and (``native``) JIT the result."""
+def compile_graph(
+    graph: Graph, target: Target, native: bool = True, runtime: str = "ours"
+) -> Artifacts:
+    """Build, run every stage of ``target``, and (``native``) JIT the result; ``runtime``
+    "mlir" calls it through MLIR's own runtime helpers instead of ours."""
     from mlir import ir
 
     text, signature = emit.build(graph)
@@ -119,11 +122,12 @@ def compile_graph(graph: Graph, target: Target, native: bool = True) -> Artifact
             previous = stage.name
         artifacts.commands[LLVM] = llvm_command(target, f"{previous}.mlir")
         if native:
-            from .runtime import Kernel
+            from .runtime import Kernel, MlirRuntimeKernel
 
             notify(target.name, LLVM)
+            kernel = MlirRuntimeKernel if runtime == "mlir" else Kernel
             try:
-                artifacts.native = Kernel(module, signature, target.opt_level)
+                artifacts.native = kernel(module, signature, target.opt_level)
             except ir.MLIRError as error:  # pragma: no cover - the JIT rarely reports, it aborts
                 raise CompilerError(LLVM, "", str(error), current) from None
             artifacts.native.context = context  # the engine's module lives in this context

@@ -34,6 +34,66 @@ LOWER = (
 )
 
 
+# The minimal completion: whatever level a module is at (tensors, buffers, loops), take it to LLVM
+# with no fusion, no buffer optimization and no deallocation (leaks are fine for one run), only
+# the conversions each level needs. Attribution runs a prefix of a target's stages and then this,
+# to ask "is the result already wrong after that stage?".
+COMPLETE = (
+    "builtin.module(one-shot-bufferize, bufferization-lower-deallocations, "
+    "convert-bufferization-to-memref, func.func(convert-linalg-to-loops), expand-strided-metadata, "
+    "lower-affine, convert-scf-to-cf, finalize-memref-to-llvm, convert-math-to-llvm, "
+    "convert-math-to-libm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, "
+    "convert-cf-to-llvm, reconcile-unrealized-casts)"
+)
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split a pass list on commas outside (), {}, [] and quotes."""
+    parts, depth, start, quote = [], 0, 0, ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def pipeline_steps(pipeline: str) -> list[str]:
+    """The single steps of ``builtin.module(a, func.func(b, c))``: ``a``, ``func.func(b)``,
+    ``func.func(c)`` (a pipeline alias such as ``buffer-deallocation-pipeline`` is one step)."""
+    inner = pipeline.strip()
+    if inner.startswith("builtin.module(") and inner.endswith(")"):
+        inner = inner[len("builtin.module(") : -1]
+    steps: list[str] = []
+    for element in split_top_level(inner):
+        head, paren, rest = element.partition("(")
+        if paren and "{" not in head and rest.endswith(")") and "." in head:
+            steps.extend(f"{head}({s})" for s in split_top_level(rest[:-1]))
+        else:
+            steps.append(element)
+    return steps
+
+
+def join_steps(steps: list[str]) -> str:
+    return "builtin.module(" + ", ".join(steps) + ")"
+
+
+def step_name(step: str) -> str:
+    """The pass a step runs (``func.func(canonicalize)`` runs ``canonicalize``)."""
+    head, paren, rest = step.partition("(")
+    if paren and "." in head and rest.endswith(")"):
+        return step_name(rest[:-1])
+    return step.split("{")[0].strip()
+
+
 def _blas_substitute(module: Any) -> None:
     from .lower.blas import substitute
 
@@ -73,6 +133,7 @@ BLAS = Stage(
     description="float matmuls -> OpenBLAS gemm helper calls (compiler/lower/blas.py)",
 )
 LOWERED = Stage("lowered", LOWER, description="buffers -> loops -> LLVM dialect")
+COMPLETED = Stage("complete", COMPLETE, description="the minimal completion to LLVM dialect")
 STAGES: dict[str, Stage] = {s.name: s for s in (OPTIMIZED, BUFFERIZED, BLAS, LOWERED)}
 
 #: The pseudo-stages around the pipeline: the module as built, and LLVM's JIT at the end.
@@ -109,6 +170,29 @@ class Target:
         base = self.name.split("@")[0]
         return replace(self, name=f"{base}@O{level}", opt_level=level)
 
+    def prefix(self, stage: str, steps: int | None = None) -> Target:
+        """``NAME[:stage]`` (``NAME[:stage#k]``): this target's stages up to and including
+        ``stage`` (of which only the first ``k`` steps), then the minimal completion, at -O0.
+        ``NAME[:module]`` runs none of its stages: the module as built, completed."""
+        names = self.stage_names()
+        if stage != BUILT and stage not in names:
+            raise ValueError(f"target {self.name} has no stage {stage!r}: {names}")
+        kept = [] if stage == BUILT else list(self.stages[: names.index(stage) + 1])
+        label = stage
+        if steps is not None:
+            last = kept[-1] if kept else None
+            if last is None or not last.pipeline:
+                raise ValueError(f"stage {stage!r} of {self.name} has no pass steps")
+            passes = pipeline_steps(last.pipeline)
+            if not 0 <= steps <= len(passes):
+                raise ValueError(f"stage {stage!r} has {len(passes)} steps, not {steps}")
+            kept[-1] = replace(last, name=f"{stage}#{steps}", pipeline=join_steps(passes[:steps]))
+            label = f"{stage}#{steps}"
+            if steps == 0:
+                kept.pop()
+        base = self.name.split("@")[0]
+        return Target(f"{base}[:{label}]", (*kept, COMPLETED), 0, f"{self.name} up to {label}")
+
 
 TARGETS: dict[str, Target] = {
     t.name: t
@@ -131,6 +215,25 @@ TARGETS: dict[str, Target] = {
 }
 ALIASES = {"cpu": "cpu-blas"}
 DEFAULT_TARGET = "cpu"
+
+
+def parse_variant(name: str) -> tuple[str, str | None, int | None, int | None, str]:
+    """``NAME[:stage#k]+suffix@O<n>`` -> (NAME, stage, k, n, suffix); each part optional."""
+    if not isinstance(name, str):
+        raise TypeError(f"target must be a string, got {type(name).__name__}")
+    rest, level = split_level(name)
+    suffix = ""
+    if "+" in rest:
+        rest, suffix = rest.split("+", 1)
+    stage = steps = None
+    if rest.endswith("]") and "[:" in rest:
+        rest, _, inside = rest[:-1].partition("[:")
+        stage, _, count = inside.partition("#")
+        if count:
+            if not count.isdigit():
+                raise ValueError(f"bad step count {count!r} in target {name!r}")
+            steps = int(count)
+    return rest, stage, steps, level, suffix
 
 
 def split_level(name: str) -> tuple[str, int | None]:
@@ -160,6 +263,7 @@ __all__ = [
     "ALIASES",
     "BUFFERIZE",
     "BUILT",
+    "COMPLETE",
     "DEFAULT_TARGET",
     "LLVM",
     "LOWER",
@@ -168,6 +272,10 @@ __all__ = [
     "TARGETS",
     "Stage",
     "Target",
+    "join_steps",
+    "parse_variant",
+    "pipeline_steps",
     "resolve",
     "split_level",
+    "step_name",
 ]

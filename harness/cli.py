@@ -107,6 +107,32 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .corpus import load
+    from .triage.export import export_report, write_files
+
+    entry = load(args.file)
+    text = export_report(entry, args.format)
+    if args.out:
+        out = Path(args.out)
+        write_files(entry, out)
+        name = "report.json" if args.format == "json" else "report.md"
+        (out / name).write_text(text)
+        print(f"wrote {out / name} and the reproducer files in {out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    from .corpus import load
+    from .triage.export import write_files
+
+    for path in write_files(load(args.file), Path(args.mlir)):
+        print(path)
+    return 0
+
+
 def cmd_selftest(args: argparse.Namespace) -> int:
     from .selftest import run_selftest
 
@@ -155,6 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--workers", type=_workers, default=1)
     st.add_argument("--seed", type=int, default=1)
     st.set_defaults(func=cmd_selftest)
+
+    ex = sub.add_parser("export", help="write an upstream-ready bug report for a corpus entry")
+    ex.add_argument("file", help="a corpus entry (JSON)")
+    ex.add_argument("--format", choices=["md", "json"], default="md", help="default: %(default)s")
+    ex.add_argument("--out", default="", help="write report and reproducer files in this folder")
+    ex.set_defaults(func=cmd_export)
+
+    rr = sub.add_parser("repro", help="write a corpus entry's .mlir files and commands.sh")
+    rr.add_argument("file", help="a corpus entry (JSON)")
+    rr.add_argument("--mlir", required=True, help="the folder to write them in")
+    rr.set_defaults(func=cmd_repro)
 
     rp = sub.add_parser("report", help="rewrite the HTML/JSON report from the corpus")
     rp.add_argument("--corpus", default="corpus")

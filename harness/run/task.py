@@ -33,6 +33,7 @@ class Task:
     repeat: bool = False
     fault: str = ""
     marker: str = ""  # a file the worker writes "<backend> <stage>" to before each stage
+    before: str = ""  # artifacts only: stop before this stage (the input of a stage that crashed)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -137,7 +137,10 @@ def artifacts(task: Task) -> dict[str, Any]:
     _, graph, _ = fn.trace(*case.inputs)
     data: dict[str, Any] = {"backend": backend.name, "module": fn.emit(*case.inputs)}
     try:
-        data.update(backend.compile(graph).to_dict())
+        if task.before and hasattr(backend, "stage_texts"):
+            data.update(backend.stage_texts(graph, task.before).to_dict())
+        else:
+            data.update(backend.compile(graph).to_dict())
     except Exception as error:  # noqa: BLE001 - the failing stage is in the record
         data["error"] = f"{type(error).__name__}: {error}"[:4000]
     return data

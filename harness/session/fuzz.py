@@ -29,7 +29,7 @@ from ..oracles import ORACLES
 from ..oracles.base import Finding
 from ..run.runner import Runner, Stats
 from ..run.task import Task
-from ..triage.bisect import bisect_pipeline
+from ..triage.attribution import Attributor
 from ..triage.minimize import minimize
 from ..triage.signature import Signature
 
@@ -70,6 +70,7 @@ def finding_entry(
     status: str = "open",
     minimization: dict[str, Any] | None = None,
     mlir: dict[str, Any] | None = None,
+    attribution: dict[str, Any] | None = None,
 ) -> Entry:
     """The corpus entry for a finding (with its standalone reproducers and evidence)."""
     from ..report.reproducer import reproducer, tool_versions
@@ -86,6 +87,8 @@ def finding_entry(
         evidence["stderr"] = finding.stderr
     if finding.stage:
         evidence["stage"] = finding.stage
+    if attribution:
+        evidence["attribution"] = attribution
     return Entry(
         case={"case": case.to_dict(), "oracle": finding.oracle},
         signature=finding.signature.to_dict(),
@@ -286,12 +289,10 @@ class Driver:
             return  # a regression (recorded on its entry) or a duplicate of a saved finding
         predicate = self.predicate(finding)
         result = minimize(case, finding, predicate, self.options.minimize_seconds)
-        bisection: dict[str, str] = {}
-        if finding.oracle != "isolation" and result.case.invalid is None:
-            try:
-                bisection = bisect_pipeline(result.case, result.finding, predicate)
-            except Exception as error:  # noqa: BLE001 - the finding is kept without it
-                bisection = {"error": repr(error)}
+        try:
+            attribution = Attributor(self.runner).attribute(result.case, result.finding).to_dict()
+        except Exception as error:  # noqa: BLE001 - the finding is kept without it
+            attribution = {"layer": "unknown", "detail": f"attribution failed: {error!r}"}
         entry = finding_entry(
             result.case,
             result.finding,
@@ -303,8 +304,8 @@ class Driver:
                 "seconds": round(result.seconds, 2),
                 "original_nodes": len(case.subject),
                 "nodes": len(result.case.subject),
-                "pipeline_bisection": bisection,
             },
+            attribution=attribution,
         )
         stored, path = self.corpus.save(entry, supersedes=raw_paths)
         self.known.append((result.finding.signature, entry))
@@ -324,6 +325,7 @@ class Driver:
                 "new": stored,
                 "detail": result.finding.detail[:200],
                 "first_at": self.first_finding_at,
+                "layer": attribution.get("layer", "unknown"),
             },
         )
 

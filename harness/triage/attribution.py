@@ -1,0 +1,248 @@
+"""Layer attribution: where does a finding live?
+
+Layers, from the top: ``frontend`` (the traced graph is already wrong, or an error path is),
+``definition`` (a composite's shared definition, ``compiler/ops.py``), ``builder`` (the module as
+built is wrong or does not verify), ``mlir-pass:<pass>`` (the first pass after which the result
+changes, or the pass that crashes), ``blas`` (our BLAS stage), ``llvm`` (LLVM's optimizer or code
+generation), ``runtime`` (our calling convention), ``mlir-parse`` (MLIR crashed reading our text).
+
+Crashes and pass failures inside a pipeline stage are pinned by ``mlir-opt``'s own crash
+reproducer on that stage's input (``mlir_crash.pin_crash``) and reduced to a minimal module.
+Wrong answers are located by running variants of the failing backend through the same oracle
+(``compiler.backends`` variant names): the graph interpreted by NumPy (``graph-numpy``), the
+kernel called through MLIR's runtime helpers (``+mlir-runtime``), the module as built and then
+each prefix of the target's stages (then of the culprit stage's passes) finished by a minimal
+completion at -O0 (``[:stage#k]``), and the whole target at -O0. Each verdict is kept as
+evidence; "the same failure" is ``Signature.matches`` (never a backend name).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler import backends
+from compiler.pipelines import BUILT, LLVM, pipeline_steps, split_level, step_name
+
+from ..case import Case
+from ..oracles.base import Finding
+from ..run.task import Task
+from .signature import backend_family
+
+PIPELINE_CRASH_STAGES = ("optimized", "bufferized", "lowered")
+
+
+@dataclass
+class Attribution:
+    """Where a finding lives, and the evidence for it."""
+
+    layer: str
+    backend: str = ""
+    detail: str = ""
+    evidence: dict[str, str] = field(default_factory=dict)  # variant -> fails/passes/...
+    mlir: dict[str, Any] = field(default_factory=dict)  # the failing stage's IR and commands
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "backend": self.backend,
+            "detail": self.detail,
+            "evidence": self.evidence,
+            "mlir": self.mlir,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def _ours(name: str) -> backends.MlirCpuBackend | None:
+    try:
+        backend = backends.get(backend_family(name))
+    except ValueError:
+        return None
+    return backend if isinstance(backend, backends.MlirCpuBackend) else None
+
+
+class Attributor:
+    """Attributes findings by running variants through a runner with the finding's oracle."""
+
+    def __init__(self, runner: Any, budget_seconds: float = 90.0) -> None:
+        self.runner = runner
+        self.budget = budget_seconds
+
+    def verdict(self, case: Case, finding: Finding, variant: str, only: tuple[str, ...]) -> str:
+        """``fails`` (the same failure), ``passes`` (no finding), or ``inconclusive: ...``."""
+        judgement = self.runner.evaluate(case.on((variant,)), only)
+        if any(f.signature.matches(finding.signature) for f in judgement.findings):
+            return "fails"
+        if judgement.findings:
+            return "inconclusive: " + ", ".join(sorted({f.kind for f in judgement.findings}))
+        return "passes"
+
+    def attribute(self, case: Case, finding: Finding) -> Attribution:
+        start = time.perf_counter()
+        result = self._attribute(case, finding)
+        result.seconds = time.perf_counter() - start
+        return result
+
+    def _attribute(self, case: Case, finding: Finding) -> Attribution:
+        if finding.kind == "spec":
+            return Attribution(
+                "definition",
+                detail="the composites' shared definition (compiler/ops.py) disagrees with an "
+                "independent implementation; every backend and reference evaluates it",
+            )
+        if finding.oracle == "error-path" and finding.kind == "wrong-error":
+            return Attribution("frontend", detail="error paths are decided while tracing")
+        backend = next((b for b in finding.backends if _ours(b) is not None), None)
+        if backend is None:
+            name = finding.backends[0] if finding.backends else "?"
+            return Attribution(f"backend:{backend_family(name)}", name, "not one of our pipelines")
+        if finding.kind == "verifier-error":
+            module = finding.result.module if finding.result is not None else ""
+            return Attribution(
+                "builder",
+                backend,
+                "the module as built does not verify",
+                mlir={"module": module, "command": "mlir-opt module.mlir"},
+            )
+        stage = finding.stage or (finding.result.stage if finding.result is not None else "")
+        if finding.kind == "pass-failure" or (
+            finding.oracle == "isolation" and stage in PIPELINE_CRASH_STAGES
+        ):
+            return self._pin(case, finding, backend, stage)
+        if finding.oracle == "isolation" and stage in ("trace", BUILT, "blas", LLVM):
+            layer = {"trace": "frontend", BUILT: "mlir-parse", "blas": "blas", LLVM: "llvm"}[stage]
+            return Attribution(layer, backend, f"the process died in stage {stage!r}")
+        return self._bisect(case, finding, backend)
+
+    # -- compile-time failures ---------------------------------------------------------------
+    def _pin(self, case: Case, finding: Finding, backend: str, stage: str) -> Attribution:
+        from .mlir_crash import crash_command, pin_crash, reduce_crash
+
+        target = _ours(backend).target
+        try:
+            pipeline = target.stage(stage).pipeline
+        except ValueError:
+            return Attribution("unknown", backend, f"no stage {stage!r} in {target.name}")
+        if finding.result is not None and finding.result.module:
+            stage_input = finding.result.module  # a CompilerError carries its stage's input
+        else:
+            task = Task(case, (backend_family(backend),), kind="artifacts", before=stage)
+            outcome = self.runner.worker.run(task)
+            texts = outcome.value.artifacts.get("stages", {}) if outcome.status == "ok" else {}
+            if not texts:
+                return Attribution("unknown", backend, f"could not rebuild the input of {stage}")
+            stage_input = list(texts.values())[-1]
+        pinned = pin_crash(stage_input, pipeline)
+        info: dict[str, Any] = {
+            "failing_stage": stage,
+            "stage_input": stage_input,
+            "stage_pipeline": pipeline,
+            "kind": pinned.get("kind", ""),
+            "assertion": pinned.get("assertion") or "",
+            "frames": pinned.get("frames", []),
+        }
+        failing = pinned.get("pass_pipeline")
+        if not pinned.get("crashed") or not failing:
+            return Attribution(
+                "unknown", backend, f"mlir-opt did not fail on the {stage} input", mlir=info
+            )
+        info.update(failing_pass=failing, pre_pass_module=pinned["pre_pass_module"])
+        info["confirmed"] = bool(pinned.get("confirmed"))
+        if pinned.get("assertion") and pinned.get("kind") in ("assertion", "fatal-error"):
+            stats: dict[str, Any] = {}
+            try:
+                reduced = reduce_crash(
+                    pinned["pre_pass_module"],
+                    failing,
+                    pinned["assertion"],
+                    self.budget,
+                    stats=stats,
+                )
+                kept = ("input_lines", "output_lines", "seconds")
+                info.update(reduced_module=reduced, reduction={k: stats.get(k) for k in kept})
+            except (ValueError, AssertionError) as error:
+                info["reduction_error"] = str(error)
+        info["command"] = crash_command(
+            failing, "min.mlir" if "reduced_module" in info else "pre.mlir"
+        )
+        inner = failing.removeprefix("builtin.module(").removesuffix(")")
+        name = step_name(inner)
+        return Attribution(
+            f"mlir-pass:{name}",
+            backend,
+            f"{pinned.get('kind')} in {name} ({stage} stage of {backend_family(backend)})",
+            mlir=info,
+        )
+
+    # -- wrong answers ---------------------------------------------------------------------
+    def _bisect(self, case: Case, finding: Finding, backend: str) -> Attribution:
+        from ..replay import oracles_of
+
+        only = oracles_of(finding.signature)
+        evidence: dict[str, str] = {}
+        probe = case.on((backend,))
+
+        def check(variant: str) -> str:
+            if variant not in evidence:
+                evidence[variant] = self.verdict(probe, finding, variant, only)
+            return evidence[variant]
+
+        def done(layer: str, detail: str, **mlir: Any) -> Attribution:
+            return Attribution(layer, backend, detail, evidence, dict(mlir))
+
+        if check("graph-numpy") == "fails":
+            return done("frontend", "the traced graph, interpreted by NumPy, already fails")
+        if check(f"{backend}+mlir-runtime") == "passes":
+            return done("runtime", "the same code called through MLIR's runtime helpers passes")
+        family, level = split_level(backend)
+        target = _ours(backend).target
+        if check(f"{family}[:{BUILT}]") == "fails":
+            return done(
+                "builder",
+                "the module as built, with only the minimal completion at -O0, already fails",
+            )
+        culprit = None
+        for stage in target.stage_names():
+            if check(f"{family}[:{stage}]") == "fails":
+                culprit = stage
+                break
+        if culprit is None:
+            level = target.opt_level if level is None else level
+            if level > 0 and check(f"{family}@O0") == "passes":
+                return done("llvm", f"every stage passes at -O0; -O{level} fails")
+            return done("unknown", "no variant reproduces the failure")
+        if target.stage(culprit).pipeline == "":
+            return done(culprit, f"the {culprit} stage (this project's Python) introduces it")
+        steps = pipeline_steps(target.stage(culprit).pipeline)
+        good, bad = 0, len(steps)
+        candidates = list(range(1, len(steps)))
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            inside = [k for k in candidates if good < k < bad]
+            probes = sorted(inside, key=lambda k: abs(k - middle))
+            decided = False
+            for k in probes:
+                verdict = check(f"{family}[:{culprit}#{k}]")
+                if verdict == "fails":
+                    bad, decided = k, True
+                    break
+                if verdict == "passes":
+                    good, decided = k, True
+                    break
+            if not decided:
+                break
+        culprit_steps = steps[good:bad]
+        names = [step_name(s) for s in culprit_steps]
+        layer = f"mlir-pass:{names[0]}" if len(names) == 1 else f"mlir-passes:{'+'.join(names)}"
+        return done(
+            layer,
+            f"after step {bad} of the {culprit} stage the result is wrong; after {good} it is not",
+            failing_stage=culprit,
+            culprit_steps=culprit_steps,
+            command=f"python -m compiler opt module.mlir --target {family} --to-stage {culprit}",
+        )
+
+
+__all__ = ["Attribution", "Attributor"]
