@@ -122,7 +122,8 @@ def tools_command(args: argparse.Namespace) -> int:
 
 def demo(args: argparse.Namespace) -> int:
     """Compile every transformer op and a small GPT-2 on every CPU target; check against NumPy."""
-    from . import jit, targets
+    from . import jit
+    from .backends import cpu_targets as targets
 
     failures = 0
     print(f"{'op':12} {'dtype':8} {'target':18} {'max |err|':>10} {'result':>8}")
@@ -145,7 +146,8 @@ def demo(args: argparse.Namespace) -> int:
 def _gpt2_demo() -> int:
     """A small random GPT-2 (2 layers, 3 heads, width 24): compiled logits and greedy generation
     on every CPU target against the plain-NumPy forward pass of the same weights."""
-    from . import model, targets
+    from . import model
+    from .backends import cpu_targets as targets
 
     config = model.GPT2Config(layers=2, heads=3, width=24, context=16, vocab=40)
     params = model.init_params(config, seed=0, jitter=0.1)

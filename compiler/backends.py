@@ -124,6 +124,12 @@ def names(include_aliases: bool = True) -> list[str]:
     return list(BACKENDS) + (list(pipelines.ALIASES) if include_aliases else [])
 
 
+def cpu_targets(include_aliases: bool = True) -> list[str]:
+    """Our MLIR CPU targets (each runs here): the ones the demo and the tests loop over."""
+    ours = [n for n, b in BACKENDS.items() if isinstance(b, MlirCpuBackend)]
+    return ours + (list(pipelines.ALIASES) if include_aliases else [])
+
+
 def get(name: str) -> Backend:
     """The backend for ``name``; a ValueError listing the known ones otherwise.
 
@@ -187,6 +193,7 @@ __all__ = [
     "Backend",
     "GraphInterpreterBackend",
     "MlirCpuBackend",
+    "cpu_targets",
     "describe",
     "get",
     "names",

@@ -52,7 +52,7 @@ def evaluate_node(xp: Any, node: Node, args: list[Any]) -> Any:
     if op == "slice":
         a = node.attrs
         index = tuple(
-            slice(o, o + (s - 1) * st + 1, st)
+            slice(o, (o + s * st) if o + s * st >= 0 else None, st)
             for o, s, st in zip(a["offsets"], a["sizes"], a["strides"], strict=True)
         )
         return xp.reshape(args[0][index], node.shape)

@@ -8,7 +8,9 @@ tools mlir-opt``, which finds it in the ``mlir`` package of whatever environment
 from __future__ import annotations
 
 import functools
+import glob
 import os
+import re
 import shutil
 
 #: Python packages whose ``bin/`` folders hold tools (the MLIR and LLVM tools wheels).
@@ -23,16 +25,33 @@ def _package_dirs(package: str) -> list[str]:
     return [os.path.join(root, "bin") for root in getattr(module, "__path__", [])]
 
 
+def _cuda_dirs() -> list[str]:
+    """Where CUDA's tools (``ptxas``) live when they are not on the PATH: ``$CUDA_HOME/bin``,
+    ``$CUDA_PATH/bin``, ``/usr/local/cuda/bin``, then ``/usr/local/cuda-*/bin``, newest first."""
+    roots = [os.environ.get(v, "") for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
+    versioned = glob.glob("/usr/local/cuda-*")
+    versioned.sort(key=lambda p: [int(n) for n in re.findall(r"\d+", os.path.basename(p))])
+    return [os.path.join(r, "bin") for r in roots + versioned[::-1] if r]
+
+
 @functools.cache
 def tool_path(name: str) -> str | None:
     """The executable of tool ``name`` (``mlir-opt``, ``mlir-reduce``, ``opt``, ``iree-compile``,
-    ``ptxas``...): from the project's tool wheels first, then the PATH; None if absent."""
+    ``ptxas``...): from the project's tool wheels first, then the PATH, then CUDA's usual
+    folders; None if absent."""
     for package in _PACKAGES:
         for directory in _package_dirs(package):
             candidate = os.path.join(directory, name)
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
                 return candidate
-    return shutil.which(name)
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    for directory in _cuda_dirs():
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def require(name: str) -> str:

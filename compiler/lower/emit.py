@@ -295,6 +295,29 @@ class _Emitter:
         # integer index dropped, and asserts (SubViewOp::getDroppedDims; found by the harness).
         # The dims an integer index removes go away in a tensor.reshape instead.
         sizes = tuple(a["sizes"])
+        if any(s < 0 for s in a["strides"]):
+            # tensor.extract_slice has no negative strides: take the same elements in increasing
+            # order, then a generic reads them backwards (index n - 1 - d), NumPy's negative step.
+            offsets = [
+                o + (n - 1) * s if s < 0 else o
+                for o, n, s in zip(a["offsets"], sizes, a["strides"], strict=True)
+            ]
+            forward = self.fresh("sl")
+            self.line(
+                f"{forward} = tensor.extract_slice {self.value(source)}{fmt(tuple(offsets))}"
+                f"{fmt(sizes)}{fmt(tuple(abs(s) for s in a['strides']))} : "
+                f"{tensor_type(source.shape, source.dtype)} to {tensor_type(sizes, node.dtype)}"
+            )
+            exprs = [
+                f"{n - 1} - d{i}" if s < 0 else f"d{i}"
+                for i, (n, s) in enumerate(zip(sizes, a["strides"], strict=True))
+            ]
+            elt = storage(node.dtype)
+            maps = [_map(len(sizes), exprs), _identity_map(len(sizes))]
+            name = self.generic([(forward, sizes, elt)], sizes, elt, [], "%a0", maps=maps)
+            if sizes == node.shape:
+                return name
+            return self._reshape(name, sizes, node.shape, node.dtype)
         self.line(
             f"{name} = tensor.extract_slice {self.value(source)}{fmt(a['offsets'])}"
             f"{fmt(sizes)}{fmt(a['strides'])} : {tensor_type(source.shape, source.dtype)} "

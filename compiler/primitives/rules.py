@@ -242,7 +242,8 @@ def matmul_dtype(a: Operand, b: Operand) -> np.dtype:
 
 @dataclass(frozen=True)
 class IndexPlan:
-    """Static basic indexing as a strided slice of every dim (``offsets``, ``sizes``, ``strides``),
+    """Static basic indexing as a strided slice of every dim (``offsets`` is the first element
+    taken, ``sizes`` how many, ``strides`` the step, negative to walk backwards),
     the dims an integer index drops (``kept`` False), and the final shape with the ``None``s."""
 
     offsets: tuple[int, ...]
@@ -261,7 +262,8 @@ class IndexPlan:
 
 
 def index_plan(shape: tuple[int, ...], index: Any) -> IndexPlan:
-    """Plan ``x[index]`` for slices (positive steps), ints, None and Ellipsis."""
+    """Plan ``x[index]`` for slices (any nonzero step), ints, None and Ellipsis; a negative
+    stride walks its dimension backwards from its offset."""
     items = index if isinstance(index, tuple) else (index,)
     for item in items:
         if isinstance(item, (np.ndarray, list)) or (
@@ -308,8 +310,6 @@ def index_plan(shape: tuple[int, ...], index: Any) -> IndexPlan:
                     raise TypeError(f"slice indices must be integers or None, got {part!r}")
             if item.step is not None and item.step == 0:
                 raise ValueError("slice step cannot be zero")
-            if item.step is not None and item.step < 0:
-                raise UnsupportedFeature("slices with negative steps")
             start, stop, step = item.indices(extent)
             count = len(range(start, stop, step))
             if count == 0:

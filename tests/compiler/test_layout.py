@@ -45,6 +45,10 @@ INDEXING = {
     "x.T[1:, ::3]": lambda x: x.T[1:, ::3],
     "x[:, 3] + x[1, 2]": lambda x: x[:, 3] + x[1, 2],  # different slices broadcast together
     "iterate rows": lambda x: tuple(row[0] for row in x[:3]),
+    "x[::-1]": lambda x: x[::-1],  # negative steps walk a dimension backwards
+    "x[:, 5:0:-2, ::-3]": lambda x: x[:, 5:0:-2, ::-3],
+    "x[-2::-4, 3, ::-1][None]": lambda x: x[-2::-4, 3, ::-1][None],
+    "x[::-1][1::2] + 1": lambda x: x[::-1][1::2] + 1,
 }
 INDEXING_KERNELS = {name: jit(fn) for name, fn in INDEXING.items()}
 
@@ -60,6 +64,7 @@ def test_indexing_every_target(rng, target):
     x = rand(rng, (6, 7, 8), F64)
     check(INDEXING_KERNELS["x[1:5:2, -3:, 2]"], x, targets=[target])
     check(INDEXING_KERNELS["x[None, :, 3, ::2]"], x, targets=[target])
+    check(INDEXING_KERNELS["x[:, 5:0:-2, ::-3]"], x, targets=[target])
 
 
 @pytest.mark.parametrize("dtype", [F64, I32], ids=str)

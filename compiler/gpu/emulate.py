@@ -1,0 +1,108 @@
+"""The ``mapped`` stage of gpu-nvptx run on the CPU: a semantic check without a GPU.
+
+The mapped stage holds everything GPU-specific but outlining and NVVM code generation: the
+device-memory model, the tiling, the interchanges, the block/thread mapping and its bound
+guards. Here every ``gpu.launch`` becomes a sequential ``scf.for`` nest over (block z, y, x,
+thread z, y, x), with the launch's id and size arguments replaced by the loop variables and
+bounds (exact while kernels use no barriers nor shared memory, true of this lowering), and
+``gpu.alloc``/``memcpy``/``dealloc`` become ``memref`` ops; the CPU targets' LOWER pipeline and
+runtime then run it with the kernel ABI. What it cannot see: outlining, NVVM code generation
+and libdevice math (the host's libm evaluates math).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..driver import Artifacts
+from ..pipelines import LOWER
+from .pipeline import _walk
+
+
+def _constant(value: int) -> Any:
+    from mlir import ir
+
+    index = ir.IndexType.get()
+    attr = ir.IntegerAttr.get(index, value)
+    return ir.Operation.create("arith.constant", results=[index], attributes={"value": attr})
+
+
+def _memory_to_memref(module: Any) -> None:
+    from mlir import ir
+    from mlir.dialects import memref
+
+    for op in list(_walk(module.operation)):
+        if op.name == "gpu.alloc":
+            with ir.InsertionPoint(op), op.location:
+                new = memref.AllocOp(op.results[0].type, list(op.operands), [])
+            op.results[0].replace_all_uses_with(new.result)
+            op.erase()
+        elif op.name == "gpu.memcpy":
+            with ir.InsertionPoint(op), op.location:
+                memref.CopyOp(op.operands[1], op.operands[0])
+            op.erase()
+        elif op.name == "gpu.dealloc":
+            with ir.InsertionPoint(op), op.location:
+                memref.DeallocOp(op.operands[0])
+            op.erase()
+
+
+def launches_to_loops(module: Any) -> int:
+    """Every ``gpu.launch`` as a sequential loop nest, in place; how many there were."""
+    from mlir import ir
+    from mlir.dialects import scf
+
+    _memory_to_memref(module)
+    count = 0
+    for op in list(_walk(module.operation)):
+        if op.name != "gpu.launch":
+            continue
+        count += 1
+        # operands: [async deps], grid x y z, block x y z, [cluster], [dynamic shared memory]
+        segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        sizes = list(op.operands)[segments[0] : segments[0] + 6]
+        body = op.regions[0].blocks[0]
+        args = list(body.arguments)  # block ids, thread ids, grid sizes, block sizes (x y z)
+        with ir.InsertionPoint(op), op.location:
+            c0, c1 = _constant(0).result, _constant(1).result
+        point, ivs, innermost = ir.InsertionPoint(op), {}, None
+        for dim, level in [(2, 0), (1, 0), (0, 0), (2, 1), (1, 1), (0, 1)]:
+            with point, op.location:
+                loop = scf.ForOp(c0, sizes[dim + 3 * level], c1)
+                with ir.InsertionPoint(loop.body):
+                    innermost = scf.YieldOp([])
+            ivs[(dim, level)] = loop.induction_variable
+            point = ir.InsertionPoint(innermost)
+        for dim in range(3):
+            args[dim].replace_all_uses_with(ivs[(dim, 0)])
+            args[3 + dim].replace_all_uses_with(ivs[(dim, 1)])
+            args[6 + dim].replace_all_uses_with(sizes[dim])
+            args[9 + dim].replace_all_uses_with(sizes[3 + dim])
+        for inner in list(body.operations):
+            if inner.operation.name != "gpu.terminator":
+                inner.operation.move_before(innermost.operation)
+        op.erase()
+    return count
+
+
+def emulate(artifacts: Artifacts, arrays: list[np.ndarray]) -> tuple[list, list]:
+    """(outputs, error flags) of the ``mapped`` stage run sequentially on the CPU, for arrays
+    of the graph's inputs (captured constants included, in ABI order)."""
+    from mlir import ir, passmanager
+
+    from ..runtime import Kernel
+
+    context = ir.Context()
+    with context:
+        module = ir.Module.parse(artifacts.stages["mapped"])
+        launches_to_loops(module)
+        module.operation.verify()
+        passmanager.PassManager.parse(LOWER).run(module.operation)
+        kernel = Kernel(module, artifacts.signature, 2)
+    kernel.context = context
+    return kernel([np.require(a, requirements="C") for a in arrays])
+
+
+__all__ = ["emulate", "launches_to_loops"]
