@@ -42,13 +42,74 @@ def generated_array(shape: tuple[int, ...], dtype: str, seed: int, scale: float)
     return values.astype(dtype)
 
 
-def decode_array(data: dict[str, Any]) -> np.ndarray:
-    dtype = np.dtype(data["dtype"])
-    shape = tuple(data["shape"])
+def decode_array(data: dict[str, Any], max_bytes: int = 64 << 20) -> np.ndarray:
+    """The array stored by ``encode_array`` (or regenerated from its recipe).
+
+    Stored arrays come from untrusted corpus files, so everything is checked before memory is
+    spent: a plain numeric dtype spelled as NumPy names it, a non-negative shape whose bytes
+    (shape x itemsize) are at most ``max_bytes`` (the corpus's ``MAX_ARRAY_BYTES``), and a zlib
+    stream that inflates to exactly that many bytes (inflated with a ``max_length``, so a bomb
+    stops one byte past the shape). Any problem is a ValueError.
+    """
+    import binascii
+    import math
+
+    if not isinstance(data, dict):
+        raise ValueError(f"a stored array is an object, not {type(data).__name__}")
+    name = data.get("dtype")
+    try:
+        dtype = np.dtype(name) if isinstance(name, str) else None
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in "biufc" or dtype.name != name:
+        raise ValueError(f"dtype {name!r} is not a plain numeric NumPy dtype name")
+    shape = data.get("shape")
+    if not isinstance(shape, list | tuple) or len(shape) > 32:
+        raise ValueError(f"shape must be a list of at most 32 extents, got {shape!r:.80}")
+    integer = (int, np.integer)
+    if not all(isinstance(n, integer) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise ValueError(f"shape extents must be non-negative integers, got {shape!r:.80}")
+    shape = tuple(int(n) for n in shape)
+    expected = math.prod(shape) * dtype.itemsize
+    if expected > max_bytes:
+        raise ValueError(f"shape {shape} of {name} is {expected} bytes, over {max_bytes}")
     if "generator" in data:
         recipe = data["generator"]
-        return generated_array(shape, dtype.name, int(recipe["seed"]), float(recipe["scale"]))
-    raw = zlib.decompress(base64.b64decode(data["zlib"]))
+        seed = recipe.get("seed") if isinstance(recipe, dict) else None
+        scale = recipe.get("scale") if isinstance(recipe, dict) else None
+        number = (int, float, np.integer, np.floating)
+        if (
+            not isinstance(seed, integer)
+            or isinstance(seed, bool)
+            or seed < 0
+            or not isinstance(scale, number)
+            or isinstance(scale, bool)
+            or not math.isfinite(scale)
+        ):
+            raise ValueError(f"generator recipe needs a seed >= 0 and a scale, got {recipe!r:.80}")
+        return generated_array(shape, dtype.name, int(seed), float(scale))
+    text = data.get("zlib")
+    if not isinstance(text, str):
+        raise ValueError("a stored array needs 'zlib' (a base64 string) or 'generator'")
+    try:
+        packed = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise ValueError(f"inline bytes are not base64 ({error})") from None
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(packed, expected + 1)  # max_length 0 would mean "no limit"
+    except zlib.error as error:
+        raise ValueError(f"inline bytes are not a zlib stream ({error})") from None
+    if len(raw) > expected or inflater.unconsumed_tail:
+        raise ValueError(f"inline bytes inflate past the {expected} bytes of shape {shape}")
+    if not inflater.eof:
+        raise ValueError("inline zlib stream is truncated")
+    if inflater.unused_data:
+        raise ValueError("inline zlib stream is followed by other bytes")
+    if len(raw) != expected:
+        raise ValueError(
+            f"inline bytes are {len(raw)} bytes, shape {shape} of {name} needs {expected}"
+        )
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
 

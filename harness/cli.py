@@ -76,6 +76,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from .corpus import printable
     from .replay import replay
     from .run.runner import Runner
 
@@ -84,9 +85,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         results = replay(paths, runner, update_status=args.update)
     still = 0
     for r in results:
+        detail = r.detail.splitlines()[0][:120] if r.detail.strip() else ""
         print(
-            f"{r.outcome:12} {r.path}"
-            + (f"  ({r.detail.splitlines()[0][:120]})" if r.detail else "")
+            f"{r.outcome:12} {printable(r.path)}" + (f"  ({printable(detail)})" if detail else "")
         )
         still += r.outcome != "fixed"
     counts = {
@@ -97,13 +98,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .corpus import Corpus
+    from .corpus import Corpus, CorpusError, parse_json, printable, read_limited
     from .report import write_report
 
     summary = {"seconds": 0, "stats": {}, "findings": [], "options": {}}
     if args.summary and Path(args.summary).exists():
-        summary = json.loads(Path(args.summary).read_text())
+        try:
+            summary = parse_json(args.summary, read_limited(args.summary))
+        except CorpusError as error:
+            print(f"summary left out: {printable(error)}", file=sys.stderr)
     print(write_report(summary, Corpus(args.corpus), Path(args.out)))
+    for bad in Corpus(args.corpus).entries():
+        if isinstance(bad, CorpusError):
+            print(f"unreadable corpus file: {printable(bad)}", file=sys.stderr)
     return 0
 
 
@@ -137,6 +144,12 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     from .selftest import run_selftest
 
     return run_selftest(args)
+
+
+def cmd_mutate(args: argparse.Namespace) -> int:
+    from .mutate import run_mutate
+
+    return run_mutate(args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,6 +194,15 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--workers", type=_workers, default=1)
     st.add_argument("--seed", type=int, default=1)
     st.set_defaults(func=cmd_selftest)
+
+    mu = sub.add_parser("mutate", help="random compiler mutants: how many does fuzzing kill?")
+    mu.add_argument("--count", type=int, default=10, help="mutants to draw")
+    mu.add_argument("--seconds", type=float, default=60.0, help="fuzz budget per mutant")
+    mu.add_argument("--seed", type=int, default=1, help="fixes the mutants drawn")
+    mu.add_argument("--workers", type=_workers, default=1, help="fuzz drivers per mutant")
+    mu.add_argument("--files", default="compiler/**/*.py", help="which files to mutate (a glob)")
+    mu.add_argument("--json", default="", help="also write every mutant, diff and status here")
+    mu.set_defaults(func=cmd_mutate)
 
     ex = sub.add_parser("export", help="write an upstream-ready bug report for a corpus entry")
     ex.add_argument("file", help="a corpus entry (JSON)")

@@ -48,16 +48,20 @@ def reproduce(entry: Entry, runner: Runner) -> Finding | None:
 
 
 def replay(paths: list[Path], runner: Runner, update_status: bool = False) -> list[Replayed]:
-    """Replay corpus files (directories expand to their entries)."""
-    files: list[Path] = []
+    """Replay corpus files (directories expand to their entries). A file that cannot be read or
+    run is one "error" result naming it; the others still replay."""
+    files: list[tuple[Path, Path | None]] = []
     for path in paths:
-        files.extend(Corpus(path).files() if path.is_dir() else [path])
+        if path.is_dir():
+            files.extend((file, path) for file in Corpus(path).files())
+        else:
+            files.append((path, None))
     results = []
-    for path in files:
+    for path, root in files:
         try:
-            entry = load(path)
+            entry = load(path, root)
         except CorpusError as error:
-            results.append(Replayed(None, path, "error", str(error)))
+            results.append(Replayed(None, path, "error", error.problem))
             continue
         try:
             finding = reproduce(entry, runner)
@@ -65,10 +69,15 @@ def replay(paths: list[Path], runner: Runner, update_status: bool = False) -> li
             results.append(Replayed(entry, path, "error", f"{type(error).__name__}: {error}"))
             continue
         outcome = "still fails" if finding is not None else "fixed"
-        results.append(Replayed(entry, path, outcome, finding.detail if finding else "", finding))
+        result = Replayed(entry, path, outcome, finding.detail if finding else "", finding)
+        results.append(result)
         if update_status:
             status = "open" if finding is not None else "fixed"
             if entry.status != status:
                 entry.status = status
-                Corpus(path.parent).update(entry)
+                try:
+                    Corpus(path.parent).update(entry)
+                except OSError as error:
+                    result.outcome = "error"
+                    result.detail = f"{path}: status not updated to {status} ({error})"
     return results

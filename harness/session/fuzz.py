@@ -118,11 +118,12 @@ class Driver:
             use_jax=options.use_jax,
             skip=options.skip_oracles,
         )
-        self.known: list[tuple[Signature, Entry]] = [
-            (Signature.from_dict(e.signature), e)
-            for e in self.corpus.entries()
-            if isinstance(e, Entry)
-        ]
+        self.known: list[tuple[Signature, Entry]] = []
+        for e in self.corpus.entries():  # an unreadable file is named once, then left out
+            if isinstance(e, Entry):
+                self.known.append((Signature.from_dict(e.signature), e))
+            elif index == 0:
+                print(f"skipping unreadable corpus file: {str(e)!r}", file=sys.stderr)
         self.saved: list[str] = []
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []

@@ -2,18 +2,49 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import multiprocessing as mp
+import os
+import stat
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from harness.corpus import FORMAT, Corpus, CorpusError, Entry, atomic_write, load
+from harness.case import Case, decode_array, encode_array
+from harness.corpus import (
+    FORMAT,
+    MAX_ARRAY_BYTES,
+    Corpus,
+    CorpusError,
+    Entry,
+    atomic_write,
+    load,
+    portable,
+)
+from harness.corpus_schema import (
+    ANNOTATIONS,
+    ENTRY_SCHEMA,
+    KEYWORDS,
+    first_problem,
+    keywords_used,
+)
+from strategies.model import ProgramBuilder
+
+
+def case_dict(tag: str, size: int = 2) -> dict:
+    """A real (tiny) case: exp of a float32 vector, told apart by its origin."""
+    b = ProgramBuilder()
+    x = b.input((size,), "float32")
+    program = b.build(b.node("exp", x))
+    inputs = [np.linspace(-1, 1, size, dtype=np.float32)]
+    return Case(program, inputs, ("cpu-loops",), origin=tag).to_dict()
 
 
 def entry(size: int, ops: tuple[str, ...] = ("exp",), tag: str = "a") -> Entry:
     return Entry(
-        case={"program": {"tag": tag, "size": size}, "oracle": "differential"},
+        case={"case": case_dict(tag), "oracle": "differential"},
         signature={
             "kind": "mismatch",
             "backend": "cpu-loops",
@@ -116,3 +147,180 @@ def test_pending_records_survive_and_are_listed(tmp_path: Path) -> None:
     assert [task for _, task in corpus.leftover_pending()] == [{"case": {"x": 1}}]
     corpus.clear_pending("w0")
     assert corpus.leftover_pending() == []
+
+
+# ---- the schema and the loader's checks
+
+
+def test_the_validator_implements_every_keyword_the_schema_uses() -> None:
+    assert keywords_used(ENTRY_SCHEMA) <= KEYWORDS | ANNOTATIONS
+    assert json.loads(json.dumps(ENTRY_SCHEMA)) == ENTRY_SCHEMA  # plain JSON Schema data
+    assert first_problem(entry(3).to_json()) is None
+
+
+def test_every_saved_entry_conforms_to_the_schema(tmp_path: Path) -> None:
+    """What the session writes (finding_entry) is what the loader accepts."""
+    from harness.oracles.base import Finding
+    from harness.session.fuzz import finding_entry
+
+    case = Case.from_dict(case_dict("saved"))
+    finding = Finding("mismatch", ("cpu-loops",), "differential", "planted <b>", case)
+    raw = finding_entry(case, finding, minimization={"state": "unminimized"})
+    assert first_problem(raw.to_json()) is None
+    _, path = Corpus(tmp_path).save(raw)
+    assert load(path).signature == finding.signature.to_dict()
+
+
+def test_a_list_valued_signature_is_an_error_naming_the_file_and_the_field(
+    tmp_path: Path,
+) -> None:
+    corpus = Corpus(tmp_path)
+    _, good = corpus.save(entry(3))
+    data = entry(4, ("log",)).to_json()
+    data["signature"] = ["mismatch", "cpu-loops"]
+    (tmp_path / "listed.json").write_text(json.dumps(data))
+    with pytest.raises(CorpusError, match=r"listed\.json: malformed entry: signature: expected"):
+        load(tmp_path / "listed.json")
+    # and the session still saves its findings: the bad file is skipped, not fatal
+    stored, path = corpus.save(entry(2, ("log",), "new"))
+    assert stored and load(path).size == 2
+    assert {type(i).__name__ for i in corpus.entries()} == {"Entry", "CorpusError"}
+    assert good.exists()
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("status", "closed", "status: 'closed' is not one of open, fixed, regressed"),
+        ("size", -1, "size: -1 is below the minimum 0"),
+        ("size", True, "size: expected integer, got boolean"),
+        ("detail", ["x"], "detail: expected string, got array"),
+        ("extra_field", 1, "extra_field: unknown field"),
+    ],
+)
+def test_each_field_is_type_checked(tmp_path: Path, field: str, value, message: str) -> None:
+    data = entry(3).to_json()
+    data[field] = value
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(CorpusError) as caught:
+        load(tmp_path / "bad.json")
+    assert caught.value.path == tmp_path / "bad.json"
+    assert message in caught.value.problem
+
+
+def test_a_kind_cannot_leave_the_corpus_directory(tmp_path: Path) -> None:
+    data = entry(3).to_json()
+    data["signature"]["kind"] = "../../escape"
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(CorpusError, match="signature.kind"):
+        load(tmp_path / "bad.json")
+
+
+def test_symlinks_are_followed_only_inside_the_corpus(tmp_path: Path) -> None:
+    inside, outside = tmp_path / "corpus", tmp_path / "elsewhere"
+    _, good = Corpus(inside).save(entry(3))
+    (inside / "alias.json").symlink_to(good.name)
+    _, foreign = Corpus(outside).save(entry(4, ("log",)))
+    (inside / "foreign.json").symlink_to(foreign)
+    (inside / "zero.json").symlink_to("/dev/zero")
+    items = {i.path.name: i for i in Corpus(inside).entries()}
+    assert isinstance(items["alias.json"], Entry)
+    assert "outside" in items["foreign.json"].problem
+    assert "outside" in items["zero.json"].problem
+
+
+def test_decode_array_caps_and_checks_before_inflating() -> None:
+    assert inspect.signature(decode_array).parameters["max_bytes"].default == MAX_ARRAY_BYTES
+    stored = encode_array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert decode_array(stored).shape == (2, 3)
+    bomb = dict(stored, shape=[2], zlib=encode_array(np.zeros(1 << 20, np.float32))["zlib"])
+    bad = [
+        (bomb, "inflate past"),
+        (dict(stored, shape=[7]), "needs 28"),
+        (dict(stored, shape=[-6]), "non-negative"),
+        (dict(stored, shape=[1 << 40, 1 << 40]), "over"),
+        (dict(stored, dtype="O"), "numeric"),
+        (dict(stored, dtype=">f4"), "numeric"),
+        (dict(stored, zlib=stored["zlib"][:-4]), "truncated"),
+        (dict(stored, zlib="!!!!"), "base64"),
+        ({"dtype": "float32", "shape": [1 << 30], "generator": {"seed": 0, "scale": 1.0}}, "over"),
+    ]
+    for data, message in bad:
+        with pytest.raises(ValueError, match=message):
+            decode_array(data)
+
+
+def test_format_1_entries_stay_readable(tmp_path: Path) -> None:
+    """Format 1 wrote one 'check' name instead of 'checks'; such files still load and decode."""
+    data = entry(3).to_json()
+    data["case"]["case"].pop("checks")
+    data["case"]["case"]["check"] = "differential"
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    loaded = load(tmp_path / "old.json")
+    assert data["format"] == FORMAT == 1
+    assert Case.from_dict(loaded.case["case"]).checks == ()
+
+
+# ---- permissions and portability
+
+
+def test_atomic_write_creates_0644_less_the_umask(tmp_path: Path) -> None:
+    if os.name != "posix":
+        pytest.skip("POSIX permissions")
+    old = os.umask(0o022)
+    try:
+        target = tmp_path / "x.json"
+        atomic_write(target, "{}")
+        assert stat.S_IMODE(target.stat().st_mode) == 0o644
+        _, path = Corpus(tmp_path / "c").save(entry(3))
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        loaded = load(path)
+        loaded.status = "fixed"
+        Corpus(path.parent).update(loaded)  # what `replay --update` does
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        os.umask(0o077)
+        atomic_write(target, "{}")
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_saved_entries_carry_no_machine_paths(tmp_path: Path) -> None:
+    import site
+    import sys
+
+    machine = site.getsitepackages()[0] + "/mlir/bin/mlir-opt"
+    saved = entry(3)
+    saved.mlir = {"commands": {"lowered": f"{machine} in.mlir"}}
+    saved.evidence = {"stderr": f'File "{sys.prefix}/lib/x.py", line 1\n{Path.home()}/a'}
+    _, path = Corpus(tmp_path).save(saved)
+    text = path.read_text()
+    assert machine not in text and sys.prefix not in text
+    assert "<site-packages>/mlir/bin/mlir-opt in.mlir" in text
+    assert portable({"a": [f"{Path.home()}/x"]}) == {"a": ["~/x"]}
+
+
+def test_unreadable_pending_records_are_skipped(tmp_path: Path) -> None:
+    corpus = Corpus(tmp_path)
+    corpus.write_pending("w0", {"case": {"x": 1}})
+    pending = tmp_path / ".pending"
+    (pending / "deep.json").write_text("[" * 100_000)
+    (pending / "nan.json").write_text('{"case": NaN}')
+    (pending / "list.json").write_text("[1]")
+    os.mkfifo(pending / "fifo.json")
+    assert [task for _, task in corpus.leftover_pending()] == [{"case": {"x": 1}}]
+
+
+def test_a_file_that_cannot_be_opened_is_named(tmp_path: Path, monkeypatch) -> None:
+    _, path = Corpus(tmp_path).save(entry(3))
+    if os.geteuid() != 0:
+        path.chmod(0)
+    else:  # root reads through chmod 000: refuse the open instead
+
+        def refuse(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr("harness.corpus.os.open", refuse)
+    with pytest.raises(CorpusError, match=r"cannot read \(Permission denied\)") as caught:
+        load(path)
+    assert caught.value.path == path
