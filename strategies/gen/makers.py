@@ -21,7 +21,8 @@ from .state import Gen, Shape, Value, broadcast, of_kind
 
 def _unary(g: Gen, op: str) -> None:
     p = g.primary(op)
-    if primitives.get(op).domain == "nonnegative" and not p.nonneg and "abs" in g.cfg.ops:
+    guard = g.draw(st.integers(0, 3)) != 0  # unguarded: NaN from negatives, on purpose
+    if primitives.get(op).domain == "nonnegative" and not p.nonneg and "abs" in g.cfg.ops and guard:
         p = g.node("abs", p)
     g.node(op, p)
 
@@ -59,6 +60,12 @@ def _where_on(g: Gen, cond: Value, p: Value) -> None:
 
 
 def _where(g: Gen, op: str) -> None:
+    if g.draw(st.integers(0, 3)) == 3:
+        # A numeric condition: NumPy selects where it is nonzero (NaN is nonzero).
+        cond = g.primary(op)
+        event(f"where:condition-{cond.dtype}")
+        _where_on(g, cond, cond)  # where(x, x, y): x where it is nonzero (NaN included)
+        return
     comparisons = of_kind("compare")
     allowed = [c for c in comparisons if c in g.cfg.ops] or list(comparisons)
     cond, p = _condition(g, g.draw(st.sampled_from(allowed)))

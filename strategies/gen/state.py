@@ -16,6 +16,7 @@ from compiler import primitives
 from compiler.primitives.rules import ArrayType, broadcast_shapes
 
 from ..model import DTYPES, FLOAT_DTYPES, REJECTIONS, Const, ProgramBuilder, Ref, TensorType
+from ..model.types import INT32_MAX
 from .shapes import broadcastable_shapes
 from .shapes import shapes as shapes_strategy
 
@@ -259,20 +260,28 @@ class Gen:
         return self.input(self.partner_shape(target), dtype)
 
     def const(self, dtype: str, op: str) -> Const:
-        """A weak (Python) or strong (NumPy) scalar; strong ones only where JAX agrees."""
-        if op in ("greater", "less", "greater_equal", "less_equal", "equal", "not_equal"):
-            choices: list[int | float] = [0.0, 0.5, -1.0, 0, 2]
+        """A weak (Python) or strong (NumPy) scalar of every kind NumPy accepts next to a
+        ``dtype`` operand: values the operand's dtype cannot represent included (0.5 next to
+        int32 promotes to float64; a comparison with an int beyond int32 is exact in NumPy 2)."""
+        comparison = primitives.get(op).kind == "compare"
+        if comparison:
+            choices: list[int | float] = [0.0, 0.5, -1.0, 0, 2, 2**40, -(2**33), 1e10]
         else:
-            choices = [2.0, 0.5, -1.5, 3.0, 2, -3]
+            choices = [2.0, 0.5, -1.5, 3.0, 2, -3, 1e10]
         value = self.draw(st.sampled_from(choices))
         strong = [d for d in DTYPES if self.cfg.compatible(d, dtype)]
         if isinstance(value, float):
             strong = [d for d in strong if d in FLOAT_DTYPES]
+        elif abs(value) > INT32_MAX:
+            strong = [d for d in strong if d in FLOAT_DTYPES]
         if strong and self.draw(st.booleans()):
             const_dtype = self.draw(st.sampled_from(strong))
-            event("const:strong")
-            return Const(value, const_dtype)
-        event("const:weak")
+            event(f"const:strong-{const_dtype}")
+            return Const(float(value) if const_dtype in FLOAT_DTYPES else value, const_dtype)
+        event(
+            "const:weak"
+            + ("-out-of-range" if isinstance(value, int) and abs(value) > INT32_MAX else "")
+        )
         return Const(value)
 
     def ordered(self, a: Any, b: Any) -> tuple[Any, Any]:

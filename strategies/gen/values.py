@@ -1,10 +1,25 @@
 """Array values from named numeric regimes, for program inputs.
 
-Each regime targets a known way kernels go wrong: ``large`` drives softmax near +-1e4 (a missing
-max-subtraction overflows), ``tiny`` probes cancellation, ``constant_rows`` gives layer norm a
-zero variance, ``mixed_sign`` exercises max/min/abs and comparisons. Values are finite unless
-asked, float32-representable for float32 arrays, free of subnormals (flush-to-zero differences
-are not bugs), and shrink toward simple numbers.
+Each regime targets a known way kernels go wrong:
+
+- ``ordinary``: moderate values of either sign;
+- ``large`` drives softmax near +-1e4 (a missing max-subtraction overflows), ``tiny`` probes
+  cancellation;
+- ``constant_rows`` gives layer norm a zero variance, ``ties`` makes many elements equal (argmax-
+  like choices, comparisons at equality);
+- ``mixed_sign`` exercises max/min/abs and comparisons; ``negative`` and ``positive`` make whole
+  arrays one sign (a reduction identity that is wrong shows only when every element of a row is
+  below it: a max initialized with 0 passes on mixed rows);
+- ``special`` puts NaN, +inf, -inf and -0.0 among ordinary values, and rows that are all -inf
+  (softmax of a fully masked row, max of -inf);
+- ``extreme`` uses the dtype's edges: a 64th of the float maximum (products overflow), its
+  epsilon's scale, the smallest normal, and for int32 the extremes (NumPy's wrapping
+  arithmetic defines every result).
+
+Values are float32-representable for float32 arrays, free of subnormals (flush-to-zero
+differences are not bugs), and shrink toward simple numbers. Inputs that flow into a float ->
+int32 cast (undefined in NumPy for NaN, infinities and out-of-range values) only ever get
+``ordinary`` values, whatever the regime.
 """
 
 from __future__ import annotations
@@ -17,9 +32,23 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ..model import Input, Program
+from ..model import Input, Program, Ref
 
-REGIMES = ("ordinary", "large", "tiny", "constant_rows", "mixed_sign")
+REGIMES = (
+    "ordinary",
+    "large",
+    "tiny",
+    "constant_rows",
+    "mixed_sign",
+    "negative",
+    "positive",
+    "ties",
+    "special",
+    "extreme",
+)
+#: Regimes whose values a float -> int32 cast may not see.
+UNSAFE_FOR_CASTS = ("special", "extreme")
+SPECIALS = (np.nan, np.inf, -np.inf, -0.0)
 
 
 def regimes() -> st.SearchStrategy[str]:
@@ -40,41 +69,85 @@ def _either_sign(magnitude: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.tuples(st.booleans(), magnitude).map(lambda t: -t[1] if t[0] else t[1])
 
 
+def _float_elements(regime: str, width: int) -> st.SearchStrategy[float]:
+    info = np.finfo(np.dtype(f"float{width}"))
+    ordinary = _floats(-4.0, 4.0, width)
+    if regime in ("ordinary", "constant_rows"):
+        return ordinary
+    if regime == "large":
+        return _either_sign(_floats(1e3, 1e4, width))
+    if regime == "tiny":
+        return _either_sign(_floats(1e-8 if width >= 32 else 1e-4, 1e-4, width))
+    if regime == "mixed_sign":
+        return _either_sign(_floats(1e-2, 1e2, width))
+    if regime == "negative":
+        return _floats(-8.0, -1e-3, width)
+    if regime == "positive":
+        return _floats(1e-3, 8.0, width)
+    if regime == "ties":
+        return st.sampled_from([0.0, 1.0, -1.0, 2.5])
+    if regime == "special":
+        return st.one_of(ordinary, st.sampled_from(SPECIALS))
+    if regime == "extreme":
+        # A 64th of the largest float: products overflow (in any order), while sums of the
+        # few dozen elements a program reduces do not, so no answer depends on the order of a
+        # reduction (NumPy sums pairwise, the compiled loops in sequence).
+        big = _f(float(info.max) / 64, width)
+        edges = [
+            big,
+            -big,
+            float(info.eps),
+            -float(info.eps),
+            float(info.tiny),
+            1 / float(info.eps),
+        ]
+        return st.one_of(st.sampled_from(edges), ordinary)
+    raise ValueError(regime)
+
+
+def _int_elements(dt: np.dtype, regime: str) -> st.SearchStrategy[int]:
+    info = np.iinfo(dt)
+    if regime in ("ordinary", "constant_rows", "special"):
+        strategy = st.integers(-8, 8)
+    elif regime == "large":
+        strategy = _either_sign(st.integers(1000, 30000))
+    elif regime == "tiny":
+        strategy = st.integers(-1, 1)
+    elif regime == "mixed_sign":
+        strategy = _either_sign(st.integers(1, 8))
+    elif regime == "negative":
+        strategy = st.integers(-9, -1)
+    elif regime == "positive":
+        strategy = st.integers(1, 9)
+    elif regime == "ties":
+        strategy = st.sampled_from([0, 1, -1])
+    elif regime == "extreme":
+        strategy = st.one_of(
+            st.sampled_from([int(info.min), int(info.max), int(info.min) + 1, int(info.max) - 1]),
+            st.integers(-8, 8),
+        )
+    else:
+        raise ValueError(regime)
+    if info.min == 0:
+        strategy = strategy.map(abs)
+    return strategy.map(lambda v: int(np.clip(v, info.min, info.max)))
+
+
 def elements(
     dtype: Any, regime: str = "ordinary", *, finite: bool = True
 ) -> st.SearchStrategy[Any]:
-    """Scalar strategy for one element of ``dtype`` in ``regime``."""
+    """Scalar strategy for one element of ``dtype`` in ``regime`` (``finite=False`` adds NaN
+    and the infinities to any float regime)."""
     dt = np.dtype(dtype)
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; choose from {REGIMES}")
     if dt.kind == "f":
-        width = 8 * dt.itemsize
-        strategy = {
-            "ordinary": _floats(-4.0, 4.0, width),
-            "constant_rows": _floats(-4.0, 4.0, width),
-            "large": _either_sign(_floats(1e3, 1e4, width)),
-            "tiny": _either_sign(_floats(1e-8 if width >= 32 else 1e-4, 1e-4, width)),
-            "mixed_sign": _either_sign(_floats(1e-2, 1e2, width)),
-        }[regime]
+        strategy = _float_elements(regime, 8 * dt.itemsize)
         if not finite:
             strategy = strategy | st.sampled_from([np.nan, np.inf, -np.inf])
         return strategy
     if dt.kind in "iu":
-        info = np.iinfo(dt)
-        lo, hi = {
-            "ordinary": (-8, 8),
-            "constant_rows": (-8, 8),
-            "large": (1000, 30000),
-            "tiny": (-1, 1),
-            "mixed_sign": (1, 8),
-        }[regime]
-        if regime in ("large", "mixed_sign"):
-            strategy = _either_sign(st.integers(lo, hi))
-        else:
-            strategy = st.integers(lo, hi)
-        if info.min == 0:
-            strategy = strategy.map(abs)
-        return strategy.map(lambda v: int(np.clip(v, info.min, info.max)))
+        return _int_elements(dt, regime)
     if dt.kind == "b":
         return st.booleans()
     raise TypeError(f"no element strategy for dtype {dt}")
@@ -111,7 +184,42 @@ def values(
         flat = array.reshape(-1)
         flat[0] = abs(flat[0])
         flat[-1] = -abs(flat[-1]) if flat[-1] != 0 else -1
+    if regime == "special" and dt.kind == "f" and len(shape) >= 1 and draw(st.booleans()):
+        # A whole last-axis row of -inf (a fully masked softmax row, the max of -inf).
+        row = draw(st.integers(0, max(array.size // shape[-1] - 1, 0)))
+        array.reshape(-1, shape[-1])[row] = -np.inf
+        event("special:row-of-minus-inf")
+    if regime == "special" and dt.kind == "f":
+        for name, test in (("nan", np.isnan), ("inf", np.isinf)):
+            if np.any(test(array)):
+                event(f"special:{name}")
+        if np.any((array == 0) & np.signbit(array)):
+            event("special:-0.0")
     return array
+
+
+def int_cast_inputs(program: Program) -> set[int]:
+    """Inputs whose values reach a float -> int32 cast (NumPy leaves such casts undefined for
+    NaN, infinities and out-of-range values)."""
+    nodes = program.nodes
+    found: set[int] = set()
+    for node in nodes:
+        if node.op != "astype" or node.attrs.get("dtype") != "int32":
+            continue
+        source = node.args[0]
+        if program.type_of(source).dtype not in ("float32", "float64"):
+            continue
+        stack, seen = [source], set()
+        while stack:
+            ref = stack.pop()
+            if not isinstance(ref, Ref) or (ref.kind, ref.index) in seen:
+                continue
+            seen.add((ref.kind, ref.index))
+            if ref.kind == "input":
+                found.add(ref.index)
+            else:
+                stack.extend(nodes[ref.index].args)
+    return found
 
 
 @st.composite
@@ -122,15 +230,28 @@ def input_values(
     *,
     finite: bool = True,
 ) -> tuple[np.ndarray, ...]:
-    """Values for every input of a program (one regime for all; ids respect their bound)."""
+    """Values for every input of a program (one regime for all; ids respect their bound; inputs
+    reaching a float -> int cast stay ordinary)."""
+    guarded: set[int] = set()
     if isinstance(inputs, Program):
+        guarded = int_cast_inputs(inputs)
         inputs = inputs.inputs
     if regime is None:
         regime = draw(regimes())
     event(f"regime:{regime}")
-    return tuple(
-        draw(values(inp.shape, inp.dtype, regime, finite=finite, bound=inp.bound)) for inp in inputs
-    )
+    out = []
+    for i, inp in enumerate(inputs):
+        own = "ordinary" if i in guarded and regime in UNSAFE_FOR_CASTS else regime
+        out.append(draw(values(inp.shape, inp.dtype, own, finite=finite, bound=inp.bound)))
+    return tuple(out)
 
 
-__all__ = ["REGIMES", "elements", "input_values", "regimes", "values"]
+__all__ = [
+    "REGIMES",
+    "SPECIALS",
+    "elements",
+    "input_values",
+    "int_cast_inputs",
+    "regimes",
+    "values",
+]

@@ -33,7 +33,7 @@ from .types import (
 )
 
 #: Errors a primitive's result rule raises for a program it rejects (invalid, or unsupported).
-REJECTIONS = (ValueError, TypeError, IndexError, NotImplementedError)
+REJECTIONS = (ValueError, TypeError, IndexError, NotImplementedError, OverflowError)
 
 
 def primitive(op: str) -> Primitive:
@@ -132,8 +132,8 @@ class ProgramBuilder:
             if isinstance(t, TensorType) and t.dtype == BOOL:
                 if not ((spec.kind == "select" and position == 0) or spec.kind == "cast"):
                     raise TypeError(f"{op}: bool values may only feed where() or astype()")
-            elif spec.kind == "select" and position == 0:
-                raise TypeError(f"{op}: the condition must be bool (a comparison), got {t}")
+            elif spec.kind == "select" and position == 0 and isinstance(t, Const):
+                raise TypeError(f"{op}: the condition must be a tensor, got {t}")
         if spec.float_only:
             for t in types:
                 if isinstance(t, Const) or t.dtype not in FLOAT_DTYPES:

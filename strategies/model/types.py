@@ -15,6 +15,7 @@ FLOAT_DTYPES = ("float32", "float64")
 BOOL = "bool"
 VALUE_DTYPES = (*DTYPES, BOOL)
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
 def dtype_name(dtype: Any) -> str:
@@ -77,13 +78,15 @@ class Const:
             raise TypeError(f"constant must be a Python int or float, got {self.value!r}")
         if not math.isfinite(self.value):
             raise ValueError(f"constant must be finite, got {self.value!r}")
-        if isinstance(self.value, int) and abs(self.value) > INT32_MAX:
-            raise ValueError(f"integer constant {self.value} does not fit in int32")
+        if isinstance(self.value, int) and abs(self.value) > INT64_MAX:
+            raise ValueError(f"integer constant {self.value} does not fit in int64")
         if self.dtype is not None:
             if self.dtype not in DTYPES:
                 raise TypeError(f"constant dtype must be one of {DTYPES}, got {self.dtype!r}")
             if self.dtype == "int32" and not isinstance(self.value, int):
                 raise TypeError(f"int32 constant needs an int value, got {self.value!r}")
+            if self.dtype == "int32" and abs(self.value) > INT32_MAX:
+                raise ValueError(f"integer constant {self.value} does not fit in int32")
 
     def py(self) -> Any:
         """The operand as passed to the array namespace (weak: Python scalar; strong: NumPy)."""

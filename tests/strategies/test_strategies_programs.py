@@ -41,10 +41,24 @@ def _numpy(program: Program, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
 
 
 @settings(max_examples=60)
-@given(samples())
+@given(samples(programs(implicit_int_to_float=False)))
 def test_programs_evaluate_in_numpy_and_jax_with_predicted_types(case: Sample) -> None:
+    """Without the promotions JAX does its own way, JAX computes the predicted types too."""
     _check_type(_numpy(case.program, case.inputs), case.program)
     _check_type(jax.jit(case.program.as_function(jnp))(*case.inputs), case.program)
+
+
+@settings(max_examples=60)
+@given(samples())
+def test_the_adapted_jax_reference_computes_the_predicted_types(case: Sample) -> None:
+    """With every NumPy promotion, the harness's adapted JAX reference still computes in
+    NumPy's dtypes."""
+    from harness.case import Case
+    from harness.run.references import jax_reference
+
+    reference = jax_reference(Case(case.program, list(case.inputs)))
+    if reference.ok:
+        _check_type(reference.output, case.program)
 
 
 @given(samples(programs(implicit_int_to_float=True, dtypes=("int32", "float32"))))
@@ -120,7 +134,7 @@ def test_every_violation_is_generated() -> None:
         found = find(
             invalid_programs(),
             lambda p, name=name: p.violation == name,
-            settings=settings(database=None, max_examples=200, phases=[Phase.generate]),
+            settings=settings(database=None, max_examples=1000, phases=[Phase.generate]),
         )
         assert found.violation == name
         assert (found.node is None) == (name == "unsupported_dtype")

@@ -124,7 +124,8 @@ def test_values_follow_their_regime(
 ) -> None:
     array = data.draw(values(shape, dtype, regime))
     assert array.shape == shape and array.dtype == dtype
-    assert np.all(np.isfinite(array))
+    if regime != "special":
+        assert np.all(np.isfinite(array))
     magnitude = np.abs(array.astype(np.float64))
     if regime == "large":
         assert np.all(magnitude >= 1e3) and np.all(magnitude <= 3e4)
@@ -136,6 +137,12 @@ def test_values_follow_their_regime(
         assert array.max() > 0 > array.min()
     elif regime == "ordinary":
         assert np.all(magnitude <= 8)
+    elif regime == "negative":
+        assert np.all(array < 0)
+    elif regime == "positive":
+        assert np.all(array > 0)
+    elif regime == "extreme" and dtype.kind == "f":
+        assert np.all(magnitude <= np.finfo(dtype).max / 32)  # products overflow, sums do not
     if dtype == np.float32:
         tiny = np.finfo(np.float32).tiny
         assert not np.any((magnitude > 0) & (magnitude < tiny))  # no subnormals
@@ -153,6 +160,30 @@ def test_values_nonfinite_can_appear() -> None:
     from hypothesis import find
 
     find(values((3,), "float32", finite=False), lambda a: not np.all(np.isfinite(a)))
+    for special in ("nan", "posinf", "neginf", "negzero"):
+        test = {
+            "nan": np.isnan,
+            "posinf": np.isposinf,
+            "neginf": np.isneginf,
+            "negzero": lambda a: (a == 0) & np.signbit(a),
+        }[special]
+        find(values((4, 3), "float64", "special"), lambda a, test=test: bool(np.any(test(a))))
+    find(values((2, 3), "float32", "special"), lambda a: bool(np.all(np.isneginf(a[0]))))
+
+
+def test_inputs_reaching_an_int_cast_stay_ordinary() -> None:
+    from hypothesis import find
+
+    from strategies import ProgramBuilder
+    from strategies.gen.values import int_cast_inputs
+
+    b = ProgramBuilder()
+    x, y = b.input((3, 4), "float32"), b.input((3, 4), "float32")
+    cast = b.node("astype", b.node("abs", x), dtype="int32")
+    program = b.build(b.node("add", b.node("astype", cast, dtype="float32"), y))
+    assert int_cast_inputs(program) == {0}
+    found = find(input_values(program, "special"), lambda v: bool(np.isnan(v[1]).any()))
+    assert np.all(np.isfinite(found[0]))
 
 
 @given(st.data())
