@@ -113,6 +113,7 @@ def _check_argument(node: Node, value: Any, name: str) -> np.ndarray:
 
 _CACHE: OrderedDict[Hashable, Compiled] = OrderedDict()
 _CACHE_LOCK = threading.RLock()
+_COMPILING: dict[Hashable, threading.Lock] = {}
 _IDS = itertools.count()
 
 
@@ -168,11 +169,19 @@ class JitFunction:
             if compiled is not None:
                 _CACHE.move_to_end(key)
                 return compiled
-        compiled = self._compile(args, kwargs, backend)
+            # Threads racing on a new specialization: the first compiles, the others wait for it.
+            lock = _COMPILING.setdefault(key, threading.Lock())
+        with lock:
+            with _CACHE_LOCK:
+                compiled = _CACHE.get(key)
+            if compiled is None:
+                compiled = self._compile(args, kwargs, backend)
+                with _CACHE_LOCK:
+                    _CACHE[key] = compiled
+                    while len(_CACHE) > MAX_SPECIALIZATIONS:
+                        _CACHE.popitem(last=False)
         with _CACHE_LOCK:
-            _CACHE[key] = compiled
-            while len(_CACHE) > MAX_SPECIALIZATIONS:
-                _CACHE.popitem(last=False)
+            _COMPILING.pop(key, None)
         return compiled
 
     compile = specialize

@@ -63,16 +63,46 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
         atomic_write(Path(args.summary_json), json.dumps(summary, default=str, indent=1))
     if args.report:
-        path = write_report(summary, Corpus(options.corpus), Path(args.report))
-        print(f"report: {path}")
+        try:
+            path = write_report(summary, Corpus(options.corpus), Path(args.report))
+            print(f"report: {path}")
+        except Exception as error:  # noqa: BLE001 - the session's results are saved; say so
+            summary["harness_errors"].append(f"the report failed: {error!r}")
     for error in summary["harness_errors"][:3]:
         print("harness error:\n" + error, file=sys.stderr)
     new = sum(1 for f in summary["findings"] if f["new"])
     for regression in summary.get("regressions", []):
         print(f"REGRESSION: a fixed entry fails again: {regression['path']}", file=sys.stderr)
+    if summary.get("interrupted"):
+        print(f"stopped by {summary['interrupted']}: findings so far are saved", file=sys.stderr)
+        return {"SIGINT": 130, "SIGTERM": 143}.get(summary["interrupted"], 2)
     if summary["harness_errors"]:
         return 2
     return 1 if new or summary.get("regressions") else 0
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    """Finish what interrupted sessions left: re-run cases whose owner died in flight, and
+    minimize, attribute and save findings left unminimized (no fuzzing, no time box)."""
+    from .corpus import Corpus, Entry
+    from .pending import orphans
+    from .session.fuzz import Driver, FuzzOptions
+
+    corpus = Path(args.corpus)
+    options = FuzzOptions(corpus=corpus, use_jax=not args.no_jax, database=None)
+    driver = Driver(options, 0)
+    try:
+        driver.recover_pending()
+        driver.resume_unminimized()
+    finally:
+        driver.close()
+    left = [e for e in Corpus(corpus).entries() if isinstance(e, Entry)]
+    unminimized = [e for e in left if e.minimization.get("state") == "unminimized"]
+    print(
+        f"recovered: {len(driver.saved)} entries saved; {len(orphans(corpus))} orphaned records "
+        f"and {len(unminimized)} unminimized entries left"
+    )
+    return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -180,6 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--quiet", action="store_true")
     fuzz.add_argument("--summary-json", default="", help="also write the session summary here")
     fuzz.set_defaults(func=cmd_fuzz)
+
+    rc = sub.add_parser(
+        "recover", help="re-run cases left in flight and finish unminimized findings"
+    )
+    rc.add_argument("--corpus", default="corpus", help="default: %(default)s")
+    rc.add_argument("--no-jax", action="store_true", help="skip the jax.jit reference")
+    rc.set_defaults(func=cmd_recover)
 
     rep = sub.add_parser("replay", help="re-run corpus entries: which still fail, which are fixed")
     rep.add_argument("paths", nargs="*")

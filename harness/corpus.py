@@ -34,14 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from strategies.model import canonical, digest
+from strategies.model import digest
 
 from .case import decode_array
 from .corpus_schema import ENTRY_SCHEMA, first_problem
 
 FORMAT = 1
 SUFFIX = ".json"
-PENDING = ".pending"
 
 #: Largest corpus file read (checked with fstat before reading, and again while reading). Real
 #: entries are kilobytes; inline inputs are at most ``case.INLINE_LIMIT`` elements.
@@ -506,33 +505,3 @@ class Corpus:
         if entry.path is None:
             raise ValueError("entry has no path")
         atomic_write(entry.path, json.dumps(entry.to_json(), indent=1, sort_keys=True) + "\n")
-
-    # Write-ahead log of cases in flight: a crash or kill leaves the case behind to re-run.
-    def pending_path(self, worker: str) -> Path:
-        return self.directory / PENDING / f"{worker}{SUFFIX}"
-
-    def write_pending(self, worker: str, case: dict[str, Any]) -> Path:
-        path = self.pending_path(worker)
-        atomic_write(path, canonical(case))
-        return path
-
-    def clear_pending(self, worker: str) -> None:
-        try:
-            self.pending_path(worker).unlink()
-        except FileNotFoundError:
-            pass
-
-    def leftover_pending(self) -> list[tuple[Path, dict[str, Any]]]:
-        """Cases that were in flight when an earlier session died (unreadable records are left
-        where they are for a person to look at)."""
-        directory = self.directory / PENDING
-        found = []
-        if directory.is_dir():
-            for path in sorted(directory.glob(f"*{SUFFIX}")):
-                try:
-                    task = parse_json(path, read_limited(path, directory))
-                except CorpusError:
-                    continue
-                if isinstance(task, dict):
-                    found.append((path, task))
-        return found

@@ -29,11 +29,25 @@ RECYCLE_AFTER = 400
 STDERR_TAIL = 8000  # characters of a crashed worker's stderr kept as evidence
 
 
+_STOP = {"requested": False}
+
+
+def request_stop() -> None:
+    """Ask every ``Worker.run`` in this process to give up its task now (a signal handler calls
+    this): the worker is killed, the task's write-ahead record stays for the next session."""
+    _STOP["requested"] = True
+
+
+def stop_requested() -> bool:
+    return _STOP["requested"]
+
+
 @dataclass
 class Outcome:
     """What happened to one task: ``ok`` with a value, ``error`` (Python exception in the
-    worker, as text), ``crash`` (the worker died; ``detail`` names the signal) or ``hang``;
-    ``stderr`` is what the worker wrote to stderr during the task."""
+    worker, as text), ``crash`` (the worker died; ``detail`` names the signal), ``hang``, or
+    ``stopped`` (this process was asked to stop); ``stderr`` is what the worker wrote to stderr
+    during the task."""
 
     status: str
     value: Any = None
@@ -188,12 +202,17 @@ class Worker:
             return died("crash", describe_exit(code))
         deadline = start + limit
         while True:
+            if stop_requested():
+                self.kill()
+                return Outcome(
+                    "stopped", detail="stopped on request", seconds=time.perf_counter() - start
+                )
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 self.kill()
                 return died("hang", f"no answer within {limit:.0f} s")
             try:
-                ready = self.connection.poll(min(remaining, 0.5))
+                ready = self.connection.poll(min(remaining, 0.1))
             except (OSError, EOFError):
                 ready = True
             if ready:
@@ -285,4 +304,14 @@ def call(fn: Callable[..., Any], *args: Any, timeout: float = 120.0, **kwargs: A
     raise AssertionError(value)
 
 
-__all__ = ["Crashed", "Outcome", "Worker", "call", "describe_exit", "die_with_parent", "fault"]
+__all__ = [
+    "Crashed",
+    "Outcome",
+    "Worker",
+    "call",
+    "describe_exit",
+    "die_with_parent",
+    "fault",
+    "request_stop",
+    "stop_requested",
+]

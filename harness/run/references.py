@@ -140,10 +140,17 @@ def _in_numpy_dtypes(program: Any, xp: Any) -> tuple[Any, list[bool]]:
     return fn, changed
 
 
+_JAX_CALLS = [0]
+CLEAR_JAX_EVERY = 200  # each case compiles a new function; its executables would pile up
+
+
 def jax_reference(case: Case) -> Reference:
     jax = _jax()
     import jax.numpy as jnp
 
+    _JAX_CALLS[0] += 1
+    if _JAX_CALLS[0] % CLEAR_JAX_EVERY == 0:
+        jax.clear_caches()
     fn, changed = _in_numpy_dtypes(case.program, jnp)
     compiled = jax.jit(fn)
     reference = _evaluate("jax", lambda *a: np.asarray(compiled(*a)), case.inputs)

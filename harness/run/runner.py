@@ -19,12 +19,18 @@ from .. import oracles as oracle_registry
 from ..case import Case
 from ..corpus import Corpus
 from ..oracles.base import Finding, Judgement, Observation, Oracle
+from ..pending import WriteAhead
 from .isolation import Outcome, Worker
 from .references import Reference, references
 from .task import Task, TaskResult
 from .worker import execute
 
 DEFAULT_TIMEOUT = 120.0
+
+
+class Stopped(BaseException):
+    """This process was asked to stop (a signal, the time box) while a task was running. Not an
+    Exception: Hypothesis and the harness's own handlers let it through to the driver."""
 
 
 @dataclass
@@ -77,6 +83,10 @@ class Runner:
         self.skip = tuple(skip)  # oracle names (or prefixes such as "metamorphic:") not to run
         self.name = name or f"runner-{os.getpid()}"
         self.worker = Worker(execute, timeout)
+        # The case under evaluation is written ahead; with ``hold`` set (a fuzz driver), the
+        # record stays until the driver has recorded the case's findings (``release``).
+        self.ahead = WriteAhead(corpus.directory, self.name) if corpus is not None else None
+        self.hold = False
         self.use_jax = use_jax
         self.stats = Stats()
 
@@ -94,17 +104,20 @@ class Runner:
         return os.path.join(self.worker.stderr_path + ".stage")
 
     def run_task(self, task: Task) -> Outcome:
-        """Write the task ahead, run it in the worker, clear the write-ahead record."""
-        if self.corpus is not None:
-            self.corpus.write_pending(self.name, task.to_dict())
+        """Run a task in the isolated worker (the case it belongs to is written ahead)."""
         task.marker = self._marker()
         outcome = self.worker.run(task)
         self.stats.seconds_worker += outcome.seconds
+        if outcome.status == "stopped":
+            raise Stopped()
         if outcome.status not in ("ok", "error"):
             outcome.detail += _stage_of(task.marker)
-        if self.corpus is not None and outcome.status in ("ok", "error"):
-            self.corpus.clear_pending(self.name)
         return outcome
+
+    def release(self) -> None:
+        """Drop the write-ahead record: the case and its findings are safely recorded."""
+        if self.ahead is not None:
+            self.ahead.clear()
 
     def _failed(self, task: Task, outcome: Outcome) -> list[Finding]:
         """Findings for a task whose worker crashed, hung or raised: re-run a multi-backend
@@ -134,8 +147,6 @@ class Runner:
                 stderr=failed.stderr, stage=stage,
             )  # fmt: skip
             findings.append(finding)
-        if self.corpus is not None:
-            self.corpus.clear_pending(self.name)  # recorded as a finding: nothing is lost
         return findings
 
     def references(self, case: Case) -> dict[str, Reference]:
@@ -166,6 +177,17 @@ class Runner:
         minimizing it); by default every oracle that wants the case runs.
         """
         self.stats.cases += 1
+        if self.ahead is not None:
+            self.ahead.write({"case": case.to_dict()})
+        try:
+            judgement = self._evaluate(case, only)
+        except Stopped:
+            raise  # the record stays: the next session runs this case again
+        if not self.hold:
+            self.release()
+        return judgement
+
+    def _evaluate(self, case: Case, only: tuple[str, ...] | None) -> Judgement:
         chosen = self.oracles_for(case, only)
         task = Task(case)
         for oracle in chosen:
@@ -232,4 +254,4 @@ def _stage_name(detail: str) -> str:
     return detail.split(" [stage ", 1)[1].rstrip("]").split(" ", 1)[-1]
 
 
-__all__ = ["DEFAULT_TIMEOUT", "Runner", "Stats"]
+__all__ = ["DEFAULT_TIMEOUT", "Runner", "Stats", "Stopped"]

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue as queue_module
 import random
+import signal
 import sys
 import time
 import traceback
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ from ..case import CPU_BACKENDS, Case
 from ..corpus import Corpus, Entry
 from ..oracles import ORACLES
 from ..oracles.base import Finding
-from ..run.runner import Runner, Stats
+from ..run.isolation import die_with_parent, request_stop, stop_requested
+from ..run.runner import Runner, Stats, Stopped
 from ..run.task import Task
 from ..triage.attribution import Attributor
 from ..triage.minimize import minimize
@@ -135,7 +137,7 @@ class Driver:
     # -- events to the parent ---------------------------------------------------------------
     def publish(self, kind: str, payload: Any) -> None:
         if self.events is not None:
-            self.events.put((self.index, kind, payload))
+            self.events.send((self.index, kind, payload))
 
     def _flush_stats(self) -> None:
         stats = self.runner.stats.to_dict()
@@ -145,7 +147,12 @@ class Driver:
 
     # -- evaluation ---------------------------------------------------------------------------
     def judge(self, case: Case) -> list[Finding]:
-        judgement = self.runner.evaluate(case)
+        """All oracles on ``case``; its write-ahead record stays until ``runner.release()``."""
+        self.runner.hold = True
+        try:
+            judgement = self.runner.evaluate(case)
+        finally:
+            self.runner.hold = False
         self.ambiguities.extend(judgement.ambiguities[:1])
         return judgement.findings
 
@@ -188,6 +195,7 @@ class Driver:
         from .generate import cases
 
         self.recover_pending()
+        self.resume_unminimized()
         self.replay_fixed()
         deadline = self.start + self.options.seconds
         strategy = cases(self.options.backends, self.options.max_nodes, self.options.mix)
@@ -199,7 +207,7 @@ class Driver:
         round_number = 0
         harness_errors = 0
         last_flush = time.perf_counter()
-        while (
+        while not stop_requested() and (
             time.perf_counter() < deadline
             if self.options.rounds is None
             else round_number < self.options.rounds
@@ -210,6 +218,8 @@ class Driver:
             def test(case: Case) -> None:
                 nonlocal last_flush
                 now = time.perf_counter()
+                if stop_requested():
+                    raise Stopped()
                 if state["target"] is not None:
                     if now - state["found_at"] > self.options.shrink_seconds:
                         raise _ShrinkBudgetSpent()
@@ -219,20 +229,10 @@ class Driver:
                 if now - last_flush > 1.0:
                     self._flush_stats()
                     last_flush = now
-                for finding in findings:
-                    target = state["target"]
-                    if target is None:
-                        if not self.is_new(finding):
-                            continue
-                        state.update(target=finding, found_at=time.perf_counter())
-                        state["best"] = (case, finding, self.record_raw(case, finding))
-                        raise _Found(finding.kind)
-                    if finding.signature.matches(target.signature):
-                        if case.size < state["best"][0].size:
-                            state["best"] = (case, finding, state["best"][2])
-                        raise _Found(finding.kind)
-                    if self.is_new(finding):
-                        state["others"].append((case, finding, self.record_raw(case, finding)))
+                try:
+                    self._consider(case, findings, state)
+                finally:
+                    self.runner.release()  # every finding of this case is recorded
 
             wrapped = settings(
                 max_examples=self.options.examples_per_round,
@@ -264,6 +264,23 @@ class Driver:
                     self._flush_stats()
                     return
         self._flush_stats()
+
+    def _consider(self, case: Case, findings: list[Finding], state: dict[str, Any]) -> None:
+        """Record what is new; raise _Found so Hypothesis shrinks the round's target."""
+        for finding in findings:
+            target = state["target"]
+            if target is None:
+                if not self.is_new(finding):
+                    continue
+                state.update(target=finding, found_at=time.perf_counter())
+                state["best"] = (case, finding, self.record_raw(case, finding))
+                raise _Found(finding.kind)
+            if finding.signature.matches(target.signature):
+                if case.size < state["best"][0].size:
+                    state["best"] = (case, finding, state["best"][2])
+                raise _Found(finding.kind)
+            if self.is_new(finding):
+                state["others"].append((case, finding, self.record_raw(case, finding)))
 
     def record_raw(self, case: Case, finding: Finding) -> tuple[Path, ...]:
         """Save a failure before shrinking: a kill during minimization loses nothing. A failure
@@ -360,88 +377,182 @@ class Driver:
                 self.record_raw(finding.case, finding)
 
     def recover_pending(self) -> None:
-        """Cases in flight when an earlier session died: run them again, record what fails."""
+        """Cases in flight when an earlier process died (its records, never a live one's): run
+        them again, record what fails, then drop the record."""
         if self.index != 0:
             return
-        for path, task in self.corpus.leftover_pending():
+        from ..pending import claim, release
+
+        for path, record in claim(self.corpus.directory):
             try:
-                case = Case.from_dict(task["case"])
-            except Exception:  # noqa: BLE001 - unreadable leftovers are kept for a person
+                case = Case.from_dict(record["case"]) if record else None
+            except Exception:  # noqa: BLE001 - an unreadable record is kept for a person
+                case = None
+            if case is None:
+                path.rename(path.with_name("unreadable--" + path.name))
                 continue
-            path.unlink()
             for finding in self.judge(case):
                 if self.is_new(finding):
                     self.finish(case, finding, self.record_raw(case, finding))
+            self.runner.release()
+            release(path)
+
+    def resume_unminimized(self) -> None:
+        """Entries an interrupted session saved but did not minimize: finish them now."""
+        if self.index != 0:
+            return
+        for signature, entry in list(self.known):
+            if entry.status != "open" or entry.minimization.get("state") != "unminimized":
+                continue
+            try:
+                case = Case.from_dict(entry.case["case"])
+            except Exception:  # noqa: BLE001 - the loader checked it; a stale format stays
+                continue
+            found = [f for f in self.judge(case) if f.signature.matches(signature)]
+            self.runner.release()
+            if found and entry.path is not None:
+                self.known = [(s, e) for s, e in self.known if e is not entry]
+                self.finish(case, found[0], (entry.path,))
 
     def close(self) -> None:
         self.runner.close()
 
 
 def _drive(options: FuzzOptions, index: int, events: Any) -> None:
-    driver = Driver(options, index, events)
+    """One driver process: it dies with the session (``kill -9`` of the parent included), and
+    on SIGTERM or SIGINT it gives up its task at once, keeping its write-ahead record."""
+    die_with_parent()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: request_stop())
+    driver = None
     try:
+        driver = Driver(options, index, events)
         driver.run()
-    except Exception:  # noqa: BLE001
-        events.put((index, "harness-error", traceback.format_exc()[-4000:]))
+    except Stopped:
+        pass
+    except Exception:  # noqa: BLE001 - reported to the session, which exits 2
+        _send(events, (index, "harness-error", traceback.format_exc()[-4000:]))
     finally:
-        events.put((index, "ambiguities", driver.ambiguities[:20]))
-        driver.close()
-        events.put((index, "done", driver.saved))
+        if driver is not None:
+            try:
+                driver._flush_stats()
+            except (Stopped, OSError):
+                pass
+            _send(events, (index, "ambiguities", driver.ambiguities[:20]))
+            driver.close()
+        _send(events, (index, "done", driver.saved if driver is not None else []))
+        events.close()
+
+
+def _send(connection: Any, message: Any) -> None:
+    try:
+        connection.send(message)
+    except (OSError, ValueError):
+        pass  # the session is gone
+
+
+GRACE_SECONDS = 1.0  # past the deadline, how long a driver may take to finish its case
+KILL_AFTER_SECONDS = 0.8  # after asking the drivers to stop, how long before they are killed
+
+
+class _Signals:
+    """SIGINT and SIGTERM in the session process: remembered, then handled as a stop."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.previous[number] = signal.signal(number, self._handle)
+            except ValueError:  # not the main thread: the caller handles signals
+                pass
+        return self
+
+    def _handle(self, number: int, frame: Any) -> None:
+        self.received = self.received or number
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
 
 
 def session(options: FuzzOptions, on_event: Any = None) -> dict[str, Any]:
-    """Run ``options.workers`` drivers for ``options.seconds``; returns the session summary."""
+    """Run ``options.workers`` drivers for ``options.seconds``; returns the session summary.
+
+    The time box is kept to within two seconds: past the deadline a driver may finish the case in
+    hand for ``GRACE_SECONDS``, then it is asked to stop (at once on SIGINT/SIGTERM, which the
+    summary names in ``interrupted``), and killed if it has not stopped ``KILL_AFTER_SECONDS``
+    later. Whatever was in flight stays in its write-ahead
+    record and an unfinished minimization stays ``unminimized``: the next session resumes both.
+    Drivers report through pipes (no semaphores: nothing is left in /dev/shm).
+    """
     context = mp.get_context("spawn")
-    events: Any = context.Queue()
-    processes = [
-        context.Process(target=_drive, args=(options, i, events), daemon=False)
-        for i in range(options.workers)
-    ]
-    for p in processes:
-        p.start()
+    start = time.perf_counter()
+    channels: dict[Any, int] = {}
+    processes = []
+    for i in range(options.workers):
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_drive, args=(options, i, send), daemon=False)
+        process.start()
+        send.close()
+        channels[receive] = i
+        processes.append(process)
     stats = Stats()
     findings: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
     errors: list[str] = []
     ambiguities: list[str] = []
     first: float | None = None
-    done = 0
-    start = time.perf_counter()
-    hard_deadline = start + options.seconds + options.shrink_seconds + 4 * options.minimize_seconds
-    hard_deadline += 120
-    while done < len(processes):
-        try:
-            index, kind, payload = events.get(timeout=0.5)
-        except queue_module.Empty:
-            if time.perf_counter() > hard_deadline or not any(p.is_alive() for p in processes):
+    deadline = start + options.seconds if options.rounds is None else float("inf")
+    stopping_since: float | None = None
+
+    def stop() -> None:
+        nonlocal stopping_since
+        if stopping_since is None:
+            stopping_since = time.perf_counter()
+            for process in processes:
+                if process.is_alive():
+                    os.kill(process.pid, signal.SIGTERM)
+
+    with _Signals() as signals:
+        while channels:
+            now = time.perf_counter()
+            # A signal stops at once; at the deadline the drivers finish the case in hand (they
+            # watch the deadline too) and are told to stop only if that takes longer than GRACE.
+            if signals.received is not None or now >= deadline + GRACE_SECONDS:
+                stop()
+            if stopping_since is not None and now - stopping_since > KILL_AFTER_SECONDS:
                 break
+            for channel in wait(list(channels), timeout=0.1):
+                try:
+                    _, kind, payload = channel.recv()
+                except (EOFError, OSError):
+                    del channels[channel]
+                    continue
+                if kind == "stats":
+                    stats.merge(payload)
+                elif kind == "finding":
+                    findings.append(payload)
+                    if options.stop_on_first:
+                        stop()
+                elif kind == "regression":
+                    regressions.append(payload)
+                elif kind == "first-finding":
+                    first = payload if first is None else min(first, payload)
+                elif kind == "harness-error":
+                    errors.append(payload)
+                elif kind == "ambiguities":
+                    ambiguities.extend(payload)
+                if on_event:
+                    on_event(kind, stats, findings)
             if on_event:
                 on_event("tick", stats, findings)
-            continue
-        if kind == "stats":
-            stats.merge(payload)
-        elif kind == "finding":
-            findings.append(payload)
-            if options.stop_on_first:
-                for p in processes:
-                    if p.is_alive() and p is not processes[index]:
-                        p.terminate()
-        elif kind == "regression":
-            regressions.append(payload)
-        elif kind == "first-finding":
-            first = payload if first is None else min(first, payload)
-        elif kind == "harness-error":
-            errors.append(payload)
-        elif kind == "ambiguities":
-            ambiguities.extend(payload)
-        elif kind == "done":
-            done += 1
-        if on_event:
-            on_event(kind, stats, findings)
-    for p in processes:
-        p.join(timeout=10)
-        if p.is_alive():
-            p.kill()
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+            process.join(timeout=5)
     return {
         "seconds": time.perf_counter() - start,
         "stats": stats.to_dict(),
@@ -450,6 +561,7 @@ def session(options: FuzzOptions, on_event: Any = None) -> dict[str, Any]:
         "harness_errors": errors,
         "ambiguities": ambiguities,
         "first_finding_seconds": first,
+        "interrupted": signal.Signals(signals.received).name if signals.received else None,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()},
         "python": sys.version.split()[0],
     }

@@ -141,12 +141,28 @@ def test_concurrent_writers_never_tear_or_lose_the_smallest(tmp_path: Path) -> N
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 
 
-def test_pending_records_survive_and_are_listed(tmp_path: Path) -> None:
-    corpus = Corpus(tmp_path)
-    corpus.write_pending("w0", {"case": {"x": 1}})
-    assert [task for _, task in corpus.leftover_pending()] == [{"case": {"x": 1}}]
-    corpus.clear_pending("w0")
-    assert corpus.leftover_pending() == []
+def test_pending_records_of_a_live_owner_are_never_taken(tmp_path: Path) -> None:
+    from harness.pending import WriteAhead, claim, orphans
+
+    ahead = WriteAhead(tmp_path, "w0")
+    ahead.write({"case": {"x": 1}})
+    assert orphans(tmp_path) == [] and list(claim(tmp_path)) == []  # this process is alive
+    ahead.clear()
+    assert not ahead.path.exists()
+
+
+def _dead_owner_record(tmp_path: Path, name: str, record: dict) -> Path:
+    """A record written by a process that has exited."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from harness.pending import WriteAhead; "
+        f"WriteAhead(sys.argv[1], {name!r}).write({record!r})"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
+    (path,) = (tmp_path / ".pending").glob(f"*--{name}.json")
+    return path
 
 
 # ---- the schema and the loader's checks
@@ -300,15 +316,26 @@ def test_saved_entries_carry_no_machine_paths(tmp_path: Path) -> None:
     assert portable({"a": [f"{Path.home()}/x"]}) == {"a": ["~/x"]}
 
 
-def test_unreadable_pending_records_are_skipped(tmp_path: Path) -> None:
-    corpus = Corpus(tmp_path)
-    corpus.write_pending("w0", {"case": {"x": 1}})
+def test_orphaned_records_are_claimed_once_and_unreadable_ones_kept_aside(tmp_path: Path) -> None:
+    from harness.pending import claim, identity, orphans, release
+
+    _dead_owner_record(tmp_path, "w0", {"case": {"x": 1}})
     pending = tmp_path / ".pending"
-    (pending / "deep.json").write_text("[" * 100_000)
-    (pending / "nan.json").write_text('{"case": NaN}')
-    (pending / "list.json").write_text("[1]")
-    os.mkfifo(pending / "fifo.json")
-    assert [task for _, task in corpus.leftover_pending()] == [{"case": {"x": 1}}]
+    host = identity().rsplit(".", 2)[0]
+    dead = f"{host}.1.1"  # pid 1 did not start at tick 1: a dead owner of this machine
+    for name, text in (("deep", "[" * 100_000), ("nan", '{"case": NaN}'), ("list", "[1]")):
+        (pending / f"{dead}--{name}.json").write_text(text)
+    os.mkfifo(pending / f"{dead}--fifo.json")
+    (pending / "otherhost.5.5--w9.json").write_text("{}")  # another machine's: never taken
+    claimed = list(claim(tmp_path))
+    records = [r for _, r in claimed if r is not None]
+    assert records == [{"case": {"x": 1}}]
+    assert len(claimed) == 5  # the four unreadable ones come back as None, still named
+    assert orphans(tmp_path) == []  # claimed by this live process: nobody else takes them
+    assert list(claim(tmp_path)) == []
+    for path, _ in claimed:
+        release(path)
+    assert [p.name for p in pending.iterdir()] == ["otherhost.5.5--w9.json"]
 
 
 def test_a_file_that_cannot_be_opened_is_named(tmp_path: Path, monkeypatch) -> None:

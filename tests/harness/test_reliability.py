@@ -1,0 +1,152 @@
+"""Sessions stop cleanly on any signal, a kill -9 loses nothing and leaves nothing running, and two
+sessions share a corpus. The repeat counts are small here (the slow tier of CI); set
+RELIABILITY_REPEATS to run the full measurement (the closing note's figures: 10 and 20)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.corpus import Corpus, Entry
+from harness.pending import orphans
+from harness.selftest import MUTATIONS, apply, fuzz_command, scratch_environment
+
+REPEATS = int(os.environ.get("RELIABILITY_REPEATS", "1"))
+pytestmark = pytest.mark.slow
+
+
+def _shm() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def _start(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _none_left(processes: list[psutil.Process], seconds: float = 3.0) -> list[int]:
+    _, alive = psutil.wait_procs(processes, timeout=seconds)
+    return [p.pid for p in alive]
+
+
+def _corpus_intact(directory: Path) -> list[Entry]:
+    items = list(Corpus(directory).entries())
+    assert all(isinstance(i, Entry) for i in items), items
+    assert not list(directory.rglob(".tmp-*"))
+    return items
+
+
+@pytest.mark.parametrize("how", ["SIGINT to the parent", "SIGINT to the group", "SIGTERM"])
+def test_a_signal_stops_the_session_within_two_seconds(how: str, tmp_path: Path) -> None:
+    shm = _shm()
+    for attempt in range(REPEATS):
+        work = tmp_path / str(attempt)
+        work.mkdir()
+        command = fuzz_command(work / "corpus", 120, attempt, "--no-database", "--no-jax")
+        command[command.index("--report") + 1] = str(work / "report")
+        process = _start(command, work)
+        time.sleep(random.uniform(4, 9))
+        family = _descendants(process.pid)
+        number = signal.SIGTERM if how == "SIGTERM" else signal.SIGINT
+        sent = time.perf_counter()
+        if how == "SIGINT to the group":
+            os.killpg(process.pid, number)
+        else:
+            process.send_signal(number)
+        code = process.wait(timeout=30)
+        took = time.perf_counter() - sent
+        stderr = process.stderr.read()
+        assert code == (143 if how == "SIGTERM" else 130), stderr[-2000:]
+        assert took <= 2.5, f"{how}: exited {took:.1f} s after the signal"
+        assert "Traceback" not in stderr, stderr[-2000:]
+        assert _none_left(family) == [], "children outlived the session"
+        assert (work / "report" / "summary.json").exists() and (
+            work / "report" / "index.html"
+        ).exists()
+        _corpus_intact(work / "corpus")
+    assert _shm() - shm == set(), "semaphores or shared memory left in /dev/shm"
+
+
+def test_kill_minus_nine_loses_nothing_and_leaves_nothing_running(tmp_path: Path) -> None:
+    mutation = next(m for m in MUTATIONS if m.name == "inverted-causal-mask")
+    env = scratch_environment(apply(mutation, tmp_path / "src"))
+    corpus = tmp_path / "corpus"
+    shm = _shm()
+    saved: set[str] = set()
+    killed: set[int] = set()
+    for attempt in range(2 * REPEATS):
+        command = fuzz_command(corpus, 120, 11 + attempt, "--no-database", "--no-jax")
+        process = _start(command, tmp_path, env)
+        deadline = time.time() + 120
+        while time.time() < deadline and not (saved or list(corpus.glob("*.json"))):
+            time.sleep(0.2)
+        time.sleep(random.uniform(0.5, 3))
+        family = _descendants(process.pid)
+        killed.update(p.pid for p in family)
+        if attempt % 2:
+            os.killpg(process.pid, signal.SIGKILL)  # the whole group
+        else:
+            process.kill()  # the parent only: its children must die with it
+        process.wait()
+        assert _none_left(family) == [], "children outlived a kill -9 of the parent"
+        entries = _corpus_intact(corpus)
+        # A finding may be replaced by a smaller instance of itself, never disappear.
+        assert {e.signature_id for e in entries} >= saved, "a finding was lost"
+        saved = {e.signature_id for e in entries}
+    # Recovery re-runs what was in flight and finishes every minimization.
+    recovery = [sys.executable, "-m", "harness", "recover", "--corpus", str(corpus), "--no-jax"]
+    done = subprocess.run(
+        recovery, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    entries = _corpus_intact(corpus)
+    left = [p.name for p in orphans(corpus) if int(p.name.split("--")[0].split(".")[1]) in killed]
+    assert left == [], "records of the killed sessions were not re-run"
+    unminimized = [e.path.name for e in entries if e.minimization.get("state") == "unminimized"]
+    assert unminimized == []
+    assert _shm() - shm == set()
+
+
+def test_two_sessions_share_one_corpus(tmp_path: Path) -> None:
+    seconds = int(os.environ.get("SHARED_SESSION_SECONDS", "15"))
+    mutation = next(m for m in MUTATIONS if m.name == "off-by-one-slice")
+    env = scratch_environment(apply(mutation, tmp_path / "src"))
+    corpus = tmp_path / "corpus"
+    for attempt in range(REPEATS):
+        runs = []
+        for seed in (1, 2):
+            summary = tmp_path / f"summary-{attempt}-{seed}.json"
+            command = fuzz_command(corpus, seconds, 100 * attempt + seed, "--no-database")
+            command += ["--summary-json", str(summary)]
+            runs.append((_start(command, tmp_path, env), summary))
+        for process, summary in runs:
+            process.wait(timeout=seconds + 600)
+            data = json.loads(summary.read_text())
+            assert data["harness_errors"] == [], data["harness_errors"]
+        entries = _corpus_intact(corpus)
+        ids = [e.signature_id for e in entries]
+        assert len(ids) == len(set(ids)), "two entries of one signature"
+    assert orphans(corpus) == []
