@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 _GEMM = {"f32": "scipy_cblas_sgemm", "f64": "scipy_cblas_dgemm"}
@@ -177,6 +178,55 @@ def _zero_fill_before(op):
     if not isinstance(attr, ir.FloatAttr) or attr.value != 0.0:
         return None
     return previous
+
+
+_MATMUL = re.compile(r"linalg\.(?:batch_)?matmul ins\([^:]*:\s*(.*?)\)\s*outs\([^:]*:\s*(.*?)\)")
+_STRIDED = re.compile(r"strided<\[([^\]]*)\]")
+
+
+def _layout_path(memref: str, shape_rank: int) -> str:
+    """How the BLAS helper passes one operand of a static type: ``row-major`` (unit inner stride,
+    packed rows), ``leading-dimension`` (unit inner stride, padded rows), ``column-major``
+    (transposed), or ``fallback`` (anything else: the loop nest)."""
+    match = _STRIDED.search(memref)
+    if match is None:
+        return "row-major"
+    strides = [s.strip() for s in match.group(1).split(",")]
+    if len(strides) < 2 or "?" in strides[-1] or "?" in strides[-2]:
+        return "dynamic"
+    inner, outer = int(strides[-1]), int(strides[-2])
+    dims = [int(d) for d in re.findall(r"(\d+)x", memref.split(",")[0])]
+    cols = dims[-1] if dims else 1
+    rows = dims[-2] if len(dims) >= 2 else 1
+    if inner == 1 or cols == 1:
+        return "row-major" if outer == cols or rows == 1 else "leading-dimension"
+    if outer == 1 or rows == 1:
+        return "column-major"
+    return "fallback"
+
+
+def paths(bufferized: str) -> list[str]:
+    """For each float matmul of a bufferized module, the path its operands take through the BLAS
+    stage: ``gemm`` (every operand passed directly), ``gemm-ld``, ``gemm-transposed`` or
+    ``fallback`` (some operand only the loop nest can read). Shapes and strides are static
+    here, so this is what the helper decides at run time."""
+    found = []
+    for line in bufferized.splitlines():
+        match = _MATMUL.search(line)
+        if match is None or not any(t in line for t in ("f32", "f64")):
+            continue
+        operands = [t.strip() for t in re.split(r",\s*(?=memref<)", match.group(1))]
+        output = match.group(2).strip()
+        layouts = [_layout_path(t, 2) for t in operands] + [_layout_path(output, 2)]
+        if "fallback" in layouts or layouts[-1] != "row-major":
+            found.append("fallback")
+        elif "column-major" in layouts:
+            found.append("gemm-transposed")
+        elif "leading-dimension" in layouts:
+            found.append("gemm-ld")
+        else:
+            found.append("gemm")
+    return found
 
 
 def substitute(module) -> int:

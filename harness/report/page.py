@@ -82,7 +82,10 @@ def _coverage_table(coverage: dict[str, int]) -> str:
     cells: dict[tuple[str, str], dict[str, int]] = {}
     backends: set[str] = set()
     for key, count in _mapping(coverage).items():
-        parts = str(key).split("|")
+        family, _, rest = str(key).partition(":")
+        if family != "op":
+            continue
+        parts = rest.split("|")
         if len(parts) != 3 or not _number(count, -1) >= 0:
             continue  # not "op|dtype|backend" -> count: skipped rather than trusted
         op, dtype, backend = parts
@@ -174,7 +177,7 @@ NumPy/JAX ambiguities (not compiler bugs): {_esc(_number(stats.get('ambiguities'
 <h2>Error distributions per backend</h2>
 {''.join(_histogram_svg(v, k) for k, v in sorted(errors.items(), key=lambda i: str(i[0])))}
 <h2>Coverage: ops × dtypes × backends</h2>
-{_coverage_table(stats.get('coverage', {}))}
+{_coverage_table(stats.get('cells', {}))}
 <h2>Corpus ({len(entries)} entries)</h2>
 {_findings_html(entries)}
 <h2>Tools</h2><pre>{_esc(json.dumps(tool_versions(), indent=1))}</pre>

@@ -18,6 +18,7 @@ from typing import Any
 from .. import oracles as oracle_registry
 from ..case import Case
 from ..corpus import Corpus
+from ..coverage import case_cells
 from ..oracles.base import Finding, Judgement, Observation, Oracle
 from ..pending import WriteAhead
 from .isolation import Outcome, Worker
@@ -45,14 +46,14 @@ class Stats:
     ambiguities: int = 0
     seconds_worker: float = 0.0
     seconds_references: float = 0.0
-    coverage: dict[str, int] = field(default_factory=dict)  # "op|dtype|backend" -> cases
+    cells: dict[str, int] = field(default_factory=dict)  # coverage cell -> cases (see coverage)
     errors: dict[str, list[float]] = field(default_factory=dict)  # backend -> ULP errors
     kinds: dict[str, int] = field(default_factory=dict)
     oracles: dict[str, int] = field(default_factory=dict)  # oracle -> cases it judged
 
     _COUNTS = ("cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities")
     _SECONDS = ("seconds_worker", "seconds_references")
-    _TABLES = ("coverage", "kinds", "oracles")
+    _TABLES = ("cells", "kinds", "oracles")
 
     def merge(self, other: dict[str, Any]) -> None:
         for key in self._COUNTS + self._SECONDS:
@@ -89,6 +90,7 @@ class Runner:
         self.hold = False
         self.use_jax = use_jax
         self.stats = Stats()
+        self.last_cells: set[str] = set()  # the cells of the case evaluated last
 
     def close(self) -> None:
         self.worker.close()
@@ -189,6 +191,7 @@ class Runner:
 
     def _evaluate(self, case: Case, only: tuple[str, ...] | None) -> Judgement:
         chosen = self.oracles_for(case, only)
+        self.last_cells = case_cells(case)
         task = Task(case)
         for oracle in chosen:
             oracle.configure(case, task)
@@ -199,6 +202,8 @@ class Runner:
             return self._account(case, judgement)
         result: TaskResult = outcome.value
         self.stats.backend_runs += len(result.results)
+        for backend_result in result.results:
+            self.last_cells.update(backend_result.cells)
         obs = Observation(case, result.results, self.references(case), judgement, self.references)
         for oracle in chosen:
             if oracle.primary:
@@ -223,11 +228,8 @@ class Runner:
         s.unsupported += bool(judgement.unsupported)
         s.rejected_agreed += judgement.agreed_rejection
         s.ambiguities += len(judgement.ambiguities)
-        dtype = case.program.output_type.dtype
-        for op in set(case.subject.ops):
-            for backend in case.backends:
-                key = f"{op}|{dtype}|{backend}"
-                s.coverage[key] = s.coverage.get(key, 0) + 1
+        for cell in self.last_cells:
+            s.cells[cell] = s.cells.get(cell, 0) + 1
         for backend, ulps in judgement.errors.items():
             s.errors.setdefault(backend, []).append(float(ulps))
         for finding in judgement.findings:

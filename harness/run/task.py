@@ -87,6 +87,7 @@ class BackendResult:
     reused: bool | None = None  # a second call with the same shapes did not retrace
     independent: bool | None = None  # outputs of later calls neither alias nor overwrite it
     seconds: float = 0.0
+    cells: list[str] = field(default_factory=list)  # coverage: MLIR ops per stage, BLAS paths
 
     @property
     def ok(self) -> bool:

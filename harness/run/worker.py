@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..coverage import stage_cells
 from .task import BackendResult, Task, TaskResult
 
 
@@ -114,6 +115,8 @@ def run_backend(
             results.append(_failure(backend, error))
             continue
         result = BackendResult(backend, "ok", output=output, seconds=time.perf_counter() - start)
+        if index == 0:
+            result.cells = sorted(stage_cells(compiled.stages))
         if repeat and index == 0:
             try:
                 _repeat_checks(fn, inputs, backend, output, result)

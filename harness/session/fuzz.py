@@ -26,6 +26,7 @@ from typing import Any
 
 from ..case import CPU_BACKENDS, Case
 from ..corpus import Corpus, Entry
+from ..coverage import novelty
 from ..oracles import ORACLES
 from ..oracles.base import Finding
 from ..run.isolation import die_with_parent, request_stop, stop_requested
@@ -127,6 +128,7 @@ class Driver:
             elif index == 0:
                 print(f"skipping unreadable corpus file: {str(e)!r}", file=sys.stderr)
         self.saved: list[str] = []
+        self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -154,7 +156,25 @@ class Driver:
         finally:
             self.runner.hold = False
         self.ambiguities.extend(judgement.ambiguities[:1])
+        self._steer(judgement)
         return judgement.findings
+
+    def _steer(self, judgement: Any) -> None:
+        """Point Hypothesis's target phase at the cases closest to failing (the largest error
+        as a fraction of its bound) and at the rarest coverage cells so far."""
+        from hypothesis import target
+        from hypothesis.errors import InvalidArgument
+
+        cells = self.runner.last_cells
+        score = novelty(cells, self.cell_counts)
+        for cell in cells:
+            self.cell_counts[cell] = self.cell_counts.get(cell, 0) + 1
+        margin = max(judgement.margins.values(), default=0.0)
+        try:
+            target(min(float(margin), 1e6) if margin == margin else 1e6, label="error/bound")
+            target(score, label="coverage novelty")
+        except InvalidArgument:
+            pass  # outside a Hypothesis test (replaying, minimizing)
 
     def known_as(self, finding: Finding) -> Entry | None:
         """The corpus entry this finding is already known as (open or fixed), if any."""

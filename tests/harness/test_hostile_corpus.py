@@ -96,7 +96,7 @@ def test_the_report_escapes_and_lists_every_bad_file(hostile, tmp_path: Path) ->
         "stats": {
             "cases": evil,
             "kinds": {evil: evil, "crash": [1]},
-            "coverage": {f"{evil}|{evil}|{evil}": evil, "exp|float32|cpu-loops": 3, "x": 1},
+            "cells": {f"op:{evil}|{evil}|{evil}": evil, "op:exp|float32|cpu-loops": 3, "x": 1},
             "errors": {evil: [1.0, "x", None, 1e308, float("nan")], "cpu-loops": "x"},
             "backend_runs": {"a": 1},
         },
