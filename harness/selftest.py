@@ -101,13 +101,19 @@ MUTATIONS = (
 )
 
 
+def copy_compiler(directory: Path, source: Path = ROOT) -> Path:
+    """A copy of the ``compiler`` package of ``source`` under ``directory``; returns
+    ``directory`` (the folder to put first on ``PYTHONPATH``)."""
+    shutil.copytree(
+        source / "compiler", directory / "compiler",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )  # fmt: skip
+    return directory
+
+
 def apply(mutation: Mutation, directory: Path) -> Path:
     """A mutated copy of the compiler package under ``directory``; returns its parent."""
-    target = directory / "compiler"
-    shutil.copytree(
-        ROOT / "compiler", target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-    )
-    path = target / mutation.file
+    path = copy_compiler(directory) / "compiler" / mutation.file
     text = path.read_text()
     count = text.count(mutation.old)
     if count != 1:
@@ -119,14 +125,16 @@ def apply(mutation: Mutation, directory: Path) -> Path:
     return directory
 
 
-def _replay_on_real_compiler(paths: list[str]) -> list[str]:
-    """Which of the findings pass on the unmutated compiler (i.e. were the planted bug)."""
+def _replay_on_real_compiler(paths: list[str], real: Path = ROOT) -> list[str]:
+    """Which of the findings pass on the unmutated compiler (i.e. were the planted bug); the
+    unmutated compiler is the one in ``real`` (a snapshot of the repository's, say)."""
     if not paths:
         return []
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # ``python -m`` puts the cwd first on sys.path: it must be the folder of the real compiler.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys([str(real), str(ROOT)])))
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "replay", "--no-jax", *paths],
-        cwd=ROOT,
+        cwd=real,
         env=env,
         capture_output=True,
         text=True,
@@ -135,7 +143,7 @@ def _replay_on_real_compiler(paths: list[str]) -> list[str]:
     return [
         line.split(None, 1)[1].strip()
         for line in proc.stdout.splitlines()
-        if line.startswith("fixed ")
+        if line.startswith(("fixed-now ", "still-fixed "))  # passes here (harness.replay states)
     ]
 
 
@@ -152,46 +160,49 @@ def scratch_environment(scratch: Path) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=f"{scratch}{os.pathsep}{ROOT}")
 
 
+def fuzz_scratch(
+    scratch: Path, work: Path, seconds: float, seed: int, workers: int, real: Path = ROOT
+) -> dict:
+    """Fuzz the compiler in ``scratch`` until the first finding (files go in ``work``); a
+    finding counts only if its minimized case passes on the compiler in ``real``."""
+    summary_path = work / "summary.json"
+    command = fuzz_command(
+        work / "corpus", seconds, seed,
+        "--stop-on-first", "--workers", str(workers), "--no-database",
+        "--summary-json", str(summary_path), "--minimize-seconds", "40",
+        "--shrink-seconds", "15",
+    )  # fmt: skip
+    start = time.perf_counter()
+    # cwd must not be the repository: ``python -m`` puts the cwd first on sys.path, where
+    # the real compiler package would shadow the mutated copy.
+    proc = subprocess.run(
+        command, cwd=work, env=scratch_environment(scratch), capture_output=True, text=True,
+        timeout=seconds + 900,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    if not summary_path.exists():
+        return {"caught": False, "error": proc.stderr[-2000:], "wall": wall}
+    summary = json.loads(summary_path.read_text())
+    findings = summary["findings"]
+    planted = set(_replay_on_real_compiler([f["path"] for f in findings], real))
+    caught = [f for f in findings if f["path"] in planted]
+    best = min(caught, key=lambda f: f["nodes"]) if caught else None
+    return {
+        "caught": bool(caught),
+        "first": summary.get("first_finding_seconds"),
+        "nodes": best["nodes"] if best else None,
+        "kind": f"{best['kind']} ({best['oracle']})" if best else "",
+        "other_findings": len(findings) - len(caught),
+        "cases": summary["stats"]["cases"],
+        "wall": wall,
+        "harness_errors": [e[-1000:] for e in summary.get("harness_errors", [])[:3]],
+    }
+
+
 def run_one(mutation: Mutation, seconds: float, seed: int, workers: int) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"selftest-{mutation.name}-") as tmp:
         scratch = apply(mutation, Path(tmp) / "src")
-        summary_path = Path(tmp) / "summary.json"
-        env = scratch_environment(scratch)
-        command = fuzz_command(
-            Path(tmp) / "corpus", seconds, seed,
-            "--stop-on-first", "--workers", str(workers), "--no-database",
-            "--summary-json", str(summary_path), "--minimize-seconds", "40",
-            "--shrink-seconds", "15",
-        )  # fmt: skip
-        start = time.perf_counter()
-        # cwd must not be the repository: ``python -m`` puts the cwd first on sys.path, where
-        # the real compiler package would shadow the mutated copy.
-        proc = subprocess.run(
-            command, cwd=tmp, env=env, capture_output=True, text=True, timeout=seconds + 900
-        )
-        wall = time.perf_counter() - start
-        if not summary_path.exists():
-            return {
-                "name": mutation.name,
-                "caught": False,
-                "error": proc.stderr[-2000:],
-                "wall": wall,
-            }
-        summary = json.loads(summary_path.read_text())
-        findings = summary["findings"]
-        planted = set(_replay_on_real_compiler([f["path"] for f in findings]))
-        caught = [f for f in findings if f["path"] in planted]
-        best = min(caught, key=lambda f: f["nodes"]) if caught else None
-        return {
-            "name": mutation.name,
-            "caught": bool(caught),
-            "first": summary.get("first_finding_seconds"),
-            "nodes": best["nodes"] if best else None,
-            "kind": f"{best['kind']} ({best['oracle']})" if best else "",
-            "other_findings": len(findings) - len(caught),
-            "cases": summary["stats"]["cases"],
-            "wall": wall,
-        }
+        return {"name": mutation.name, **fuzz_scratch(scratch, Path(tmp), seconds, seed, workers)}
 
 
 def run_selftest(args: argparse.Namespace) -> int:

@@ -1,0 +1,178 @@
+"""Set likely-equivalent mutants aside before spending a fuzz session on them.
+
+A fixed sample of small programs (drawn once, derandomized, from ``strategies``) goes through
+the original and the mutated compiler in subprocesses (``harness.mutate.probe``). A mutant whose
+emitted modules, stage texts and outputs are bit-identical to the original's on the whole sample
+is *likely equivalent*; one that cannot be imported is *stillborn*. The original runs twice, and
+whatever differs between those two runs is not compared (it would make every mutant look live).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..case import CPU_BACKENDS
+
+#: Programs whose emitted module is compared (tracing and emitting cost ~1 ms each).
+PROGRAMS = 300
+#: Invalid programs (one violation each) whose error is compared: the frontend's error paths.
+INVALID = 50
+#: Of the valid programs, how many are compiled and run on every backend (~80 ms CPU each, per
+#: backend: this is what bounds the check to ~20 s of CPU per likely-equivalent mutant).
+RUNS = 64
+
+
+def build_sample(
+    programs: int = PROGRAMS,
+    invalid: int = INVALID,
+    runs: int = RUNS,
+    backends: Sequence[str] = CPU_BACKENDS,
+) -> dict[str, Any]:
+    """The sample: derandomized Hypothesis draws (the same programs every time, for a given
+    Hypothesis version and primitive table), deduplicated."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    from strategies import input_values, invalid_programs, samples
+    from strategies import programs as program_strategy
+
+    def collect(strategy: st.SearchStrategy, n: int) -> list[tuple[Any, list]]:
+        found: list[tuple[Any, list]] = []
+
+        @settings(
+            database=None, max_examples=n, derandomize=True, phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck), deadline=None,
+        )  # fmt: skip
+        @given(strategy)
+        def draw(example: tuple[Any, list]) -> None:
+            found.append(example)
+
+        draw()
+        return found
+
+    valid = collect(
+        samples(program_strategy(max_nodes=4)).map(lambda s: (s.program, list(s.inputs))), programs
+    )
+    broken = collect(
+        invalid_programs().flatmap(lambda p: input_values(p.inputs).map(lambda v: (p, list(v)))),
+        invalid,
+    )
+    items, seen = [], set()
+    for kind, drawn in (("program", valid), ("invalid", broken)):
+        for subject, inputs in drawn:
+            item = {"kind": kind, "subject": subject.to_dict(), "inputs": inputs}
+            key = hashlib.sha256(pickle.dumps((kind, subject.to_dict(), inputs))).hexdigest()
+            if key not in seen:
+                seen.add(key)
+                items.append(item)
+    return {"items": items, "runs": runs, "backends": list(backends)}
+
+
+@dataclass
+class Verdict:
+    """What the probe said of a mutant: ``equivalent``, ``live`` or ``stillborn``."""
+
+    status: str
+    detail: str
+    seconds: float
+
+
+def probe(
+    compiler_parent: Path, sample: Path, out: Path, reference: Path | None = None,
+    modules: Sequence[str] = (), timeout: float = 600,
+) -> tuple[dict[str, Any] | None, str]:  # fmt: skip
+    """Run the probe with the compiler in ``compiler_parent``; (its result, or None and why)."""
+    from ..selftest import ROOT
+
+    command = [sys.executable, "-m", "harness.mutate.probe", str(sample), str(out)]
+    command += ["--reference", str(reference)] if reference else []
+    for name in modules:
+        command += ["--module", name]
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(dict.fromkeys([str(compiler_parent), str(ROOT)])),
+        PYTHONHASHSEED="0",
+    )
+    # cwd: not the repository, whose compiler would shadow the one in ``compiler_parent``.
+    try:
+        proc = subprocess.run(
+            command, cwd=out.parent, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"the probe ran past {timeout:.0f} s (a hang?)"
+    if not out.exists():
+        return None, f"the probe died (exit {proc.returncode}): {proc.stderr[-500:]}"
+    return json.loads(out.read_text()), ""
+
+
+class Checker:
+    """The sample and the original compiler's digests, computed once per run."""
+
+    def __init__(self, baseline: Path, work: Path, sample: dict[str, Any] | None = None) -> None:
+        self.work = work
+        work.mkdir(parents=True, exist_ok=True)
+        self.sample_path = work / "sample.pkl"
+        self.sample = sample if sample is not None else build_sample()
+        self.sample_path.write_bytes(pickle.dumps(self.sample))
+        start = time.perf_counter()
+        with ThreadPoolExecutor(2) as pool:
+            runs = list(
+                pool.map(
+                    lambda i: probe(baseline, self.sample_path, work / f"reference{i}.json"),
+                    (0, 1),
+                )
+            )
+        self.reference_seconds = time.perf_counter() - start
+        results = [r for r, _ in runs]
+        if any(r is None or r.get("status") != "reference" for r in results):
+            raise RuntimeError(f"the original compiler failed the sample: {runs}")
+        first, second = (r["digests"] for r in results)  # type: ignore[index]
+        if first.keys() != second.keys():
+            raise RuntimeError("two runs of the original compiler saw different samples")
+        self.unstable = sorted(k for k in first if first[k] != second[k])
+        reference = {k: (None if k in self.unstable else v) for k, v in first.items()}
+        self.reference_path = work / "reference.json"
+        self.reference_path.write_text(json.dumps(reference))
+        self.timeout = max(180.0, 4 * self.reference_seconds)
+
+    def describe(self) -> str:
+        items = self.sample["items"]
+        valid = sum(1 for item in items if item["kind"] == "program")
+        runs = min(self.sample["runs"], valid)
+        return (
+            f"{valid} programs + {len(items) - valid} invalid programs emitted, {runs} compiled "
+            f"and run on {', '.join(self.sample['backends'])}; the original took "
+            f"{self.reference_seconds:.0f} s (two runs at once)"
+            + (f"; {len(self.unstable)} unstable digests ignored" if self.unstable else "")
+        )
+
+    def check(self, scratch: Path, modules: Sequence[str], name: str) -> Verdict:
+        """The verdict on the compiler in ``scratch`` (``modules``: import them too)."""
+        start = time.perf_counter()
+        out = self.work / f"probe-{name}.json"
+        out.unlink(missing_ok=True)
+        result, why = probe(
+            scratch, self.sample_path, out, self.reference_path, modules, self.timeout
+        )
+        seconds = time.perf_counter() - start
+        if result is None:
+            return Verdict("live", why, seconds)
+        if result["status"] == "stillborn":
+            return Verdict("stillborn", result["detail"], seconds)
+        if result["status"] == "different":
+            return Verdict("live", f"differs at {result['key']}", seconds)
+        return Verdict("equivalent", "identical on the whole sample", seconds)
+
+
+__all__ = ["Checker", "Verdict", "build_sample", "probe"]

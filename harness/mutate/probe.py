@@ -1,0 +1,133 @@
+"""The equivalence probe, run in a subprocess whose ``compiler`` may be a mutant.
+
+``python -m harness.mutate.probe SAMPLE OUT [--reference FILE] [--module NAME ...]``: imports
+the compiler (a failure there is a *stillborn* mutant), then for every sample program digests
+what the compiler emits (``jit(fn).emit``) and, for ``runs`` of the valid programs, every
+stage's text and the outputs on each CPU backend. Without a reference it writes every digest;
+with one it stops at the first digest that differs (a live mutant usually differs within the
+first programs, so only likely-equivalent mutants pay for the whole sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import pickle
+import re
+import sys
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def _encode(value: Any, out: list[bytes]) -> None:
+    import numpy as np
+
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        out += [b"A", array.dtype.str.encode(), repr(array.shape).encode(), array.tobytes()]
+    elif isinstance(value, (list, tuple)):
+        out.append(f"{type(value).__name__}{len(value)}".encode())
+        for item in value:
+            _encode(item, out)
+    elif isinstance(value, dict):
+        out.append(f"dict{len(value)}".encode())
+        for key in sorted(value, key=str):
+            out.append(str(key).encode())
+            _encode(value[key], out)
+    else:
+        out.append(repr(value).encode())
+
+
+def digest(value: Any) -> str:
+    parts: list[bytes] = []
+    _encode(value, parts)
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()[:24]
+
+
+def _error(error: BaseException) -> str:
+    """An exception as a comparable string (addresses scrubbed: they differ run to run)."""
+    return f"error {type(error).__name__}: {_ADDRESS.sub('0x?', str(error))[:2000]}"
+
+
+def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(key, digest)`` for the sample: every program's emitted module first (cheap), then
+    stages and outputs of ``runs`` valid programs (spread over the sample) on each backend."""
+    import compiler
+    from strategies.model import InvalidProgram, Program
+
+    subjects: list[Any] = []
+    for i, item in enumerate(sample["items"]):
+        try:
+            cls = Program if item["kind"] == "program" else InvalidProgram
+            subject = cls.from_dict(item["subject"])
+            subjects.append(subject)
+            fn = compiler.jit(subject.as_function(compiler.xp))
+            value: Any = fn.emit(*item["inputs"])
+        except Exception as error:  # noqa: BLE001 - a mutant may raise anything
+            subjects.append(None)
+            value = _error(error)
+        yield f"{i}:emit", digest(value)
+    valid = [i for i, item in enumerate(sample["items"]) if item["kind"] == "program"]
+    for i in valid[:: max(1, len(valid) // max(1, sample["runs"]))][: sample["runs"]]:
+        inputs = sample["items"][i]["inputs"]
+        for backend in sample["backends"]:
+            stages: Any
+            try:
+                fn = compiler.jit(subjects[i].as_function(compiler.xp))
+                compiled = fn.specialize(*inputs, target=backend)
+                stages = list(compiled.stages.items())
+                outputs: Any = compiled(*inputs)
+                fn.clear()
+            except Exception as error:  # noqa: BLE001
+                stages, outputs = _error(error), "-"
+            yield f"{i}:{backend}:stages", digest(stages)
+            yield f"{i}:{backend}:outputs", digest(outputs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.mutate.probe")
+    parser.add_argument("sample")
+    parser.add_argument("out")
+    parser.add_argument("--reference", default="")
+    parser.add_argument("--module", action="append", default=[])
+    args = parser.parse_args(argv)
+
+    def write(result: dict[str, Any]) -> None:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump(result, handle)
+
+    try:
+        import compiler  # noqa: F401
+        import strategies  # noqa: F401
+
+        for name in args.module:
+            importlib.import_module(name)
+    except BaseException:  # noqa: BLE001 - a mutant that cannot even be imported
+        write({"status": "stillborn", "detail": traceback.format_exc()[-3000:]})
+        return 0
+    with open(args.sample, "rb") as handle:
+        sample = pickle.load(handle)
+    reference = None
+    if args.reference:
+        with open(args.reference, encoding="utf-8") as handle:
+            reference = json.load(handle)
+    digests: dict[str, str] = {}
+    for key, value in observations(sample):
+        if reference is not None and reference.get(key) not in (None, value):
+            write({"status": "different", "key": key, "checked": len(digests)})
+            return 0
+        digests[key] = value
+    write({"status": "same" if reference is not None else "reference", "digests": digests})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

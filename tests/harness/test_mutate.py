@@ -1,0 +1,164 @@
+"""Mutation testing (``python -m harness mutate``): every operator writes valid Python, a mutant
+is one change in one file, the sample check tells a likely-equivalent mutant from a live one,
+and a small run goes end to end."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.mutate.equivalence import Checker, build_sample
+from harness.mutate.operators import OPERATORS, Mutant, draw, mutable_files, mutant_at, sites
+from harness.mutate.runner import STATUSES
+from harness.selftest import ROOT, copy_compiler
+
+SNIPPET = '''"""A docstring naming arith.addf, olt and True: never mutated."""
+
+
+def f(a, b, flag):
+    """Nor is this one (x = 1)."""
+    x = a + b * 2  # a comment with < and and
+    if not flag and a < b or b is None:
+        x -= 1
+    pair = (a, b)
+    g(a, b)
+    y = -a
+    ok = True
+    op = "arith.addf"
+    line = f"%r = arith.cmpf olt, {a}, {b} : f32"
+    predicate = "olt"
+    return x if a in pair else y
+'''
+
+
+def test_every_operator_writes_valid_python() -> None:
+    found = sites(SNIPPET)
+    docstrings = SNIPPET.index("x = a + b")
+    assert all(site.start >= docstrings for site in found), "docstrings are not sites"
+    assert {site.operator for site in found} == set(OPERATORS)
+    for site in found:
+        for choice in site.choices:
+            mutant = mutant_at(SNIPPET, "snippet.py", site, choice)
+            assert mutant is not None, (site, choice)
+            text = mutant.apply(SNIPPET)
+            assert ast.dump(ast.parse(text)) != ast.dump(ast.parse(SNIPPET))
+            assert text.count("\n") <= SNIPPET.count("\n")
+
+
+def test_operators_write_what_they_promise() -> None:
+    def rewrites(operator: str) -> set[tuple[str, str]]:
+        data = SNIPPET.encode()
+        return {
+            (data[s.start : s.end].decode(), c)
+            for s in sites(SNIPPET)
+            if s.operator == operator
+            for c in s.choices
+        }
+
+    assert ("<", "<=") in rewrites("comparison") and ("is", "is not") in rewrites("comparison")
+    assert {("+", "-"), ("*", "/"), ("-", "+")} <= rewrites("arithmetic")  # "-" of "-="
+    assert {("and", "or"), ("or", "and")} <= rewrites("boolean")
+    assert {("2", "3"), ("2", "1")} <= rewrites("int-constant")
+    assert rewrites("bool-constant") == {("True", "False")}
+    assert ("a, b", "b, a") in rewrites("swap-arguments") | rewrites("swap-tuple")
+    assert {("not ", ""), ("-", "")} <= rewrites("drop-negation")
+    assert ("x -= 1", "pass") in rewrites("remove-statement")
+    mlir = rewrites("mlir-op")
+    assert ("arith.addf", "arith.subf") in mlir and ("olt", "ole") in mlir
+    olt = [s for s in sites(SNIPPET) if SNIPPET.encode()[s.start : s.end] == b"olt"]
+    assert len(olt) == 2  # in the f-string and the literal, not in the docstring
+
+
+def _compiler_sources() -> dict[str, str]:
+    return {f: (ROOT / f).read_text() for f in mutable_files(ROOT)}
+
+
+def test_files_and_draws_are_deterministic() -> None:
+    files = mutable_files(ROOT)
+    assert "compiler/lower/emit.py" in files and "compiler/primitives/table.py" in files
+    assert "compiler/model.py" not in files
+    assert not any(f.endswith("__main__.py") for f in files)
+    sources = _compiler_sources()
+    first = draw(sources, 6, seed=3)
+    assert first == draw(sources, 6, seed=3)
+    assert len(first) == 6 and len({(m.file, m.start, m.new) for m in first}) == 6
+    assert first != draw(sources, 6, seed=4)
+
+
+def test_mutant_in_a_scratch_copy_is_exactly_one_change(tmp_path: Path) -> None:
+    sources = _compiler_sources()
+    for mutant in draw(sources, 12, seed=5):
+        diff = mutant.diff(sources[mutant.file])
+        assert diff.count("\n@@ ") == 1, diff
+    mutant = draw(sources, 1, seed=7)[0]
+    scratch = copy_compiler(tmp_path / "src")
+    (scratch / mutant.file).write_text(mutant.apply(sources[mutant.file]))
+    changed = []
+    for path in sorted((scratch / "compiler").rglob("*.py")):
+        rel = path.relative_to(scratch).as_posix()
+        if path.read_text() != (ROOT / rel).read_text():
+            changed.append(rel)
+    assert changed == [mutant.file]
+    before = sources[mutant.file].splitlines()
+    after = (scratch / mutant.file).read_text().splitlines()
+    blocks = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+    assert sum(1 for tag, *_ in blocks if tag != "equal") == 1
+    with pytest.raises(ValueError, match="changed since"):
+        mutant.apply(sources[mutant.file].replace("\n", "\n\n", 1))
+
+
+def _by_hand(baseline: Path, file: str, old: str, new: str, name: str) -> tuple[Path, Mutant]:
+    source = (baseline / file).read_text()
+    start = source.encode().index(old.encode())
+    mutant = Mutant(name, file, 1, "by-hand", start, old, new)
+    scratch = copy_compiler(baseline.parent / name, baseline)
+    (scratch / file).write_text(mutant.apply(source))
+    return scratch, mutant
+
+
+@pytest.mark.slow
+def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
+    baseline = copy_compiler(tmp_path / "baseline")
+    sample = build_sample(programs=40, invalid=10, runs=6)
+    checker = Checker(baseline, tmp_path / "equivalence", sample)
+    assert not checker.unstable
+    cases = {
+        "docstring": ("compiler/lower/emit.py", '"""', '"""Mutated in the docstring only. '),
+        "unused": ("compiler/dtypes.py", "\n\n\n", "\n\n\ndef _unused(x):\n    return -x\n\n\n"),
+        "addf": ("compiler/primitives/table.py", '"arith.addf"', '"arith.subf"'),
+        "stillborn": ("compiler/runtime.py", "import", "imprt"),
+    }
+    verdicts = {}
+    for name, (file, old, new) in cases.items():
+        scratch, mutant = _by_hand(baseline, file, old, new, name)
+        verdicts[name] = checker.check(scratch, [mutant.module], name)
+    assert verdicts["docstring"].status == "equivalent", verdicts["docstring"]
+    assert verdicts["unused"].status == "equivalent", verdicts["unused"]
+    assert verdicts["addf"].status == "live", verdicts["addf"]
+    assert verdicts["stillborn"].status == "stillborn", verdicts["stillborn"]
+
+
+@pytest.mark.slow
+def test_mutate_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "mutate.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "mutate", "--count", "2", "--seconds", "20",
+         "--seed", "2", "--json", str(out)],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+        timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "kill rate:" in proc.stdout
+    document = json.loads(out.read_text())
+    assert [m["id"] for m in document["mutants"]] == ["m01", "m02"]
+    for mutant in document["mutants"]:
+        assert mutant["status"] in STATUSES
+        assert mutant["diff"].startswith(f"--- a/{mutant['file']}")
+        assert (mutant["kill_seconds"] is not None) == (mutant["status"] == "killed")
