@@ -1,10 +1,12 @@
 """Backends behind one protocol, in one registry.
 
 A backend has a ``name``, says whether it can run here (``unavailable()`` gives the reason it
-cannot, or None), ``compile``s a traced graph into :class:`~compiler.driver.Artifacts` (every
-stage's text and the commands that reproduce it) and ``run``s artifacts on NumPy arrays. The
-harness and ``@jit`` know backends only through this protocol, so a new backend is one class and
-one ``register`` call. The built-in CPU targets are instances of :class:`MlirCpuBackend`.
+cannot, or None; the optional ``limits()`` what an available one still cannot do here, such as
+running without a device), ``compile``s a traced graph into
+:class:`~compiler.driver.Artifacts` (every stage's text and the commands that reproduce it) and
+``run``s artifacts on NumPy arrays. The harness and ``@jit`` know backends only through this
+protocol, so a new backend is one class and one ``register`` call. The built-in CPU targets are
+instances of :class:`MlirCpuBackend`.
 """
 
 from __future__ import annotations
@@ -173,10 +175,38 @@ def _cached(key: tuple, make: Callable[[], Backend]) -> Backend:
     return _VARIANTS[key]
 
 
+def _ask(backend: Backend, method: str) -> str | None:
+    """``backend.<method>()`` (None if it has no such method); a raising plugin is a reason."""
+    call = getattr(backend, method, None)
+    if call is None:
+        return None
+    try:
+        return call()
+    except Exception as error:  # noqa: BLE001 - one broken backend must not hide the others
+        return f"{method}() raised {type(error).__name__}: {error}"
+
+
+def why_not(name: str) -> str | None:
+    """Why ``name`` (any variant) cannot be used here: unknown, or unavailable; None if it can.
+    The one check made before anything runs on it (the CLI's arguments, a corpus replay)."""
+    try:
+        backend = get(name)
+    except (ValueError, TypeError) as error:
+        return str(error)
+    reason = _ask(backend, "unavailable")
+    return f"{name} is unavailable here: {reason}" if reason else None
+
+
 def describe() -> list[dict[str, Any]]:
-    """Every registered backend: name, description, and why it is unavailable (or None)."""
+    """Every registered backend: name, description, why it is unavailable (or None) and what it
+    cannot do here though available (``limits``, or None)."""
     return [
-        {"name": b.name, "description": b.description, "unavailable": b.unavailable()}
+        {
+            "name": b.name,
+            "description": b.description,
+            "unavailable": _ask(b, "unavailable"),
+            "limits": _ask(b, "limits"),
+        }
         for b in BACKENDS.values()
     ]
 
@@ -198,6 +228,7 @@ __all__ = [
     "get",
     "names",
     "register",
+    "why_not",
 ]
 
 from .gpu import GpuNvptxBackend  # noqa: E402 - cheap: MLIR and CUDA load on first compile/run

@@ -1,32 +1,177 @@
-"""``python -m harness fuzz | replay | selftest | report``."""
+"""The differential fuzzing harness of the MLIR tensor compiler: fuzz it, replay the corpus of
+its known bugs, prove the harness catches planted bugs, write reports."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
+import textwrap
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .case import CPU_BACKENDS
 
+EXAMPLES = """examples:
+  python -m harness fuzz --seconds 300 --workers auto --backends cpu-loops,cpu-blas
+  python -m harness replay corpus --junit-xml replay.xml
+  python -m harness backends
+  python -m harness SUBCOMMAND --help"""
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help that shows every option's default (unless it is off, empty or already said), never
+    breaks a name at its hyphens, and keeps the line breaks of indented blocks (examples)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "%(default)" in text
+            or "default:" in text
+            or default is None
+            or default is False
+            or default is argparse.SUPPRESS
+            or (isinstance(default, (str, tuple, list)) and not default)
+            or not action.option_strings
+        ):
+            return text
+        if isinstance(default, (tuple, list)):
+            default = ",".join(map(str, default))
+        return f"{text} (default: {str(default).replace('%', '%%')})"
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        blocks = []
+        for block in text.strip("\n").split("\n\n"):
+            if any(line.startswith(" ") for line in block.splitlines()):
+                blocks.append("\n".join(indent + line for line in block.splitlines()))
+            else:
+                blocks.append(
+                    textwrap.fill(
+                        " ".join(block.split()),
+                        width,
+                        initial_indent=indent,
+                        subsequent_indent=indent,
+                        break_on_hyphens=False,
+                    )
+                )
+        return "\n\n".join(blocks)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument errors are one line (no usage block) that says what is valid; exit status 2."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _number(kind: Callable[[str], float], least: float, what: str) -> Callable[[str], float]:
+    """An argparse type: a ``kind`` number of at least ``least``, with a one-line error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not value >= least:  # also refuses NaN
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+_seconds = _number(float, 1e-3, "a positive number of seconds")
+_budget = _number(float, 0.0, "a number of seconds >= 0")
+_count = _number(int, 1, "a whole number >= 1")
+
 
 def _backends(text: str) -> tuple[str, ...]:
-    from compiler.backends import get
+    """Comma-separated backends, each known and available here (``python -m harness
+    backends`` lists them); variants such as ``cpu-loops@O0`` are accepted."""
+    from compiler.backends import why_not
 
-    names = tuple(b.strip() for b in text.split(",") if b.strip())
+    names = tuple(dict.fromkeys(b.strip() for b in text.split(",") if b.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("no backend named (see: python -m harness backends)")
     for name in names:
-        get(name)  # ValueError listing the known targets
+        reason = why_not(name)
+        if reason is not None:
+            raise argparse.ArgumentTypeError(
+                f"{reason}; variants: NAME@O0..O3, NAME[:stage#k], NAME+mlir-runtime; "
+                "'python -m harness backends' says which run here"
+            )
     return names
+
+
+def _oracles(text: str) -> tuple[str, ...]:
+    """Comma-separated optional oracles, or prefixes ending in ':' (``metamorphic:``); the
+    primary ones judge every case and cannot be skipped."""
+    from .oracles import ORACLES
+
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    optional = [name for name, oracle in ORACLES.items() if not oracle.primary]
+    prefixes = sorted({n.split(":")[0] + ":" for n in optional if ":" in n})
+    for name in names:
+        if name not in optional and name not in prefixes:
+            primary = ", ".join(n for n in ORACLES if n not in optional)
+            raise argparse.ArgumentTypeError(
+                f"{'primary' if name in ORACLES else 'unknown'} oracle {name!r}; the optional "
+                f"ones are {', '.join([*prefixes, *optional])} ({primary} always run)"
+            )
+    return names
+
+
+def _mutations(text: str) -> str:
+    """Comma-separated names of the selftest's planted bugs."""
+    from .selftest import MUTATIONS
+
+    known = [m.name for m in MUTATIONS]
+    for name in (n.strip() for n in text.split(",") if n.strip()):
+        if name not in known:
+            known_names = ", ".join(known)
+            raise argparse.ArgumentTypeError(f"unknown mutation {name!r}; known: {known_names}")
+    return text
+
+
+def _version() -> str:
+    """This package's version, and the versions that decide what a replay finds."""
+    import platform
+    from importlib import metadata
+
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (
+        f"python -m harness (mlir-tensor-fuzz) {version('mlir-tensor-fuzz')}; Python "
+        f"{platform.python_version()}, NumPy {version('numpy')}, "
+        f"MLIR bindings {version('xtc-mlir-python-bindings')}"
+    )
 
 
 def _workers(text: str) -> int:
     if text == "auto":
         return max(1, os.cpu_count() or 1)
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError("--workers must be >= 1 or 'auto'")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers >= 1 or 'auto'")
     return value
 
 
@@ -45,19 +190,26 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         max_nodes=args.max_nodes,
         mix=args.mix,
         use_jax=not args.no_jax,
-        skip_oracles=("metamorphic:",) if args.no_relations else (),
+        skip_oracles=tuple(args.skip_oracles) + (("metamorphic:",) if args.no_relations else ()),
         stop_on_first=args.stop_on_first,
         shrink_seconds=args.shrink_seconds,
         minimize_seconds=args.minimize_seconds,
-        database=None if args.no_database else Path(args.database),
+        database=args.example_db or (None if args.no_database else Path(args.database)),
     )
     print(
         f"fuzzing {options.seconds:.0f} s on {', '.join(options.backends)} with "
         f"{options.workers} worker(s), seed {options.seed}, corpus {options.corpus}",
         file=sys.stderr,
     )
-    summary = session(options, Progress(options.seconds, args.quiet))
-    print(summary_table(summary))
+    if args.scheduler:  # a campaign on Dask: the shards are sessions, this process the writer
+        from .distributed.client import CampaignProgress, campaign, campaign_table
+
+        progress = CampaignProgress(options.seconds, args.quiet)
+        summary = campaign(options, args.scheduler, args.shards, args.split_backends, progress)
+        print(summary_table(summary) + "\n" + campaign_table(summary))
+    else:
+        summary = session(options, Progress(options.seconds, args.quiet))
+        print(summary_table(summary))
     if args.summary_json:
         from .corpus import atomic_write
 
@@ -79,6 +231,22 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if summary["harness_errors"]:
         return 2
     return 1 if new or summary.get("regressions") else 0
+
+
+def cmd_corpus_merge(args: argparse.Namespace) -> int:
+    """Merge corpora made elsewhere (content-addressed: a set union, deduplicated by
+    signature); exit 1 if a file could not be read (it is named, and left out)."""
+    from .corpus import printable
+    from .distributed.merge import merge
+
+    merged = merge(Path(args.into), [Path(p) for p in args.sources])
+    for problem in merged.unreadable:
+        print(f"left out: {printable(problem)}", file=sys.stderr)
+    print(
+        f"merged into {printable(args.into)}: {len(merged.added)} added, {merged.duplicates} "
+        f"duplicates, {len(merged.unreadable)} unreadable"
+    )
+    return 1 if merged.unreadable else 0
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
@@ -105,38 +273,114 @@ def cmd_recover(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
-    from .corpus import printable
-    from .replay import replay
-    from .run.runner import Runner
+class _Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: stop, say what was done, exit 130/143."""
 
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """Turn SIGINT/SIGTERM into ``_Interrupted`` (then restore the previous handlers)."""
+
+    def handle(number: int, frame: object) -> None:
+        raise _Interrupted(number)
+
+    previous = {}
+    for number in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[number] = signal.signal(number, handle)
+        except ValueError:  # not the main thread: the caller handles signals
+            pass
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """One line per entry (state, file, why), a summary line; hints on stderr. Exit 1 on a
+    regression or an unreadable file (and, with --strict, on a still-open entry)."""
+    from .corpus import printable
+    from .replay import counts, exit_status, replay_iter, summary, write_junit
+    from .run.runner import Runner, Stopped
+
+    if args.reopen and not args.update:
+        print("python -m harness replay: error: --reopen needs --update", file=sys.stderr)
+        return 2
     paths = [Path(p) for p in (args.paths or ["corpus"])]
-    with Runner(None, use_jax=not args.no_jax) as runner:
-        results = replay(paths, runner, update_status=args.update)
-    still = 0
-    for r in results:
-        detail = r.detail.splitlines()[0][:120] if r.detail.strip() else ""
-        print(
-            f"{r.outcome:12} {printable(r.path)}" + (f"  ({printable(detail)})" if detail else "")
-        )
-        still += r.outcome != "fixed"
-    counts = {
-        o: sum(1 for r in results if r.outcome == o) for o in ("still fails", "fixed", "error")
+    results = []
+    interrupted = None
+    with _signals_interrupt(), Runner(None, use_jax=not args.no_jax) as runner:
+        try:
+            for r in replay_iter(paths, runner, update=args.update, reopen=args.reopen):
+                results.append(r)
+                note = f"  [{r.updated}]" if r.updated else ""
+                reason = f"  ({r.reason})" if r.reason else ""
+                print(f"{r.outcome:12} {printable(r.path)}{reason}{note}", flush=True)
+        except (_Interrupted, Stopped) as stop:
+            interrupted = getattr(stop, "number", signal.SIGINT)
+            runner.worker.kill()
+    print(summary(results))
+    if args.junit_xml:
+        written = write_junit(results, Path(args.junit_xml))
+        print(f"JUnit XML: {printable(written)}", file=sys.stderr)
+    tally = counts(results)
+    hints = {
+        "regressed": "fixed entries failing again (exit 1): fix the compiler, or reopen them "
+        "with --update --reopen",
+        "unreadable": "files the loader refuses (exit 1): fix or remove them",
+        "fixed-now": "open entries that pass now: --update marks them fixed",
+        "not-run": "entries not judged here (reasons above): neither fixed nor failing",
     }
-    print(f"{len(results)} entries: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-    return 1 if counts["error"] or (args.strict and counts["still fails"]) else 0
+    for state, hint in hints.items():
+        if tally[state] and not (state == "fixed-now" and args.update):
+            print(f"{tally[state]} {state}: {hint}", file=sys.stderr)
+    if interrupted is not None:
+        name = signal.Signals(interrupted).name
+        print(f"stopped by {name}: {len(results)} entries replayed", file=sys.stderr)
+        return {"SIGINT": 130, "SIGTERM": 143}.get(name, 2)
+    return exit_status(results, args.strict)
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    """Every registered backend, whether it is available here and why not."""
+    from compiler import backends, pipelines
+
+    rows = backends.describe()
+    width = max(len(d["name"]) for d in rows)
+    for d in rows:
+        if d["unavailable"]:
+            state, why = "no", d["unavailable"]
+        elif d["limits"]:
+            state, why = "partly", d["limits"]
+        else:
+            state, why = "yes", ""
+        print(f"{d['name']:{width}}  {state:6}  {d['description']}")
+        if why:
+            print(f"{'':{width}}  {'':6}  why: {why}")
+    aliases = ", ".join(f"{a} = {b}" for a, b in pipelines.ALIASES.items())
+    print(f"aliases: {aliases}")
+    print("variants of our CPU targets: NAME@O0..O3 (LLVM level), NAME[:stage#k] (stages up to")
+    print("  stage, or its first k steps), NAME+mlir-runtime (MLIR's runtime helpers)")
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .corpus import Corpus, CorpusError, parse_json, printable, read_limited
     from .report import write_report
 
-    summary = {"seconds": 0, "stats": {}, "findings": [], "options": {}}
+    summary: dict = {}  # the page then says it shows the corpus only
     if args.summary and Path(args.summary).exists():
         try:
             summary = parse_json(args.summary, read_limited(args.summary))
         except CorpusError as error:
             print(f"summary left out: {printable(error)}", file=sys.stderr)
+    elif args.summary:
+        print(f"no summary at {printable(args.summary)}: the page shows the corpus only")
     print(write_report(summary, Corpus(args.corpus), Path(args.out)))
     for bad in Corpus(args.corpus).entries():
         if isinstance(bad, CorpusError):
@@ -183,17 +427,32 @@ def cmd_mutate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="python -m harness", description=__doc__, epilog=EXAMPLES)
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    fuzz = sub.add_parser("fuzz", help="run a time-boxed fuzzing session")
-    fuzz.add_argument("--seconds", type=float, default=60.0)
-    fuzz.add_argument("--backends", type=_backends, default=CPU_BACKENDS)
+    fuzz = sub.add_parser(
+        "fuzz",
+        help="run a time-boxed fuzzing session",
+        description="Fuzz the compiler for a time box; findings are minimized into the corpus. "
+        "Exit 1 when it added findings or a fixed entry failed again, 2 on a harness error.",
+        epilog="example:\n  python -m harness fuzz --seconds 300 --workers auto "
+        "--backends cpu-loops,cpu-blas --seed 7",
+    )
+    fuzz.add_argument("--seconds", type=_seconds, default=60.0, help="the time box")
+    fuzz.add_argument(
+        "--backends",
+        type=_backends,
+        default=CPU_BACKENDS,
+        help="comma-separated backends to compare (python -m harness backends lists them)",
+    )
     fuzz.add_argument("--workers", type=_workers, default=1, help="driver processes, or 'auto'")
-    fuzz.add_argument("--seed", type=int, default=None)
-    fuzz.add_argument("--corpus", default="corpus")
+    fuzz.add_argument("--seed", type=int, default=None, help="default: from the clock (printed)")
+    fuzz.add_argument("--corpus", default="corpus", help="where findings are saved")
     fuzz.add_argument("--report", default="report", help="report directory ('' for none)")
-    fuzz.add_argument("--max-nodes", type=int, default=6)
+    fuzz.add_argument(
+        "--max-nodes", type=_count, default=6, help="most operations in a generated program"
+    )
     fuzz.add_argument(
         "--mix",
         choices=["all", "programs"],
@@ -202,39 +461,101 @@ def main(argv: list[str] | None = None) -> int:
     )
     fuzz.add_argument("--no-jax", action="store_true", help="skip the jax.jit reference")
     fuzz.add_argument("--no-relations", action="store_true", help="skip metamorphic relations")
-    fuzz.add_argument("--stop-on-first", action="store_true")
-    fuzz.add_argument("--shrink-seconds", type=float, default=30.0)
-    fuzz.add_argument("--minimize-seconds", type=float, default=60.0)
-    fuzz.add_argument("--database", default=".hypothesis/examples")
-    fuzz.add_argument("--no-database", action="store_true")
-    fuzz.add_argument("--quiet", action="store_true")
+    fuzz.add_argument(
+        "--skip-oracles",
+        type=_oracles,
+        default=(),
+        help="comma-separated oracles not to run (names, or prefixes such as 'metamorphic:')",
+    )
+    fuzz.add_argument("--stop-on-first", action="store_true", help="stop at the first finding")
+    fuzz.add_argument(
+        "--shrink-seconds", type=_budget, default=30.0, help="Hypothesis shrinking per finding"
+    )
+    fuzz.add_argument(
+        "--minimize-seconds", type=_budget, default=60.0, help="delta debugging per finding"
+    )
+    fuzz.add_argument("--database", default=".hypothesis/examples", help="Hypothesis's examples")
+    fuzz.add_argument("--no-database", action="store_true", help="keep no Hypothesis examples")
+    fuzz.add_argument("--quiet", action="store_true", help="no live progress line")
     fuzz.add_argument("--summary-json", default="", help="also write the session summary here")
+    fuzz.add_argument(
+        "--scheduler",
+        default="",
+        help="run as a Dask campaign: tcp://HOST:8786, or local:W (a LocalCluster of W workers)",
+    )
+    fuzz.add_argument(
+        "--shards", type=_count, default=None, help="campaign shards (default: worker threads)"
+    )
+    fuzz.add_argument(
+        "--split-backends", action="store_true", help="give each shard a subset of --backends"
+    )
+    fuzz.add_argument(
+        "--example-db",
+        default="",
+        help="Hypothesis's examples shared by every shard, e.g. redis://HOST:6379 (overrides "
+        "--database)",
+    )
     fuzz.set_defaults(func=cmd_fuzz)
+
+    co = sub.add_parser("corpus", help="corpus maintenance: merge corpora made elsewhere")
+    co_sub = co.add_subparsers(dest="corpus_command", required=True, metavar="ACTION")
+    me = co_sub.add_parser(
+        "merge",
+        help="merge corpus directories into --into (set union, deduplicated by signature)",
+    )
+    me.add_argument("sources", nargs="+", metavar="DIR", help="corpus directories to merge")
+    me.add_argument("--into", default="corpus", help="the corpus that receives them")
+    me.set_defaults(func=cmd_corpus_merge)
 
     rc = sub.add_parser(
         "recover", help="re-run cases left in flight and finish unminimized findings"
     )
-    rc.add_argument("--corpus", default="corpus", help="default: %(default)s")
+    rc.add_argument("--corpus", default="corpus", help="the corpus to recover")
     rc.add_argument("--no-jax", action="store_true", help="skip the jax.jit reference")
     rc.set_defaults(func=cmd_recover)
 
-    rep = sub.add_parser("replay", help="re-run corpus entries: which still fail, which are fixed")
-    rep.add_argument("paths", nargs="*")
-    rep.add_argument("--update", action="store_true", help="flip each entry's status")
-    rep.add_argument("--strict", action="store_true", help="exit 1 if any entry still fails")
-    rep.add_argument("--no-jax", action="store_true")
+    rep = sub.add_parser(
+        "replay",
+        help="re-run corpus entries: still open, fixed now, or regressed",
+        description="Replay corpus entries with the oracle that found them. Each is still-open, "
+        "fixed-now (open, passes: --update marks it fixed), still-fixed, regressed (fixed, fails "
+        "again), not-run (a backend unknown or unavailable here, or the case cannot be rebuilt: "
+        "never counted as fixed) or unreadable. Exit 1 on a regression or an unreadable file, "
+        "0 otherwise (still-open entries are known bugs, unless --strict).",
+        epilog="examples:\n  python -m harness replay corpus --junit-xml replay.xml\n"
+        "  python -m harness replay corpus --update   # mark fixed-now entries fixed",
+    )
+    rep.add_argument("paths", nargs="*", help="corpus folders or entry files (default: corpus)")
+    rep.add_argument(
+        "--update", action="store_true", help="mark fixed-now entries fixed (nothing else)"
+    )
+    rep.add_argument(
+        "--reopen", action="store_true", help="with --update, also mark regressed entries open"
+    )
+    rep.add_argument("--strict", action="store_true", help="exit 1 also if an entry is still open")
+    rep.add_argument("--junit-xml", default="", metavar="FILE", help="also write JUnit XML here")
+    rep.add_argument("--no-jax", action="store_true", help="skip the jax.jit reference")
     rep.set_defaults(func=cmd_replay)
 
+    be = sub.add_parser(
+        "backends",
+        help="list every backend: is it available here, and why not",
+        epilog="example:\n  python -m harness backends",
+    )
+    be.set_defaults(func=cmd_backends)
+
     st = sub.add_parser("selftest", help="plant known bugs in a scratch copy; are they caught?")
-    st.add_argument("--seconds", type=float, default=60.0, help="budget per planted bug")
-    st.add_argument("--only", default="", help="comma-separated mutation names")
-    st.add_argument("--workers", type=_workers, default=1)
-    st.add_argument("--seed", type=int, default=1)
+    st.add_argument("--seconds", type=_seconds, default=60.0, help="budget per planted bug")
+    st.add_argument(
+        "--only", type=_mutations, default="", help="comma-separated mutation names (default: all)"
+    )
+    st.add_argument("--workers", type=_workers, default=1, help="driver processes, or 'auto'")
+    st.add_argument("--seed", type=int, default=1, help="the fuzz sessions' seed")
     st.set_defaults(func=cmd_selftest)
 
     mu = sub.add_parser("mutate", help="random compiler mutants: how many does fuzzing kill?")
-    mu.add_argument("--count", type=int, default=10, help="mutants to draw")
-    mu.add_argument("--seconds", type=float, default=60.0, help="fuzz budget per mutant")
+    mu.add_argument("--count", type=_count, default=10, help="mutants to draw")
+    mu.add_argument("--seconds", type=_seconds, default=60.0, help="fuzz budget per mutant")
     mu.add_argument("--seed", type=int, default=1, help="fixes the mutants drawn")
     mu.add_argument("--workers", type=_workers, default=1, help="fuzz drivers per mutant")
     mu.add_argument("--files", default="compiler/**/*.py", help="which files to mutate (a glob)")
@@ -243,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ex = sub.add_parser("export", help="write an upstream-ready bug report for a corpus entry")
     ex.add_argument("file", help="a corpus entry (JSON)")
-    ex.add_argument("--format", choices=["md", "json"], default="md", help="default: %(default)s")
+    ex.add_argument("--format", choices=["md", "json"], default="md", help="the report's format")
     ex.add_argument("--out", default="", help="write report and reproducer files in this folder")
     ex.set_defaults(func=cmd_export)
 
@@ -253,9 +574,9 @@ def main(argv: list[str] | None = None) -> int:
     rr.set_defaults(func=cmd_repro)
 
     rp = sub.add_parser("report", help="rewrite the HTML/JSON report from the corpus")
-    rp.add_argument("--corpus", default="corpus")
-    rp.add_argument("--summary", default="report/summary.json")
-    rp.add_argument("--out", default="report")
+    rp.add_argument("--corpus", default="corpus", help="the corpus to list")
+    rp.add_argument("--summary", default="report/summary.json", help="a session's summary")
+    rp.add_argument("--out", default="report", help="the report directory")
     rp.set_defaults(func=cmd_report)
 
     args = parser.parse_args(argv)

@@ -270,6 +270,11 @@ class GpuNvptxBackend:
         A missing device is not a reason: compiling and ptxas still check every program."""
         return _unavailable()
 
+    def limits(self) -> str | None:
+        """What it cannot do here though it compiles: run, without a CUDA device (or None)."""
+        count, why = cuda_devices()
+        return None if count else f"{NO_DEVICE} ({why})"
+
     def compile(self, graph: Graph) -> Artifacts:
         return compile_graph(graph)
 

@@ -81,9 +81,10 @@ def test_replay_reports_each_bad_file_and_replays_the_good_one(hostile) -> None:
     by_name = {r.path.name: r for r in results}
     assert set(by_name) == set(made) | {good_path.name}
     for name in made:
-        assert by_name[name].outcome == "error" and by_name[name].entry is None, name
+        assert by_name[name].outcome == "unreadable" and by_name[name].entry is None, name
         assert by_name[name].detail
-    assert by_name[good_path.name].outcome in ("fixed", "still fails"), by_name[good_path.name]
+    good = by_name[good_path.name].outcome
+    assert good in ("still-open", "fixed-now", "still-fixed", "regressed"), good
 
 
 def test_the_report_escapes_and_lists_every_bad_file(hostile, tmp_path: Path) -> None:
@@ -138,7 +139,7 @@ def test_the_cli_prints_one_safe_line_per_bad_file(hostile, tmp_path: Path, caps
     out = capsys.readouterr().out.splitlines()
     assert code == 1
     assert len(out) == len(bad) + 1 and out[-1].startswith(f"{len(bad)} entries:")
-    assert all(line.startswith("error") for line in out[:-1])
+    assert all(line.startswith("unreadable") for line in out[:-1])
     assert not [line for line in out if re.search(r"[\x00-\x1f\x7f]", line)]
     summary = tmp_path / "summary.json"
     summary.write_bytes(b'{"seconds": NaN, "stats": [')
