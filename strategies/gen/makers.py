@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from hypothesis import event
 from hypothesis import strategies as st
 
 from compiler import primitives
-from compiler.primitives.rules import matmul_result_shape as matmul_shape
 
 from ..model import Const, Ref
 from .shapes import attention_configs, broadcastable_shapes, permutations, reductions, reshapes
@@ -88,8 +88,17 @@ def _matmul(g: Gen, op: str) -> None:
     # decisions drawn before it stay aligned with what they meant.
     p_right = g.draw(st.booleans())
     layout = [op for op in ("transpose", "permute_dims") if op in g.cfg.ops]
-    # The classic layout bug: a transposed operand (k.T in attention, x @ w.T).
-    transposed = bool(layout) and g.budget >= 2 and g.draw(st.integers(0, 3)) == 3
+    # The classic layout bug: a transposed operand (k.T in attention, x @ w.T); and strided or
+    # offset views, which a BLAS path passes through leading dimensions or only its fallback.
+    # Always the same draws, whatever is feasible (the shrinker keeps later draws aligned).
+    form = g.draw(st.sampled_from(["plain", "plain", "transposed", "view"]))
+    if (
+        g.budget < 2
+        or (form == "transposed" and not layout)
+        or (form == "view" and "index" not in g.cfg.ops)
+    ):
+        form = "plain"
+    transposed = form == "transposed"
     layout_op = g.draw(st.sampled_from(layout)) if transposed else ""
     allowed = [d for d in g.cfg.dtypes if g.cfg.compatible(d, p.dtype)]
 
@@ -97,7 +106,7 @@ def _matmul(g: Gen, op: str) -> None:
         if v.ndim == 0 or v.dtype not in allowed:
             return False
         try:
-            shape = matmul_shape(v.shape, p.shape) if p_right else matmul_shape(p.shape, v.shape)
+            shape = _matmul_shape(v.shape, p.shape) if p_right else _matmul_shape(p.shape, v.shape)
         except ValueError:
             return False
         return len(shape) <= g.cfg.max_rank
@@ -117,6 +126,8 @@ def _matmul(g: Gen, op: str) -> None:
                 axes = (*range(len(shape) - 2), len(shape) - 1, len(shape) - 2)
                 q = g.node("permute_dims", q, axes=axes)
             event("matmul:transposed-operand")
+        elif form == "view":
+            q = _strided_view(g, shape, dtype)
         else:
             q = g.input(shape, dtype)
     a, b = (q, p) if p_right else (p, q)
@@ -130,6 +141,30 @@ def _matmul(g: Gen, op: str) -> None:
         kind = "batched" if a.shape[:-2] == b.shape[:-2] else "broadcast-batch"
     event(f"matmul:{kind}")
     g.node("matmul", a, b)
+
+
+def _strided_view(g: Gen, shape: Shape, dtype: str) -> Value:
+    """An operand of ``shape`` that is a view of a larger input: every other column (no unit
+    inner stride: BLAS cannot take it), every other row or an offset (a leading dimension), or
+    rows reversed."""
+    kinds = ["inner-step", "offset"] + (["row-step", "reversed"] if len(shape) >= 2 else [])
+    kind = g.draw(st.sampled_from(kinds))
+    if kind == "inner-step":
+        base, key = (*shape[:-1], 2 * shape[-1]), (Ellipsis, slice(None, None, 2))
+    elif kind == "offset":
+        base, key = (*shape[:-1], shape[-1] + 1), (Ellipsis, slice(1, None))
+    elif kind == "row-step":
+        base = (*shape[:-2], 2 * shape[-2] + 1, shape[-1])
+        key = (Ellipsis, slice(1, None, 2), slice(None))
+    else:
+        base, key = shape, (Ellipsis, slice(None, None, -1), slice(None))
+    event(f"matmul:view-{kind}")
+    return g.node("index", g.input(base, dtype), key=key)
+
+
+def _matmul_shape(a: Shape, b: Shape) -> Shape:
+    """NumPy's result shape of ``a @ b`` (ValueError where NumPy refuses)."""
+    return np.matmul(np.empty(a, np.int8), np.empty(b, np.int8)).shape
 
 
 def _matmul_partner(g: Gen, shape: Shape, p_right: bool, *, matrix: bool = False) -> Shape:

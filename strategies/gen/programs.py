@@ -28,6 +28,7 @@ from compiler import primitives
 
 from ..model import DTYPES, Program, Ref
 from .makers import MAKERS
+from .shapes import SHAPE_REGIMES
 from .state import Config, Gen, broadcast, generation_order
 from .values import input_values, regimes
 
@@ -135,6 +136,9 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
 def _programs(draw: st.DrawFn, cfg: Config) -> Program:
     g = Gen(draw, cfg)
     g.base = draw(st.sampled_from(cfg.dtypes))
+    # Half the programs plain; the others with size-1 sides anywhere or vector-width extents.
+    g.regime = draw(st.sampled_from(SHAPE_REGIMES)) if draw(st.booleans()) else "plain"
+    event(f"shape-regime:{g.regime}")
     # The step count comes first, as a list: each step is one list element, so the shrinker can
     # delete any step (not just trailing ones) and programs shrink toward fewer nodes.
     draw(st.lists(_step(g), min_size=cfg.min_nodes, max_size=cfg.max_nodes))

@@ -16,8 +16,6 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from compiler.primitives.rules import index_plan
-
 from ..model.types import DTYPES, FLOAT_DTYPES
 
 Shape = tuple[int, ...]
@@ -42,10 +40,12 @@ def shapes(
     max_side: int = 6,
     distinct: bool = True,
     ones: bool = False,
+    inner: tuple[int, ...] = (),
 ) -> Shape:
     """A rectangular shape: sides distinct wherever the rank allows, since a square shape hides
-    a transposed dimension. ``ones=True`` also sets some sides to 1 on purpose (broadcasting).
-    Shrinks toward low rank and small sides."""
+    a transposed dimension. ``ones=True`` also sets some sides to 1 on purpose (broadcasting,
+    unit dimensions in any position, several at once); ``inner`` draws the last side from those
+    extents (around vector widths and tile sizes). Shrinks toward low rank and small sides."""
     rank = draw(st.integers(min_dims, max_dims))
     # Always draw max_dims sides and keep the first ``rank``: lowering the rank while shrinking
     # then leaves every later choice where it was, so smaller ranks are actually reached.
@@ -56,9 +56,18 @@ def shapes(
     rest = max_dims - n_unique
     sides += draw(st.lists(side, min_size=rest, max_size=rest))
     sides = sides[:rank]
+    if inner and sides:
+        sides[-1] = draw(st.sampled_from(inner))
     if ones:
         sides = [1 if draw(st.booleans()) else s for s in sides]
     return tuple(sides)
+
+
+#: Extents around vector widths and tile sizes (a vectorizing backend peels, masks or unrolls
+#: there): the ``vector`` shape regime draws innermost sides from these.
+VECTOR_SIDES = (7, 8, 9, 15, 16, 17, 31, 33, 65)
+#: Shape regimes of a whole program: plain small sides, size-1 sides anywhere, vector extents.
+SHAPE_REGIMES = ("plain", "unit", "vector")
 
 
 def broadcastable_shapes(
@@ -170,12 +179,9 @@ def reductions(draw: st.DrawFn, shape: Shape) -> Reduction:
     return Reduction(axis, keepdims)
 
 
-def _positive_step(item: slice, extent: int) -> slice:
-    """``item`` with a positive step and a non-empty selection of a dimension of ``extent``."""
+def _nonempty(item: slice, extent: int) -> slice:
+    """``item``, or the nearest slice with its step selecting something of ``extent``."""
     start, stop, step = item.start, item.stop, item.step
-    if step is not None and step < 0:
-        step = -step
-        start, stop = stop, start
     for candidate in (
         slice(start, stop, step),
         slice(start, None, step),
@@ -196,10 +202,13 @@ def slices(
     allow_newaxis: bool = True,
     allow_ellipsis: bool = True,
 ) -> tuple[Any, ...]:
-    """A nontrivial static basic index for ``shape``: slices with positive steps, negative
-    indices, ints, None and Ellipsis, never selecting an empty array. Always a tuple."""
+    """A nontrivial static basic index for ``shape``: slices with any steps (negative, and
+    extents that are not a multiple of the step), negative indices, ints, None and Ellipsis in
+    any position, never selecting an empty array. Always a tuple."""
     if max_dims is None:
         max_dims = len(shape) + 1
+    if shape and draw(st.integers(0, 2)) == 0:
+        return draw(strided_keys(shape))
     raw = draw(
         hnp.basic_indices(
             shape, max_dims=max_dims, allow_newaxis=allow_newaxis, allow_ellipsis=allow_ellipsis
@@ -215,7 +224,7 @@ def slices(
         if item is Ellipsis:
             dim += len(shape) - consuming
         elif isinstance(item, slice):
-            item = _positive_step(item, shape[dim])
+            item = _nonempty(item, shape[dim])
             trivial &= item.indices(shape[dim]) == (0, shape[dim], 1)
             dim += 1
         else:
@@ -229,10 +238,28 @@ def slices(
         else:
             # Shrinks to taking the first element of the leading axis.
             key = (draw(st.integers(-shape[0], shape[0] - 1)),)
-    index_plan(shape, key)  # by construction valid; raises loudly if not
+    np.empty(shape)[key]  # by construction valid in NumPy; raises loudly if not
     kinds = sorted({type(i).__name__ if i is not Ellipsis else "ellipsis" for i in key})
     event(f"index:{'+'.join(kinds)}")
     return key
+
+
+@st.composite
+def strided_keys(draw: st.DrawFn, shape: Shape) -> tuple[slice, ...]:
+    """A slice on every axis, with offsets and steps in both directions: what strided and
+    reversed views are made of (extents rarely a multiple of the step)."""
+    key = []
+    for extent in shape:
+        step = draw(st.sampled_from([1, 2, -1, 3, -2, -3]))
+        offset = draw(st.integers(0, max(0, extent - 1)))
+        if step > 0:
+            key.append(slice(offset or None, None, step))
+        else:
+            key.append(slice(extent - 1 - offset if offset else None, None, step))
+    if all(k.indices(e) == (0, e, 1) for k, e in zip(key, shape, strict=True)):
+        key[-1] = slice(None, None, -1)
+    event("index:strided" + ("-negative" if any(k.step < 0 for k in key) else ""))
+    return tuple(key)
 
 
 @st.composite
@@ -249,12 +276,34 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def _split_merges(shape: Shape) -> list[Shape]:
+    """Reshapes of ``shape`` (same rank) that split one dimension p*q and merge a part with the
+    next one: (.., p*q, r, ..) -> (.., p, q*r, ..) or (.., p*q*r/..)."""
+    found = []
+    for i in range(len(shape) - 1):
+        a, b = shape[i], shape[i + 1]
+        for p in _divisors(a)[1:-1]:  # a = p * q, both > 1
+            found.append((*shape[:i], p, (a // p) * b, *shape[i + 2 :]))
+        for q in _divisors(b)[1:-1]:  # b = q * r: (a*q, r)
+            found.append((*shape[:i], a * q, b // q, *shape[i + 2 :]))
+    return found
+
+
 @st.composite
 def reshapes(
     draw: st.DrawFn, shape: Shape, *, max_dims: int = 4, allow_minus_one: bool = True
 ) -> tuple[int, ...]:
-    """A new shape with the same size: a factorization, sometimes with one -1."""
+    """A new shape with the same size: a factorization, sometimes one that splits a dimension
+    and merges part of it with its neighbour in the same call, sometimes with one -1."""
     size = math.prod(shape)
+    split_merge = _split_merges(shape)
+    if split_merge and len(shape) <= max_dims and draw(st.integers(0, 2)) == 0:
+        new = draw(st.sampled_from(split_merge))
+        event("reshape:split-merge")
+        if allow_minus_one and draw(st.booleans()):
+            position = draw(st.integers(0, len(new) - 1))
+            new = (*new[:position], -1, *new[position + 1 :])
+        return new
     rank = draw(st.integers(1, max_dims))
     remaining = size
     sides = []
@@ -310,6 +359,8 @@ def attention_configs(
 
 __all__ = [
     "MATMUL_KINDS",
+    "SHAPE_REGIMES",
+    "VECTOR_SIDES",
     "AttentionConfig",
     "MatmulShapes",
     "Reduction",
@@ -325,5 +376,6 @@ __all__ = [
     "reshapes",
     "shapes",
     "slices",
+    "strided_keys",
     "valid_tuple_axes",
 ]

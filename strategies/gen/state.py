@@ -13,11 +13,11 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from compiler import primitives
-from compiler.primitives.rules import ArrayType, broadcast_shapes
 
 from ..model import DTYPES, FLOAT_DTYPES, REJECTIONS, Const, ProgramBuilder, Ref, TensorType
+from ..model.program import numpy_result, result_type
 from ..model.types import INT32_MAX
-from .shapes import broadcastable_shapes
+from .shapes import VECTOR_SIDES, broadcastable_shapes
 from .shapes import shapes as shapes_strategy
 
 Shape = tuple[int, ...]
@@ -33,7 +33,8 @@ def generation_order() -> tuple[str, ...]:
 
 
 def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    return broadcast_shapes(*shapes)
+    """NumPy's broadcast (not the compiler's rule: the generator must not share its bugs)."""
+    return tuple(np.broadcast_shapes(*shapes))
 
 
 @functools.cache
@@ -44,13 +45,13 @@ def _accepts(op: str, dtype: str) -> bool:
         return dtype in FLOAT_DTYPES
     if prim.kind not in ("unary", "binary", "compare", "reduction", "matmul", "select"):
         return True  # layout, casts, gathers: any dtype
-    stand = ArrayType((2, 2), np.dtype(dtype))
+    stand = TensorType((2, 2), dtype)
     operands = [stand] * prim.arity
     if prim.kind == "select":
-        operands = [ArrayType((2, 2), np.dtype(bool)), stand, stand]
+        operands = [TensorType((2, 2), "bool"), stand, stand]
     attrs = {k: a.default for k, a in prim.attrs.items()}
     try:
-        prim.result(operands, attrs)
+        result_type(prim, operands, attrs)  # NumPy's verdict, and the declared limitations
     except REJECTIONS:
         return False
     return True
@@ -63,7 +64,7 @@ def _int_to_float(op: str) -> bool:
     if prim.kind not in ("unary", "binary", "reduction") or not _accepts(op, "int32"):
         return False
     attrs = {k: a.default for k, a in prim.attrs.items()}
-    result = prim.result([ArrayType((2, 2), np.dtype(np.int32))] * prim.arity, attrs)
+    result = numpy_result(prim, [TensorType((2, 2), "int32")] * prim.arity, attrs)
     return result.dtype.kind == "f"
 
 
@@ -128,6 +129,7 @@ class Gen:
     builder: ProgramBuilder = field(default_factory=ProgramBuilder)
     values: list[Value] = field(default_factory=list)
     base: str = "float32"
+    regime: str = "plain"  # the program's shape regime (shapes.SHAPE_REGIMES)
 
     @property
     def budget(self) -> int:
@@ -171,18 +173,23 @@ class Gen:
 
     def shape(self, *, min_dims: int = 1, max_dims: int | None = None, ones: bool = False) -> Shape:
         max_dims = self.cfg.max_rank if max_dims is None else min(max_dims, self.cfg.max_rank)
+        vector = self.regime == "vector" and self.draw(st.booleans())
         return self.draw(
             shapes_strategy(
                 min_dims=min_dims,
                 max_dims=max(min_dims, max_dims),
                 max_side=self.cfg.max_side,
-                ones=ones,
+                ones=ones or self.regime == "unit",
+                inner=VECTOR_SIDES if vector else (),
             )
         )
 
     def side(self, avoid: Iterable[int] = ()) -> int:
-        """A new dimension size, distinct from ``avoid`` when possible."""
+        """A new dimension size, distinct from ``avoid`` when possible (in the vector regime,
+        an extent around a vector width)."""
         all_sides = list(range(2, self.cfg.max_side + 1))
+        if self.regime == "vector":
+            all_sides = list(VECTOR_SIDES)
         return self.draw(
             st.sampled_from([s for s in all_sides if s not in set(avoid)] or all_sides)
         )

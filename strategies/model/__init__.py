@@ -3,8 +3,8 @@
 ``types`` (plain data), ``program`` (checked construction, queries, JSON), ``codec`` (attribute
 kinds, canonical JSON and hashes), ``evaluate`` (one definition over any array namespace),
 ``printing`` (listings and reproducers), ``rewrites`` (for minimizers), ``invalid`` (programs with
-one labelled violation). Result rules come from the compiler's primitive table and nothing else of
-the compiler.
+one labelled violation). Ops, their metadata and evaluation rules come from the compiler's primitive
+table and nothing else of the compiler; result types are NumPy's own.
 """
 
 from compiler.primitives import InvalidIndex

@@ -186,8 +186,31 @@ REJECTED = {
 
 @pytest.mark.parametrize("name", sorted(REJECTED))
 def test_inconsistent_nodes_are_refused(name: str) -> None:
-    # NotImplementedError: a program NumPy accepts but the compiler does not (a limitation).
-    _raises(REJECTED[name], (ValueError, TypeError, NotImplementedError))
+    # NumPy's own error (IndexError for an index out of range), or NotImplementedError: a
+    # program NumPy accepts but the compiler declares unsupported (a limitation).
+    _raises(REJECTED[name], (ValueError, TypeError, IndexError, NotImplementedError))
+
+
+def test_types_are_numpys_even_where_the_compilers_rule_disagrees(monkeypatch) -> None:
+    """A compiler whose result rule wrongly rejects a valid program is still handed it (the
+    oracles judge the rejection); a wrongly typed rule does not change the program's types."""
+    import dataclasses
+
+    from compiler import primitives
+
+    def narrow(operands, attrs):
+        raise TypeError("planted: sum rejects everything")
+
+    def wrong(operands, attrs):
+        return primitives.rules.ArrayType((7,), np.dtype("float64"))
+
+    for rule in (narrow, wrong):
+        planted = dataclasses.replace(primitives.get("sum"), infer=rule)
+        monkeypatch.setitem(primitives.PRIMITIVES, "sum", planted)
+        b = ProgramBuilder()
+        x = b.input((2, 3), "float32")
+        program = b.build(b.node("sum", x, axis=1))
+        assert program.output_type == TensorType((2,), "float32")
 
 
 def test_bool_only_feeds_where_and_astype() -> None:

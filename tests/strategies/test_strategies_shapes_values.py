@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiler.primitives.rules import index_plan, matmul_result_shape, normalize_axes, reshape_shape
@@ -76,16 +76,13 @@ def test_reductions_are_valid(data: st.DataObject, shape: tuple[int, ...]) -> No
 
 
 @given(st.data(), shapes(min_dims=0, ones=True))
-def test_slices_are_nonempty_positive_step_and_nontrivial(
-    data: st.DataObject, shape: tuple[int, ...]
-) -> None:
+def test_slices_are_nonempty_and_nontrivial(data: st.DataObject, shape: tuple[int, ...]) -> None:
     key = data.draw(slices(shape))
     assert isinstance(key, tuple)
     array = np.arange(math.prod(shape)).reshape(shape)
     selected = array[key]
     assert selected.size > 0
     assert selected.shape == index_plan(shape, key).shape
-    assert all(item.step is None or item.step > 0 for item in key if isinstance(item, slice))
     # Nontrivial: some item is an int or None, or a slice that drops or skips elements.
     full = slice(None).indices
     assert any(
@@ -199,3 +196,31 @@ def test_input_values_for_unsupported_dtypes(data: st.DataObject) -> None:
     inputs = [Input((2, 3), d) for d in ("int64", "float16", "int16", "uint8")]
     arrays = data.draw(input_values(inputs))
     assert [a.dtype.name for a in arrays] == ["int64", "float16", "int16", "uint8"]
+
+
+def test_slices_reach_negative_and_uneven_steps() -> None:
+    """Reversed views and extents that are not a multiple of the step are drawn (each a class of
+    compiler bugs: offset arithmetic of a backwards read, the last partial stride)."""
+    negative = uneven = 0
+
+    @settings(max_examples=300, database=None, derandomize=True)
+    @given(st.data())
+    def draw_some(data: st.DataObject) -> None:
+        nonlocal negative, uneven
+        shape = (5, 7)
+        key = data.draw(slices(shape))
+        items = [i for i in key if isinstance(i, slice)]
+        negative += any((i.step or 1) < 0 for i in items)
+        uneven += any(abs(i.step or 1) > 1 and 7 % abs(i.step) for i in items)
+
+    draw_some()
+    assert negative >= 20 and uneven >= 20, (negative, uneven)
+
+
+def test_reshapes_reach_split_and_merge_in_one_call() -> None:
+    from strategies.gen.shapes import _split_merges
+
+    assert (2, 9) in _split_merges((6, 3))  # 6 = 2 * 3, the 3 merged with the next 3
+    assert (12, 2) in _split_merges((3, 8))  # 8 = 4 * 2, the 4 merged with the 3
+    for new in _split_merges((4, 6, 5)):
+        assert math.prod(new) == 120 and len(new) == 3
