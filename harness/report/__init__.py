@@ -1,5 +1,5 @@
-"""What a session hands back: the report page (``page``) and the reproducers of corpus entries
-(``reproducer``)."""
+"""What a session hands back: the report page (``page``, drawn by ``svg`` from the summary data
+that ``data`` defines and reads) and the reproducers of corpus entries (``reproducer``)."""
 
 from .page import write_report
 from .reproducer import reproducer, tool_versions

@@ -1,201 +1,738 @@
-"""Reproducers, tool versions and the session report (HTML with inline SVG plots, plus JSON).
+"""The session report: one self-contained HTML page (inline CSS and SVG, no script, no network)
+and the ``summary.json`` it is drawn from.
 
-The report needs no plotting library: the coverage matrix is a coloured table and the error
-distributions are SVG histograms drawn here.
+The page shows the findings over time, the throughput per backend, the coverage matrices
+(ops x dtypes x backends, special values x ops, value regimes, shape features, MLIR ops per
+stage, BLAS paths) with the cells never hit marked, the error distributions against the error
+model's bound, and the corpus with attribution, reproducer and export per entry. Everything it
+draws comes from the summary and the corpus, so ``python -m harness report`` redraws the same
+page from ``summary.json``.
+
+Everything inserted into the page goes through ``esc`` or is a number formatted here: the
+summary may come from a summary.json on disk and the entries from corpus files, neither trusted.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
-
-import numpy as np
+from urllib.parse import quote
 
 from ..corpus import Corpus, CorpusError, Entry, atomic_write
+from ..coverage import SHAPE_FEATURES, SPECIAL_NAMES, universe
+from ..oracles.tolerance import FACTOR, ULPS_PER_STEP
+from . import svg
+from .data import (
+    bin_range,
+    counts,
+    error_summary,
+    histogram,
+    mapping,
+    number,
+    sequence,
+    series,
+    strict,
+    strings,
+)
 from .reproducer import tool_versions
+from .svg import esc, fmt
+
+DTYPES = ("float32", "float64", "int32")
+STATUS_ORDER = {"regressed": 0, "open": 1, "fixed": 2}
+#: Where an entry's reproducer, export and IR files go, inside the report directory.
+ENTRY_FILES = "entries"
+HISTOGRAM_WIDTH = 326  # four backends side by side
+
+
+def _regimes() -> tuple[str, ...]:
+    from strategies import REGIMES
+
+    return tuple(REGIMES)
+
+
+def session_universe(summary: dict[str, Any]) -> list[str]:
+    """The cells the session could have hit: stored in the summary once computed, so a page
+    redrawn later shows the universe of that session."""
+    stored = strings(summary.get("universe"))
+    if stored:
+        return stored
+    options = mapping(summary.get("options"))
+    backends = strings(options.get("backends"))
+    if not backends:
+        seen = {c.split("|")[-1] for c in counts(mapping(summary.get("stats")).get("cells"))}
+        backends = sorted(b for b in seen if b) or ["cpu-loops", "cpu-blas"]
+    return sorted(universe(backends, DTYPES, _regimes()))
+
 
 # --------------------------------------------------------------------------------------------
-# HTML
-#
-# Everything inserted into the page goes through ``_esc`` or ``_number``: the summary may come
-# from a summary.json on disk and the entries from corpus files, neither of them trusted.
+# Reading the summary
 
 
-def _esc(value: Any) -> str:
-    """``value`` as HTML text (escaped, lone surrogates replaced so the page stays UTF-8)."""
-    text = value if isinstance(value, str) else str(value)
-    return html.escape(text.encode("utf-8", "replace").decode("utf-8"))
-
-
-def _number(value: Any, default: float = 0) -> float:
-    """A finite number from the summary, or ``default`` for anything else."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return value
-    return default
-
-
-def _mapping(value: Any) -> dict[Any, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _numbers(values: Any) -> list[float]:
-    """The finite numbers of a list from the summary (the rest dropped)."""
-    if not isinstance(values, list):
-        return []
-    return [v for v in values if _number(v, math.nan) == v]
-
-
-def _histogram_svg(values: list[float], title: str, width: int = 360, height: int = 140) -> str:
-    values = _numbers(values)
-    if not values:
-        return f"<p>{_esc(title)}: no data</p>"
-    logs = [math.log10(max(v, 1e-3)) for v in values]
-    lo, hi = -3.0, max(3.0, math.ceil(max(logs)))
-    bins = 24
-    counts = [0] * bins
-    for v in logs:
-        counts[min(bins - 1, int((v - lo) / (hi - lo) * bins))] += 1
-    top = max(counts)
-    bar = width / bins
-    rects = []
-    for i, c in enumerate(counts):
-        h = 0 if top == 0 else (height - 30) * c / top
-        rects.append(
-            f'<rect x="{i * bar:.1f}" y="{height - 20 - h:.1f}" width="{bar - 1:.1f}" '
-            f'height="{h:.1f}" fill="#4a7bd0"><title>{c}</title></rect>'
+def _timeline(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    items = []
+    for raw in sequence(summary.get("timeline")):
+        item = mapping(raw)
+        if "kind" not in item:
+            continue
+        items.append(
+            {
+                "seconds": max(number(item.get("seconds")), 0.0),
+                "kind": str(item.get("kind")),
+                "backends": [str(b) for b in sequence(item.get("backends"))],
+                "oracle": str(item.get("oracle", "")),
+                "path": str(item.get("path", "")),
+                "regression": item.get("regression") is True,
+                "new": item.get("new") is not False,
+            }
         )
+    return sorted(items, key=lambda i: i["seconds"])
+
+
+def _families(cells: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Cells by family: {"op": {"exp|float32|cpu-loops": 3, ...}, ...}."""
+    families: dict[str, dict[str, float]] = {}
+    for cell, count in cells.items():
+        family, _, key = cell.partition(":")
+        families.setdefault(family, {})[key] = count
+    return families
+
+
+# --------------------------------------------------------------------------------------------
+# Pieces of HTML
+
+
+def _heat(count: float, top: float) -> str:
+    """A table cell for ``count``: blue by log count, a never-hit cell marked red."""
+    if not count:
+        return '<td class="z" title="never hit">0</td>'
+    level = math.log1p(count) / math.log1p(max(top, 1))
+    shade = int(235 - 150 * level)
+    ink = "#fff" if level > 0.7 else "#123"
     return (
-        f'<figure><svg width="{width}" height="{height}" role="img">'
-        + "".join(rects)
-        + f'<text x="0" y="{height - 4}" font-size="10">1e{lo:.0f} ULP</text>'
-        + f'<text x="{width - 50}" y="{height - 4}" font-size="10">1e{hi:.0f} ULP</text>'
-        + f"</svg><figcaption>{_esc(title)} ({len(values)} outputs, worst error in "
-        "units of eps·max|truth|)</figcaption></figure>"
+        f'<td style="background:rgb({shade},{shade + 10},255);color:{ink}" '
+        f'title="{fmt(count)} cases">{esc(fmt(count))}</td>'
     )
 
 
-def _coverage_table(coverage: dict[str, int]) -> str:
-    cells: dict[tuple[str, str], dict[str, int]] = {}
-    backends: set[str] = set()
-    for key, count in _mapping(coverage).items():
-        family, _, rest = str(key).partition(":")
-        if family != "op":
-            continue
-        parts = rest.split("|")
-        if len(parts) != 3 or not _number(count, -1) >= 0:
-            continue  # not "op|dtype|backend" -> count: skipped rather than trusted
-        op, dtype, backend = parts
-        cells.setdefault((op, dtype), {})[backend] = count
-        backends.add(backend)
-    if not cells:
-        return "<p>no cases ran</p>"
-    cols = sorted(backends)
-    top = max(max(v.values()) for v in cells.values())
+def _cases(count: float) -> str:
+    return f"{fmt(count)} case{'' if count == 1 else 's'}"
+
+
+def _vertical(label: str) -> str:
+    return f'<th class="v"><span>{esc(label)}</span></th>'
+
+
+def _hit_line(family: dict[str, float], cells: list[str], what: str) -> str:
+    hit = sum(1 for c in cells if family.get(c, 0) > 0)
+    share = 100 * hit / len(cells) if cells else 0.0
+    return f"<p class='note'>{what}: <b>{hit}</b> of {len(cells)} cells hit ({share:.0f}%)</p>"
+
+
+def _op_matrix(ops: list[str], dtypes: list[str], backends: list[str], op_cells: dict) -> str:
+    top = max(op_cells.values(), default=1)
+    head_dtypes = "".join(
+        f'<th colspan="{len(backends)}" class="group">{esc(d)}</th>' for d in dtypes
+    )
+    head_backends = "".join(_vertical(b) for _ in dtypes for b in backends)
     rows = []
-    for (op, dtype), per in sorted(cells.items()):
-        tds = []
-        for b in cols:
-            n = per.get(b, 0)
-            shade = int(255 - 155 * (math.log1p(n) / math.log1p(top))) if n else 255
-            tds.append(f'<td style="background:rgb({shade},{shade},255)">{_esc(n)}</td>')
-        rows.append(f"<tr><th>{_esc(op)}</th><td>{_esc(dtype)}</td>{''.join(tds)}</tr>")
-    head = "".join(f"<th>{_esc(b)}</th>" for b in cols)
-    return f"<table><tr><th>op</th><th>dtype</th>{head}</tr>{''.join(rows)}</table>"
+    for op in ops:
+        values = [op_cells.get(f"{op}|{d}|{b}", 0) for d in dtypes for b in backends]
+        total = sum(values)
+        name = f'<th class="op{" never" if not total else ""}">{esc(op)}</th>'
+        cells = "".join(_heat(v, top) for v in values)
+        rows.append(f"<tr>{name}{cells}<td class='total'>{esc(fmt(total))}</td></tr>")
+    return (
+        '<table class="matrix" id="op-matrix"><thead>'
+        f'<tr><th rowspan="2">op</th>{head_dtypes}<th rowspan="2">all</th></tr>'
+        f"<tr>{head_backends}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
-def _findings_html(entries: list[Entry | CorpusError]) -> str:
-    parts = []
-    for e in entries:
-        if isinstance(e, CorpusError):
-            parts.append(f"<div class='bad'>unreadable corpus file: {_esc(e)}</div>")
-            continue
-        sig = e.signature
-        mini = e.minimization
-        parts.append(
-            "<details><summary>"
-            + _esc(
-                f"[{e.status}] {sig.get('kind')} on {sig.get('backend')} — {sig.get('oracle')} — "
-                f"ops {', '.join(sig.get('ops', []))} — {sig.get('dtype')} "
-                f"({mini.get('nodes', '?')} nodes, {mini.get('state', '')})"
-            )
-            + "</summary>"
-            + f"<p>{_esc(e.detail[:1000])}</p>"
-            + f"<p>file: <code>{_esc(e.path)}</code></p>"
-            + (
-                f"<p>pipeline bisection: {_esc(json.dumps(mini.get('pipeline_bisection')))}" "</p>"
-                if mini.get("pipeline_bisection")
-                else ""
-            )
-            + f"<pre>{_esc(e.reproducer)}</pre>"
-            + (
-                f"<p>mlir-opt: <code>{_esc(e.mlir.get('mlir_opt', ''))}</code></p>"
-                if e.mlir
-                else ""
-            )
-            + "</details>"
+def _special_matrix(ops: list[str], special: dict[str, float]) -> str:
+    top = max(special.values(), default=1)
+    head = "".join(_vertical(op) for op in ops)
+    rows = []
+    for value in SPECIAL_NAMES:
+        cells = "".join(_heat(special.get(f"{value}|{op}", 0), top) for op in ops)
+        rows.append(f'<tr><th class="op">{esc(value)}</th>{cells}</tr>')
+    return (
+        f'<table class="matrix" id="special-matrix"><thead><tr><th>value</th>{head}</tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _bars(title: str, names: list[str], values: dict[str, float], table_id: str) -> str:
+    """A table of counts with a bar each; a name never hit is marked red."""
+    top = max(values.values(), default=0) or 1
+    rows = []
+    for name in names:
+        count = values.get(name, 0)
+        bar = (
+            f'<span class="bar" style="width:{max(100 * count / top, 1):.1f}%"></span>'
+            if count
+            else '<span class="never">never</span>'
         )
-    return "".join(parts) or "<p>no findings in the corpus</p>"
+        rows.append(
+            f'<tr><th class="op">{esc(name)}</th><td class="num">{esc(fmt(count))}</td>'
+            f'<td class="barcell">{bar}</td></tr>'
+        )
+    return (
+        f'<table class="bars" id="{table_id}"><caption>{esc(title)}</caption>'
+        f"{''.join(rows)}</table>"
+    )
+
+
+def _mlir_table(mlir: dict[str, float]) -> str:
+    """One row per stage: the MLIR operations that reached it, each with its case count."""
+    by_stage: dict[str, dict[str, float]] = {}
+    for key, count in mlir.items():
+        stage, _, op = key.partition("|")
+        by_stage.setdefault(stage, {})[op] = count
+    if not by_stage:
+        return "<p class='note'>no MLIR operations were reported (no backend compiled)</p>"
+    order = {s: i for i, s in enumerate(("optimized", "bufferized", "blas", "lowered"))}
+    rows = []
+    for stage in sorted(by_stage, key=lambda s: (order.get(s, len(order)), s)):
+        ops = by_stage[stage]
+        chips = " ".join(
+            f"<span class='chip'>{esc(op)} <b>{esc(fmt(n))}</b></span>"
+            for op, n in sorted(ops.items())
+        )
+        rows.append(
+            f"<tr><th class='op'>{esc(stage)}</th><td class='num'>{len(ops)}</td>"
+            f"<td>{chips}</td></tr>"
+        )
+    return (
+        "<table class='list' id='mlir-table'><caption>MLIR operations reaching each stage "
+        "(cases)</caption><tr><th>stage</th><th>ops</th><th>operation and cases</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _figure(plot: str, caption: str, width: int | None = None) -> str:
+    style = f' style="width:{width}px"' if width else ""
+    return f"<figure{style}>{plot}<figcaption>{caption}</figcaption></figure>"
+
+
+# --------------------------------------------------------------------------------------------
+# Sections
+
+
+def _header(summary: dict[str, Any], stats: dict[str, Any], entries: list[Any], hit: str) -> str:
+    options = mapping(summary.get("options"))
+    seconds = number(summary.get("seconds"))
+    cases = number(stats.get("cases"))
+    new = sum(1 for f in sequence(summary.get("findings")) if mapping(f).get("new") is True)
+    statuses: dict[str, int] = {}
+    for e in entries:
+        if isinstance(e, Entry):
+            statuses[str(e.status)] = statuses.get(str(e.status), 0) + 1
+    corpus = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "empty"
+    backends = ", ".join(strings(options.get("backends"))) or "unknown"
+    errors = len(sequence(summary.get("harness_errors")))
+    regressions = len(sequence(summary.get("regressions")))
+    figures = [
+        ("session", f"{seconds:.0f} s"),
+        ("cases", f"{fmt(cases)} ({cases / max(seconds, 1e-9):.2f}/s)" if seconds else fmt(cases)),
+        ("backend runs", fmt(number(stats.get("backend_runs")))),
+        ("findings judged", fmt(number(stats.get("findings")))),
+        ("new corpus entries", str(new)),
+        ("regressions", str(regressions)),
+        ("coverage", hit),
+        ("corpus", corpus),
+    ]
+    cards = "".join(
+        f'<div class="card{" alarm" if (k == "regressions" and regressions) else ""}">'
+        f"<div class='k'>{esc(k)}</div><div class='v'>{esc(v)}</div></div>"
+        for k, v in figures
+    )
+    interrupted = summary.get("interrupted")
+    notes = [
+        f"seed {esc(options.get('seed'))}",
+        f"{fmt(number(options.get('workers')))} worker(s)" if "workers" in options else "",
+        f"backends {esc(backends)}",
+        f"known limitations hit: {esc(fmt(number(stats.get('unsupported'))))} cases",
+        f"invalid programs rejected by both: {esc(fmt(number(stats.get('rejected_agreed'))))}",
+        f"NumPy/JAX ambiguities (not compiler bugs): {esc(fmt(number(stats.get('ambiguities'))))}",
+    ]
+    if interrupted:
+        notes.append(f"<b class='bad'>stopped by {esc(interrupted)}</b>")
+    if errors:
+        notes.append(f"<a class='bad' href='#details'>{errors} harness error(s)</a>")
+    if not summary:
+        notes.append("<b>no session summary: the page shows the corpus only</b>")
+    nav = "".join(
+        f'<a href="#{i}">{t}</a>'
+        for i, t in (
+            ("timeline", "findings over time"),
+            ("throughput", "throughput"),
+            ("coverage", "coverage"),
+            ("values", "values"),
+            ("mlir", "MLIR &amp; BLAS"),
+            ("errors", "errors"),
+            ("corpus", "corpus"),
+            ("details", "details"),
+        )
+    )
+    return (
+        f'<header id="summary"><h1>Fuzzing report</h1><nav>{nav}</nav>'
+        f'<div class="cards">{cards}</div>'
+        f"<p class='note'>{' · '.join(n for n in notes if n)}</p></header>"
+    )
+
+
+def _timeline_section(
+    summary: dict[str, Any], stats: dict[str, Any], anchors: dict[str, str]
+) -> str:
+    items = _timeline(summary)
+    seconds = number(summary.get("seconds"))
+    rows = []
+    for item in items:
+        name = Path(item["path"]).name
+        link = (
+            f'<a href="#{anchors[name]}">{esc(name)}</a>'
+            if name in anchors
+            else f"<span class='note'>{esc(name) or '—'} (not in the corpus now)</span>"
+        )
+        kind = esc(item["kind"]) + (" <b class='bad'>regression</b>" if item["regression"] else "")
+        if not item["new"]:
+            kind += " <span class='note'>again: another driver saved it first</span>"
+        rows.append(
+            f"<tr><td class='num'>{item['seconds']:.1f}</td><td>{kind}</td>"
+            f"<td>{esc(', '.join(item['backends']))}</td><td>{esc(item['oracle'])}</td>"
+            f"<td>{link}</td></tr>"
+        )
+    table = (
+        "<table class='list'><tr><th>found at (s)</th><th>kind</th><th>backends</th>"
+        f"<th>oracle</th><th>corpus entry</th></tr>{''.join(rows)}</table>"
+        if rows
+        else ""
+    )
+    kinds = counts(stats.get("kinds"))
+    judged = ", ".join(f"{esc(k)} {esc(fmt(v))}" for k, v in sorted(kinds.items())) or "none"
+    first = items[0]["seconds"] if items else number(summary.get("first_finding_seconds"), -1)
+    first_text = f"first finding after {first:.1f} s; " if first >= 0 else ""
+    caption = (
+        "Each failure not in the corpus when it was first seen, by kind, in seconds since the "
+        "session started: a dot is a new corpus entry, a ring the same failure seen by another "
+        "driver before it knew, a diamond a fixed entry failing again. "
+        f"{first_text}failures judged this session, known ones included: {judged}."
+    )
+    return (
+        '<section id="timeline"><h2>Findings over time</h2>'
+        + _figure(svg.timeline(items, seconds), caption)
+        + table
+        + "</section>"
+    )
+
+
+def _throughput_section(summary: dict[str, Any]) -> str:
+    data = mapping(summary.get("throughput"))
+    interval = number(data.get("interval"), 1.0)
+    interval = interval if interval > 0 else 1.0
+    runs = {str(b): series(s) for b, s in mapping(data.get("runs")).items()}
+    seconds = number(summary.get("seconds"))
+    plot = svg.throughput(interval, series(data.get("cases")), runs, seconds)
+    caption = (
+        "Cases per second (each with its derived tasks and minimization steps) and backend "
+        "runs per second of each backend, over the session; each driver's reports are spread "
+        "over the time since its previous report."
+    )
+    return '<section id="throughput"><h2>Throughput</h2>' + _figure(plot, caption) + "</section>"
+
+
+def _coverage_section(families: dict[str, dict[str, float]], cells: list[str]) -> str:
+    op_cells = families.get("op", {})
+    ops: set[str] = set()
+    dtypes: list[str] = []
+    backends: list[str] = []
+    keys = [c.partition(":")[2] for c in cells if c.startswith("op:")] + list(op_cells)
+    for key in keys:
+        parts = key.split("|")
+        if len(parts) != 3:
+            continue
+        ops.add(parts[0])
+        if parts[1] not in dtypes:
+            dtypes.append(parts[1])
+        if parts[2] not in backends:
+            backends.append(parts[2])
+    dtypes.sort(key=lambda d: (DTYPES.index(d) if d in DTYPES else len(DTYPES), d))
+    backends.sort()
+    universe_ops = [c[3:] for c in cells if c.startswith("op:")]
+    if not ops:
+        matrix = "<p class='note'>no ops in this session's universe</p>"
+    else:
+        matrix = _op_matrix(sorted(ops), dtypes, backends, op_cells)
+    known = set(cells)
+    outside = sorted(k for k in op_cells if f"op:{k}" not in known)
+    note = (
+        f"<p class='note'>{len(outside)} cells hit outside the universe (other output dtypes) "
+        "are shown too.</p>"
+        if outside
+        else ""
+    )
+    return (
+        '<section id="coverage"><h2>Coverage: ops × dtypes × backends</h2>'
+        + _hit_line(op_cells, universe_ops, "ops × output dtypes × backends")
+        + "<p class='note'>Cases that ran each op of the primitive table, by the program's "
+        "output dtype and backend. <span class='z'>&nbsp;0&nbsp;</span> marks a cell never hit; "
+        "an op name in red never ran at all.</p>" + note + matrix + "</section>"
+    )
+
+
+def _values_section(families: dict[str, dict[str, float]], cells: list[str]) -> str:
+    special = families.get("special", {})
+    special_cells = [c[8:] for c in cells if c.startswith("special:")]
+    ops = sorted({k.split("|", 1)[1] for k in special_cells + list(special) if "|" in k})
+    regimes = families.get("regime", {})
+    regime_names = sorted({c[7:] for c in cells if c.startswith("regime:")} | set(regimes))
+    shapes = families.get("shape", {})
+    shape_names = list(SHAPE_FEATURES) + sorted(set(shapes) - set(SHAPE_FEATURES))
+    return (
+        '<section id="values"><h2>Coverage: value regimes, special values, shapes</h2>'
+        + '<div class="row">'
+        + _bars("value regimes (cases)", regime_names, regimes, "regime-table")
+        + _bars("shape and layout features (cases)", shape_names, shapes, "shape-table")
+        + "</div><h3>Special values × ops</h3>"
+        + _hit_line(special, special_cells, "special values × ops")
+        + "<p class='note'>Cases whose inputs held the special value, by op of the program.</p>"
+        + (_special_matrix(ops, special) if ops else "<p class='note'>no ops</p>")
+        + "</section>"
+    )
+
+
+def _mlir_section(families: dict[str, dict[str, float]], cells: list[str]) -> str:
+    blas = families.get("blas", {})
+    paths = sorted({c[5:] for c in cells if c.startswith("blas:")} | set(blas))
+    blas_html = (
+        _bars("matmuls by BLAS-stage path (cases)", paths, blas, "blas-table")
+        if paths
+        else "<p class='note'>no BLAS backend in this session</p>"
+    )
+    return (
+        '<section id="mlir"><h2>Coverage: MLIR operations per stage, BLAS paths</h2>'
+        f'{blas_html}{_mlir_table(families.get("mlir", {}))}</section>'
+    )
+
+
+def _errors_section(stats: dict[str, Any]) -> str:
+    error_bins = {str(k): histogram(v) for k, v in mapping(stats.get("error_bins")).items()}
+    margin_bins = {str(k): histogram(v) for k, v in mapping(stats.get("margin_bins")).items()}
+    worst = counts(stats.get("error_max"))
+    by_dtype: dict[str, list[str]] = {}
+    for key in sorted(set(error_bins) | set(margin_bins), key=lambda k: k.rpartition("|")):
+        if error_bins.get(key) or margin_bins.get(key):
+            backend, _, dtype = key.rpartition("|")
+            by_dtype.setdefault(dtype, []).append(key)
+    intro = (
+        "<p class='note'>Each case's worst output error, per working dtype (rows) and backend. "
+        "<b>Error in ULPs</b>: |backend − truth| in units of eps(dtype)·max|truth|; the dotted "
+        f"line is the error model's floor for one operation at the largest |truth| "
+        f"({fmt(ULPS_PER_STEP)} ULPs), a landmark only: the bound of a case grows with its depth "
+        f"and with NumPy's and JAX's own errors ({fmt(FACTOR)}× theirs), so no single ULP line "
+        "decides. <b>Error / allowed</b>: the decision itself, for the worst element, with the "
+        "tolerance line at 1: red bins are findings. In both, the bar at 0 counts exact "
+        "matches, the bar left of 10⁻⁴ smaller errors, '∞' errors of 10⁸ or more and "
+        "non-finite ones; every non-empty bin is at least 2 px tall.</p>"
+    )
+    if not by_dtype:
+        return (
+            '<section id="errors"><h2>Error distributions</h2>'
+            + intro
+            + "<p class='note'>no outputs were compared</p></section>"
+        )
+    order = sorted(by_dtype, key=lambda d: (DTYPES.index(d) if d in DTYPES else len(DTYPES), d))
+    parts = []
+    for dtype in order:
+        keys = by_dtype[dtype]
+        ulp_row, margin_row = [], []
+        for key in keys:
+            backend = key.rpartition("|")[0] or key
+            ulps, margins = error_bins.get(key), margin_bins.get(key)
+            if ulps:
+                total = sum(ulps)
+                caption = (
+                    f"<b>{esc(backend)}</b>: {_cases(total)}, "
+                    f"{100 * ulps[0] / total:.0f}% exact, largest "
+                    f"{esc(fmt(worst.get(key, 0.0)))} ULPs"
+                )
+                plot = svg.histogram(
+                    ulps,
+                    f"{backend}, {dtype}: error in ULPs",
+                    "error in ULPs",
+                    reference=(ULPS_PER_STEP, "floor, 1 op"),
+                    kind="errors-ulps",
+                    width=HISTOGRAM_WIDTH,
+                )
+                ulp_row.append(_figure(plot, caption, HISTOGRAM_WIDTH))
+            if margins:
+                total = sum(margins)
+                beyond = sum(c for i, c in enumerate(margins) if bin_range(i)[0] >= 1.0)
+                warn = " class='bad'" if beyond else ""
+                caption = (
+                    f"<b>{esc(backend)}</b>: {_cases(total)}, "
+                    f"<span{warn}>{fmt(beyond)} beyond the bound</span>"
+                )
+                plot = svg.histogram(
+                    margins,
+                    f"{backend}, {dtype}: error / allowed",
+                    "error / allowed",
+                    bound=1.0,
+                    kind="errors-margin",
+                    width=HISTOGRAM_WIDTH,
+                )
+                margin_row.append(_figure(plot, caption, HISTOGRAM_WIDTH))
+        parts.append(
+            f"<h3>{esc(dtype)}</h3>"
+            + (f'<div class="row">{"".join(ulp_row)}</div>' if ulp_row else "")
+            + (f'<div class="row">{"".join(margin_row)}</div>' if margin_row else "")
+        )
+    return (
+        '<section id="errors"><h2>Error distributions</h2>' + intro + "".join(parts) + "</section>"
+    )
+
+
+def _entry_row(entry: Entry, anchor: str, links: dict[str, str], found: str) -> str:
+    sig = entry.signature
+    mini = mapping(entry.minimization)
+    attribution = mapping(mapping(entry.evidence).get("attribution"))
+    layer = str(attribution.get("layer", "")) or "not attributed"
+    failing_pass = mapping(attribution.get("mlir")).get("failing_pass")
+    where = esc(layer)
+    if failing_pass:
+        where += f"<br><span class='note'>pass</span> <code>{esc(failing_pass)}</code>"
+    if attribution.get("detail"):
+        where += f"<br><span class='note'>{esc(str(attribution.get('detail'))[:200])}</span>"
+    nodes = mini.get("nodes")
+    state = str(mini.get("state", ""))
+    minimized = esc(state or "?") + (
+        f", {esc(nodes)} node{'' if nodes == 1 else 's'} "
+        f"(from {esc(mini.get('original_nodes', '?'))})"
+        if nodes is not None
+        else ""
+    )
+    files = " · ".join(
+        f'<a href="{esc(href)}">{esc(name)}</a>' for name, href in links.items() if href
+    )
+    ops = ", ".join(str(o) for o in sequence(sig.get("ops"))) or "(no ops)"
+    status = str(entry.status)
+    detail = entry.detail[:3000]
+    return (
+        f'<tr id="{anchor}" class="entry {esc(status)}">'
+        f"<td><span class='status {esc(status)}'>{esc(status)}</span></td>"
+        f"<td>{esc(sig.get('kind', '?'))}</td>"
+        f"<td>{esc(str(sig.get('backend', '')).replace('+', ', '))}</td>"
+        f"<td>{esc(sig.get('oracle', ''))}</td>"
+        f"<td>{esc(ops)}<br><span class='note'>{esc(sig.get('dtype', ''))}</span></td>"
+        f"<td>{where}</td><td>{minimized}</td><td class='num'>{found}</td>"
+        f"<td>{files}</td></tr>"
+        f"<tr class='more'><td></td><td colspan='8'><details><summary>"
+        f"{esc(entry.path.name if entry.path else '')}: detail and reproducer</summary>"
+        f"<pre>{esc(detail)}</pre><pre>{esc(entry.reproducer)}</pre></details></td></tr>"
+    )
+
+
+def _corpus_section(
+    entries: list[Entry | CorpusError],
+    anchors: dict[str, str],
+    links: dict[str, dict[str, str]],
+    summary: dict[str, Any],
+) -> str:
+    found = {Path(i["path"]).name: i["seconds"] for i in reversed(_timeline(summary))}
+    good = [e for e in entries if isinstance(e, Entry)]
+    good.sort(key=lambda e: (STATUS_ORDER.get(str(e.status), 3), str(e.signature.get("kind"))))
+    rows = []
+    for entry in good:
+        name = entry.path.name if entry.path else ""
+        when = f"{found[name]:.1f} s" if name in found else "earlier"
+        rows.append(_entry_row(entry, anchors.get(name, ""), links.get(name, {}), when))
+    bad = "".join(
+        f"<li class='bad'>unreadable corpus file: {esc(e)}</li>"
+        for e in entries
+        if isinstance(e, CorpusError)
+    )
+    table = (
+        "<table class='list' id='corpus-table'><tr><th>status</th><th>kind</th><th>backends</th>"
+        "<th>oracle</th><th>ops · dtype</th><th>attribution (layer, pass)</th>"
+        "<th>minimized</th><th>found</th><th>files</th></tr>" + "".join(rows) + "</table>"
+        if rows
+        else "<p class='note'>no findings in the corpus</p>"
+    )
+    return (
+        f'<section id="corpus"><h2>Corpus ({len(good)} entries)</h2>'
+        "<p class='note'>Each entry: <i>reproducer</i> is the standalone Python script; "
+        "<i>export</i> the upstream-ready report (<code>python -m harness export FILE</code>) "
+        "with its IR files and <code>commands.sh</code> next to it; <i>entry</i> the corpus "
+        "file (<code>python -m harness replay FILE</code>). <i>found</i>: when this session "
+        "first saw it.</p>" + table + (f"<ul>{bad}</ul>" if bad else "") + "</section>"
+    )
+
+
+def _details_section(summary: dict[str, Any], stats: dict[str, Any]) -> str:
+    options = mapping(summary.get("options"))
+    option_rows = "".join(
+        f"<tr><th>{esc(k)}</th><td>{esc(json.dumps(strict(v), default=str))}</td></tr>"
+        for k, v in sorted(options.items(), key=lambda i: str(i[0]))
+    )
+    oracles = counts(stats.get("oracles"))
+    oracle_rows = (
+        "".join(
+            f"<tr><th>{esc(k)}</th><td class='num'>{esc(fmt(v))}</td></tr>"
+            for k, v in sorted(oracles.items())
+        )
+        or "<tr><td>none</td></tr>"
+    )
+    errors = "".join(
+        f"<pre class='bad'>{esc(e)}</pre>" for e in sequence(summary.get("harness_errors"))
+    )
+    ambiguities = "".join(f"<li>{esc(a)}</li>" for a in sequence(summary.get("ambiguities"))[:20])
+    seconds = (
+        f"worker {number(stats.get('seconds_worker')):.1f} s, references "
+        f"{number(stats.get('seconds_references')):.1f} s"
+    )
+    return (
+        '<section id="details"><h2>Session details</h2><div class="row">'
+        f"<table class='list'><caption>options</caption>{option_rows}</table>"
+        f"<table class='list'><caption>cases judged per oracle</caption>{oracle_rows}</table>"
+        f"<table class='list'><caption>tools</caption>"
+        + "".join(
+            f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>"
+            for k, v in sorted(tool_versions().items())
+        )
+        + f"</table></div><p class='note'>time in {seconds}</p>"
+        + (f"<h3>Harness errors</h3>{errors}" if errors else "")
+        + (
+            f"<h3>NumPy/JAX ambiguities (first 20)</h3><ul>{ambiguities}</ul>"
+            if ambiguities
+            else ""
+        )
+        + "</section>"
+    )
+
+
+STYLE = """
+body{font:13px/1.4 system-ui,sans-serif;margin:0 24px 40px;color:#222;max-width:1360px}
+h1{margin:12px 0 4px}h2{margin:28px 0 6px;border-bottom:2px solid #ddd;padding-bottom:2px}
+h3{margin:14px 0 4px}nav a{margin-right:14px}.note{color:#555}.bad{color:#b00020}
+.cards{display:flex;flex-wrap:wrap;gap:8px;margin:8px 0}
+.card{border:1px solid #ccd;border-radius:6px;padding:4px 10px;min-width:110px;background:#f7f8fc}
+.card .k{font-size:11px;color:#666}.card .v{font-size:17px;font-weight:600}
+.card.alarm{background:#fde2e1;border-color:#b00020}
+table{border-collapse:collapse}td,th{border:1px solid #d4d4d4;padding:1px 5px;font-size:11px}
+caption{text-align:left;font-weight:600;padding:2px 0}
+.matrix td{text-align:right;min-width:16px;padding:1px 3px;font-size:10px}
+.matrix th.op{text-align:left;white-space:nowrap}
+.matrix th.group{background:#eef}.matrix .total{background:#f4f4f4;font-weight:600}
+th.v{vertical-align:bottom;padding:2px 1px}
+th.v span{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-weight:500}
+td.z,span.z{background:#fde2e1;color:#b00020}th.never{color:#b00020}
+.bars td.num{text-align:right}.barcell{width:260px}.never{color:#b00020}
+.bar{display:inline-block;height:10px;background:#4a7bd0}
+.row{display:flex;flex-wrap:wrap;gap:8px 14px;align-items:flex-start}
+figure{margin:6px 0}figcaption{font-size:12px;color:#444;max-width:1180px}
+svg.plot{font:11px system-ui,sans-serif;background:#fff}svg.plot text{fill:#333}
+.list td,.list th{font-size:12px;padding:2px 6px;vertical-align:top;text-align:left}
+.list td.num{text-align:right}pre{background:#f5f5f5;padding:6px;overflow:auto;max-height:320px}
+.status{padding:0 6px;border-radius:8px;background:#eee}.status.open{background:#ffe7b3}
+.status.regressed{background:#b00020;color:#fff}.status.fixed{background:#d9f2de}
+tr.more td{border-top:none}
+.chip{display:inline-block;margin:1px 2px;padding:0 5px;border-radius:8px;background:#eef1fb;
+font-size:11px;white-space:nowrap}.chip b{color:#2a4fa0}
+tr.more details summary{color:#555;cursor:pointer}
+"""
+
+
+def render(
+    summary: Any,
+    entries: list[Entry | CorpusError],
+    links: dict[str, dict[str, str]] | None = None,
+    generated: str = "",
+) -> str:
+    """The page for a session summary and the corpus entries; ``links`` maps an entry's file
+    name to its files' relative links (``write_entry_files``)."""
+    summary = mapping(summary)
+    stats = mapping(summary.get("stats"))
+    links = links or {}
+    cells = session_universe(summary)
+    families = _families(counts(stats.get("cells")))
+    hit_all = sum(
+        1 for c in cells if families.get(c.partition(":")[0], {}).get(c.partition(":")[2], 0) > 0
+    )
+    hit = f"{hit_all} / {len(cells)} cells"
+    anchors = {
+        e.path.name: f"entry-{e.content_id}" for e in entries if isinstance(e, Entry) and e.path
+    }
+    body = (
+        _header(summary, stats, entries, hit)
+        + _timeline_section(summary, stats, anchors)
+        + _throughput_section(summary)
+        + _coverage_section(families, cells)
+        + _values_section(families, cells)
+        + _mlir_section(families, cells)
+        + _errors_section(stats)
+        + _corpus_section(entries, anchors, links, summary)
+        + _details_section(summary, stats)
+    )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width">'
+        f"<title>Fuzzing report</title><style>{STYLE}</style></head><body>{body}"
+        f"<footer class='note'>generated <span id='generated'>{esc(generated)}</span> by "
+        "<code>python -m harness report</code> from summary.json and the corpus</footer>"
+        "</body></html>\n"
+    )
+
+
+def write_entry_files(entries: list[Entry | CorpusError], directory: Path) -> dict[str, dict]:
+    """Each entry's reproducer, export report and IR files under ``entries/<id>/``; returns
+    {entry file name: {link name: relative href}}. A failing export is named, not fatal."""
+    from ..triage.export import export_report, write_files
+
+    links: dict[str, dict[str, str]] = {}
+    for entry in entries:
+        if not isinstance(entry, Entry) or entry.path is None:
+            continue
+        folder = directory / ENTRY_FILES / entry.content_id
+        base = f"{ENTRY_FILES}/{entry.content_id}/"
+        mine: dict[str, str] = {}
+        try:
+            written = {p.name for p in write_files(entry, folder)}
+            (folder / "report.md").write_text(export_report(entry), encoding="utf-8")
+            if "reproducer.py" in written:
+                mine["reproducer"] = base + "reproducer.py"
+            mine["export"] = base + "report.md"
+            mine["commands.sh"] = base + "commands.sh"
+        except Exception as error:  # noqa: BLE001 - the page still lists the entry
+            mine["export failed: " + repr(error)[:200]] = ""
+        mine["entry"] = quote(os.path.relpath(entry.path, directory))
+        links[entry.path.name] = mine
+    return links
 
 
 def write_report(summary: dict[str, Any], corpus: Corpus, directory: Path) -> Path:
-    """Write report/index.html and report/summary.json (atomically); returns the HTML path.
+    """Write report/index.html, report/summary.json and each entry's files; returns the HTML.
 
-    Unreadable corpus files are listed by name; a summary field of the wrong type is left out.
+    summary.json is the session summary itself (strict JSON, with the session's coverage
+    universe and the corpus listing added), so ``python -m harness report`` redraws this page
+    from it. Unreadable corpus files are listed by name; a summary field of the wrong type is
+    left out of the page.
     """
     directory = Path(directory)
-    summary = _mapping(summary)
-    stats = _mapping(summary.get("stats"))
+    summary = dict(summary) if isinstance(summary, dict) else {}
+    summary["universe"] = session_universe(summary)
     entries = list(corpus.entries())
-    errors = {k: _numbers(v) for k, v in _mapping(stats.get("errors")).items()}
-    kinds = _mapping(stats.get("kinds"))
-    findings_rows = "".join(
-        f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>"
-        for k, v in sorted(kinds.items(), key=lambda item: str(item[0]))
-    )
-    seconds = _number(summary.get("seconds")) or 1e-9
-    cases = _number(stats.get("cases"))
-    seed = _mapping(summary.get("options")).get("seed")
-    page = f"""<!doctype html><html><head><meta charset="utf-8">
-<title>Fuzzing report</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}pre{{background:#f5f5f5;padding:8px;
-overflow:auto;font-size:12px}}figure{{display:inline-block;margin:8px}}.bad{{color:#b00}}</style>
-</head><body>
-<h1>Fuzzing report</h1>
-<p>{time.strftime('%Y-%m-%d %H:%M:%S')} — {_number(summary.get('seconds')):.0f} s,
-{_esc(cases)} cases ({cases / seconds:.2f}/s),
-{_esc(_number(stats.get('backend_runs')))} backend runs, seed {_esc(seed)}.</p>
-<h2>Findings this session</h2>
-<table><tr><th>kind</th><th>instances</th></tr>{findings_rows}</table>
-<p>known limitations hit: {_esc(_number(stats.get('unsupported')))} cases;
-invalid programs rejected by both: {_esc(_number(stats.get('rejected_agreed')))};
-NumPy/JAX ambiguities (not compiler bugs): {_esc(_number(stats.get('ambiguities')))}</p>
-<h2>Error distributions per backend</h2>
-{''.join(_histogram_svg(v, k) for k, v in sorted(errors.items(), key=lambda i: str(i[0])))}
-<h2>Coverage: ops × dtypes × backends</h2>
-{_coverage_table(stats.get('cells', {}))}
-<h2>Corpus ({len(entries)} entries)</h2>
-{_findings_html(entries)}
-<h2>Tools</h2><pre>{_esc(json.dumps(tool_versions(), indent=1))}</pre>
-</body></html>
-"""
+    links = write_entry_files(entries, directory)
+    page = render(summary, entries, links, time.strftime("%Y-%m-%d %H:%M:%S"))
     path = directory / "index.html"
     atomic_write(path, page)
-    compact = dict(summary)
-    compact["stats"] = {k: v for k, v in stats.items() if k != "errors"}
-    compact["error_summary"] = {
-        k: {
-            "outputs": len(v),
-            "median_ulps": float(np.median(v)) if v else 0.0,
-            "max_ulps": float(max(v)) if v else 0.0,
-        }
-        for k, v in errors.items()
-    }
-    compact["corpus"] = [
+    stored = strict(summary)
+    stored["error_summary"] = error_summary(mapping(summary.get("stats")))
+    stored["corpus"] = [
         (
             {"file": str(e.path), "signature": e.signature, "status": e.status}
             if isinstance(e, Entry)
@@ -203,5 +740,9 @@ NumPy/JAX ambiguities (not compiler bugs): {_esc(_number(stats.get('ambiguities'
         )
         for e in entries
     ]
-    atomic_write(directory / "summary.json", json.dumps(compact, indent=1, default=str) + "\n")
+    text = json.dumps(strict(stored), indent=1, allow_nan=False)
+    atomic_write(directory / "summary.json", text + "\n")
     return path
+
+
+__all__ = ["render", "session_universe", "write_entry_files", "write_report"]

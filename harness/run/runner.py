@@ -10,6 +10,7 @@ are blamed.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from ..case import Case
 from ..corpus import Corpus
 from ..coverage import case_cells
 from ..oracles.base import Finding, Judgement, Observation, Oracle
+from ..oracles.tolerance import working_dtype
 from ..pending import WriteAhead
 from .isolation import Outcome, Worker
 from .references import Reference, references
@@ -32,6 +34,25 @@ DEFAULT_TIMEOUT = 120.0
 class Stopped(BaseException):
     """This process was asked to stop (a signal, the time box) while a task was running. Not an
     Exception: Hypothesis and the harness's own handlers let it through to the driver."""
+
+
+#: The error histograms' fixed bins (the same in every worker, so counts add up): bin 0 holds
+#: exact zeros, bin 1 values below 10**HISTOGRAM_LOW, then BINS_PER_DECADE log-spaced bins per
+#: decade up to 10**HISTOGRAM_HIGH; the last bin holds everything above, non-finite included.
+HISTOGRAM_LOW, HISTOGRAM_HIGH, BINS_PER_DECADE = -4, 8, 4
+HISTOGRAM_BINS = 3 + (HISTOGRAM_HIGH - HISTOGRAM_LOW) * BINS_PER_DECADE
+
+
+def histogram_bin(value: float) -> int:
+    """The bin of ``value`` (an error in ULPs, or error / allowed) in the fixed histogram."""
+    if value == 0:
+        return 0
+    if not value < 10.0**HISTOGRAM_HIGH:  # inf and nan too
+        return HISTOGRAM_BINS - 1
+    if value < 10.0**HISTOGRAM_LOW:
+        return 1
+    position = int((math.log10(value) - HISTOGRAM_LOW) * BINS_PER_DECADE)
+    return 2 + min(max(position, 0), HISTOGRAM_BINS - 4)
 
 
 @dataclass
@@ -47,13 +68,19 @@ class Stats:
     seconds_worker: float = 0.0
     seconds_references: float = 0.0
     cells: dict[str, int] = field(default_factory=dict)  # coverage cell -> cases (see coverage)
-    errors: dict[str, list[float]] = field(default_factory=dict)  # backend -> ULP errors
     kinds: dict[str, int] = field(default_factory=dict)
     oracles: dict[str, int] = field(default_factory=dict)  # oracle -> cases it judged
+    runs: dict[str, int] = field(default_factory=dict)  # backend -> backend runs
+    # "backend|working dtype" -> histogram (``histogram_bin``) of each case's worst error in
+    # ULPs, of its error / allowed (above 1 is a finding), and the largest finite error in ULPs.
+    error_bins: dict[str, list[int]] = field(default_factory=dict)
+    margin_bins: dict[str, list[int]] = field(default_factory=dict)
+    error_max: dict[str, float] = field(default_factory=dict)
 
     _COUNTS = ("cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities")
     _SECONDS = ("seconds_worker", "seconds_references")
-    _TABLES = ("cells", "kinds", "oracles")
+    _TABLES = ("cells", "kinds", "oracles", "runs")
+    _HISTOGRAMS = ("error_bins", "margin_bins")
 
     def merge(self, other: dict[str, Any]) -> None:
         for key in self._COUNTS + self._SECONDS:
@@ -62,8 +89,23 @@ class Stats:
             table = getattr(self, key)
             for k, v in other.get(key, {}).items():
                 table[k] = table.get(k, 0) + v
-        for k, v in other.get("errors", {}).items():
-            self.errors.setdefault(k, []).extend(v)
+        for key in self._HISTOGRAMS:
+            table = getattr(self, key)
+            for k, counts in other.get(key, {}).items():
+                mine = table.setdefault(k, [0] * HISTOGRAM_BINS)
+                for i, count in enumerate(counts[:HISTOGRAM_BINS]):
+                    mine[i] += count
+        for k, v in other.get("error_max", {}).items():
+            self.error_max[k] = max(self.error_max.get(k, 0.0), v)
+
+    def record_error(self, key: str, ulps: float, margin: float | None) -> None:
+        """Count one case's worst error (ULPs) and its error / allowed under ``key``: bounded,
+        mergeable histograms instead of raw lists, so a long session's summary stays small."""
+        self.error_bins.setdefault(key, [0] * HISTOGRAM_BINS)[histogram_bin(ulps)] += 1
+        if margin is not None:
+            self.margin_bins.setdefault(key, [0] * HISTOGRAM_BINS)[histogram_bin(margin)] += 1
+        if math.isfinite(ulps):  # summary.json is strict JSON: no infinities
+            self.error_max[key] = max(self.error_max.get(key, 0.0), float(ulps))
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
@@ -203,6 +245,8 @@ class Runner:
         result: TaskResult = outcome.value
         self.stats.backend_runs += len(result.results)
         for backend_result in result.results:
+            runs = self.stats.runs
+            runs[backend_result.backend] = runs.get(backend_result.backend, 0) + 1
             self.last_cells.update(backend_result.cells)
         obs = Observation(case, result.results, self.references(case), judgement, self.references)
         for oracle in chosen:
@@ -230,8 +274,10 @@ class Runner:
         s.ambiguities += len(judgement.ambiguities)
         for cell in self.last_cells:
             s.cells[cell] = s.cells.get(cell, 0) + 1
-        for backend, ulps in judgement.errors.items():
-            s.errors.setdefault(backend, []).append(float(ulps))
+        if judgement.errors:
+            dtype = working_dtype(case.program).name
+            for backend, ulps in judgement.errors.items():
+                s.record_error(f"{backend}|{dtype}", float(ulps), judgement.margins.get(backend))
         for finding in judgement.findings:
             s.kinds[finding.kind] = s.kinds.get(finding.kind, 0) + 1
         for name in judgement.oracles:
@@ -256,4 +302,11 @@ def _stage_name(detail: str) -> str:
     return detail.split(" [stage ", 1)[1].rstrip("]").split(" ", 1)[-1]
 
 
-__all__ = ["DEFAULT_TIMEOUT", "Runner", "Stats", "Stopped"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "HISTOGRAM_BINS",
+    "Runner",
+    "Stats",
+    "Stopped",
+    "histogram_bin",
+]

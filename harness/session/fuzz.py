@@ -54,8 +54,9 @@ class FuzzOptions:
     examples_per_round: int = 40
     rounds: int | None = None  # a fixed number of rounds instead of the time box
     mix: str = "all"  # which cases: "all", or "programs" (random programs only)
-    database: Path | None = Path(".hypothesis/examples")
+    database: Path | str | None = Path(".hypothesis/examples")  # a folder, or redis://HOST:PORT
     quiet: bool = False
+    relay: bool = False  # a Dask shard: drivers publish write-aheads and corpus writes (session)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -121,6 +122,10 @@ class Driver:
             use_jax=options.use_jax,
             skip=options.skip_oracles,
         )
+        if options.relay and events is not None:
+            from ..distributed.relay import relay
+
+            relay(self)  # a shard's writes travel to the campaign's client as they happen
         self.known: list[tuple[Signature, Entry]] = []
         for e in self.corpus.entries():  # an unreadable file is named once, then left out
             if isinstance(e, Entry):
@@ -219,11 +224,7 @@ class Driver:
         self.replay_fixed()
         deadline = self.start + self.options.seconds
         strategy = cases(self.options.backends, self.options.max_nodes, self.options.mix)
-        database = None
-        if self.options.database is not None:
-            from hypothesis.database import DirectoryBasedExampleDatabase
-
-            database = DirectoryBasedExampleDatabase(str(self.options.database))
+        database = example_database(self.options.database)
         round_number = 0
         harness_errors = 0
         last_flush = time.perf_counter()
@@ -254,6 +255,9 @@ class Driver:
                 finally:
                     self.runner.release()  # every finding of this case is recorded
 
+            # The seed first: ``@seed`` drops the database from the settings it finds, so the
+            # settings (with the database) are applied after it.
+            wrapped = hypothesis_seed(self.seed * 1000 + round_number)(given(strategy)(test))
             wrapped = settings(
                 max_examples=self.options.examples_per_round,
                 deadline=None,
@@ -262,8 +266,7 @@ class Driver:
                 phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
                 print_blob=False,
                 report_multiple_bugs=False,
-            )(given(strategy)(test))
-            wrapped = hypothesis_seed(self.seed * 1000 + round_number)(wrapped)
+            )(wrapped)
             try:
                 wrapped()
             except (_Found, _ShrinkBudgetSpent):
@@ -314,12 +317,24 @@ class Driver:
             known.detail = f"regressed: {finding.detail}\n(was fixed) {known.detail}"
             self.corpus.update(known)
             self.publish("regression", {"path": str(known.path), "kind": finding.kind})
+            self._found(finding, known.path, regression=True)
             self.saved.append(str(known.path))
             return ()
         entry = finding_entry(case, finding, status="open", minimization={"state": "unminimized"})
         stored, path = self.corpus.save(entry)
+        self._found(finding, path, new=stored)  # not stored: another driver saved it first
         self.known.append((finding.signature, entry))
         return (path,) if stored else ()
+
+    def _found(
+        self, finding: Finding, path: Path | None, regression: bool = False, new: bool = True
+    ) -> None:
+        """Tell the session at once: its timeline is the time to each finding, not to the end
+        of its minimization."""
+        payload = {"kind": finding.kind, "backends": list(finding.backends), "path": str(path)}
+        self.publish(
+            "found", {**payload, "oracle": finding.oracle, "regression": regression, "new": new}
+        )
 
     def finish(self, case: Case, finding: Finding, raw_paths: tuple[Path, ...] = ()) -> None:
         """Minimize, bisect, save; then drop the unminimized record."""
@@ -360,6 +375,7 @@ class Driver:
                 "oracle": result.finding.oracle,
                 "nodes": len(result.case.subject),
                 "path": str(path),
+                "raw": [str(raw) for raw in raw_paths],
                 "new": stored,
                 "detail": result.finding.detail[:200],
                 "first_at": self.first_finding_at,
@@ -498,7 +514,22 @@ class _Signals:
             signal.signal(number, handler)
 
 
-def session(options: FuzzOptions, on_event: Any = None) -> dict[str, Any]:
+def example_database(where: Path | str | None) -> Any:
+    """Hypothesis's example database at ``where``: a folder (safe for concurrent writers on one
+    machine), or ``redis://HOST:PORT[/DB]``, shared by every machine of a campaign."""
+    if where is None:
+        return None
+    if str(where).startswith(("redis://", "rediss://", "unix://")):
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+
+        return RedisExampleDatabase(redis.Redis.from_url(str(where)))
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    return DirectoryBasedExampleDatabase(str(where))
+
+
+def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> dict[str, Any]:
     """Run ``options.workers`` drivers for ``options.seconds``; returns the session summary.
 
     The time box is kept to within two seconds: past the deadline a driver may finish the case in
@@ -507,19 +538,27 @@ def session(options: FuzzOptions, on_event: Any = None) -> dict[str, Any]:
     later. Whatever was in flight stays in its write-ahead
     record and an unfinished minimization stays ``unminimized``: the next session resumes both.
     Drivers report through pipes (no semaphores: nothing is left in /dev/shm).
+
+    ``relay(driver, kind, payload)``, for a shard of a Dask campaign (``options.relay``), gets
+    every driver message in order (write-aheads are acknowledged once it returns) and a ``tick``
+    (driver -1) each loop; a true answer to a tick stops the session.
     """
     context = mp.get_context("spawn")
     start = time.perf_counter()
     channels: dict[Any, int] = {}
     processes = []
     for i in range(options.workers):
-        receive, send = context.Pipe(duplex=False)
+        receive, send = context.Pipe(duplex=options.relay)  # duplex: write-aheads are acked
         process = context.Process(target=_drive, args=(options, i, send), daemon=False)
         process.start()
         send.close()
         channels[receive] = i
         processes.append(process)
+    from ..report.data import Throughput
+
     stats = Stats()
+    throughput = Throughput(options.seconds)  # cases and backend runs per interval
+    timeline: list[dict[str, Any]] = []  # each finding when found: seconds, kind, backends, path
     findings: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
     errors: list[str] = []
@@ -551,10 +590,20 @@ def session(options: FuzzOptions, on_event: Any = None) -> dict[str, Any]:
                 except (EOFError, OSError):
                     del channels[channel]
                     continue
+                if relay is not None:  # a shard: every message goes on to the client, in order
+                    relay(channels[channel], kind, payload)
+                if kind == "ahead" and options.relay:
+                    _send(channel, "ack")  # the record has left this machine: run the case
                 if kind == "stats":
                     stats.merge(payload)
+                    throughput.add(time.perf_counter() - start, payload, channels[channel])
+                elif kind == "found":
+                    timeline.append({"seconds": round(time.perf_counter() - start, 3), **payload})
                 elif kind == "finding":
                     findings.append(payload)
+                    for item in timeline:  # the timeline links the minimized entry
+                        if item["path"] in payload.get("raw", ()):
+                            item["path"] = payload["path"]
                     if options.stop_on_first:
                         stop()
                 elif kind == "regression":
@@ -569,6 +618,8 @@ def session(options: FuzzOptions, on_event: Any = None) -> dict[str, Any]:
                     on_event(kind, stats, findings)
             if on_event:
                 on_event("tick", stats, findings)
+            if relay is not None and relay(-1, "tick", None):
+                stop()  # the campaign asked its shards to stop
         for process in processes:
             if process.is_alive():
                 process.kill()
@@ -581,6 +632,8 @@ def session(options: FuzzOptions, on_event: Any = None) -> dict[str, Any]:
         "harness_errors": errors,
         "ambiguities": ambiguities,
         "first_finding_seconds": first,
+        "timeline": timeline,
+        "throughput": throughput.to_dict(),
         "interrupted": signal.Signals(signals.received).name if signals.received else None,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()},
         "python": sys.version.split()[0],
