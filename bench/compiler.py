@@ -1,6 +1,12 @@
 """Speed of compiled kernels as ratios against NumPy and jax.jit, measured in one run.
 
-Run: ``python bench/compiler.py [--repeat N]``. Ratios > 1 mean the compiled kernel is faster.
+Run: ``python bench/compiler.py [--repeat N] [--targets cpu-vector,cpu-blas]``. Ratios > 1 mean
+the compiled kernel is faster. Every repetition calls every evaluator once (round robin), so a
+burst of load from other processes hits them alike; per call both wall time and process CPU time
+(``time.process_time``: all threads, user + system, so page faults count) are taken, and best and
+median are printed. On a loaded machine trust the CPU-time ratios more than the wall-time ones
+(the load average is printed before and after), and pin to one core (``taskset -c 1``) to compare
+single-threaded work: OpenBLAS and XLA threads otherwise spin while they wait for a core.
 """
 
 from __future__ import annotations
@@ -24,15 +30,20 @@ from compiler import jit, ops  # noqa: E402
 from compiler.pipelines import TARGETS  # noqa: E402
 
 
-def best_time(fn: Callable[[], object], repeat: int) -> float:
-    """Best wall time of ``repeat`` calls after one warm-up (the least noisy estimate)."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
+def measure(
+    evaluators: dict[str, Callable[[], object]], repeat: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """(wall, CPU) seconds of ``repeat`` calls of each evaluator, round robin, after a warm-up."""
+    for fn in evaluators.values():
         fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+    samples: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in evaluators}
+    for _ in range(repeat):
+        for name, fn in evaluators.items():
+            cpu, wall = time.process_time(), time.perf_counter()
+            fn()
+            samples[name][0].append(time.perf_counter() - wall)
+            samples[name][1].append(time.process_time() - cpu)
+    return samples
 
 
 def block(
@@ -70,35 +81,51 @@ def cases(rng: np.random.Generator) -> list[tuple[str, Callable, tuple, dict]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--targets", default="cpu-blas,cpu-loops")
+    parser.add_argument("--targets", default="cpu-vector,cpu-blas,cpu-loops")
+    parser.add_argument("--cases", default="", help="comma-separated substrings of case names")
     args = parser.parse_args()
     targets = args.targets.split(",")
-    rng = np.random.default_rng(0)
-    header = f"{'case':30} {'numpy ms':>9} {'jax ms':>8}"
-    for t in targets:
-        header += f" {t + ' ms':>14} {'vs np':>6} {'vs jax':>6}"
-    print(header)
+    print(f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    print("per call, ms: wall best / median, CPU best / median; vs np / vs jax: speed ratios")
+    print("(> 1: faster than NumPy / jax.jit) from best wall, then from best CPU time\n")
     compile_rows = []
-    for name, fn, arrays, static in cases(rng):
+    for name, fn, arrays, static in cases(np.random.default_rng(0)):
+        if args.cases and not any(c in name for c in args.cases.split(",")):
+            continue
         statics = [v for v in arrays if not isinstance(v, np.ndarray)]
         tensors = [v for v in arrays if isinstance(v, np.ndarray)]
-        t_np = best_time(lambda: fn(*arrays, **static), args.repeat)
+        want = np.asarray(fn(*arrays, **static))
+        evaluators: dict[str, Callable[[], object]] = {"numpy": lambda: fn(*arrays, **static)}
         jfn = jax.jit(lambda *t: fn(*t, *statics, **static))
         jargs = [jnp.asarray(v) for v in tensors]
         start = time.perf_counter()
         jax.block_until_ready(jfn(*jargs))
-        jax_first = time.perf_counter() - start
-        t_jax = best_time(lambda: jax.block_until_ready(jfn(*jargs)), args.repeat)
-        row = f"{name:30} {t_np * 1e3:9.2f} {t_jax * 1e3:8.2f}"
-        compile_row = [name, jax_first]
+        compile_row = [name, time.perf_counter() - start]
+        evaluators["jax"] = lambda: jax.block_until_ready(jfn(*jargs))
+        errors = {}
         for target in targets:
-            compiled = jit(fn)
             start = time.perf_counter()
-            compiled(*arrays, target=target, **static)
+            compiled = jit(fn).compile(*arrays, target=target, **static)
+            got = compiled(*tensors)
             compile_row.append(time.perf_counter() - start)
-            t_c = best_time(lambda: compiled(*arrays, target=target, **static), args.repeat)
-            row += f" {t_c * 1e3:14.2f} {t_np / t_c:6.2f} {t_jax / t_c:6.2f}"
-        print(row, flush=True)
+            scale = max(float(np.max(np.abs(want))), 1e-30)
+            errors[target] = float(np.max(np.abs(np.asarray(got) - want))) / scale
+            evaluators[target] = lambda c=compiled: c(*tensors)
+        samples = measure(evaluators, args.repeat)
+        wall = {k: (min(w), float(np.median(w))) for k, (w, _) in samples.items()}
+        cpu = {k: (min(c), float(np.median(c))) for k, (_, c) in samples.items()}
+        print(f"{name}  (max |err| / max |NumPy|: "
+              + ", ".join(f"{t} {e:.1e}" for t, e in errors.items()) + ")")  # fmt: skip
+        print(f"  {'evaluator':12} {'wall ms':>17} {'CPU ms':>17} {'vs np':>6} {'vs jax':>6}"
+              f" {'CPU vs np':>9} {'vs jax':>6}")  # fmt: skip
+        for key in evaluators:
+            print(
+                f"  {key:12} {wall[key][0] * 1e3:8.2f} {wall[key][1] * 1e3:8.2f}"
+                f" {cpu[key][0] * 1e3:8.2f} {cpu[key][1] * 1e3:8.2f}"
+                f" {wall['numpy'][0] / wall[key][0]:6.2f} {wall['jax'][0] / wall[key][0]:6.2f}"
+                f" {cpu['numpy'][0] / cpu[key][0]:9.2f} {cpu['jax'][0] / cpu[key][0]:6.2f}",
+                flush=True,
+            )
         compile_rows.append(compile_row)
     print()
     print(
@@ -107,7 +134,8 @@ def main() -> None:
     )
     for row in compile_rows:
         print(f"{row[0]:30} {row[1]:8.3f}" + "".join(f" {v:14.3f}" for v in row[2:]))
-    print(f"\nthreads: {os.cpu_count()} cores; targets known: {', '.join(TARGETS)}")
+    print(f"\nload average at end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    print(f"threads: {os.cpu_count()} cores; targets known: {', '.join(TARGETS)}")
 
 
 if __name__ == "__main__":

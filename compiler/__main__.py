@@ -5,6 +5,7 @@ python -m compiler emit attention --stage optimized --target cpu-blas
 python -m compiler opt bufferized.mlir --target cpu-blas --from-stage blas --to-stage lowered
 python -m compiler tools mlir-opt --help          # any tool of the mlir/llvm wheels, by name
 python -m compiler tools --path mlir-opt
+python -m compiler workarounds                    # upstream bugs avoided: name, issue, state
 python -m compiler demo
 """
 
@@ -80,8 +81,17 @@ def opt(args: argparse.Namespace) -> int:
     from .driver import run_stages
     from .pipelines import resolve
 
-    target = resolve(args.target)
+    if args.target.startswith("mlir:"):  # an upstream pipeline variant (compiler/mlir_variants.py)
+        from .backends import get
+
+        target = get(args.target).target
+    else:
+        target = resolve(args.target)
     names = target.stage_names()
+    for given in (args.from_stage, args.to_stage):
+        if given and given not in names:
+            print(f"target {target.name} has no stage {given!r}: {names}", file=sys.stderr)
+            return 2
     first = names.index(args.from_stage) if args.from_stage else 0
     last = names.index(args.to_stage) if args.to_stage else len(names) - 1
     if last < first:
@@ -118,6 +128,24 @@ def tools_command(args: argparse.Namespace) -> int:
         return 0
     os.execv(path, [path, *args.args])
     return 0  # pragma: no cover - execv does not return
+
+
+def workarounds_command(args: argparse.Namespace) -> int:
+    """Each workaround for an upstream bug: name, state here (on unless turned off by
+    COMPILER_DISABLE_WORKAROUNDS), the upstream issue and what the compiler does instead."""
+    from . import workarounds
+
+    try:
+        rows = workarounds.describe()
+    except ValueError as error:  # a bad COMPILER_DISABLE_WORKAROUNDS
+        print(error, file=sys.stderr)
+        return 2
+    for row in rows:
+        print(f"{row['name']}  [{row['state']}]")
+        print(f"  issue: {row['issue']}")
+        print(f"  instead: {row['description']}")
+    print(f"turn off: {workarounds.ENV}=name[,name] or compiler.workarounds.disabled(name)")
+    return 0
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -168,10 +196,23 @@ def _gpt2_demo() -> int:
     return failures
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .pipelines import STAGES, TARGETS
+def _opt_target(name: str) -> str:
+    """A target of ``opt``: one of ours, or an ``mlir:`` pipeline variant."""
+    from .backends import why_not
+    from .pipelines import TARGETS
 
-    stage_names = ["module", *STAGES]
+    if name in TARGETS or (name.startswith("mlir:") and why_not(name) is None):
+        return name
+    reason = why_not(name) if name.startswith("mlir:") else f"choose from {', '.join(TARGETS)}"
+    raise argparse.ArgumentTypeError(f"invalid target {name!r}: {reason}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .pipelines import TARGETS
+
+    # Every stage of every target (cpu-vector has its own), in first-seen order.
+    every = list(dict.fromkeys(s.name for t in TARGETS.values() for s in t.stages))
+    stage_names = ["module", *every]
     parser = argparse.ArgumentParser(
         prog="python -m compiler",
         description=__doc__,
@@ -189,9 +230,12 @@ def main(argv: list[str] | None = None) -> int:
     e.set_defaults(func=emit)
     o = sub.add_parser("opt", help="run a target's stages on a saved module")
     o.add_argument("file", help="module text (the input of --from-stage), or - for stdin")
-    o.add_argument("--target", required=True, choices=list(TARGETS))
-    o.add_argument("--from-stage", choices=list(STAGES), help="default: the target's first")
-    o.add_argument("--to-stage", choices=list(STAGES), help="default: the target's last")
+    o.add_argument(
+        "--target", required=True, type=_opt_target, help=f"{', '.join(TARGETS)} or mlir:<entries>"
+    )
+    # A variant's stages are named after its catalog entries: opt() checks the names.
+    o.add_argument("--from-stage", help=f"default: the target's first ({', '.join(every)}...)")
+    o.add_argument("--to-stage", help="default: the target's last")
     o.add_argument("-o", "--output", help="write here instead of stdout")
     o.set_defaults(func=opt)
     t = sub.add_parser("tools", help="run a tool of the mlir/llvm wheels by name")
@@ -200,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--path", action="store_true", help="print the tool's path instead")
     t.add_argument("--list", action="store_true", help="list the tools")
     t.set_defaults(func=tools_command)
+    w = sub.add_parser(
+        "workarounds", help="list the workarounds for upstream bugs: name, issue, state"
+    )
+    w.set_defaults(func=workarounds_command)
     d = sub.add_parser("demo", help="compile and check the transformer ops on every CPU target")
     d.set_defaults(func=demo)
     args = parser.parse_args(argv)

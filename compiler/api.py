@@ -4,6 +4,14 @@ A specialization is keyed by the argument tree (tuples, lists, dicts, NamedTuple
 each array leaf's shape and dtype, every static value (non-array leaves and keyword arguments)
 and the target. Compiled specializations live in one process-wide LRU, so a fuzz session that
 compiles thousands of programs keeps its memory bounded; ``clear()`` releases them explicitly.
+
+A static value is keyed by its type and value (``2``, ``2.0`` and ``True`` are three
+specializations; floats by their bits). A NumPy array the function captures from its enclosing
+scope becomes an extra kernel argument of the specialization that traced it, which keeps that
+array *object* and reads its current values at every call: changes made in place are seen by
+the next call. Rebinding the name to another array is not seen by specializations traced before
+(they still read the array they captured; ``clear()`` makes the next call trace again), unlike
+eager NumPy; jax.jit instead bakes a captured array's values in as a constant at trace time.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, pipelines
+from . import backends, driver, pipelines
 from .driver import Artifacts
 from .dtypes import check_dtype
 from .errors import CompilerError, UnsupportedFeature
@@ -43,6 +51,7 @@ class Compiled:
         backend: backends.Backend,
     ) -> None:
         self.name = fn_name
+        self.traced = (trace, graph, out_structure)
         self.backend = backend
         self.inputs = list(trace.inputs)
         self.captured = list(trace.captured.values())
@@ -118,9 +127,11 @@ _IDS = itertools.count()
 
 
 def clear_cache() -> None:
-    """Release every compiled specialization of every function."""
+    """Release every compiled specialization of every function (and the driver's cached
+    stage outputs and kernels)."""
     with _CACHE_LOCK:
         _CACHE.clear()
+    driver.clear_caches()
 
 
 def cache_size() -> int:
@@ -175,7 +186,7 @@ class JitFunction:
             with _CACHE_LOCK:
                 compiled = _CACHE.get(key)
             if compiled is None:
-                compiled = self._compile(args, kwargs, backend)
+                compiled = self._compile(args, kwargs, backend, key[1:3])
                 with _CACHE_LOCK:
                     _CACHE[key] = compiled
                     while len(_CACHE) > MAX_SPECIALIZATIONS:
@@ -186,8 +197,17 @@ class JitFunction:
 
     compile = specialize
 
-    def _compile(self, args: tuple, kwargs: dict, backend: backends.Backend) -> Compiled:
-        trace, graph, out_structure = self.trace(*args, **kwargs)
+    def _compile(
+        self, args: tuple, kwargs: dict, backend: backends.Backend, key: Hashable = None
+    ) -> Compiled:
+        # Another target's specialization of the same arguments shares its traced graph.
+        with _CACHE_LOCK:
+            sibling = next(
+                (c for k, c in _CACHE.items() if k[0] == self._id and k[1:3] == key), None
+            )
+        trace, graph, out_structure = (
+            sibling.traced if sibling is not None else self.trace(*args, **kwargs)
+        )
         return Compiled(self.name, trace, graph, out_structure, backend)
 
     def trace(self, *args: Any, **kwargs: Any) -> tuple[Trace, Graph, Hashable]:
@@ -233,7 +253,7 @@ class JitFunction:
         return self._specialize(structure, arrays, args, kwargs, target)(*arrays)
 
     def clear(self) -> None:
-        """Release this function's compiled specializations."""
+        """Release this function's compiled specializations (and their traced graphs)."""
         with _CACHE_LOCK:
             for key in [k for k in _CACHE if k[0] == self._id]:
                 del _CACHE[key]

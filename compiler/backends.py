@@ -103,15 +103,24 @@ class GraphInterpreterBackend:
 BACKENDS: dict[str, Backend] = {}
 #: Backends whose names take an ``@O<n>`` suffix: factory(level) -> backend.
 _LEVELED: dict[str, Callable[[int], Backend]] = {}
+#: Backends that parse their own variant names (``NAME+option@O<n>``): factory(name) -> backend.
+_FAMILIES: dict[str, Callable[[str], Backend]] = {}
 
 
-def register(backend: Backend, leveled: Callable[[int], Backend] | None = None) -> Backend:
-    """Add ``backend``; ``leveled(n)`` builds its ``NAME@O<n>`` variants."""
+def register(
+    backend: Backend,
+    leveled: Callable[[int], Backend] | None = None,
+    variants: Callable[[str], Backend] | None = None,
+) -> Backend:
+    """Add ``backend``; ``leveled(n)`` builds its ``NAME@O<n>`` variants, or ``variants(name)``
+    any variant name it parses itself (``iree-cpu+no-fusion@O2``)."""
     if backend.name in BACKENDS:
         raise ValueError(f"backend {backend.name!r} is already registered")
     BACKENDS[backend.name] = backend
     if leveled is not None:
         _LEVELED[backend.name] = leveled
+    if variants is not None:
+        _FAMILIES[backend.name] = variants
     return backend
 
 
@@ -119,6 +128,7 @@ def unregister(name: str) -> None:
     """Remove a backend (for tests that register a toy one)."""
     BACKENDS.pop(name, None)
     _LEVELED.pop(name, None)
+    _FAMILIES.pop(name, None)
 
 
 def names(include_aliases: bool = True) -> list[str]:
@@ -139,12 +149,22 @@ def get(name: str) -> Backend:
     ``NAME@O<n>`` (LLVM's level), ``NAME[:stage]`` / ``NAME[:stage#k]`` (the target's stages up
     to ``stage``, or its first ``k`` steps, then the minimal completion, at -O0;
     ``NAME[:module]`` is the module as built, completed) and ``NAME+mlir-runtime`` (called
-    through MLIR's runtime helpers).
+    through MLIR's runtime helpers). ``mlir:<entries>`` names an upstream MLIR pipeline variant
+    (``compiler/mlir_variants.py``), with the same suffixes; a backend registered with
+    ``variants`` parses its own (``iree-cpu[+option...][@O<n>]``, ``compiler/iree.py``).
     """
+    if isinstance(name, str) and name.startswith("mlir:"):
+        from . import mlir_variants
+
+        return mlir_variants.backend(name)
+    if isinstance(name, str) and name in BACKENDS:
+        return BACKENDS[name]  # a registered name, variants listed by name included
     base, stage, steps, level, suffix = pipelines.parse_variant(name)
     key = pipelines.ALIASES.get(base, base)
     if key not in BACKENDS:
         raise ValueError(f"unknown target {name!r}; known targets: {', '.join(names())}")
+    if key in _FAMILIES and stage is None:
+        return _cached((name,), lambda: _FAMILIES[key](name))
     if stage is None and not suffix:
         if level is None:
             return BACKENDS[key]
@@ -234,3 +254,12 @@ __all__ = [
 from .gpu import GpuNvptxBackend  # noqa: E402 - cheap: MLIR and CUDA load on first compile/run
 
 register(GpuNvptxBackend())
+
+from .xla import XlaCpuBackend  # noqa: E402 - cheap: JAX loads on first compile
+
+register(XlaCpuBackend())
+
+from . import iree  # noqa: E402 - cheap: IREE loads on first compile; never a default backend
+
+for _name in iree.LISTED:
+    register(iree.backend(_name), variants=iree.backend if _name == iree.NAME else None)

@@ -9,12 +9,16 @@ so a process that dies inside a stage has said which one (the harness writes thi
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import shlex
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import tools
+from . import tools, workarounds
 from .errors import CompilerError
 from .frontend.graph import Graph
 from .lower import emit
@@ -91,16 +95,110 @@ def run_stages(module_text: str, target: Target, stages: list[Stage]) -> str:
         return str(module)
 
 
+class _Memo:
+    """A small thread-safe LRU map (the in-process compile caches)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[Any, Any] = OrderedDict()
+        self.lock = threading.Lock()
+        self.hits = 0
+
+    def get(self, key: Any) -> Any:
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+                self.hits += 1
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+
+
+#: Stage outputs by (stage, input text) and native kernels by (lowered text, level, runtime):
+#: targets that share stages (cpu-loops and cpu-blas up to bufferization) or reach identical
+#: lowered IR (no matmul for BLAS to take) run those stages and JIT once per process, and a
+#: program compiled again (a new ``@jit`` of the same function) costs no LLVM time.
+_STAGE_MEMO = _Memo(256)
+_KERNEL_MEMO = _Memo(64)
+_LOCAL = threading.local()
+
+
+@contextlib.contextmanager
+def fresh() -> Iterator[None]:
+    """Compile without the in-process caches inside this block (this thread): every stage and
+    the JIT really run again, e.g. to check that recompiling gives the same bits."""
+    before = getattr(_LOCAL, "fresh", False)
+    _LOCAL.fresh = True
+    try:
+        yield
+    finally:
+        _LOCAL.fresh = before
+
+
+def clear_caches() -> None:
+    """Drop the cached stage outputs and kernels (their memory goes with the last user)."""
+    _STAGE_MEMO.clear()
+    _KERNEL_MEMO.clear()
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=20).digest()
+
+
+def _stage_key(stage: Stage, text: str) -> tuple:
+    transform = stage.transform
+    name = f"{transform.__module__}.{transform.__qualname__}" if transform is not None else ""
+    return (stage.name, stage.pipeline, name, _digest(text))
+
+
+#: Compiles per MLIR context before a thread starts a new one: creating a context costs about as
+#: much as running a small pipeline, but a context never forgets a type or attribute it saw.
+CONTEXT_USES = 64
+
+
+def _context() -> Any:
+    """This thread's MLIR context (a fresh one every CONTEXT_USES compiles, or under fresh())."""
+    from mlir import ir
+
+    if getattr(_LOCAL, "fresh", False):
+        return ir.Context()
+    uses = getattr(_LOCAL, "uses", CONTEXT_USES)
+    if uses >= CONTEXT_USES:
+        _LOCAL.context, uses = ir.Context(), 0
+    _LOCAL.uses = uses + 1
+    return _LOCAL.context
+
+
 def compile_graph(
     graph: Graph, target: Target, native: bool = True, runtime: str = "ours"
 ) -> Artifacts:
     """Build, run every stage of ``target``, and (``native``) JIT the result; ``runtime``
-    "mlir" calls it through MLIR's own runtime helpers instead of ours."""
+    "mlir" calls it through MLIR's own runtime helpers instead of ours. A stage whose input
+    text was seen before (any target) is not run again, nor is an identical lowered module
+    JIT-compiled again (``fresh()`` turns both off); ``notes["shared"]`` says what was reused."""
     from mlir import ir
 
-    text, signature = emit.build(graph)
+    cached = not getattr(_LOCAL, "fresh", False)
+    # One graph compiled for several targets is emitted once per workaround state (a module
+    # built with a workaround off must never serve a compile with it on, nor the reverse).
+    memo = graph.__dict__.setdefault("_built", {})
+    state = workarounds.state()
+    built = memo.get(state) if cached else None
+    if built is None:
+        built = memo[state] = emit.build(graph)
+    text, signature = built
     artifacts = Artifacts(target.name, {BUILT: text}, signature=signature)
-    context = ir.Context()
+    reused: list[str] = []
+    context = _context()
     with context:
         notify(target.name, BUILT)
         try:
@@ -110,11 +208,20 @@ def compile_graph(
         current, previous = text, BUILT
         for stage in target.stages:
             notify(target.name, stage.name)
-            try:
-                stage.run(module)
-            except ir.MLIRError as error:
-                raise CompilerError(stage.name, stage.pipeline, str(error), current) from None
-            current = str(module)
+            key = _stage_key(stage, current)
+            output = _STAGE_MEMO.get(key) if cached else None
+            if output is not None:
+                current, module = output, None
+                reused.append(stage.name)
+            else:
+                if module is None:
+                    module = ir.Module.parse(current)
+                try:
+                    stage.run(module)
+                except ir.MLIRError as error:
+                    raise CompilerError(stage.name, stage.pipeline, str(error), current) from None
+                current = str(module)
+                _STAGE_MEMO.put(key, current)
             artifacts.stages[stage.name] = current
             artifacts.commands[stage.name] = stage_command(
                 target, stage, f"{previous}.mlir", f"{stage.name}.mlir"
@@ -125,13 +232,33 @@ def compile_graph(
             from .runtime import Kernel, MlirRuntimeKernel
 
             notify(target.name, LLVM)
-            kernel = MlirRuntimeKernel if runtime == "mlir" else Kernel
-            try:
-                artifacts.native = kernel(module, signature, target.opt_level)
-            except ir.MLIRError as error:  # pragma: no cover - the JIT rarely reports, it aborts
-                raise CompilerError(LLVM, "", str(error), current) from None
-            artifacts.native.context = context  # the engine's module lives in this context
+            key = (_digest(current), target.opt_level, runtime, repr(signature))
+            kernel = _KERNEL_MEMO.get(key) if cached else None
+            if kernel is not None:
+                reused.append(LLVM)
+            else:
+                if module is None:
+                    module = ir.Module.parse(current)
+                make = MlirRuntimeKernel if runtime == "mlir" else Kernel
+                try:
+                    kernel = make(module, signature, target.opt_level)
+                except ir.MLIRError as error:  # pragma: no cover - the JIT rarely reports
+                    raise CompilerError(LLVM, "", str(error), current) from None
+                kernel.context = context  # the engine's module lives in this context
+                _KERNEL_MEMO.put(key, kernel)
+            artifacts.native = kernel
+    if reused:
+        artifacts.notes["shared"] = ",".join(reused)
     return artifacts
 
 
-__all__ = ["Artifacts", "STAGE_LISTENERS", "compile_graph", "notify", "run_stages", "stage_command"]
+__all__ = [
+    "Artifacts",
+    "STAGE_LISTENERS",
+    "clear_caches",
+    "compile_graph",
+    "fresh",
+    "notify",
+    "run_stages",
+    "stage_command",
+]

@@ -4,6 +4,12 @@ It evaluates the graph node by node with the namespace's own operations, in the 
 says, without MLIR. Uses: telling a frontend bug (the graph is already wrong) from a lowering bug
 (the graph is right, the compiled code is not), and backends that hand the same graph to another
 array library (``jax.jit`` of this interpreter is the ``xla-cpu`` backend).
+
+NumPy's semantics over any namespace: the trace already made every promotion an explicit cast
+node, so each operation's operands arrive in the dtypes NumPy computes it in (the table's
+``Primitive.numpy_dtypes``, the rule the harness's JAX reference follows too); operands that do
+not are cast to them here (a guard for namespaces that promote on their own, such as JAX's
+weak types), and every result is cast to its node's dtype.
 """
 
 from __future__ import annotations
@@ -17,9 +23,19 @@ from .frontend.graph import Graph, Node, topological
 _REDUCE = {"add": "sum", "maximum": "max", "minimum": "min"}
 
 
+def _in_numpy_dtypes(node: Node, args: list[Any]) -> list[Any]:
+    """``args`` cast where they are not in the dtypes NumPy computes ``node``'s op in."""
+    wanted = node.prim.numpy_dtypes([a for a in node.args], node)
+    return [
+        a if d is None or np.dtype(a.dtype) == d else a.astype(d)
+        for a, d in zip(args, wanted, strict=True)
+    ]
+
+
 def _elementwise(xp: Any, node: Node, args: list[Any]) -> Any:
     prim, dtype = node.prim, node.dtype
     kind = prim.kind
+    args = _in_numpy_dtypes(node, args)
     if kind == "cast":
         return args[0].astype(dtype)
     if kind == "copy":
@@ -33,8 +49,10 @@ def _elementwise(xp: Any, node: Node, args: list[Any]) -> Any:
     return xp.asarray(result).astype(dtype)
 
 
-def evaluate_node(xp: Any, node: Node, args: list[Any]) -> Any:
-    """The value of ``node`` given its arguments' values."""
+def evaluate_node(xp: Any, node: Node, args: list[Any], errors: list[Any] | None = None) -> Any:
+    """The value of ``node`` given its arguments' values. Out-of-range gather ids raise
+    ValueError under NumPy; under a namespace that traces (``errors`` given), each gather
+    appends a flag that is true when an id was out of range, for the caller to check."""
     op = node.op
     if op == "const":
         return xp.asarray(node.attrs["value"], dtype=node.dtype)
@@ -65,21 +83,27 @@ def evaluate_node(xp: Any, node: Node, args: list[Any]) -> Any:
     if op == "gather":
         table, ids = args
         rows = node.args[0].shape[0]
-        if xp is np and ids.size and (ids.min() < 0 or ids.max() >= rows):
+        if errors is not None:
+            errors.append(xp.any((ids < 0) | (ids >= rows)))
+        elif xp is np and ids.size and (ids.min() < 0 or ids.max() >= rows):
             raise ValueError("gather ids out of range for the table")
         return xp.take(table, xp.clip(ids, 0, rows - 1), axis=0)
     raise AssertionError(f"no interpretation of graph op {op!r}")
 
 
-def evaluate_graph(graph: Graph, arrays: list[Any], xp: Any = np) -> list[Any]:
-    """The outputs of ``graph`` on ``arrays`` (in the graph's input order)."""
+def evaluate_graph(
+    graph: Graph, arrays: list[Any], xp: Any = np, errors: list[Any] | None = None
+) -> list[Any]:
+    """The outputs of ``graph`` on ``arrays`` (in the graph's input order); ``errors`` collects
+    the gathers' out-of-range flags instead of raising (see ``evaluate_node``)."""
     values: dict[int, Any] = {}
     for node in graph.inputs:
         values[id(node)] = arrays[node.attrs["index"]]
     with np.errstate(all="ignore"):
         for node in topological(graph.outputs):
             if id(node) not in values:
-                values[id(node)] = evaluate_node(xp, node, [values[id(a)] for a in node.args])
+                args = [values[id(a)] for a in node.args]
+                values[id(node)] = evaluate_node(xp, node, args, errors)
     return [values[id(node)] for node in graph.outputs]
 
 

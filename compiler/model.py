@@ -263,7 +263,7 @@ def forward(
     params: GPT2Params, config: GPT2Config, ids: Any, *, target: str | None = None
 ) -> np.ndarray:
     """(T, vocab) logits, each sublayer compiled by ``compiler.jit`` for ``target`` (None: the
-    compiler's default, ``"cpu"`` = ``"cpu-blas"``); dtype as NumPy promotes it (float64 here)."""
+    compiler's default, ``"cpu"`` = ``"cpu-vector"``); dtype as NumPy promotes it (float64 here)."""
     return _forward(
         params,
         config,

@@ -140,6 +140,83 @@ STAGES: dict[str, Stage] = {s.name: s for s in (OPTIMIZED, BUFFERIZED, BLAS, LOW
 BUILT, LLVM = "module", "llvm"
 
 
+# --------------------------------------------------------------------------------------------
+# cpu-vector (compiler/vector/): tiled, vectorized linalg with polynomial exp/log/tanh and BLAS.
+# Python stages (*) are hooks into compiler.vector; the transform stages are plain pass
+# pipelines because the planning stage before each writes its schedule into the module
+# (compiler/vector/schedule.py), so mlir-opt alone reproduces them.
+
+_CUT = BUFFERIZE.index("buffer-deallocation-pipeline")
+BUFFERIZE_ALLOCATE = BUFFERIZE[:_CUT].rstrip(", ") + ")"
+BUFFERIZE_DEALLOCATE = "builtin.module(" + BUFFERIZE[_CUT:]
+VECTOR_INLINE = "builtin.module(inline, symbol-dce, canonicalize, cse)"
+VECTOR_ROWS = "builtin.module(transform-interpreter, symbol-dce, canonicalize, cse)"
+# lower-vector-mask before bufferization: the ownership-based deallocation puts a constant into
+# vector.mask regions ("expects only one operation to mask"; llvm-project #99662).
+VECTORIZE = (
+    "builtin.module(transform-interpreter, symbol-dce, func.func(lower-vector-mask), "
+    "canonicalize, cse)"
+)
+VECTOR_LOWER = (
+    "builtin.module(func.func(lower-vector-mask), scf-forall-to-for, "
+    "convert-vector-to-scf{full-unroll=true target-rank=1}, "
+    "func.func(lower-vector-multi-reduction{lowering-strategy=inner-reduction}), "
+    "func.func(convert-linalg-to-loops), canonicalize, cse, "
+    "func.func(loop-invariant-code-motion), lower-affine, expand-strided-metadata, lower-affine, "
+    "convert-vector-to-llvm{reassociate-fp-reductions=true vector-contract-lowering=outerproduct "
+    "vector-transpose-lowering=shuffle1d}, "
+    "finalize-memref-to-llvm, convert-scf-to-cf, convert-math-to-llvm, convert-math-to-libm, "
+    "convert-arith-to-llvm, convert-ub-to-llvm, convert-index-to-llvm, convert-func-to-llvm, "
+    "convert-cf-to-llvm, reconcile-unrealized-casts, canonicalize)"
+)
+# COMPLETE plus what vectors and schedules need (symbol-dce drops a schedule not yet applied).
+VECTOR_COMPLETE = (
+    "builtin.module(symbol-dce, func.func(lower-vector-mask), one-shot-bufferize, "
+    "bufferization-lower-deallocations, convert-bufferization-to-memref, scf-forall-to-for, "
+    "convert-vector-to-scf{full-unroll=true target-rank=1}, "
+    "func.func(lower-vector-multi-reduction), func.func(convert-linalg-to-loops), "
+    "expand-strided-metadata, lower-affine, convert-vector-to-llvm, convert-scf-to-cf, "
+    "finalize-memref-to-llvm, convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
+    "convert-ub-to-llvm, convert-index-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, "
+    "reconcile-unrealized-casts)"
+)
+
+
+def _vector_hook(module_name: str, function: str) -> Callable[[Any], None]:
+    """A Python stage implemented in ``compiler.vector.<module_name>`` (imported on first use)."""
+
+    def run(module: Any) -> None:
+        import importlib
+
+        getattr(importlib.import_module(f".vector.{module_name}", __package__), function)(module)
+
+    run.__name__ = f"{module_name}.{function}"
+    return run
+
+
+VECTOR_STAGES: tuple[Stage, ...] = (
+    OPTIMIZED,
+    Stage("vecmath", transform=_vector_hook("vecmath", "rewrite"),
+          description="exp/log/tanh on f32/f64 -> polynomial function calls; abs(int) -> max"),
+    Stage("inlined", VECTOR_INLINE, description="the polynomial functions inlined"),
+    Stage("views", transform=_vector_hook("fusion", "views"),
+          description="reshapes -> indexing maps or expand/collapse_shape views"),
+    Stage("rows-planned", transform=_vector_hook("schedule", "plan_rows"),
+          description="softmax/layer-norm row groups tagged, their schedule appended"),
+    Stage("rows-fused", VECTOR_ROWS, description="row schedule applied: one scf.forall per row"),
+    Stage("vector-planned", transform=_vector_hook("schedule", "plan_vectors"),
+          description="every linalg op but BLAS matmuls tagged, tile+vectorize schedule appended"),
+    Stage("vectorized", VECTORIZE, description="tiled and (masked) vectorized, masks lowered"),
+    Stage("bufferized", BUFFERIZE_ALLOCATE, description="tensors -> buffers (no deallocation)"),
+    Stage("temporaries", transform=_vector_hook("memory", "temporaries"),
+          description="loop allocations hoisted, static temporaries as module globals (capped)"),
+    Stage("deallocated", BUFFERIZE_DEALLOCATE, description="ownership-based deallocation"),
+    BLAS,
+    Stage("lowered", VECTOR_LOWER, description="vectors, buffers, loops -> LLVM dialect"),
+)  # fmt: skip
+VECTOR_COMPLETED = Stage("complete", VECTOR_COMPLETE, description="completion of cpu-vector")
+
+
 @dataclass(frozen=True)
 class Target:
     """A named CPU backend: which stages run, and LLVM's optimization level."""
@@ -148,6 +225,9 @@ class Target:
     stages: tuple[Stage, ...]
     opt_level: int = 3
     description: str = ""
+    # What finishes a prefix of this target (``prefix``); None: COMPLETED. A target whose stages
+    # leave other dialects behind (vectors, transform schedules) brings its own.
+    completion: Stage | None = None
 
     @property
     def fused(self) -> bool:
@@ -191,7 +271,8 @@ class Target:
             if steps == 0:
                 kept.pop()
         base = self.name.split("@")[0]
-        return Target(f"{base}[:{label}]", (*kept, COMPLETED), 0, f"{self.name} up to {label}")
+        completion = self.completion or COMPLETED
+        return Target(f"{base}[:{label}]", (*kept, completion), 0, f"{self.name} up to {label}")
 
 
 TARGETS: dict[str, Target] = {
@@ -211,8 +292,15 @@ TARGETS: dict[str, Target] = {
         Target(
             "cpu-blas-unfused", (BUFFERIZED, BLAS, LOWERED), description="cpu-blas without fusion"
         ),
+        Target(
+            "cpu-vector",
+            VECTOR_STAGES,
+            description="fused, tiled and vectorized (masked), polynomial exp/log/tanh, BLAS",
+            completion=VECTOR_COMPLETED,
+        ),
     )
 }
+# cpu-vector is the fastest (bench/compiler.py) but stays opt-in until the fuzzer is clean on it.
 ALIASES = {"cpu": "cpu-blas"}
 DEFAULT_TARGET = "cpu"
 

@@ -15,13 +15,32 @@ import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from strategies.model import InvalidProgram, Program, Subject, canonical
+from strategies.model.sequence import JitSequence
 
 INLINE_LIMIT = 1 << 16  # elements; beyond this inputs are stored as a generator recipe
 
-CPU_BACKENDS = ("cpu-loops", "cpu-blas", "cpu-loops-unfused", "cpu-blas-unfused")
+#: Every case of a default session runs on these: each CPU target, with LLVM at -O0 (the JIT is
+#: most of a case's time, and at -O3 it costs three times as much; the bugs of this compiler's
+#: own stages show at any level). Identical lowered modules are JIT-compiled once.
+CPU_BACKENDS = (
+    "cpu-loops@O0",
+    "cpu-blas@O0",
+    "cpu-loops-unfused@O0",
+    "cpu-blas-unfused@O0",
+    "cpu-vector@O0",
+)
+#: ...and a share of cases (SAMPLED_SHARE) also on the targets as shipped (LLVM -O3), so LLVM's
+#: optimizer stays covered.
+SAMPLED_BACKENDS = ("cpu-blas", "cpu-vector")  # cpu-vector: the default target, `cpu`
+SAMPLED_SHARE = 0.25
+
+
+#: Stored dtypes beyond NumPy's numeric kinds: ml_dtypes' bfloat16 (compiler/dtypes.py).
+EXTENSION_DTYPES = {"bfloat16": ml_dtypes.bfloat16}
 
 
 def encode_array(array: np.ndarray) -> dict[str, Any]:
@@ -61,7 +80,9 @@ def decode_array(data: dict[str, Any], max_bytes: int = 64 << 20) -> np.ndarray:
         dtype = np.dtype(name) if isinstance(name, str) else None
     except TypeError:
         dtype = None
-    if dtype is None or dtype.kind not in "biufc" or dtype.name != name:
+    if name in EXTENSION_DTYPES:  # ml_dtypes' (kind "V" to NumPy), by name only
+        dtype = np.dtype(EXTENSION_DTYPES[name])
+    elif dtype is None or dtype.kind not in "biufc" or dtype.name != name:
         raise ValueError(f"dtype {name!r} is not a plain numeric NumPy dtype name")
     shape = data.get("shape")
     if not isinstance(shape, list | tuple) or len(shape) > 32:
@@ -121,7 +142,9 @@ class Case:
     ``checks`` name structural oracles that apply on top of the differential one (``causal``);
     ``origin`` says which strategy made it (for statistics only: no oracle reads it);
     ``recipes`` optionally hold, per input, the generator recipe it came from (large inputs are
-    then stored as the recipe instead of their bytes).
+    then stored as the recipe instead of their bytes); ``workarounds_off`` names compiler
+    workarounds for upstream bugs (``compiler.workarounds``) that the worker turns off around
+    compiling it, so a finding that needs the upstream bug back replays with it off.
     """
 
     subject: Subject
@@ -131,6 +154,7 @@ class Case:
     origin: str = ""
     recipes: list[dict[str, Any] | None] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    workarounds_off: tuple[str, ...] = ()
 
     # ---- the subject
 
@@ -147,17 +171,49 @@ class Case:
         """The case's function over ``namespace``."""
         return self.subject.as_function(namespace)
 
+    @property
+    def sequence(self) -> JitSequence | None:
+        """The jit sequence the case also runs (``extra["sequence"]``; its first call is the
+        subject on the inputs), or None. A malformed stored sequence is a ValueError."""
+        data = self.extra.get("sequence")
+        if data is None:
+            return None
+        cached = self.__dict__.get("_sequence")
+        if cached is None or cached[0] is not data:
+            cached = (data, JitSequence.from_dict(data, decode_array))
+            self.__dict__["_sequence"] = cached
+        return cached[1]
+
+    @classmethod
+    def from_sequence(
+        cls, sequence: JitSequence, backends: tuple[str, ...], origin: str = "jit-sequence"
+    ) -> Case:
+        """The case of a jit sequence: its first call's program and inputs as the subject (an
+        ordinary case for every other oracle), the whole sequence in ``extra``."""
+        extra = {"sequence": sequence.to_dict(encode_array)}
+        case = cls(sequence.program(0), sequence.inputs(0), tuple(backends), (), origin, [], extra)
+        case.__dict__["_sequence"] = (extra["sequence"], sequence)  # decoded: the same data
+        return case
+
+    def without_sequence(self) -> Case:
+        """The same case as a plain program case (its first call alone)."""
+        return replace(self, extra={k: v for k, v in self.extra.items() if k != "sequence"})
+
     def with_subject(self, subject: Subject, inputs: list[np.ndarray] | None = None) -> Case:
-        """A copy running ``subject`` (on ``inputs``); recipes no longer apply."""
+        """A copy running ``subject`` (on ``inputs``); recipes and a jit sequence no longer
+        apply."""
         return replace(
-            self,
+            self.without_sequence(),
             subject=subject,
             inputs=list(self.inputs if inputs is None else inputs),
             recipes=[],
         )
 
     def on(self, backends: tuple[str, ...]) -> Case:
-        return replace(self, backends=tuple(backends))
+        copy = replace(self, backends=tuple(backends))
+        if "_sequence" in self.__dict__:  # the same extra: the decoded sequence still applies
+            copy.__dict__["_sequence"] = self.__dict__["_sequence"]
+        return copy
 
     # ---- identity
 
@@ -178,6 +234,8 @@ class Case:
             "origin": self.origin,
             "extra": self.extra,
         }
+        if self.workarounds_off:  # absent when empty: older cases keep their digests
+            data["workarounds_off"] = sorted(self.workarounds_off)
         if isinstance(self.subject, InvalidProgram):
             data["invalid"] = self.subject.to_dict()
         else:
@@ -203,6 +261,7 @@ class Case:
             origin=data.get("origin", ""),
             recipes=recipes if any(recipes) else [],
             extra=dict(data.get("extra", {})),
+            workarounds_off=tuple(data.get("workarounds_off", ())),
         )
 
     def digest(self) -> str:
@@ -220,12 +279,17 @@ class Case:
 
     @property
     def size(self) -> int:
-        """Smaller is simpler: program nodes first, then total input elements."""
-        return len(self.subject) * 1_000_000 + sum(int(a.size) for a in self.inputs)
+        """Smaller is simpler: program nodes first, then total input elements (then, for a jit
+        sequence, its calls, features and elements)."""
+        size = len(self.subject) * 1_000_000 + sum(int(a.size) for a in self.inputs)
+        sequence = self.sequence
+        return size if sequence is None else size + sequence.size
 
 
 __all__ = [
     "CPU_BACKENDS",
+    "SAMPLED_BACKENDS",
+    "SAMPLED_SHARE",
     "INLINE_LIMIT",
     "Case",
     "decode_array",

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .case import CPU_BACKENDS
+from .case import CPU_BACKENDS, SAMPLED_BACKENDS
 
 EXAMPLES = """examples:
   python -m harness fuzz --seconds 300 --workers auto --backends cpu-loops,cpu-blas
@@ -45,7 +45,9 @@ class _Formatter(argparse.HelpFormatter):
         return f"{text} (default: {str(default).replace('%', '%%')})"
 
     def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
+        )
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         blocks = []
@@ -99,14 +101,17 @@ _count = _number(int, 1, "a whole number >= 1")
 
 def _backends(text: str) -> tuple[str, ...]:
     """Comma-separated backends, each known and available here (``python -m harness
-    backends`` lists them); variants such as ``cpu-loops@O0`` are accepted."""
+    backends`` lists them); variants such as ``cpu-loops@O0`` are accepted, and ``mlir:*``
+    (a pipeline variant drawn per case)."""
     from compiler.backends import why_not
+    from compiler.mlir_variants import is_draw
 
     names = tuple(dict.fromkeys(b.strip() for b in text.split(",") if b.strip()))
     if not names:
         raise argparse.ArgumentTypeError("no backend named (see: python -m harness backends)")
     for name in names:
-        reason = why_not(name)
+        _, at, level = name.partition("@")
+        reason = why_not("mlir:" + at + level) if is_draw(name) else why_not(name)
         if reason is not None:
             raise argparse.ArgumentTypeError(
                 f"{reason}; variants: NAME@O0..O3, NAME[:stage#k], NAME+mlir-runtime; "
@@ -163,6 +168,16 @@ def _version() -> str:
     )
 
 
+def _workaround(text: str) -> str:
+    """A registered compiler workaround (``python -m compiler workarounds`` lists them)."""
+    from compiler import workarounds
+
+    try:
+        return workarounds.check((text.strip(),))[0]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _workers(text: str) -> int:
     if text == "auto":
         return max(1, os.cpu_count() or 1)
@@ -181,6 +196,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from .session.fuzz import FuzzOptions, session
     from .session.progress import Progress, summary_table
 
+    if (args.shards or args.split_backends) and not args.scheduler:
+        print("--shards and --split-backends need --scheduler (a campaign)", file=sys.stderr)
+        return 2
     options = FuzzOptions(
         seconds=args.seconds,
         backends=args.backends,
@@ -195,10 +213,16 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         shrink_seconds=args.shrink_seconds,
         minimize_seconds=args.minimize_seconds,
         database=args.example_db or (None if args.no_database else Path(args.database)),
+        disable_workarounds=tuple(sorted(set(args.disable_workaround))),
     )
     print(
         f"fuzzing {options.seconds:.0f} s on {', '.join(options.backends)} with "
-        f"{options.workers} worker(s), seed {options.seed}, corpus {options.corpus}",
+        f"{options.workers} worker(s), seed {options.seed}, corpus {options.corpus}"
+        + (
+            f", workarounds off: {','.join(options.disable_workarounds)}"
+            if options.disable_workarounds
+            else ""
+        ),
         file=sys.stderr,
     )
     if args.scheduler:  # a campaign on Dask: the shards are sessions, this process the writer
@@ -366,6 +390,15 @@ def cmd_backends(args: argparse.Namespace) -> int:
     print(f"aliases: {aliases}")
     print("variants of our CPU targets: NAME@O0..O3 (LLVM level), NAME[:stage#k] (stages up to")
     print("  stage, or its first k steps), NAME+mlir-runtime (MLIR's runtime helpers)")
+    from compiler import mlir_variants
+
+    print(
+        f"mlir:*: upstream MLIR pass pipelines around our bufferization and lowering, a variant "
+        f"per case from a catalog of {len(mlir_variants.CATALOG)} entries (python -m "
+        "compiler.mlir_variants); one is named by its entries in order, e.g. "
+        "mlir:fold-unit-extent-dims.fuse-elementwise.to-affine-loops.affine-scalrep; "
+        "mlir:known-broken:* also runs entries where their known upstream bugs hit"
+    )
     return 0
 
 
@@ -444,7 +477,10 @@ def main(argv: list[str] | None = None) -> int:
         "--backends",
         type=_backends,
         default=CPU_BACKENDS,
-        help="comma-separated backends to compare (python -m harness backends lists them)",
+        help="comma-separated backends to compare (python -m harness backends lists them); "
+        "with the default, a quarter of the cases also run on "
+        + ",".join(SAMPLED_BACKENDS)
+        + " (LLVM -O3)",
     )
     fuzz.add_argument("--workers", type=_workers, default=1, help="driver processes, or 'auto'")
     fuzz.add_argument("--seed", type=int, default=None, help="default: from the clock (printed)")
@@ -468,6 +504,16 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated oracles not to run (names, or prefixes such as 'metamorphic:')",
     )
     fuzz.add_argument("--stop-on-first", action="store_true", help="stop at the first finding")
+    fuzz.add_argument(
+        "--disable-workaround",
+        type=_workaround,
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="turn a compiler workaround for an upstream bug off on every case (repeatable; "
+        "python -m compiler workarounds lists them): the session rediscovers that bug, and its "
+        "findings replay with the workaround off",
+    )
     fuzz.add_argument(
         "--shrink-seconds", type=_budget, default=30.0, help="Hypothesis shrinking per finding"
     )

@@ -425,7 +425,10 @@ def _machine_prefixes() -> list[tuple[str, str]]:
     places += [(p, "<python>") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)]
     places.append((str(Path(__file__).resolve().parent.parent), "<project>"))
     places.append((str(Path.home()), "~"))
-    found = {p.rstrip(os.sep) + os.sep: name + "/" for p, name in places if len(p) > 1}
+    found: dict[str, str] = {}
+    for place, name in places:  # the first name wins: an installed harness's parent is
+        if len(place) > 1:  # site-packages, which stays "<site-packages>", not "<project>"
+            found.setdefault(place.rstrip(os.sep) + os.sep, name + "/")
     return sorted(found.items(), key=lambda item: -len(item[0]))
 
 

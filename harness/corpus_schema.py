@@ -201,6 +201,13 @@ CASE: dict[str, Any] = {
         "check": _STRING,
         "origin": _STRING,
         "extra": {"type": "object"},
+        "workarounds_off": {
+            "description": "compiler workarounds for upstream bugs turned off while the case "
+            "compiles (compiler/workarounds.py); a name no longer registered is off for good",
+            "type": "array",
+            "items": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]*$", "maxLength": 64},
+            "maxItems": 32,
+        },
         "program": PROGRAM,
         "invalid": INVALID_PROGRAM,
     },

@@ -126,13 +126,16 @@ def _shape_features(program: Any) -> set[str]:
 
 
 def case_cells(case: Case, backends: list[str] | None = None) -> set[str]:
-    """The cells a case exercises (without the MLIR ops, which the worker reports)."""
+    """The cells a case exercises (without the MLIR ops, which the worker reports); every
+    ``mlir:`` pipeline variant counts as its family (``mlir:*``)."""
+    from compiler.mlir_variants import family
+
     program = case.program
     dtype = program.output_type.dtype
     cells = set()
     for op in set(case.subject.ops):
         for backend in backends if backends is not None else case.backends:
-            cells.add(f"op:{op}|{dtype}|{backend}")
+            cells.add(f"op:{op}|{dtype}|{family(backend)}")
     regime = case.extra.get("regime") or case.origin.partition("/")[2] or "ordinary"
     cells.add(f"regime:{regime}")
     specials = (

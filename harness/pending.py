@@ -31,6 +31,8 @@ def _start_time(pid: int) -> str | None:
         return None
     # The command name (field 2) may hold spaces and parentheses: fields follow the last ")".
     fields = stat[stat.rfind(")") + 2 :].split()
+    if not fields or fields[0] in ("Z", "X"):
+        return None  # killed, not yet reaped (kill -9 of a session's process group): dead
     return fields[19] if len(fields) > 19 else None
 
 

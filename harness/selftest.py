@@ -65,8 +65,8 @@ MUTATIONS = (
     Mutation(
         "matmul-without-zero-fill",
         "lower/emit.py",
-        'init = self.filled(node.shape, node.dtype, 0)\n        name = self.fresh("mm")',
-        'init = self.empty(node.shape, node.dtype)\n        name = self.fresh("mm")',
+        'init = self.filled(node.shape, dtype, 0)\n        name = self.fresh("mm")',
+        'init = self.empty(node.shape, dtype)\n        name = self.fresh("mm")',
         "matmul accumulates into an uninitialized buffer",
     ),
     Mutation(
@@ -97,6 +97,36 @@ MUTATIONS = (
         "shifted = xp.exp(x - xp.max(x, axis=axis, keepdims=True))",
         "shifted = xp.exp(x)",
         "softmax exponentiates unshifted inputs",
+    ),
+    # The @jit specialization cache (found by the jit-sequence oracle: one function called in
+    # sequence with the same shapes).
+    Mutation(
+        "jit-cache-ignores-dtype",
+        "api.py",
+        "tuple((a.shape, a.dtype.str) for a in arrays)",
+        "tuple(a.shape for a in arrays)",
+        "the specialization key keeps each array's shape but not its dtype",
+    ),
+    Mutation(
+        "jit-cache-ignores-static-values",
+        "frontend/pytree.py",
+        "self.key = _static_key(value)",
+        "self.key = type(value)",
+        "a static argument enters the specialization key by its type, not its value",
+    ),
+    Mutation(
+        "jit-cache-ignores-tree",
+        "api.py",
+        "key = (self._id, structure, tuple(",
+        "key = (self._id, tuple(statics(structure)), tuple(",
+        "the specialization key keeps the static values but not the argument tree",
+    ),
+    Mutation(
+        "jit-captured-array-copied",
+        "api.py",
+        "self.captured = list(trace.captured.values())",
+        "self.captured = [(a.copy(), n) for a, n in trace.captured.values()]",
+        "a captured array is copied at trace time: changes made in place are not seen",
     ),
 )
 

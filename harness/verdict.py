@@ -19,8 +19,12 @@ from .oracles.differential import reference_outputs, yardstick
 from .run.references import references
 
 
-def judge_output(case: Case, actual: Any, use_jax: bool = True) -> tolerance.Verdict:
-    """The differential oracle's verdict on ``actual`` as the output of ``case``."""
+def judge_output(
+    case: Case, actual: Any, use_jax: bool = True, backend: str = ""
+) -> tolerance.Verdict:
+    """The differential oracle's verdict on ``actual`` as the output of ``case`` computed by
+    ``backend`` (judged, as the oracle does, without references it shares its implementation
+    with: JAX never judges ``xla-cpu``)."""
     refs = references(case, use_jax)
     numpy_ref = refs["numpy"]
     actual = np.asarray(actual)
@@ -34,18 +38,21 @@ def judge_output(case: Case, actual: Any, use_jax: bool = True) -> tolerance.Ver
     return tolerance.compare(
         actual,
         yardstick(refs),
-        reference_outputs(refs, actual.shape),
+        reference_outputs(refs, actual.shape, backend),
         tolerance.error_steps(case.program),
         tolerance.working_dtype(case.program),
     )
 
 
-def differential(program_json: str, inputs: list[np.ndarray], actual: Any) -> int:
-    """Print the verdict on ``actual`` and return 1 if the oracle rejects it, else 0."""
+def differential(
+    program_json: str, inputs: list[np.ndarray], actual: Any, backend: str = ""
+) -> int:
+    """Print the verdict on ``actual`` (computed by ``backend``) and return 1 if the oracle
+    rejects it, else 0."""
     from strategies.model import Program
 
     case = Case(Program.from_json(program_json), [np.asarray(a) for a in inputs])
-    verdict = judge_output(case, actual)
+    verdict = judge_output(case, actual, backend=backend)
     if verdict.ok:
         print(f"ok: largest error {verdict.max_error:.3g} ({verdict.excess:.2f} of the allowed)")
         return 0

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import primitives
-from ..dtypes import BOOL, INT32, check_dtype, is_float
+from ..dtypes import BOOL, FLOAT16, FLOAT32, INT32, check_dtype, is_float
 from ..errors import UnsupportedFeature
 from ..primitives.rules import index_plan, normalize_axes, permutation, reshape_shape
 from .graph import Node
@@ -111,6 +111,11 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs
     out = primitives.get(name).result([x], {"axis": axis, "keepdims": keepdims})
     axes = normalize_axes(axis, x.ndim, name)
     if name == "mean":
+        if out.dtype == FLOAT16:
+            # NumPy's mean of float16 sums and divides in float32, then rounds once (a sum
+            # beyond 65504 must not overflow a mean that fits).
+            wide = reduce("mean", astype(x, FLOAT32), axes, keepdims)
+            return astype(wide, FLOAT16)
         total = reduce("sum", astype(x, out.dtype), axes, keepdims)
         return elementwise("divide", total, math.prod(x.shape[a] for a in axes))
     if name == "var":

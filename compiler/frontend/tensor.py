@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import primitives
-from ..dtypes import BOOL, FLOAT32, FLOAT64, INT32
+from ..dtypes import BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT32
 from ..errors import UnsupportedFeature
 from .graph import Node
 
@@ -29,7 +29,8 @@ def as_operand(value: Any, what: str) -> Tensor | Any:
 
         return current_trace().capture(value)
     if isinstance(value, (bool, int, float, np.generic)):
-        if isinstance(value, np.generic) and np.dtype(value.dtype).kind not in "biuf":
+        dtype = np.dtype(value.dtype) if isinstance(value, np.generic) else None
+        if dtype is not None and dtype.kind not in "biuf" and dtype != BFLOAT16:
             raise TypeError(f"{what}: unsupported scalar {value!r} of dtype {value.dtype}")
         return value
     if isinstance(value, complex):
@@ -212,6 +213,7 @@ class Namespace:
     elementwise primitive of the table is an attribute under its own name."""
 
     float32, float64, int32, bool = FLOAT32, FLOAT64, INT32, BOOL
+    float16, bfloat16 = FLOAT16, BFLOAT16
     pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
     def __getattr__(self, name: str) -> Any:

@@ -1,13 +1,15 @@
 """Bufferized ``linalg.matmul``/``batch_matmul`` -> OpenBLAS gemm calls (the ``cpu-blas`` target).
 
-After bufferization every float32/float64 matmul is replaced by a call to a small helper written
-in MLIR. The helper reads the operands' strided metadata at run time and hands row-major or
-column-major operands to ``scipy_cblas_{s,d}gemm`` through their leading dimensions; any other
-layout (or a C operand that is not row-major) falls back to the original ``linalg.matmul`` loop
-nest, so a strange stride is slow, never wrong. ``beta`` is 1 by default: the destination was
-zero-filled by the ``linalg.fill`` that precedes every matmul, and gemm accumulates onto it as
-matmul does; when that fill of zero immediately precedes the matmul on the same buffer it is
-dropped and gemm overwrites instead (``beta`` 0), saving a pass over the output.
+After bufferization every float32/float64 matmul (operands and output of one dtype: a float16
+matmul accumulates in f32 and stays a loop nest, see ``takes``) is replaced by a call to a small
+helper written in MLIR. The helper reads the operands' strided metadata at run time and hands
+row-major or column-major operands to ``scipy_cblas_{s,d}gemm`` through their leading
+dimensions; any other layout (or a C operand that is not row-major) falls back to the original
+``linalg.matmul`` loop nest, so a strange stride is slow, never wrong. ``beta`` is 1 by default:
+the destination was zero-filled by the ``linalg.fill`` that precedes every matmul, and gemm
+accumulates onto it as matmul does; when that fill of zero immediately precedes the matmul on
+the same buffer it is dropped and gemm overwrites instead (``beta`` 0), saving a pass over the
+output.
 """
 
 from __future__ import annotations
@@ -184,6 +186,19 @@ _MATMUL = re.compile(r"linalg\.(?:batch_)?matmul ins\([^:]*:\s*(.*?)\)\s*outs\([
 _STRIDED = re.compile(r"strided<\[([^\]]*)\]")
 
 
+def takes(elements: list[str]) -> bool:
+    """Does the BLAS stage take a matmul with these operand and output element types? Only all
+    ``f32`` (sgemm) or all ``f64`` (dgemm): OpenBLAS has no f16/bf16 gemm, so a float16 matmul
+    (``f16`` operands into an ``f32`` accumulator) stays the loop nest."""
+    return len(set(elements)) == 1 and elements[0] in _GEMM
+
+
+def _element_of(memref: str) -> str:
+    """The element type of a ``memref<...>`` type's text."""
+    shape = memref.split("memref<", 1)[-1].split(",")[0].rstrip(">")
+    return shape.rsplit("x", 1)[-1].strip()
+
+
 def _layout_path(memref: str, shape_rank: int) -> str:
     """How the BLAS helper passes one operand of a static type: ``row-major`` (unit inner stride,
     packed rows), ``leading-dimension`` (unit inner stride, padded rows), ``column-major``
@@ -213,10 +228,12 @@ def paths(bufferized: str) -> list[str]:
     found = []
     for line in bufferized.splitlines():
         match = _MATMUL.search(line)
-        if match is None or not any(t in line for t in ("f32", "f64")):
+        if match is None:
             continue
         operands = [t.strip() for t in re.split(r",\s*(?=memref<)", match.group(1))]
         output = match.group(2).strip()
+        if not takes([_element_of(t) for t in (*operands, output)]):
+            continue  # a float16 matmul (f16 operands, f32 accumulator) stays a loop nest
         layouts = [_layout_path(t, 2) for t in operands] + [_layout_path(output, 2)]
         if "fallback" in layouts or layouts[-1] != "row-major":
             found.append("fallback")
@@ -243,7 +260,7 @@ def substitute(module) -> int:
         if len(types) != 3 or not all(isinstance(t, ir.MemRefType) for t in types):
             continue
         elt = str(types[0].element_type)
-        if elt not in _GEMM or any(str(t.element_type) != elt for t in types):
+        if not takes([str(t.element_type) for t in types]):
             continue
         targets.append((op.operation, name, elt))
     if not targets:

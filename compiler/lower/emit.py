@@ -18,6 +18,12 @@ Two ABIs:
 
 Booleans cross both as ``i8`` (NumPy's bool layout). Each ``gather`` adds a rank-0 ``i32`` error
 output that is nonzero when an id was out of range.
+
+float16 and bfloat16 are stored as ``f16``/``bf16`` and computed as NumPy (and ml_dtypes) compute
+them: every arithmetic body extends its operands to ``f32``, computes, and truncates the result
+once; sums accumulate in ``f32`` and round at the end (NumPy's float16 pairwise sum and matmul
+loops do); a float16 matmul is ``linalg.matmul`` of ``f16`` operands into an ``f32`` accumulator,
+then one truncation (so the BLAS stage, ``f32``/``f64`` only, never takes it).
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import BOOL, INT32, element, storage
+from .. import workarounds
+from ..dtypes import BOOL, COMPUTE, INT32, element, is_low_precision, storage
 from ..frontend.graph import Graph, Node, topological
 from ..primitives import ScalarCall
 
@@ -50,7 +57,8 @@ def scalar_literal(value: object, dtype: np.dtype) -> str:
         return "1" if value else "0"  # an i1 literal
     if dtype.kind in "iu":
         return str(int(value))
-    bits = np.array(value, dtype).view(f"u{dtype.itemsize}")
+    with np.errstate(over="ignore"):  # -1e10 in float16 is -inf, as NumPy converts it
+        bits = np.array(value, dtype).view(f"u{dtype.itemsize}")
     return f"0x{int(bits):0{2 * dtype.itemsize}X}"
 
 
@@ -196,16 +204,33 @@ class _Emitter:
                 block_arg = bit
             scalars.append(block_arg)
             constants.append(None)
-        call = ScalarCall(
-            scalars,
-            [a.dtype for a in node.args],
-            constants,
-            node.dtype,
-            self.fresh("r"),
-            self.fresh,
+        arg_dtypes = [a.dtype for a in node.args]
+        dtype = node.dtype
+        # float16/bfloat16 arithmetic in f32, rounded once (casts, selects and copies move
+        # values as they are: the cast rule handles the 16-bit formats itself).
+        widen = node.prim.kind not in ("cast", "copy", "select") and any(
+            is_low_precision(d) for d in [*arg_dtypes, dtype]
         )
+        if widen:
+            for i, arg_dtype in enumerate(arg_dtypes):
+                if is_low_precision(arg_dtype):
+                    wide = self.fresh("w")
+                    body.append(
+                        f"{wide} = arith.extf {scalars[i]} : {element(arg_dtype)} to "
+                        f"{element(COMPUTE)}"
+                    )
+                    scalars[i], arg_dtypes[i] = wide, COMPUTE
+            if is_low_precision(dtype):
+                dtype = COMPUTE
+        call = ScalarCall(scalars, arg_dtypes, constants, dtype, self.fresh("r"), self.fresh)
         body.extend(node.prim.scalar(call))
         result = call.result
+        if dtype != node.dtype:
+            narrow = self.fresh("n")
+            body.append(
+                f"{narrow} = arith.truncf {result} : {element(dtype)} to {element(node.dtype)}"
+            )
+            result = narrow
         if node.dtype == BOOL:
             stored = self.fresh("byte")
             body.append(f"{stored} = arith.extui {result} : i1 to i8")
@@ -214,11 +239,14 @@ class _Emitter:
 
     def op_reduce(self, node: Node) -> str:
         (source,) = node.args
-        dtype = node.dtype
+        dtype = COMPUTE if is_low_precision(node.dtype) else node.dtype  # the accumulator
         acc = self.filled(node.shape, dtype, node.attrs["identity"])
         name = self.fresh("red")
-        elt = element(dtype)
-        call = ScalarCall(["%in", "%acc"], [dtype, dtype], [None, None], dtype, "%c", self.fresh)
+        elt, in_elt = element(dtype), element(source.dtype)
+        first = ["%in"]
+        if in_elt != elt:
+            first = ["%inw"]
+        call = ScalarCall([*first, "%acc"], [dtype, dtype], [None, None], dtype, "%c", self.fresh)
         combine = node.prim.scalar(call)
         axes = ", ".join(map(str, node.attrs["axes"]))
         self.line(
@@ -226,24 +254,34 @@ class _Emitter:
             f"{tensor_type(source.shape, source.dtype)}) outs({acc} : "
             f"{tensor_type(node.shape, dtype)}) dimensions = [{axes}]"
         )
-        self.line(f"  (%in: {elt}, %acc: {elt}) {{")
+        self.line(f"  (%in: {in_elt}, %acc: {elt}) {{")
+        if in_elt != elt:
+            self.line(f"    %inw = arith.extf %in : {in_elt} to {elt}")
         for line in combine:
             self.line(f"    {line}")
         self.line(f"    linalg.yield {call.result} : {elt}")
         self.line("  }")
-        return name
+        return self._narrowed(name, node.shape, dtype, node.dtype)
+
+    def _narrowed(self, value: str, shape: tuple[int, ...], wide, dtype) -> str:
+        """``value`` (computed in ``wide``) rounded to ``dtype`` by one truncating generic."""
+        if wide == dtype:
+            return value
+        body = [f"%t = arith.truncf %a0 : {element(wide)} to {element(dtype)}"]
+        return self.generic([(value, shape, storage(wide))], shape, storage(dtype), body, "%t")
 
     def _matmul(self, node: Node, op: str) -> str:
         lhs, rhs = node.args
-        init = self.filled(node.shape, node.dtype, 0)
+        dtype = COMPUTE if is_low_precision(node.dtype) else node.dtype  # the accumulator
+        init = self.filled(node.shape, dtype, 0)
         name = self.fresh("mm")
-        out_ty = tensor_type(node.shape, node.dtype)
+        out_ty = tensor_type(node.shape, dtype)
         self.line(
             f"{name} = {op} ins({self.value(lhs)}, {self.value(rhs)} : "
             f"{tensor_type(lhs.shape, lhs.dtype)}, {tensor_type(rhs.shape, rhs.dtype)}) "
             f"outs({init} : {out_ty}) -> {out_ty}"
         )
-        return name
+        return self._narrowed(name, node.shape, dtype, node.dtype)
 
     def op_matmul(self, node: Node) -> str:
         return self._matmul(node, "linalg.matmul")
@@ -291,9 +329,12 @@ class _Emitter:
         def fmt(values: tuple[int, ...]) -> str:
             return "[" + ", ".join(str(v) for v in values) + "]"
 
-        # Never rank-reducing: with several unit dims MLIR cannot always tell which ones an
-        # integer index dropped, and asserts (SubViewOp::getDroppedDims; found by the harness).
-        # The dims an integer index removes go away in a tensor.reshape instead.
+        # Never rank-reducing (workaround "subview-rank-reduction", compiler/workarounds.py):
+        # with a non-unit step on a size-1 dim MLIR cannot tell which dims an integer index
+        # dropped, and asserts (SubViewOp::getDroppedDims; found by the harness). The dims an
+        # integer index removes go away in a tensor.reshape instead.
+        if not workarounds.enabled("subview-rank-reduction"):
+            return self._rank_reducing_slice(node)
         sizes = tuple(a["sizes"])
         if any(s < 0 for s in a["strides"]):
             # tensor.extract_slice has no negative strides: take the same elements in increasing
@@ -326,6 +367,41 @@ class _Emitter:
         if sizes == node.shape:
             return name
         return self._reshape(name, sizes, node.shape, node.dtype)
+
+    def _rank_reducing_slice(self, node: Node) -> str:
+        """The slice as one rank-reducing ``tensor.extract_slice`` (then, for negative steps, a
+        generic reading it backwards): the natural form, emitted only with the
+        ``subview-rank-reduction`` workaround off, where it brings the upstream crash back."""
+        (source,) = node.args
+        a = node.attrs
+        sizes, strides = tuple(a["sizes"]), tuple(a["strides"])
+        shape = tuple(node.shape)
+        # The dims an integer index dropped have size 1: match the kept ones in order (which
+        # of several size-1 dims is kept does not change an element).
+        kept: list[int] = []
+        for i, extent in enumerate(sizes):
+            if len(kept) < len(shape) and extent == shape[len(kept)]:
+                kept.append(i)
+        assert len(kept) == len(shape), (sizes, shape)
+        offsets = [
+            o + (n - 1) * s if s < 0 else o
+            for o, n, s in zip(a["offsets"], sizes, strides, strict=True)
+        ]
+        steps = [abs(s) for s in strides]
+        name = self.fresh("sl")
+        self.line(
+            f"{name} = tensor.extract_slice {self.value(source)}[{', '.join(map(str, offsets))}]"
+            f"[{', '.join(map(str, sizes))}][{', '.join(map(str, steps))}] : "
+            f"{tensor_type(source.shape, source.dtype)} to {tensor_type(shape, node.dtype)}"
+        )
+        if all(s > 0 for s in strides):
+            return name
+        exprs = [
+            f"{sizes[i] - 1} - d{k}" if strides[i] < 0 else f"d{k}" for k, i in enumerate(kept)
+        ]
+        elt = storage(node.dtype)
+        maps = [_map(len(shape), exprs), _identity_map(len(shape))]
+        return self.generic([(name, shape, elt)], shape, elt, [], "%a0", maps=maps)
 
     def op_mask(self, node: Node) -> str:
         elt = element(node.dtype)

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import finfo, is_float
+from ..dtypes import source as dtype_source
 from ..errors import InvalidIndex, UnsupportedFeature
 from . import rules
 from .rules import ArrayType, Operand
@@ -135,6 +137,20 @@ class Primitive:
             return [out.dtype] * len(operands)
         return self.operand_dtypes(operands, out)
 
+    def numpy_dtypes(self, operands: Sequence[Operand], out: ArrayType) -> list[np.dtype | None]:
+        """The dtype NumPy 2 computes each operand in (None: used as it is), so that another
+        array library evaluating this primitive computes in NumPy's dtypes (JAX makes float32
+        of int32 meeting float32, NumPy float64): elementwise operands as the lowering converts
+        them (a ``where`` condition as it is), matmul and mean/var operands in the result
+        dtype; layout, casts, gathers and composites leave their operands alone. The harness's
+        JAX reference and the ``xla-cpu`` backend's graph both follow this one rule."""
+        if self.kind in ("unary", "binary", "compare", "select"):
+            found = [np.dtype(d) for d in self.converted_dtypes(operands, out)]
+            return [None, *found[1:]] if self.kind == "select" else list(found)
+        if self.kind == "matmul" or self.name in ("mean", "var"):
+            return [np.dtype(out.dtype)] * len(operands)
+        return [None] * len(operands)
+
     def depth(self, types: Sequence[ArrayType], attrs: Mapping[str, Any]) -> float:
         return float(self.error_depth(types, attrs))
 
@@ -191,7 +207,10 @@ __all__ = [
     "Primitive",
     "ScalarCall",
     "contraction_depth",
+    "dtype_source",
+    "finfo",
     "get",
+    "is_float",
     "names",
     "of_kind",
     "register",

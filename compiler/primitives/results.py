@@ -51,7 +51,7 @@ def binary_infer(name: str, ufunc: Any):
         dtype = result_dtype(ufunc, operands, name)
         if dtype == BOOL:
             raise UnsupportedFeature(f"{name} on boolean tensors")
-        if name == "power" and dtype.kind != "f":
+        if name == "power" and not is_float(dtype):
             raise UnsupportedFeature(f"power on {dtype} tensors")
         return ArrayType(broadcast_shapes(*(t.shape for t in tensors), what=name), dtype)
 

@@ -6,7 +6,7 @@ result dtype and name) and returns MLIR lines defining the result.
 
 from __future__ import annotations
 
-from ..dtypes import BOOL, INT32, element, is_float
+from ..dtypes import BOOL, COMPUTE, FLOAT16, FLOAT64, INT32, LOW_PRECISION, element, is_float
 from . import ScalarCall
 
 
@@ -70,29 +70,48 @@ def copy(call: ScalarCall) -> list[str]:
 
 
 def cast(call: ScalarCall) -> list[str]:
-    """NumPy's C-style conversions: float -> int truncates, x -> bool is x != 0."""
+    """NumPy's C-style conversions: float -> int truncates, x -> bool is x != 0.
+
+    float16 and bfloat16 go through f32 as NumPy and ml_dtypes convert them: a 16-bit source is
+    extended to f32 first (exact); a bfloat16 target is rounded from f32 (ml_dtypes converts
+    float64 and int32 to float32 first, so a float64 -> bfloat16 cast rounds twice); a float16
+    target is rounded directly from f32 or f64 (NumPy's npy_double_to_half rounds once)."""
     source, target, arg, result = call.arg_dtypes[0], call.dtype, call.args[0], call.result
+    lines: list[str] = []
+    if source in LOW_PRECISION:
+        wide = call.fresh("w")
+        lines.append(f"{wide} = arith.extf {arg} : {element(source)} to {element(COMPUTE)}")
+        source, arg = COMPUTE, wide
+        if target == COMPUTE:
+            call.result = wide
+            return lines
+    if target in LOW_PRECISION and not (target == FLOAT16 and source == FLOAT64):
+        if source != COMPUTE:
+            inner = ScalarCall([arg], [source], [None], COMPUTE, call.fresh("w"), call.fresh)
+            lines += cast(inner)
+            source, arg = COMPUTE, inner.result
+        return lines + [f"{result} = arith.truncf {arg} : {element(source)} to {element(target)}"]
     src, dst = element(source), element(target)
     if is_float(source) and is_float(target):
         op = "arith.extf" if target.itemsize > source.itemsize else "arith.truncf"
-        return [f"{result} = {op} {arg} : {src} to {dst}"]
+        return lines + [f"{result} = {op} {arg} : {src} to {dst}"]
     if is_float(source) and target == INT32:
-        return [f"{result} = arith.fptosi {arg} : {src} to {dst}"]
+        return lines + [f"{result} = arith.fptosi {arg} : {src} to {dst}"]
     if source == INT32 and is_float(target):
-        return [f"{result} = arith.sitofp {arg} : {src} to {dst}"]
+        return lines + [f"{result} = arith.sitofp {arg} : {src} to {dst}"]
     if source == BOOL and is_float(target):
-        return [f"{result} = arith.uitofp {arg} : {src} to {dst}"]
+        return lines + [f"{result} = arith.uitofp {arg} : {src} to {dst}"]
     if source == BOOL and target == INT32:
-        return [f"{result} = arith.extui {arg} : {src} to {dst}"]
+        return lines + [f"{result} = arith.extui {arg} : {src} to {dst}"]
     zero = call.fresh("z")
     if is_float(source) and target == BOOL:
         literal = "0.0"
-        return [
+        return lines + [
             f"{zero} = arith.constant {literal} : {src}",
             f"{result} = arith.cmpf une, {arg}, {zero} : {src}",
         ]
     if source == INT32 and target == BOOL:
-        return [
+        return lines + [
             f"{zero} = arith.constant 0 : i32",
             f"{result} = arith.cmpi ne, {arg}, {zero} : i32",
         ]

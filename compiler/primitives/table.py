@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import ops as composites
 from ..dtypes import BOOL
+from ..dtypes import source as dtype_source
 from . import Attr, Primitive, contraction_depth, register, results, scalar
 from .results import compare_dtype
 from .rules import ArrayType, normalize_axes
@@ -294,7 +295,7 @@ register(
         1,
         results.astype_infer,
         lambda xp, a, attrs: xp.astype(a[0], np.dtype(attrs["dtype"])),
-        lambda a, attrs: f"xp.astype({a[0]}, np.{np.dtype(attrs['dtype']).name})",
+        lambda a, attrs: f"xp.astype({a[0]}, {dtype_source(attrs['dtype'])})",
         attrs={"dtype": Attr("dtype")},
         scalar=scalar.cast,
         operand_dtypes=lambda ops, out: [np.dtype(ops[0].dtype)],
@@ -371,9 +372,7 @@ register(
         0,
         results.mask_infer,
         lambda xp, a, attrs: composites.causal_mask(attrs["size"], np.dtype(attrs["dtype"]), xp),
-        lambda a, attrs: (
-            f"ops.causal_mask({attrs['size']}, np.{np.dtype(attrs['dtype']).name}, xp)"
-        ),
+        lambda a, attrs: (f"ops.causal_mask({attrs['size']}, {dtype_source(attrs['dtype'])}, xp)"),
         attrs={"size": Attr("positive"), "dtype": Attr("dtype")},
         float_only=True,
         cost=2,

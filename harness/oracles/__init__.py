@@ -1,13 +1,21 @@
 """Oracles, registered by name: each turns what a case did into findings.
 
 ``error-path`` and ``differential`` judge every case; ``determinism`` an eighth of them;
-``causal`` the attention-like cases that ask for it; each metamorphic relation
+``causal`` the attention-like cases that ask for it; ``jit-sequence`` the cases that carry a
+sequence of calls of one jitted function; each metamorphic relation
 (``metamorphic:<name>``) where it fits; ``spec`` every program with a composite (its shared
 definition against independent implementations). A new oracle is one module that subclasses
 :class:`~harness.oracles.base.Oracle` and calls ``register``; the runner finds it here.
 """
 
-from . import differential, error_path, metamorphic, spec, structural  # noqa: F401 - registration
+from . import (  # noqa: F401 - registration
+    differential,
+    error_path,
+    metamorphic,
+    sequence,
+    spec,
+    structural,
+)
 from .base import (
     ORACLES,
     Derived,

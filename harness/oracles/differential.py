@@ -2,8 +2,9 @@
 
 Shape and dtype must be NumPy's exactly; values are judged against the extended-precision truth
 with the bound of ``tolerance`` (widened by NumPy's and JAX's own errors against the truth).
-NumPy-vs-JAX disagreements are *reference ambiguities*, kept apart and never counted as compiler
-bugs.
+A backend that *is* a reference's implementation (``xla-cpu`` is ``jax.jit``) is judged without
+that reference. NumPy-vs-JAX disagreements are *reference ambiguities*, kept apart and never
+counted as compiler bugs.
 """
 
 from __future__ import annotations
@@ -22,11 +23,29 @@ def yardstick(refs: dict[str, Reference]) -> np.ndarray:
     return truth.output if truth is not None and truth.ok else refs["numpy"].output
 
 
-def reference_outputs(refs: dict[str, Reference], shape: tuple[int, ...]) -> list[np.ndarray]:
-    """NumPy's and (where it agrees in shape) JAX's outputs in the program's dtypes."""
+def shared_with(backend: str) -> tuple[str, ...]:
+    """The references computed by ``backend``'s own implementation (its ``shares``: JAX for
+    ``xla-cpu``), which must not judge it: their errors would excuse its own."""
+    if not backend:
+        return ()
+    from compiler import backends
+
+    try:
+        found = backends.get(backend.split("@")[0])
+    except (ValueError, TypeError):
+        return ()
+    return tuple(getattr(found, "shares", ()))
+
+
+def reference_outputs(
+    refs: dict[str, Reference], shape: tuple[int, ...], backend: str = ""
+) -> list[np.ndarray]:
+    """NumPy's and (where it agrees in shape) JAX's outputs in the program's dtypes; for
+    ``backend``, without the references it shares an implementation with."""
     others = [refs["numpy"].output]
     jax_ref = refs.get("jax")
-    if jax_ref is not None and jax_ref.ok and jax_ref.output.shape == shape:
+    usable = jax_ref is not None and jax_ref.ok and jax_ref.output.shape == shape
+    if usable and "jax" not in shared_with(backend):
         others.append(jax_ref.output)
     return others
 
@@ -59,9 +78,8 @@ class Differential(Oracle):
                     ("wrong-dtype", result, f"dtype {out.dtype}, NumPy {expected.dtype}")
                 )
                 continue
-            verdict = tolerance.compare(
-                out, yardstick(refs), reference_outputs(refs, out.shape), steps, working
-            )
+            others = reference_outputs(refs, out.shape, result.backend)
+            verdict = tolerance.compare(out, yardstick(refs), others, steps, working)
             judgement.errors[result.backend] = verdict.max_ulps
             judgement.margins[result.backend] = verdict.excess
             if not verdict.ok:
@@ -98,4 +116,4 @@ class Differential(Oracle):
 
 register(Differential())
 
-__all__ = ["Differential", "reference_outputs", "yardstick"]
+__all__ = ["Differential", "reference_outputs", "shared_with", "yardstick"]

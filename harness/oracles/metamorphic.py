@@ -225,7 +225,7 @@ class Relation(Oracle):
                 before = original.get(result.backend)
                 if not result.ok or before is None or not before.ok:
                     continue
-                reason = self._check(related, obs, result.output, before.output, own)
+                reason = self._check(related, obs, result, before.output, own)
                 if reason:
                     bad[result.backend] = reason
             if bad:
@@ -236,18 +236,19 @@ class Relation(Oracle):
         return findings
 
     @staticmethod
-    def _check(related: Related, obs: Observation, got, before, own) -> str:
-        got = np.asarray(got)
+    def _check(related: Related, obs: Observation, result, before, own) -> str:
+        got, backend = np.asarray(result.output), result.backend
         if related.mode == "equal":
             return "" if got.tobytes() == np.asarray(before).tobytes() else "output changed bits"
         refs = obs.refs
         expected = related.select(yardstick(refs))
-        others = [related.select(o) for o in reference_outputs(refs, np.shape(yardstick(refs)))]
+        shape = np.shape(yardstick(refs))
+        others = [related.select(o) for o in reference_outputs(refs, shape, backend)]
         errors = []
         if own and own["numpy"].ok:
             own_truth = yardstick(own)
             with np.errstate(invalid="ignore", over="ignore"):
-                for output in reference_outputs(own, np.shape(own_truth)):
+                for output in reference_outputs(own, np.shape(own_truth), backend):
                     errors.append(np.abs(np.asarray(output, np.float64) - own_truth))
         verdict = tolerance.compare(
             got,

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.dtypes import is_float
 from strategies.model.evaluate import function
 
 from . import tolerance
@@ -104,7 +105,7 @@ def independent_reference(case: Any) -> np.ndarray:
     """The program in float64 with every composite from ``INDEPENDENT``."""
     _, jnp = _jax()
     program = case.program
-    widened = [jnp.asarray(a.astype(np.float64) if a.dtype.kind == "f" else a) for a in case.inputs]
+    widened = [jnp.asarray(a.astype(np.float64) if is_float(a.dtype) else a) for a in case.inputs]
     fn = function(program, jnp, overrides=INDEPENDENT)
     return np.asarray(fn(*widened), dtype=np.float64)
 

@@ -16,6 +16,16 @@ theirs). There is no free ``rtol`` to loosen:
 FACTOR, ULPS_PER_STEP and RELATIVE_SCALE are fixed here and the tests pin that a 1e-4 relative
 change of a single float32 element is caught. Integers and booleans must match exactly.
 Non-finite values must match NumPy's pattern (nan where nan, +-inf where +-inf).
+
+``dtype`` is the least precise float dtype the program computes in, and ``eps`` is its own:
+2**-23 (float32), 2**-52 (float64), 2**-10 (float16), 2**-7 (bfloat16, ``ml_dtypes.finfo``).
+The 16-bit formats follow NumPy's and ml_dtypes' rule: every op is computed in float32 and
+rounded once (at most half an ulp; float32's own error is 2**-13 of a float16 ulp and 2**-16 of a
+bfloat16 one), float16 sums and matmuls accumulate in float32 and round at the end (NumPy's
+pairwise sum and matmul loops), so a step is worth ``LOW_PRECISION_ULPS_PER_STEP`` = 1 ulp
+instead of 4 (which covers float32's libm functions): one ulp of float16 on an exact op is
+accepted, two are a finding. Where NumPy rounds more (a float16 sum along a strided axis and
+every bfloat16 sum round at each addition), its own error against the truth widens the bound.
 """
 
 from __future__ import annotations
@@ -27,11 +37,13 @@ from typing import Any
 import numpy as np
 
 from compiler import primitives
+from compiler.dtypes import finfo, is_float, is_low_precision
 from compiler.primitives.rules import ArrayType
 
 FACTOR = 8.0
 SPREAD = 0.5  # a rounding error the references made anywhere is plausible everywhere
 ULPS_PER_STEP = 4.0
+LOW_PRECISION_ULPS_PER_STEP = 1.0  # float16, bfloat16: one rounding of a float32 result
 RELATIVE_SCALE = 1e-3
 
 
@@ -60,17 +72,25 @@ def error_steps(program: Any) -> float:
 
 
 def working_dtype(program: Any) -> np.dtype:
-    """The least precise float dtype the program computes in: float32 anywhere inside means
-    float32 rounding reaches the output, even when NumPy promotes the result to float64."""
-    dtypes = program.dtypes()
-    if "float32" in dtypes:
-        return np.dtype(np.float32)
-    return np.dtype(program.output_type.dtype)
+    """The least precise float dtype the program computes in: float32 (or float16, bfloat16)
+    anywhere inside means its rounding reaches the output, even when NumPy promotes the result
+    to float64. A program with an integer or boolean output is judged exactly."""
+    output = np.dtype(program.output_type.dtype)
+    if not is_float(output):
+        return output
+    floats = [np.dtype(d) for d in program.dtypes() if is_float(d)]
+    return max(floats, key=eps) if floats else output
 
 
 def eps(dtype: np.dtype) -> float:
+    """The dtype's machine epsilon (bfloat16's from ``ml_dtypes.finfo``); 0 for integers."""
     dtype = np.dtype(dtype)
-    return float(np.finfo(dtype).eps) if dtype.kind == "f" else 0.0
+    return float(finfo(dtype).eps) if is_float(dtype) else 0.0
+
+
+def ulps_per_step(dtype: np.dtype) -> float:
+    """What one rounding step may cost in ulps of ``dtype`` (see the module docstring)."""
+    return LOW_PRECISION_ULPS_PER_STEP if is_low_precision(dtype) else ULPS_PER_STEP
 
 
 def _nonfinite_pattern(a: np.ndarray) -> np.ndarray:
@@ -81,6 +101,40 @@ def _nonfinite_pattern(a: np.ndarray) -> np.ndarray:
     pattern[np.isposinf(a)] = 2
     pattern[np.isneginf(a)] = 3
     return pattern
+
+
+def bound(
+    truth: np.ndarray,
+    references: Sequence[np.ndarray],
+    steps: float,
+    dtype: np.dtype,
+    errors: Sequence[np.ndarray] = (),
+    finite: np.ndarray | None = None,
+) -> np.ndarray:
+    """The allowed ``|got - truth|`` of each element (meaningful where ``finite``, by default
+    where the truth and every reference are finite): the formula of the module docstring. An
+    exported reproducer embeds it, so it fails exactly where ``compare`` does."""
+    truth = np.asarray(truth, np.float64)
+    refs = [np.asarray(r, np.float64) for r in references]
+    if finite is None:
+        finite = np.isfinite(truth)
+        for r in refs:
+            finite &= np.isfinite(r)
+    reference_error = np.zeros(truth.shape)
+    measured = []
+    for r in refs:
+        if r.shape == truth.shape:
+            with np.errstate(invalid="ignore"):
+                measured.append(np.abs(r - truth))
+    measured += [np.asarray(e, np.float64) for e in errors if np.shape(e) == truth.shape]
+    for e in measured:
+        reference_error = np.maximum(reference_error, np.where(np.isfinite(e), e, 0.0))
+    magnitude = np.abs(np.where(finite, truth, 0.0))
+    scale = float(magnitude.max()) if magnitude.size else 0.0
+    per_step = ulps_per_step(dtype)
+    floor = eps(dtype) * per_step * max(steps, 1.0) * (magnitude + RELATIVE_SCALE * scale)
+    floor = np.maximum(floor, float(finfo(dtype).tiny))  # dtype: the least precise computed in
+    return FACTOR * reference_error + SPREAD * float(reference_error.max(initial=0.0)) + floor
 
 
 def compare(
@@ -101,11 +155,11 @@ def compare(
     """
     got = np.asarray(got)
     dtype = np.dtype(dtype or got.dtype)
-    if got.dtype.kind in "biu":
+    if not is_float(got.dtype):
         dtype = got.dtype
     if got.shape != np.shape(truth):
         return Verdict(False, f"shape {got.shape} != {np.shape(truth)}")
-    if dtype.kind in "biu":
+    if not is_float(dtype):
         expected = np.asarray(references[0]) if references else np.asarray(truth)
         wrong = got != expected
         if np.any(wrong):
@@ -139,25 +193,14 @@ def compare(
         return Verdict(True)
     with np.errstate(invalid="ignore", over="ignore"):
         error = np.where(finite, np.abs(got64 - truth), 0.0)
-    reference_error = np.zeros(got.shape)
-    measured = []
-    for r in refs:
-        if r.shape == truth.shape:
-            with np.errstate(invalid="ignore"):
-                measured.append(np.abs(r - truth))
-    measured += [np.asarray(e, np.float64) for e in errors if np.shape(e) == truth.shape]
-    for e in measured:
-        reference_error = np.maximum(reference_error, np.where(np.isfinite(e), e, 0.0))
-    magnitude = np.abs(np.where(finite, truth, 0.0))
-    scale = float(magnitude.max())
-    floor = eps(dtype) * ULPS_PER_STEP * max(steps, 1.0) * (magnitude + RELATIVE_SCALE * scale)
-    floor = np.maximum(floor, np.finfo(dtype).tiny)  # dtype: the least precise one computed in
-    allowed = FACTOR * reference_error + SPREAD * float(reference_error.max()) + floor
+    allowed = bound(truth, refs, steps, dtype, errors, finite)
+    scale = float(np.abs(np.where(finite, truth, 0.0)).max())
+    tiny = float(finfo(dtype).tiny)
     ratio = np.where(finite, error / allowed, 0.0)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if ratio.size else ()
     worst = tuple(int(i) for i in worst)
     max_error = float(error.max())
-    ulps = max_error / (eps(dtype) * max(scale, np.finfo(dtype).tiny))
+    ulps = max_error / (eps(dtype) * max(scale, tiny))
     excess = float(ratio[worst]) if ratio.size else 0.0
     if excess > 1.0:
         return Verdict(

@@ -43,6 +43,14 @@ def tool_versions() -> dict[str, str]:
     return versions
 
 
+def _dtype(array: np.ndarray) -> str:
+    """Source for ``array``'s exact dtype: its byte-order string, or ``ml_dtypes.bfloat16``
+    (whose ``dtype.str`` is a bare ``<V2``)."""
+    from compiler.dtypes import BFLOAT16, source
+
+    return source(array.dtype) if array.dtype == BFLOAT16 else f"np.dtype({array.dtype.str!r})"
+
+
 def input_lines(case: Case) -> list[str]:
     """Python lines defining x0, x1, ... exactly as the case has them."""
     from strategies.model.printing import literal
@@ -53,7 +61,7 @@ def input_lines(case: Case) -> list[str]:
         if recipe is not None:
             lines.append(
                 f"x{i} = (np.random.default_rng({int(recipe['seed'])}).standard_normal("
-                f"{tuple(array.shape)}) * {float(recipe['scale'])!r}).astype(np.{array.dtype.name})"
+                f"{tuple(array.shape)}) * {float(recipe['scale'])!r}).astype({_dtype(array)})"
             )
         elif array.size <= 64:
             lines.append(f"x{i} = {literal(array)}")
@@ -61,11 +69,79 @@ def input_lines(case: Case) -> list[str]:
             raw = base64.b64encode(zlib.compress(np.ascontiguousarray(array).tobytes(), 9)).decode()
             lines.append(
                 f"x{i} = np.frombuffer(zlib.decompress(base64.b64decode({raw!r})), "
-                f"dtype=np.dtype({array.dtype.str!r})).reshape({tuple(array.shape)})"
+                f"dtype={_dtype(array)}).reshape({tuple(array.shape)})"
             )
     if any("zlib." in line for line in lines):
         lines.insert(0, "import base64, zlib")
     return lines
+
+
+def array_source(array: np.ndarray) -> str:
+    """Python source for ``array``'s exact values (a literal, or compressed bytes)."""
+    from strategies.model.printing import literal
+
+    array = np.asarray(array)
+    if array.size <= 64:
+        return literal(array)
+    raw = base64.b64encode(zlib.compress(np.ascontiguousarray(array).tobytes(), 9)).decode()
+    return (
+        f"np.frombuffer(zlib.decompress(base64.b64decode({raw!r})), "
+        f"dtype={_dtype(array)}).reshape({tuple(array.shape)}).copy()"
+    )
+
+
+def sequence_reproducer(case: Case, finding: Any, header: str) -> str:
+    """The jit sequence as a script: the ONE function defined once, its calls made in order on
+    one ``compiler.jit`` through the harness's recorder, every call judged as the oracle judges
+    it (against the same call alone on a fresh jit, and against NumPy by the error model)."""
+    sequence = case.sequence
+    backend = finding.backends[0] if finding.backends else None
+    definitions, calls = sequence.source(array_source)
+    programs = [sequence.program(i).to_json() for i in range(len(sequence.calls))]
+    body = [*definitions, "", "", f"record = Recorder(f, {'W' if sequence.captured else 'None'}"]
+    body[-1] += f", target={backend!r})" if backend else ")"
+    for block in calls:
+        body += [""] + block
+    text = "\n".join(body)
+    lines = [
+        f'"""One jitted function called {len(calls)} times in sequence (jit-sequence)."""',
+        *(["import base64", "import zlib", ""] if "zlib." in text else []),
+        *(["import ml_dtypes"] if "ml_dtypes." in text else []),
+        "import numpy as np",
+        *(["import ml_dtypes  # bfloat16"] if "ml_dtypes." in text else []),
+        "",
+        *(["from compiler import ops"] if sequence.uses("ops.") else []),
+        "from harness.oracles.sequence import verdict",
+        "from harness.run.sequence import Recorder",
+        "",
+        "",
+        text,
+        "",
+        "# Each call against the same call alone on a fresh jit (where the cache answered it, or",
+        "# it failed) and against NumPy on that call's own program (the error model).",
+        f"PROGRAMS = {programs!r}",
+        "raise SystemExit(verdict(record, PROGRAMS))",
+    ]
+    return header + "\n".join(lines) + "\n"
+
+
+def workarounds_lines(case: Case) -> str:
+    """The lines that turn off the compiler workarounds the case needs off (through the
+    environment, which the compiler reads at each check): with them on, the compiler avoids
+    the upstream bug and the script would pass. Empty for a case that needs none."""
+    if not case.workarounds_off:
+        return ""
+    from compiler.workarounds import ENV
+
+    names = ",".join(sorted(case.workarounds_off))
+    return (
+        f"# Needs the compiler's workaround {names} off (python -m compiler workarounds): it\n"
+        "# avoids this upstream bug. Passing with it off means the upstream fix has arrived and\n"
+        "# the workaround can go.\n"
+        "import os\n"
+        "\n"
+        f"os.environ[{ENV!r}] = {names!r}\n"
+    )
 
 
 def reproducer(case: Case, finding: Any) -> str:
@@ -76,6 +152,12 @@ def reproducer(case: Case, finding: Any) -> str:
         f"# {finding.kind} on {', '.join(finding.backends)} ({finding.oracle}): {summary}\n"
         "# The harness replays the exact case with every oracle: python -m harness replay FILE\n"
     )
+    header += workarounds_lines(case)
+    if finding.oracle == "jit-sequence" and "sequence" in case.extra:
+        try:
+            return sequence_reproducer(case, finding, header)
+        except Exception as error:  # noqa: BLE001 - a reproducer is documentation
+            return header + f"# no standalone reproducer: {error!r}\n"
     footer = None
     if finding.oracle == "differential" and case.invalid is None:
         names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
@@ -84,7 +166,7 @@ def reproducer(case: Case, finding: Any) -> str:
             "from harness.verdict import differential",
             "",
             f"PROGRAM = {case.program.to_json()!r}",
-            f"raise SystemExit(differential(PROGRAM, [{names}], actual))",
+            f"raise SystemExit(differential(PROGRAM, [{names}], actual, backend={backend!r}))",
         ]
     try:
         text = case.subject.to_python(
@@ -95,4 +177,12 @@ def reproducer(case: Case, finding: Any) -> str:
     return header + text
 
 
-__all__ = ["INLINE_LIMIT", "input_lines", "reproducer", "tool_versions"]
+__all__ = [
+    "INLINE_LIMIT",
+    "array_source",
+    "input_lines",
+    "reproducer",
+    "sequence_reproducer",
+    "tool_versions",
+    "workarounds_lines",
+]

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from compiler.dtypes import is_float
+
 if TYPE_CHECKING:
     from ..case import Case
 
@@ -59,7 +61,7 @@ class _Extended:
     @staticmethod
     def astype(x: Any, dtype: Any, **_: Any) -> Any:
         dtype = np.dtype(dtype)
-        return np.asarray(x).astype(np.longdouble if dtype.kind == "f" else dtype)
+        return np.asarray(x).astype(np.longdouble if is_float(dtype) else dtype)
 
 
 EXTENDED = _Extended()
@@ -71,9 +73,9 @@ def numpy_reference(case: Case) -> Reference:
 
 def truth_reference(case: Case) -> Reference:
     """The program on extended-precision inputs, rounded to float64 at the end."""
-    widened = [a.astype(np.longdouble) if a.dtype.kind == "f" else a for a in case.inputs]
+    widened = [a.astype(np.longdouble) if is_float(a.dtype) else a for a in case.inputs]
     ref = _evaluate("truth", case.function(EXTENDED), widened)
-    if ref.ok and ref.output.dtype.kind == "f":
+    if ref.ok and is_float(ref.output.dtype):
         with np.errstate(over="ignore"):  # beyond float64's range is inf, as it should be
             ref.output = ref.output.astype(np.float64)
     return ref
@@ -95,20 +97,18 @@ def _jax() -> Any:
 
 def _in_numpy_dtypes(program: Any, xp: Any) -> tuple[Any, list[bool]]:
     """``fn(*inputs)`` evaluating ``program`` over ``xp`` with every operation's operands cast
-    to the dtype NumPy 2 computes it in; the list says whether any cast changed a dtype."""
+    to the dtype NumPy 2 computes it in (the primitive table's one rule,
+    ``Primitive.numpy_dtypes``, which the ``xla-cpu`` backend's graph follows too); the list
+    says whether any cast changed a dtype."""
     from compiler import primitives
-    from compiler.primitives.results import compare_dtype
     from strategies.model import Const
 
     changed: list[bool] = []
 
     def cast(value: Any, dtype: np.dtype) -> Any:
         if isinstance(value, (bool, int, float)):
-            return (
-                value
-                if dtype.kind == "f" and isinstance(value, float)
-                else xp.asarray(value, dtype)
-            )
+            weak = is_float(dtype) and isinstance(value, float)
+            return value if weak else xp.asarray(value, dtype)
         if np.dtype(value.dtype) != dtype:
             changed.append(True)
             return value.astype(dtype)
@@ -125,15 +125,11 @@ def _in_numpy_dtypes(program: Any, xp: Any) -> tuple[Any, list[bool]]:
         for node in program.nodes:
             prim = primitives.get(node.op)
             operands = [get(a) for a in node.args]
-            out = np.dtype(node.type.dtype)
-            if prim.kind in ("unary", "binary", "matmul") or node.op in ("mean", "var"):
-                operands = [cast(o, out) for o in operands]
-            elif prim.kind == "compare":
-                types = [a.py() if isinstance(a, Const) else program.type_of(a) for a in node.args]
-                common = compare_dtype(types, node.op)
-                operands = [cast(o, common) for o in operands]
-            elif prim.kind == "select":
-                operands = [operands[0]] + [cast(o, out) for o in operands[1:]]
+            types = [a.py() if isinstance(a, Const) else program.type_of(a) for a in node.args]
+            wanted = prim.numpy_dtypes(types, node.type)
+            operands = [
+                o if d is None else cast(o, d) for o, d in zip(operands, wanted, strict=True)
+            ]
             values.append(prim.evaluate(xp, operands, node.attrs))
         return get(program.output)
 
@@ -158,8 +154,19 @@ def jax_reference(case: Case) -> Reference:
     return reference
 
 
+#: The share of cases JAX judges up front (its ambiguity statistics); every other case gets JAX
+#: only when an oracle finds something (``Runner`` re-judges it with JAX before believing it):
+#: compiling each program with XLA costs more than the rest of the references together.
+JAX_SHARE = 0.25
+
+
+def wants_jax(case: Case) -> bool:
+    """Does this case get the JAX reference up front (a deterministic share of cases)?"""
+    return case.invalid is None and case.toggle("jax-reference", JAX_SHARE)
+
+
 def references(case: Case, use_jax: bool = True) -> dict[str, Reference]:
-    """NumPy, the extended-precision truth and (for valid programs) jax.jit."""
+    """NumPy, the extended-precision truth and (for valid programs, when ``use_jax``) jax.jit."""
     refs = {"numpy": numpy_reference(case), "truth": truth_reference(case)}
     if use_jax and case.invalid is None:
         refs["jax"] = jax_reference(case)

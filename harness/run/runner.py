@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.mlir_variants import family
+
 from .. import oracles as oracle_registry
 from ..case import Case
 from ..corpus import Corpus
@@ -24,7 +26,7 @@ from ..oracles.base import Finding, Judgement, Observation, Oracle
 from ..oracles.tolerance import working_dtype
 from ..pending import WriteAhead
 from .isolation import Outcome, Worker
-from .references import Reference, references
+from .references import Reference, references, wants_jax
 from .task import Task, TaskResult
 from .worker import execute
 
@@ -71,6 +73,8 @@ class Stats:
     kinds: dict[str, int] = field(default_factory=dict)
     oracles: dict[str, int] = field(default_factory=dict)  # oracle -> cases it judged
     runs: dict[str, int] = field(default_factory=dict)  # backend -> backend runs
+    # stage (or "llvm") -> backend runs that reused it from the compiler's in-process cache
+    reused: dict[str, int] = field(default_factory=dict)
     # "backend|working dtype" -> histogram (``histogram_bin``) of each case's worst error in
     # ULPs, of its error / allowed (above 1 is a finding), and the largest finite error in ULPs.
     error_bins: dict[str, list[int]] = field(default_factory=dict)
@@ -79,7 +83,7 @@ class Stats:
 
     _COUNTS = ("cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities")
     _SECONDS = ("seconds_worker", "seconds_references")
-    _TABLES = ("cells", "kinds", "oracles", "runs")
+    _TABLES = ("cells", "kinds", "oracles", "runs", "reused")
     _HISTOGRAMS = ("error_bins", "margin_bins")
 
     def merge(self, other: dict[str, Any]) -> None:
@@ -193,9 +197,10 @@ class Runner:
             findings.append(finding)
         return findings
 
-    def references(self, case: Case) -> dict[str, Reference]:
+    def references(self, case: Case, with_jax: bool | None = None) -> dict[str, Reference]:
+        """The references of ``case``; JAX's when ``with_jax`` (default: the runner's setting)."""
         start = time.perf_counter()
-        refs = references(case, self.use_jax)
+        refs = references(case, self.use_jax if with_jax is None else with_jax and self.use_jax)
         self.stats.seconds_references += time.perf_counter() - start
         return refs
 
@@ -246,9 +251,32 @@ class Runner:
         self.stats.backend_runs += len(result.results)
         for backend_result in result.results:
             runs = self.stats.runs
-            runs[backend_result.backend] = runs.get(backend_result.backend, 0) + 1
+            name = family(backend_result.backend)  # mlir: variants count as mlir:*
+            runs[name] = runs.get(name, 0) + 1
             self.last_cells.update(backend_result.cells)
-        obs = Observation(case, result.results, self.references(case), judgement, self.references)
+            for stage in filter(None, backend_result.shared_stages.split(",")):
+                self.stats.reused[stage] = self.stats.reused.get(stage, 0) + 1
+        # JAX up front for a share of cases; for the others only if something is found, then
+        # everything is judged again with it (a bound JAX's own error widens is not a finding).
+        upfront = self.use_jax and wants_jax(case)
+        derived_done: dict[str, list] = {}
+        judgement = self._judge(case, chosen, result, upfront, derived_done)
+        if judgement.findings and self.use_jax and not upfront and case.invalid is None:
+            judgement = self._judge(case, chosen, result, True, derived_done)
+        return self._account(case, judgement)
+
+    def _judge(
+        self, case: Case, chosen: list[Oracle], result: TaskResult, with_jax: bool,
+        derived_done: dict[str, list],
+    ) -> Judgement:  # fmt: skip
+        """Every chosen oracle on the main task's result; derived tasks run once and their
+        outcomes are kept in ``derived_done`` for a second judgement."""
+        judgement = Judgement(oracles=[o.name for o in chosen])
+
+        def refs_of(other: Case) -> dict[str, Reference]:
+            return self.references(other, with_jax)
+
+        obs = Observation(case, result.results, refs_of(case), judgement, refs_of)
         for oracle in chosen:
             if oracle.primary:
                 judgement.findings.extend(oracle.judge(obs, []))
@@ -256,15 +284,18 @@ class Runner:
             for oracle in chosen:
                 if oracle.primary:
                     continue
-                derived = oracle.plan(obs)
-                outcomes = []
-                for item in derived:
-                    done = self.run_task(item.task)
-                    if done.status != "ok":
-                        judgement.findings.extend(self._failed(item.task, done))
-                    outcomes.append((item, done))
+                if oracle.name not in derived_done:
+                    outcomes, failed = [], []
+                    for item in oracle.plan(obs):
+                        done = self.run_task(item.task)
+                        if done.status != "ok":
+                            failed.extend(self._failed(item.task, done))
+                        outcomes.append((item, done))
+                    derived_done[oracle.name] = [outcomes, failed]
+                outcomes, failed = derived_done[oracle.name]
+                judgement.findings.extend(failed)
                 judgement.findings.extend(oracle.judge(obs, outcomes))
-        return self._account(case, judgement)
+        return judgement
 
     def _account(self, case: Case, judgement: Judgement) -> Judgement:
         s = self.stats
@@ -277,7 +308,8 @@ class Runner:
         if judgement.errors:
             dtype = working_dtype(case.program).name
             for backend, ulps in judgement.errors.items():
-                s.record_error(f"{backend}|{dtype}", float(ulps), judgement.margins.get(backend))
+                margin = judgement.margins.get(backend)
+                s.record_error(f"{family(backend)}|{dtype}", float(ulps), margin)
         for finding in judgement.findings:
             s.kinds[finding.kind] = s.kinds.get(finding.kind, 0) + 1
         for name in judgement.oracles:

@@ -13,14 +13,15 @@ import numpy as np
 
 from ..case import Case, encode_array
 
-#: What a task asks of the worker.
-KINDS = ("run", "artifacts", "fault")
+#: What a task asks of the worker (``sequence``: the case's jit sequence, call by call).
+KINDS = ("run", "artifacts", "fault", "sequence")
 
 
 @dataclass
 class Task:
     """Run ``case`` on ``backends`` (``run``), or get its artifacts on one backend
-    (``artifacts``), or fail on purpose (``fault``: the isolation tests only).
+    (``artifacts``), or run its jit sequence's calls in order (``sequence``: one result per
+    backend and call), or fail on purpose (``fault``: the isolation tests only).
 
     ``input_sets`` replace the case's own inputs (one result per backend and set); ``repeat``
     adds the determinism and aliasing checks to the first set's run.
@@ -88,6 +89,11 @@ class BackendResult:
     independent: bool | None = None  # outputs of later calls neither alias nor overwrite it
     seconds: float = 0.0
     cells: list[str] = field(default_factory=list)  # coverage: MLIR ops per stage, BLAS paths
+    # A call of a jit sequence: whether it traced a new specialization, and (where it did not,
+    # or where it failed) the same call on a fresh jit function, alone.
+    traced: bool | None = None
+    alone: BackendResult | None = None
+    shared_stages: str = ""  # stages (and "llvm": the JIT) taken from the compiler's cache
 
     @property
     def ok(self) -> bool:

@@ -7,6 +7,7 @@ marker file, so a crash names the backend and stage it happened in.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
@@ -75,12 +76,16 @@ def _repeat_checks(
     """Call again, with other inputs, and after recompiling: the same bits each time, no retrace,
     and every output array its own (a backend that reuses its output buffers fails here)."""
     snapshot = np.array(first, copy=True)
+    traces = fn.traces
     again = fn(*inputs, target=backend)
     again_copy = np.array(again, copy=True)
-    result.reused = fn.traces == 1
+    result.reused = fn.traces == traces
     other = fn(*_perturbed(inputs), target=backend)
     fn.clear()
-    recompiled = np.array(fn(*inputs, target=backend), copy=True)
+    from compiler import driver
+
+    with driver.fresh():  # a real recompile: every stage and the JIT run again
+        recompiled = np.array(fn(*inputs, target=backend), copy=True)
     arrays = [np.asarray(first), np.asarray(again), np.asarray(other)]
     shared = any(np.shares_memory(arrays[i], arrays[j]) for i in range(3) for j in range(i + 1, 3))
     unchanged = np.asarray(first).tobytes() == snapshot.tobytes()
@@ -96,13 +101,16 @@ def run_backend(
     backend: str,
     repeat: bool,
     mark: Any = None,
+    fn: Any = None,
 ) -> list[BackendResult]:
     """Trace, compile and run the case on one backend for each input set (one compile),
-    catching everything it raises; ``mark(backend, stage)`` hears each step before it runs."""
+    catching everything it raises; ``mark(backend, stage)`` hears each step before it runs.
+    ``fn``, the case's jitted function shared by the task's backends, traces once for all."""
     import compiler
 
     mark = mark or (lambda backend, stage: None)
-    fn = compiler.jit(case.function(compiler.xp))
+    shared = fn is not None
+    fn = fn if shared else compiler.jit(case.function(compiler.xp))
     results = []
     for index, inputs in enumerate(input_sets):
         start = time.perf_counter()
@@ -117,6 +125,9 @@ def run_backend(
         result = BackendResult(backend, "ok", output=output, seconds=time.perf_counter() - start)
         if index == 0:
             result.cells = sorted(stage_cells(compiled.stages))
+            artifacts = getattr(compiled, "artifacts", None)
+            shared = artifacts.notes.get("shared", "") if artifacts is not None else ""
+            result.shared_stages = str(shared)
         if repeat and index == 0:
             try:
                 _repeat_checks(fn, inputs, backend, output, result)
@@ -124,7 +135,54 @@ def run_backend(
                 result = _failure(backend, error)
         result.output = np.array(result.output, copy=True) if result.ok else None
         results.append(result)
-    fn.clear()
+    if not shared:
+        fn.clear()
+    return results
+
+
+def _recorded(backend: str, record: Any) -> BackendResult:
+    if record.error is not None:
+        result = _failure(backend, record.error)
+    else:
+        result = BackendResult(backend, "ok", output=record.snapshot)
+    result.seconds, result.traced = record.seconds, record.traced
+    return result
+
+
+def run_sequence(case: Any, backend: str, mark: Any = None) -> list[BackendResult]:
+    """The case's jit sequence on one backend: its calls in order on ONE jitted function (one
+    cache), the captured array changed in place where a call says so; then, for each call that
+    did not trace a specialization of its own (or failed), the same call alone on a fresh jit.
+    One result per call; ``independent`` is False where a call wrote into an array it was given
+    or a later call wrote into its output."""
+    import compiler
+
+    from .sequence import Recorder
+
+    mark = mark or (lambda backend, stage: None)
+    sequence = case.sequence
+    captured = np.array(sequence.calls[0].captured, copy=True) if sequence.captured else None
+    recorder = Recorder(sequence.function(compiler.xp, captured), captured, backend)
+    try:
+        for index, call in enumerate(sequence.calls):
+            if call.captured is not None and captured is not None:
+                captured[...] = call.captured
+            args, statics = sequence.arguments(index, recorder.last)
+            mark(backend, f"call {index}")
+            recorder(*args, **statics)
+        results = []
+        for index, record in enumerate(recorder.records):
+            result = _recorded(backend, record)
+            if record.error is not None or not record.traced:
+                mark(backend, f"alone {index}")
+                result.alone = _recorded(backend, recorder.alone(index))
+            overwritten = recorder.overwritten(index)
+            result.independent = not overwritten
+            if overwritten:
+                result.message = overwritten
+            results.append(result)
+    finally:
+        recorder.clear()
     return results
 
 
@@ -149,8 +207,23 @@ def artifacts(task: Task) -> dict[str, Any]:
     return data
 
 
+def workarounds_off(case: Any) -> contextlib.AbstractContextManager[None]:
+    """The compiler's workarounds the case needs off (``Case.workarounds_off``), turned off in
+    this thread; a name the compiler no longer registers is a workaround already gone (off for
+    good), so there is nothing to turn off."""
+    from compiler import workarounds
+
+    names = getattr(case, "workarounds_off", ()) or ()
+    return workarounds.disabled(*(n for n in names if n in workarounds.WORKAROUNDS))
+
+
 def execute(task: Task) -> TaskResult:
-    """The worker's job for one task."""
+    """The worker's job for one task, with the workarounds its case needs off."""
+    with workarounds_off(task.case):
+        return _execute(task)
+
+
+def _execute(task: Task) -> TaskResult:
     if task.kind == "fault":
         from .isolation import fault
 
@@ -163,9 +236,20 @@ def execute(task: Task) -> TaskResult:
     try:
         if task.kind == "artifacts":
             return TaskResult(artifacts=artifacts(task))
+        if task.kind == "sequence":
+            calls = [run_sequence(task.case, b, listener) for b in task.backends]
+            return TaskResult([result for results in calls for result in results])
+        import compiler
+
         results: list[BackendResult] = []
-        for backend in task.backends:
-            results.extend(run_backend(task.case, task.sets(), backend, task.repeat, listener))
+        fn = compiler.jit(task.case.function(compiler.xp))
+        try:
+            for backend in task.backends:
+                results.extend(
+                    run_backend(task.case, task.sets(), backend, task.repeat, listener, fn)
+                )
+        finally:
+            fn.clear()
         return TaskResult(results)
     finally:
         if listener is not None:
@@ -176,4 +260,4 @@ def execute(task: Task) -> TaskResult:
                 pass
 
 
-__all__ = ["artifacts", "execute", "run_backend"]
+__all__ = ["artifacts", "execute", "run_backend", "run_sequence", "workarounds_off"]

@@ -19,7 +19,7 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,9 @@ class FuzzOptions:
     quiet: bool = False
     relay: bool = False  # a Dask shard: drivers publish write-aheads and corpus writes (session)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: compiler workarounds for upstream bugs turned off on every case (``--disable-workaround``):
+    #: the session then rediscovers the bugs they avoid, and its findings carry the setting.
+    disable_workarounds: tuple[str, ...] = ()
 
 
 class _Found(Exception):
@@ -224,6 +227,9 @@ class Driver:
         self.replay_fixed()
         deadline = self.start + self.options.seconds
         strategy = cases(self.options.backends, self.options.max_nodes, self.options.mix)
+        if self.options.disable_workarounds:
+            off = tuple(sorted(self.options.disable_workarounds))
+            strategy = strategy.map(lambda case: replace(case, workarounds_off=off))
         database = example_database(self.options.database)
         round_number = 0
         harness_errors = 0

@@ -2,8 +2,9 @@
 
 Random programs (most of the budget), transformer structures with the causality check, the
 composites on their own so the metamorphic relations that need them (softmax shift, layer norm
-shift, head permutation) get exercised often, and matmuls of strided views (the layouts the
-BLAS substitution must get right).
+shift, head permutation) get exercised often, matmuls of strided views (the layouts the
+BLAS substitution must get right), and a few jit sequences (one jitted function called in
+sequence: ``SEQUENCE_PERCENT``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from strategies import invalid_programs, programs, samples
+from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
 from strategies.gen.values import input_values
 from strategies.model import ProgramBuilder
 
-from ..case import CPU_BACKENDS, Case, generated_array
+from ..case import CPU_BACKENDS, SAMPLED_BACKENDS, SAMPLED_SHARE, Case, generated_array
 
 
 @st.composite
@@ -129,16 +131,62 @@ def invalid_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     return Case(invalid, list(inputs), backends, origin=f"invalid/{invalid.violation}")
 
 
+#: The share of a default session's cases (percent) that are jit sequences: one jitted function
+#: called in sequence (its specialization cache, static arguments, argument trees, captured
+#: arrays). Each costs a few compiles, so the share stays small.
+SEQUENCE_PERCENT = 10
+
+
+@st.composite
+def sequence_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
+    """A jit sequence on one of ``backends`` (cache bugs do not depend on the target; the
+    first call is also an ordinary case for the other oracles)."""
+    sequence = draw(jit_sequences())
+    backend = draw(st.sampled_from(backends))
+    event("origin:jit-sequence")
+    return Case.from_sequence(sequence, (backend,), origin="jit-sequence")
+
+
+@st.composite
+def _with_sequences(
+    draw: st.DrawFn, others: st.SearchStrategy[Case], backends: tuple[str, ...]
+) -> Case:
+    """``others``, or for SEQUENCE_PERCENT of the cases a jit sequence (the coin shrinks toward
+    0: the others)."""
+    if draw(st.integers(0, 99)) >= 100 - SEQUENCE_PERCENT:
+        return draw(sequence_cases(backends))
+    return draw(others)
+
+
 def cases(
-    backends: tuple[str, ...] = CPU_BACKENDS, max_nodes: int = 6, mix: str = "all"
+    backends: tuple[str, ...] = CPU_BACKENDS,
+    max_nodes: int = 6,
+    mix: str = "all",
+    sampled: tuple[str, ...] | None = None,
 ) -> st.SearchStrategy[Case]:
-    """The session's mix (``all``), or random programs only (``programs``); random programs
-    come first so shrinking heads towards them."""
+    """The session's mix (``all``), or random programs only (``programs``), or jit sequences
+    only (``sequences``); random programs come first so shrinking heads towards them.
+    ``sampled`` backends (by default the shipped -O3 targets, when ``backends`` are the default
+    ones) join a share of the cases."""
+    if sampled is None:
+        sampled = SAMPLED_BACKENDS if tuple(backends) == CPU_BACKENDS else ()
+    strategy = with_mlir_variants(_mix(backends, max_nodes, mix), backends)
+    if not sampled:
+        return strategy
+    last = round(1 / SAMPLED_SHARE) - 1  # the coin shrinks toward 0: without them
+    return st.tuples(strategy, st.integers(0, last)).map(
+        lambda pair: pair[0].on(tuple(pair[0].backends) + sampled) if pair[1] == last else pair[0]
+    )
+
+
+def _mix(backends: tuple[str, ...], max_nodes: int, mix: str) -> st.SearchStrategy[Case]:
     if mix == "programs":
         return program_cases(backends, max_nodes)
+    if mix == "sequences":
+        return sequence_cases(backends)
     if mix != "all":
-        raise ValueError(f"unknown case mix {mix!r} (all, programs)")
-    return st.one_of(
+        raise ValueError(f"unknown case mix {mix!r} (all, programs, sequences)")
+    others = st.one_of(
         program_cases(backends, max_nodes),
         program_cases(backends, max_nodes),
         composite_cases(backends),
@@ -146,3 +194,73 @@ def cases(
         attention_cases(backends),
         strided_matmul_cases(backends),
     )
+    return _with_sequences(others, backends)
+
+
+# --------------------------------------------------------------------------------------------
+# mlir:<variant> backends (compiler/mlir_variants.py): ``mlir:*`` draws one per case
+
+
+def mlir_variant_names(
+    known_broken: bool = False, level: int | None = None
+) -> st.SearchStrategy[str]:
+    """A valid ordered subset of the catalog as a backend name: up to 3 tensor entries, maybe a
+    bufferization option, up to 2 buffer entries, maybe one lowering entry with up to 3 loop
+    entries that follow it. Shrinks towards fewer entries and earlier ones in catalog order
+    (the catalog is read when drawing: a plugin's entries take part)."""
+    from compiler import mlir_variants
+
+    @st.composite
+    def draw_name(draw: st.DrawFn) -> str:
+        catalog = mlir_variants.drawable()
+
+        def of(stage: str) -> list[str]:
+            return [e.id for e in catalog if e.stage == stage]
+
+        def some(stage: str, most: int) -> list[str]:
+            ids = of(stage)
+            return draw(st.lists(st.sampled_from(ids), unique=True, max_size=most)) if ids else []
+
+        chosen = some("tensor", 3)
+        if of("bufferize") and draw(st.integers(0, 4)) == 4:  # a fifth of the variants
+            chosen.append(draw(st.sampled_from(of("bufferize"))))
+        chosen += some("buffer", 2)
+        if of("lower") and draw(st.booleans()):
+            lower = draw(st.sampled_from(of("lower")))
+            loops = [e.id for e in catalog if e.stage == "loops" and lower in e.after]
+            chosen.append(lower)
+            if loops:
+                chosen += draw(st.lists(st.sampled_from(loops), unique=True, max_size=3))
+        if not chosen and of("tensor"):
+            chosen.append(draw(st.sampled_from(of("tensor"))))
+        event(f"mlir-variant entries: {len(chosen)}")
+        name = mlir_variants.Variant(tuple(chosen), known_broken).name
+        return name if level is None else f"{name}@O{level}"
+
+    return draw_name()
+
+
+def with_mlir_variants(
+    strategy: st.SearchStrategy[Case], backends: tuple[str, ...]
+) -> st.SearchStrategy[Case]:
+    """Each ``mlir:*`` (``mlir:known-broken:*``, maybe ``@O<n>``) in a case's backends replaced
+    by a drawn variant: the case carries the concrete name, so replay, minimization and the
+    reproducer see an ordinary backend."""
+    from compiler import mlir_variants
+    from compiler.pipelines import split_level
+
+    draws = [b for b in dict.fromkeys(backends) if mlir_variants.is_draw(b)]
+    if not draws:
+        return strategy
+    names = [
+        mlir_variant_names(b.startswith(mlir_variants.PREFIX + mlir_variants.KNOWN_BROKEN),
+                           split_level(b)[1])
+        for b in draws
+    ]  # fmt: skip
+
+    def place(pair: tuple[Case, tuple[str, ...]]) -> Case:
+        case, drawn = pair
+        chosen = dict(zip(draws, drawn, strict=True))
+        return case.on(tuple(dict.fromkeys(chosen.get(b, b) for b in case.backends)))
+
+    return st.tuples(strategy, st.tuples(*names)).map(place)

@@ -4,7 +4,11 @@ Layers, from the top: ``frontend`` (the traced graph is already wrong, or an err
 ``definition`` (a composite's shared definition, ``compiler/ops.py``), ``builder`` (the module as
 built is wrong or does not verify), ``mlir-pass:<pass>`` (the first pass after which the result
 changes, or the pass that crashes), ``blas`` (our BLAS stage), ``llvm`` (LLVM's optimizer or code
-generation), ``runtime`` (our calling convention), ``mlir-parse`` (MLIR crashed reading our text).
+generation), ``runtime`` (our calling convention), ``mlir-parse`` (MLIR crashed reading our text),
+and the layer a backend declares for another compiler behind our frontend (``xla`` for
+``xla-cpu``, ``iree`` for ``iree-cpu*``: wrong where the graph interpreted by NumPy is right),
+with the known bug of that compiler the failure is where the backend recognizes one
+(``known_issue_of``).
 
 Crashes and pass failures inside a pipeline stage are pinned by ``mlir-opt``'s own crash
 reproducer on that stage's input (``mlir_crash.pin_crash``) and reduced to a minimal module.
@@ -31,6 +35,8 @@ from ..run.task import Task
 from .signature import backend_family
 
 PIPELINE_CRASH_STAGES = ("optimized", "bufferized", "lowered")
+#: Findings of the jit-sequence oracle that live in the @jit layer, not in a pipeline.
+JIT_KINDS = ("stale-specialization", "overwritten")
 
 
 @dataclass
@@ -55,12 +61,54 @@ class Attribution:
         }
 
 
+def _declared_layer(name: str) -> str:
+    """The layer a backend says its failures belong to (``layer``: ``xla`` for ``xla-cpu``),
+    or "" for a backend that declares none."""
+    try:
+        backend = backends.get(backend_family(name))
+    except ValueError:
+        return ""
+    return str(getattr(backend, "layer", "") or "")
+
+
+def _pass_stage(name: str, stage: str) -> bool:
+    """Is ``stage`` an ``mlir-opt`` pipeline of our backend ``name`` (``mlir:`` variants name
+    their stages after catalog entries)?"""
+    backend = _ours(name)
+    if backend is None or stage not in backend.target.stage_names():
+        return False
+    return bool(backend.target.stage(stage).pipeline)
+
+
 def _ours(name: str) -> backends.MlirCpuBackend | None:
     try:
         backend = backends.get(backend_family(name))
     except ValueError:
         return None
     return backend if isinstance(backend, backends.MlirCpuBackend) else None
+
+
+def _with_known_issue(found: Attribution, case: Case, message: str = "") -> Attribution:
+    """``found``, with the known bug of the compiler behind its backend that the failure is
+    (``known_issue_of(graph, message)``: IREE's) in ``mlir["known_issue"]`` and the detail."""
+    try:
+        explain = getattr(backends.get(found.backend), "known_issue_of", None)
+    except ValueError:
+        explain = None
+    if explain is None or case.invalid is not None:
+        return found
+    try:
+        import compiler
+
+        _, graph, _ = compiler.jit(case.function(compiler.xp)).trace(*case.inputs)
+        issue = explain(graph, message)
+    except Exception as error:  # noqa: BLE001 - the attribution stands without it
+        found.mlir["known_issue_error"] = repr(error)[:300]
+        return found
+    if issue:
+        found.mlir["known_issue"] = issue
+        found.detail += f". Known issue {issue['name']}: {issue['cause']} ({issue['upstream']})"
+    return found
 
 
 class Attributor:
@@ -94,9 +142,20 @@ class Attributor:
             )
         if finding.oracle == "error-path" and finding.kind == "wrong-error":
             return Attribution("frontend", detail="error paths are decided while tracing")
+        if finding.oracle == "jit-sequence" and finding.kind in JIT_KINDS:
+            return Attribution(
+                "jit",
+                finding.backends[0] if finding.backends else "",
+                "a call answered differently in sequence than alone (or wrote into an array): "
+                "the @jit layer (compiler/api.py specialization cache, frontend/pytree.py keys, "
+                "captured arrays) or the runtime's buffers",
+            )
         backend = next((b for b in finding.backends if _ours(b) is not None), None)
         if backend is None:
             name = finding.backends[0] if finding.backends else "?"
+            layer = _declared_layer(name)
+            if layer:
+                return self._other_compiler(case, finding, name, layer)
             return Attribution(f"backend:{backend_family(name)}", name, "not one of our pipelines")
         if finding.kind == "verifier-error":
             module = finding.result.module if finding.result is not None else ""
@@ -108,13 +167,55 @@ class Attributor:
             )
         stage = finding.stage or (finding.result.stage if finding.result is not None else "")
         if finding.kind == "pass-failure" or (
-            finding.oracle == "isolation" and stage in PIPELINE_CRASH_STAGES
+            finding.oracle == "isolation"
+            and (stage in PIPELINE_CRASH_STAGES or _pass_stage(backend, stage))
         ):
             return self._pin(case, finding, backend, stage)
         if finding.oracle == "isolation" and stage in ("trace", BUILT, "blas", LLVM):
             layer = {"trace": "frontend", BUILT: "mlir-parse", "blas": "blas", LLVM: "llvm"}[stage]
             return Attribution(layer, backend, f"the process died in stage {stage!r}")
         return self._bisect(case, finding, backend)
+
+    # -- another compiler behind our frontend (xla-cpu) ----------------------------------------
+    def _other_compiler(
+        self, case: Case, finding: Finding, backend: str, layer: str
+    ) -> Attribution:
+        """A backend that hands our traced graph to another compiler (``layer``: ``xla``):
+        the graph interpreted by NumPy separates our frontend from that compiler. A crash,
+        hang or compile error inside it is that compiler's, once tracing is past."""
+        stage = finding.stage or (finding.result.stage if finding.result is not None else "")
+        if finding.oracle == "isolation":
+            if stage == "trace":
+                return Attribution("frontend", backend, "the process died while tracing")
+            return Attribution(layer, backend, f"{backend} died in stage {stage!r}")
+        if finding.oracle == "error-path":
+            if finding.kind != "wrong-error" and stage and stage != "trace":
+                # A CompilerError the backend raised in one of its own stages.
+                message = finding.result.message if finding.result is not None else ""
+                found = Attribution(layer, backend, f"{backend} failed in stage {stage!r}")
+                return _with_known_issue(found, case, message or finding.detail)
+            return Attribution("frontend", backend, "error paths are decided while tracing")
+        from ..replay import oracles_of
+
+        only = oracles_of(finding.signature)
+        probe = case.on((backend,))
+        evidence = {"graph-numpy": self.verdict(probe, finding, "graph-numpy", only)}
+        if evidence["graph-numpy"] == "fails":
+            return Attribution(
+                "frontend", backend, "the traced graph, interpreted by NumPy, already fails",
+                evidence,
+            )  # fmt: skip
+        evidence[backend] = self.verdict(probe, finding, backend, only)
+        if evidence[backend] != "fails":
+            return Attribution("unknown", backend, "the failure did not reproduce", evidence)
+        found = Attribution(
+            layer,
+            backend,
+            f"{backend} fails on a traced graph that NumPy evaluates correctly: the deviation "
+            f"is the compiler behind {backend} ({layer})",
+            evidence,
+        )
+        return _with_known_issue(found, case)
 
     # -- compile-time failures ---------------------------------------------------------------
     def _pin(self, case: Case, finding: Finding, backend: str, stage: str) -> Attribution:
@@ -134,6 +235,9 @@ class Attributor:
             if not texts:
                 return Attribution("unknown", backend, f"could not rebuild the input of {stage}")
             stage_input = list(texts.values())[-1]
+        standalone = getattr(target.stage(stage), "standalone", None)
+        if standalone is not None:  # a stage that decides on its input (mlir: variants)
+            pipeline, stage_input = standalone(stage_input)
         pinned = pin_crash(stage_input, pipeline)
         info: dict[str, Any] = {
             "failing_stage": stage,

@@ -7,19 +7,27 @@ expected (the assertion and stack frames, or the values and the error model's ve
 the minimal input verifies on its own, the evidence of the attribution, and the Python reproducer
 for this project's compiler. Where the failing layer is this project's own code, the report says
 so and names the layer. ``write_files`` writes the ``.mlir`` files and a ``commands.sh`` next to
-it (``python -m harness repro FILE --mlir DIR``).
+it (``python -m harness repro FILE --mlir DIR``). A finding in XLA (layer ``xla``, behind the
+``xla-cpu`` backend) is exported for XLA's project instead: the StableHLO module, XLA's optimized
+HLO, and ``xla_repro.py``, which runs that module through ``jax.extend`` on the exact inputs and
+checks the output against NumPy's by the fuzzer's error model, with nothing of this project.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from compiler.dtypes import is_float
 from compiler.tools import tool_path
 
 from ..corpus import Entry
+from .mlir_crash import crash_needle
 
 OWNERS = {
     "mlir-pass": "LLVM/MLIR upstream (github.com/llvm/llvm-project, an MLIR pass)",
@@ -31,7 +39,13 @@ OWNERS = {
     "builder": "this project: compiler/lower/emit.py (the MLIR the compiler builds)",
     "blas": "this project: compiler/lower/blas.py (the BLAS stage)",
     "runtime": "this project: compiler/runtime.py (the calling convention)",
+    "xla": "XLA upstream (github.com/openxla/xla: the CPU compiler behind jax.jit)",
+    "iree": "IREE upstream (github.com/iree-org/iree: iree-compile's llvm-cpu target or its "
+    "runtime)",
 }
+#: Layers of another compiler that our frontend hands its traced graph to (``Backend.layer``):
+#: their minimal input is that compiler's own module, and their reproducer needs only it.
+FOREIGN = ("xla",)
 
 
 def attribution_of(entry: Entry) -> dict[str, Any]:
@@ -64,6 +78,316 @@ def minimal_module(entry: Entry) -> tuple[str, str]:
     return "", ""
 
 
+def _stages(entry: Entry) -> dict[str, str]:
+    stages = entry.mlir.get("stages")
+    return stages if isinstance(stages, dict) else {}
+
+
+def _literal(text: str) -> str:
+    """``text`` as a Python string literal (raw triple quotes where they are safe)."""
+    if "'''" not in text and "\\" not in text and not text.endswith("'"):
+        return "r'''" + text + "'''"
+    return repr(text)
+
+
+def xla_script(entry: Entry) -> str:
+    """A standalone script for XLA's developers: the StableHLO module, the exact inputs, NumPy's
+    answer and the exact one (extended precision) with the fuzzer's allowed error per element,
+    run through XLA's CPU client (``jax.extend``) with nothing of this project. It exits 1
+    exactly where the differential oracle rejects XLA's output (JAX is not a reference here:
+    it is the implementation under test)."""
+    from ..case import Case
+    from ..oracles import tolerance
+    from ..oracles.differential import yardstick
+    from ..report.reproducer import array_source
+    from ..run.references import references
+
+    stablehlo = _stages(entry).get("stablehlo", "")
+    if not stablehlo:
+        return ""
+    case = Case.from_dict(entry.case["case"])
+    refs = references(case, use_jax=False)
+    if not refs["numpy"].ok:
+        return ""
+    expected = np.asarray(refs["numpy"].output)
+    exact = np.asarray(yardstick(refs), np.float64)
+    steps = tolerance.error_steps(case.program)
+    working = tolerance.working_dtype(case.program)
+    if is_float(expected.dtype):
+        allowed = tolerance.bound(exact, [expected], steps, working)
+    else:
+        allowed = np.zeros(expected.shape)
+    names = [f"x{i}" for i in range(len(case.inputs))]
+    lines = [
+        f'"""XLA CPU vs NumPy: {entry.detail.splitlines()[0][:150] if entry.detail else ""}',
+        "",
+        "jax.jit lowers the program to the StableHLO module below; XLA's CPU client compiles and",
+        "runs it on the exact inputs. NumPy's answer and the exact answer (extended precision,",
+        "rounded to float64) are embedded, with the allowed error of each element. Exit 1: XLA's",
+        "output differs from NumPy's in dtype, shape or non-finite values, or exceeds "
+        'the bound."""',
+        "",
+        "import sys",
+        "",
+        "import numpy as np",
+        "import jax",
+        "",
+        'jax.config.update("jax_enable_x64", True)',
+        'jax.config.update("jax_platforms", "cpu")',
+        "import jax.extend  # noqa: E402",
+        "",
+        f"STABLEHLO = {_literal(stablehlo)}",
+        "",
+    ]
+    lines += [f"{n} = {array_source(a)}" for n, a in zip(names, case.inputs, strict=True)]
+    lines += [
+        f"NUMPY = {array_source(expected)}",
+        f"EXACT = {array_source(exact)}",
+        f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
+        "",
+        'client = jax.extend.backend.get_backend("cpu")',
+        "device = client.local_devices()[0]",
+        "executable = client.compile_and_load(STABLEHLO, [device])",
+        f"outputs = executable.execute([jax.device_put(x, device) for x in [{', '.join(names)}]])",
+        "xla = np.asarray(outputs[0])",
+        'print("xla:  ", xla.dtype, xla.shape, np.array2string(xla, threshold=16))',
+        'print("numpy:", NUMPY.dtype, NUMPY.shape, np.array2string(NUMPY, threshold=16))',
+        "if xla.dtype != NUMPY.dtype or xla.shape != NUMPY.shape:",
+        '    sys.exit("dtype or shape differs from NumPy")',
+        "wide, numpy_wide = xla.astype(np.float64), NUMPY.astype(np.float64)",
+        "same = (np.isnan(wide) == np.isnan(numpy_wide)) & "
+        "(np.isinf(wide) == np.isinf(numpy_wide))",
+        "same &= ~np.isinf(wide) | (wide == numpy_wide)",
+        "if not same.all():",
+        '    sys.exit(f"non-finite values differ from NumPy at {np.argwhere(~same)[0].tolist()}")',
+        "finite = np.isfinite(wide) & np.isfinite(EXACT)",
+        "error = np.where(finite, np.abs(wide - EXACT), 0.0)",
+        "worst = np.unravel_index(np.argmax(error - ALLOWED), error.shape)",
+        'print("largest error", error.max(), "; at", worst, error[worst], '
+        '"allowed", ALLOWED[worst])',
+        "sys.exit(1 if (error > ALLOWED).any() else 0)",
+    ]
+    text = "\n".join(lines) + "\n"
+    if "ml_dtypes." in text:
+        text = text.replace("import numpy as np\n", "import ml_dtypes\nimport numpy as np\n", 1)
+    if "zlib." in text:
+        text = text.replace("import sys\n", "import base64\nimport sys\nimport zlib\n", 1)
+    return text
+
+
+# -- IREE (layer ``iree``, behind the ``iree-cpu*`` backends) ----------------------------------
+
+
+def _iree_backend(entry: Entry) -> str:
+    """The IREE variant that failed: the attribution's, else the signature's or the case's."""
+    names = [attribution_of(entry).get("backend", "")]
+    names += str(entry.signature.get("backend", "")).split("+")
+    names += list((entry.case.get("case") or {}).get("backends", []))
+    found = [n for n in names if isinstance(n, str) and n.startswith("iree-cpu")]
+    return found[0] if found else "iree-cpu"
+
+
+def iree_inputs(entry: Entry) -> tuple[str, list[np.ndarray]]:
+    """(tensor-ABI module, arguments in ABI order) of the entry's case: the module the backend
+    compiled (kept in the entry, else built again) and the case's inputs followed by the arrays
+    the program captured (NumPy scalars, closures), as ``@main`` takes them."""
+    import compiler
+    from compiler.lower.emit import build
+
+    from ..case import Case
+
+    case = Case.from_dict(entry.case["case"])
+    trace, graph, _ = compiler.jit(case.function(compiler.xp)).trace(*case.inputs)
+    arrays = [np.asarray(a) for a in case.inputs]
+    arrays += [np.asarray(array) for array, _ in trace.captured.values()]
+    stored = [_stages(entry).get("module", ""), entry.mlir.get("module", "")]
+    module = next((t for t in stored if isinstance(t, str) and "func.func @main(" in t), "")
+    return module or build(graph, abi="tensor")[0], arrays
+
+
+def iree_commands(entry: Entry, arrays: list[np.ndarray] | None = None) -> list[str]:
+    """The iree-compile and iree-run-module command lines that reproduce the entry from
+    ``module.mlir`` and the ``x*.npy`` files ``write_files`` writes."""
+    from compiler import iree
+
+    if arrays is None:
+        arrays = iree_inputs(entry)[1]
+    inputs = [value for _, _, value in iree.input_files(arrays)]
+    results = 1 + _gathers(entry)
+    name = _iree_backend(entry)
+    return [iree.compile_command(name), iree.run_command(inputs, results)]
+
+
+def _gathers(entry: Entry) -> int:
+    """How many gather error flags ``@main`` returns after the program's output."""
+    module = iree_inputs(entry)[0]
+    header = re.search(r"func\.func @main\(.*?\)\s*->\s*\((.*?)\)\s*\{", module, re.S)
+    return max(0, header.group(1).count("tensor<") - 1) if header else 0
+
+
+def iree_check_script(entry: Entry) -> str:
+    """A NumPy-only script for IREE's developers, run after ``iree-run-module`` wrote
+    ``out*.npy``: NumPy's answer and the exact one (extended precision) with the fuzzer's
+    allowed error per element are embedded; it exits 1 exactly where the differential oracle
+    rejects IREE's output (a gather flag set on in-range ids included)."""
+    from ..case import Case
+    from ..oracles import tolerance
+    from ..oracles.differential import yardstick
+    from ..report.reproducer import array_source
+    from ..run.references import references
+
+    case = Case.from_dict(entry.case["case"])
+    refs = references(case, use_jax=False)
+    if not refs["numpy"].ok:
+        return ""
+    expected = np.asarray(refs["numpy"].output)
+    exact = np.asarray(yardstick(refs), np.float64)
+    if is_float(expected.dtype):
+        steps = tolerance.error_steps(case.program)
+        allowed = tolerance.bound(exact, [expected], steps, tolerance.working_dtype(case.program))
+    else:
+        allowed = np.zeros(expected.shape)
+    lines = [
+        f'"""IREE llvm-cpu vs NumPy: {entry.detail.splitlines()[0][:150] if entry.detail else ""}',
+        "",
+        "Run after commands.sh (iree-compile, then iree-run-module writing out*.npy). NumPy's",
+        "answer and the exact answer (extended precision, rounded to float64) are embedded, with",
+        "the allowed error of each element. Exit 1: IREE's output differs from NumPy's in dtype,",
+        'shape or non-finite values, exceeds the bound, or a gather flag is set."""',
+        "",
+        "import sys",
+        "",
+        "import numpy as np",
+        "",
+        f"NUMPY = {array_source(expected)}",
+        f"EXACT = {array_source(exact)}",
+        f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
+        f"GATHERS = {_gathers(entry)}",
+        "",
+        "for k in range(1, 1 + GATHERS):",
+        '    if np.load(f"out{k}.npy").any():',
+        '        sys.exit(f"gather flag out{k}.npy is set: ids reported out of range")',
+        'out = np.load("out0.npy")',
+        "if NUMPY.dtype == np.bool_ and out.dtype == np.int8:  # booleans cross the ABI as i8",
+        "    if not np.isin(out, (0, 1)).all():",
+        '        sys.exit(f"a bool result holds {np.unique(out)}")',
+        "    out = out.astype(np.bool_)",
+        'print("iree: ", out.dtype, out.shape, np.array2string(out, threshold=16))',
+        'print("numpy:", NUMPY.dtype, NUMPY.shape, np.array2string(NUMPY, threshold=16))',
+        "if out.dtype != NUMPY.dtype or out.shape != NUMPY.shape:",
+        '    sys.exit("dtype or shape differs from NumPy")',
+        "wide, numpy_wide = out.astype(np.float64), NUMPY.astype(np.float64)",
+        "same = np.isnan(wide) == np.isnan(numpy_wide)",
+        "same &= np.isinf(wide) == np.isinf(numpy_wide)",
+        "same &= ~np.isinf(wide) | (wide == numpy_wide)",
+        "if not same.all():",
+        '    sys.exit(f"non-finite values differ from NumPy at {np.argwhere(~same)[0].tolist()}")',
+        "finite = np.isfinite(wide) & np.isfinite(EXACT)",
+        "error = np.where(finite, np.abs(wide - EXACT), 0.0)",
+        "worst = np.unravel_index(np.argmax(error - ALLOWED), error.shape)",
+        'print("largest error", error.max(), "; at", worst, error[worst],',
+        '      "allowed", ALLOWED[worst])',
+        "sys.exit(1 if (error > ALLOWED).any() else 0)",
+    ]
+    text = "\n".join(lines) + "\n"
+    if "ml_dtypes." in text:
+        text = text.replace("import numpy as np\n", "import ml_dtypes\nimport numpy as np\n", 1)
+    if "zlib." in text:
+        text = text.replace("import sys\n", "import base64\nimport sys\nimport zlib\n", 1)
+    return text
+
+
+def iree_files(entry: Entry, directory: Path) -> list[Path]:
+    """``module.mlir`` (the tensor-ABI module), the arguments (``x*.npy``), ``iree_check.py``
+    for a wrong answer, and ``commands.sh``: iree-compile, iree-run-module, the check."""
+    from compiler import iree
+
+    module, arrays = iree_inputs(entry)
+    (directory / "module.mlir").write_text(module)
+    iree.write_inputs(directory, arrays)
+    written = [directory / "module.mlir"]
+    written += [directory / name for name, _, _ in iree.input_files(arrays)]
+    compile_line, run_line = iree_commands(entry, arrays)
+    lines = [
+        "#!/bin/sh",
+        "# Reproduces the failure with IREE's own tools (pip install iree-base-compiler==3.13.*",
+        "# iree-base-runtime==3.13.*, which put iree-compile and iree-run-module on the PATH).",
+        'cd "$(dirname "$0")"',
+        "set -e",
+        compile_line,
+        run_line,
+    ]
+    wrong = entry.signature.get("oracle") != "error-path"
+    script = iree_check_script(entry) if wrong else ""
+    if script:
+        (directory / "iree_check.py").write_text(script)
+        written.append(directory / "iree_check.py")
+        lines.append("python iree_check.py")
+    (directory / "commands.sh").write_text("\n".join(lines) + "\n")
+    (directory / "commands.sh").chmod(0o755)
+    return written + [directory / "commands.sh"]
+
+
+def iree_section(entry: Entry) -> list[str]:
+    """Markdown lines: the known IREE issue the entry is (where its root cause lives)."""
+    issue = attribution_of(entry).get("mlir", {}).get("known_issue")
+    if not issue:
+        return []
+    return [
+        "",
+        f"## Known issue: {issue.get('name', '')}",
+        "",
+        f"- Root cause: {issue.get('cause', '')}",
+        f"- Upstream: {issue.get('upstream', '')}",
+        f"- Workaround: {issue.get('workaround', '')}",
+    ]
+
+
+def workarounds_of(entry: Entry) -> list[dict[str, str]]:
+    """The compiler workarounds the entry's case needs off (``Case.workarounds_off``), each with
+    the upstream issue it avoids; a name the compiler no longer has is marked removed."""
+    from compiler import workarounds
+
+    case = entry.case.get("case") if isinstance(entry.case, dict) else None
+    names = case.get("workarounds_off", []) if isinstance(case, dict) else []
+    found = []
+    for name in names:
+        known = workarounds.WORKAROUNDS.get(name)
+        found.append(
+            {
+                "name": name,
+                "issue": known.issue if known else "",
+                "description": known.description if known else "removed from the compiler",
+            }
+        )
+    return found
+
+
+def workaround_section(off: list[dict[str, str]]) -> list[str]:
+    """Markdown lines: which workaround of ours avoids the bug, how the reproducers turn it off,
+    and that a replay saying ``fixed-now`` means it can go."""
+    from compiler.workarounds import ENV
+
+    names = ",".join(w["name"] for w in off)
+    lines = ["## This project's workaround", ""]
+    for w in off:
+        issue = f" Upstream: {w['issue']}." if w["issue"] else ""
+        lines.append(f"- `{w['name']}` (compiler/workarounds.py): {w['description']}.{issue}")
+    lines += [
+        "",
+        "Our compiler avoids this bug unless the workaround is off. The finding was made with it "
+        f"off, and everything here turns it off: the Python reproducer sets `{ENV}={names}`, "
+        "`python -m harness replay FILE` turns it off around compiling the case, and the "
+        "`mlir-opt` command needs nothing (its input is what the compiler emits with it off).",
+        "",
+        "While the upstream bug is present, `python -m harness replay` says `still-open` for "
+        "this entry. The day it says `fixed-now` (a wheel with the fix), the workaround can go: "
+        "remove it from compiler/workarounds.py and its branch in the compiler, then mark the "
+        "entry fixed (`python -m harness replay --update`).",
+    ]
+    return lines
+
+
 def verifies(module: str) -> str:
     """Does ``module`` parse and verify on its own (``mlir-opt`` with no passes)?"""
     path = tool_path("mlir-opt")
@@ -77,6 +401,18 @@ def verifies(module: str) -> str:
     return f"no: {proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else proc.returncode}"
 
 
+def _iree_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    found = {}
+    for name in ("iree-base-compiler", "iree-base-runtime"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
 def export_report(entry: Entry, fmt: str = "md") -> str:
     """The report text (Markdown), or the same facts as JSON (``fmt="json"``)."""
     from ..report.reproducer import tool_versions
@@ -87,11 +423,35 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
     module, what = minimal_module(entry)
     signature = entry.signature
     command = mlir.get("command", "")
+    foreign = layer.split(":")[0] in FOREIGN
+    iree = layer.split(":")[0] == "iree"
+    script = ""
+    check = ""
+    if iree:
+        try:
+            module, _ = iree_inputs(entry)
+            command = " && ".join(iree_commands(entry))
+            if entry.signature.get("oracle") != "error-path":
+                check = iree_check_script(entry)
+        except Exception as error:  # noqa: BLE001 - the report is documentation
+            command = f"# no IREE commands: {error!r}"
+        what = "the tensor-ABI module our frontend hands to iree-compile"
+    if foreign:
+        module = _stages(entry).get("stablehlo", "")
+        what = "the StableHLO module jax.jit lowers the minimized program to"
+        command = "python -m compiler.xla compile stablehlo.mlir -o hlo.txt" if module else ""
+        try:
+            script = xla_script(entry)
+        except Exception as error:  # noqa: BLE001 - the report is documentation
+            script = f"# no standalone XLA script: {error!r}\n"
     runnable = ""
     if command.startswith("mlir-opt "):
         runnable = "python -m compiler tools " + command
-    summary = (mlir.get("assertion") or entry.detail.splitlines()[0] if entry.detail else "")[:200]
+    # The assertion without its source path and line (they move between LLVM builds).
+    summary = crash_needle(mlir["assertion"]) if mlir.get("assertion") else ""
+    summary = (summary or (entry.detail.splitlines()[0] if entry.detail else ""))[:200]
     title = f"[{layer}] {signature.get('kind')}: {summary}"
+    off = workarounds_of(entry)
     facts = {
         "title": title,
         "owner": owner(layer),
@@ -103,7 +463,10 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
         "module_is": what,
         "command": command,
         "command_from_this_project": runnable,
-        "verifies": verifies(module) if module else "",
+        "verifies": verifies(module) if module and not foreign and not iree else "",
+        "xla_script": script,
+        "iree_check": check,
+        "known_issue": mlir.get("known_issue", {}),
         "assertion": mlir.get("assertion", ""),
         "frames": mlir.get("frames", []),
         "detail": entry.detail,
@@ -111,6 +474,7 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
         "attribution_detail": attribution.get("detail", ""),
         "reproducer": entry.reproducer,
         "file": str(entry.path) if entry.path else "",
+        "workarounds_off": off,
     }
     if fmt == "json":
         return json.dumps(facts, indent=1, sort_keys=True) + "\n"
@@ -122,12 +486,33 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
             "This is a bug in this project's own code, not in MLIR or LLVM: fix it here "
             "(the layer above names the module)."
         )
+    if off:
+        lines += ["", *workaround_section(off)]
     lines += ["", "## Versions", ""]
     lines += [f"- {k}: {v}" for k, v in sorted(facts["versions"].items())]
+    if iree:
+        lines += [f"- {k}: {v}" for k, v in _iree_versions().items()]
+        lines += iree_section(entry)
+    if foreign:
+        lines.append(
+            "Our frontend traced the program correctly (the traced graph, interpreted by NumPy, "
+            "passes); the compiler behind this backend computes it wrongly."
+        )
     if module:
         lines += ["", f"## Minimal input ({what})", "", "```mlir", module.rstrip(), "```"]
-        lines += ["", f"Verifies on its own: {facts['verifies']}"]
-    if command:
+        if facts["verifies"]:
+            lines += ["", f"Verifies on its own: {facts['verifies']}"]
+    if script:
+        lines += ["", "## Standalone reproducer (JAX and NumPy only)", "", "```python"]
+        lines += [script.rstrip(), "```"]
+    if command and iree:
+        lines += ["", "## Commands (module.mlir and x*.npy: `python -m harness repro FILE "]
+        lines[-1] += "--mlir DIR` writes them)"
+        lines += ["", "```sh", *command.split(" && "), "```"]
+        if check:
+            lines += ["", "Then `python iree_check.py` judges `out*.npy`:", "", "```python"]
+            lines += [check.rstrip(), "```"]
+    elif command:
         lines += ["", "## Command", "", "```sh", command, "```"]
         if runnable:
             lines += [
@@ -155,6 +540,23 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
     return "\n".join(lines) + "\n"
 
 
+def in_order(commands: dict[str, str]) -> list[tuple[str, str]]:
+    """Stage commands in the order they run: each reads the file the one before wrote
+    (``PREVIOUS.mlir``, from ``module.mlir`` on), whatever order a stored dict kept."""
+    left, ordered, current = dict(commands), [], "module"
+
+    def reads(command: str, stage: str) -> bool:
+        return re.search(rf"(^|\s|'){re.escape(stage)}\.mlir(\s|'|$)", command) is not None
+
+    while left:
+        following = [n for n, c in left.items() if n != current and reads(c, current)]
+        if not following:
+            break
+        current = following[0]
+        ordered.append((current, left.pop(current)))
+    return ordered + list(left.items())
+
+
 def write_files(entry: Entry, directory: Path) -> list[Path]:
     """The entry's IR files and a ``commands.sh`` that reproduces the failure with them."""
     directory = Path(directory)
@@ -167,17 +569,43 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
         "pre.mlir": mlir.get("pre_pass_module"),
         "min.mlir": mlir.get("reduced_module"),
     }
+    stages = _stages(entry)
+    if attribution_of(entry).get("layer", "").split(":")[0] == "iree":
+        written = iree_files(entry, directory)
+        if entry.reproducer:
+            (directory / "reproducer.py").write_text(entry.reproducer)
+            written.append(directory / "reproducer.py")
+        return written
+    if attribution_of(entry).get("layer", "").split(":")[0] in FOREIGN:
+        files.update({"stablehlo.mlir": stages.get("stablehlo"), "hlo.txt": stages.get("hlo")})
+        try:
+            files["xla_repro.py"] = xla_script(entry)
+        except Exception:  # noqa: BLE001 - the report says why
+            pass
     for name, text in files.items():
         if text:
             (directory / name).write_text(text)
             written.append(directory / name)
     commands = ["#!/bin/sh", "# Reproduces the failure with this project's tools (by name)."]
-    for name, command in (entry.mlir.get("commands") or {}).items():
+    off = workarounds_of(entry)
+    if off:
+        from compiler.workarounds import ENV
+
+        commands += [
+            "# Our compiler avoids this bug unless these workarounds are off (python -m compiler",
+            "# workarounds); the .mlir files are already what it emits with them off.",
+            f"export {ENV}={','.join(w['name'] for w in off)}",
+        ]
+    if (directory / "xla_repro.py").exists():
+        commands += ["# XLA alone: the StableHLO module on the exact inputs", "python xla_repro.py"]
+    for name, command in in_order(entry.mlir.get("commands") or {}):
         commands.append(f"# stage {name}")
         commands.append(command)
     if mlir.get("command"):
+        command = mlir["command"]
         commands.append("# the failing pass alone")
-        commands.append("python -m compiler tools " + mlir["command"])
+        prefix = "python -m compiler tools " if command.startswith("mlir-opt ") else ""
+        commands.append(prefix + command)
     if entry.reproducer:
         (directory / "reproducer.py").write_text(entry.reproducer)
         written.append(directory / "reproducer.py")
@@ -188,4 +616,4 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
     return written
 
 
-__all__ = ["export_report", "minimal_module", "owner", "write_files"]
+__all__ = ["export_report", "minimal_module", "owner", "write_files", "xla_script"]

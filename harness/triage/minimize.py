@@ -3,8 +3,10 @@
 Hypothesis shrinks what it generated; this pass works on any case (a crash found outside
 Hypothesis, a corpus entry, a leftover write-ahead record): end the program early, bypass
 equations, drop unused inputs, shrink dimensions (one input, or one extent everywhere), simplify
-values, keeping each step only if the *same* failure (``Signature.matches``) still happens. An
-invalid program keeps its violation through every step.
+values, drop entries of an ``mlir:`` pipeline variant, keeping each step only if the *same*
+failure (``Signature.matches``) still happens. An invalid program keeps its violation through
+every step. A jit-sequence finding shrinks its sequence instead: fewer calls, then simpler calls
+(``JitSequence.simpler``), then values.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import numpy as np
 
 from strategies.model import REJECTIONS, Input, InvalidProgram, Program, Ref, Subject
 from strategies.model.rewrites import drop_unused_subject_inputs, rewrite_subject
+from strategies.model.sequence import valid
 
 from ..case import Case
 from ..oracles.base import Finding
+from ..oracles.sequence import NAME as SEQUENCE_ORACLE
 
 Predicate = Callable[[Case], Finding | None]
 _BUILD_ERRORS = (*REJECTIONS, KeyError)
@@ -165,7 +169,62 @@ def _variants_values(case: Case) -> list[tuple[str, Case]]:
     return found
 
 
-GENERATORS = (_variants_structure, _variants_joint, _variants_shapes, _variants_values)
+def _variants_sequence(case: Case) -> list[tuple[str, Case]]:
+    """A jit sequence with fewer calls (a fed-back output whose call is gone becomes its own
+    array), or one call simpler: its own arrays instead of aliases, positional arguments,
+    default statics, the captured array unchanged, variant 0; unused variants and statics
+    dropped. Each candidate is re-checked (every call's program must build)."""
+    sequence = case.sequence
+    found = []
+    for description, smaller in sequence.simpler():
+        if valid(smaller):
+            found.append((description, Case.from_sequence(smaller, case.backends, case.origin)))
+    return found
+
+
+def _variants_sequence_values(case: Case) -> list[tuple[str, Case]]:
+    found = []
+    for description, simpler in case.sequence.rounded():
+        if valid(simpler):
+            found.append((description, Case.from_sequence(simpler, case.backends, case.origin)))
+    return found
+
+
+def _variants_pipeline(case: Case) -> list[tuple[str, Case]]:
+    """An ``mlir:`` pipeline variant with one entry fewer (latest first), the case then run on
+    that variant alone: the entries the failure needs are what is left."""
+    from compiler.mlir_variants import is_variant, parse
+    from compiler.pipelines import split_level
+
+    found = []
+    for backend in case.backends:
+        if not is_variant(backend):
+            continue
+        try:
+            variant = parse(backend).variant
+        except ValueError:
+            continue
+        suffix = backend[len(split_level(backend)[0]) :]  # "@O<n>", kept
+        for index in reversed(range(len(variant.entries))):
+            smaller = variant.without(index).name + suffix
+            found.append((f"{backend}: drop {variant.entries[index]}", case.on((smaller,))))
+    return found
+
+
+GENERATORS = (
+    _variants_pipeline, _variants_structure, _variants_joint, _variants_shapes, _variants_values
+)  # fmt: skip
+#: A jit-sequence finding shrinks its sequence (its calls' programs are derived from it).
+SEQUENCE_GENERATORS = (_variants_pipeline, _variants_sequence, _variants_sequence_values)
+# Generators whose candidates are no smaller by ``Case.size`` (values; a shorter pipeline).
+_VALUES = (_variants_values, _variants_sequence_values, _variants_pipeline)
+
+
+def generators(case: Case, finding: Finding) -> tuple[Callable[[Case], list], ...]:
+    """The variant generators for ``finding`` on ``case``."""
+    if finding.oracle == SEQUENCE_ORACLE and case.sequence is not None:
+        return SEQUENCE_GENERATORS
+    return GENERATORS
 
 
 def minimize(
@@ -175,13 +234,18 @@ def minimize(
     budget_seconds: float = 60.0,
     max_evaluations: int = 200,
 ) -> Minimized:
-    """Greedy fixpoint over the variant generators, within the budget."""
+    """Greedy fixpoint over the variant generators, within the budget. A finding on a case
+    that carries a jit sequence but is not the sequence's own is about its first call alone:
+    the sequence is dropped first."""
     start = time.perf_counter()
+    if case.sequence is not None and finding.oracle != SEQUENCE_ORACLE:
+        case = case.without_sequence()
     best = Minimized(case, finding)
+    chosen = generators(case, finding)
     progress = True
     while progress:
         progress = False
-        for generator in GENERATORS:
+        for generator in chosen:
             for description, candidate in generator(best.case):
                 if (
                     time.perf_counter() - start > budget_seconds
@@ -189,7 +253,7 @@ def minimize(
                 ):
                     best.seconds = time.perf_counter() - start
                     return best
-                if candidate.size >= best.case.size and generator is not _variants_values:
+                if candidate.size >= best.case.size and generator not in _VALUES:
                     continue
                 best.evaluations += 1
                 result = predicate(candidate)
@@ -204,4 +268,4 @@ def minimize(
     return best
 
 
-__all__ = ["GENERATORS", "Minimized", "Predicate", "minimize"]
+__all__ = ["GENERATORS", "SEQUENCE_GENERATORS", "Minimized", "Predicate", "generators", "minimize"]

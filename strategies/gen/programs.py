@@ -11,13 +11,16 @@ range) guides the choices. An elementwise primitive added to the table is genera
 
 Programs use every promotion NumPy 2 defines, including those JAX does differently (an int32
 operand meeting a float32 one gives float64 in NumPy, float32 in JAX): the harness adapts JAX
-to NumPy's dtypes instead. ``implicit_int_to_float=False`` avoids them, for a test that compares
-with unadapted JAX.
+to NumPy's dtypes instead. One program in ``LOW_PRECISION_SHARE`` computes in float16 or
+bfloat16 (whose promotions are NumPy's with ml_dtypes: bfloat16 with float16 or a Python float
+is float32, bfloat16 @ bfloat16 is float32). ``implicit_int_to_float=False`` avoids them, for a
+test that compares with unadapted JAX.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -26,7 +29,7 @@ from hypothesis import strategies as st
 
 from compiler import primitives
 
-from ..model import DTYPES, Program, Ref
+from ..model import DTYPES, LOW_PRECISION_DTYPES, Program, Ref
 from .makers import MAKERS
 from .shapes import SHAPE_REGIMES
 from .state import Config, Gen, broadcast, generation_order
@@ -132,10 +135,30 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
     return op
 
 
+#: One program in LOW_PRECISION_SHARE (when the dtypes allow a choice) computes in float16 or
+#: bfloat16: the rest keep to the 32/64-bit dtypes, as before the 16-bit formats existed.
+LOW_PRECISION_SHARE = 6
+
+
+def _with_precision(draw: st.DrawFn, cfg: Config) -> tuple[Config, str]:
+    """The program's configuration and base dtype: a modest share of programs use the 16-bit
+    formats (base float16 or bfloat16, every dtype allowed); the others never see them. Shrinks
+    toward the 32/64-bit programs."""
+    low = tuple(d for d in cfg.dtypes if d in LOW_PRECISION_DTYPES)
+    rest = tuple(d for d in cfg.dtypes if d not in LOW_PRECISION_DTYPES)
+    if low and rest and draw(st.integers(0, LOW_PRECISION_SHARE - 1)) != LOW_PRECISION_SHARE - 1:
+        return replace(cfg, dtypes=rest), draw(st.sampled_from(rest))
+    if low and rest:
+        event("dtypes:low-precision")
+        return cfg, draw(st.sampled_from(low))
+    return cfg, draw(st.sampled_from(cfg.dtypes))
+
+
 @st.composite
 def _programs(draw: st.DrawFn, cfg: Config) -> Program:
+    cfg, base = _with_precision(draw, cfg)
     g = Gen(draw, cfg)
-    g.base = draw(st.sampled_from(cfg.dtypes))
+    g.base = base
     # Half the programs plain; the others with size-1 sides anywhere or vector-width extents.
     g.regime = draw(st.sampled_from(SHAPE_REGIMES)) if draw(st.booleans()) else "plain"
     event(f"shape-regime:{g.regime}")

@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 
 from compiler import primitives
 
-from ..model import DTYPES, FLOAT_DTYPES, REJECTIONS, Const, ProgramBuilder, Ref, TensorType
+from ..model import (
+    DTYPES,
+    FLOAT_DTYPES,
+    LOW_PRECISION_DTYPES,
+    REJECTIONS,
+    Const,
+    ProgramBuilder,
+    Ref,
+    TensorType,
+)
 from ..model.program import numpy_result, result_type
 from ..model.types import INT32_MAX
 from .shapes import VECTOR_SIDES, broadcastable_shapes
@@ -58,6 +67,24 @@ def _accepts(op: str, dtype: str) -> bool:
 
 
 @functools.cache
+def _meets(op: str, a: str, b: str) -> bool:
+    """Does NumPy accept ``op`` with operands of dtypes ``a`` and ``b`` (both orders)?"""
+    prim = primitives.get(op)
+    if prim.kind not in ("binary", "compare", "select", "matmul"):
+        return True
+    attrs = {k: v.default for k, v in prim.attrs.items()}
+    for x, y in ((a, b), (b, a)):
+        operands = [TensorType((2, 2), x), TensorType((2, 2), y)]
+        if prim.kind == "select":
+            operands = [TensorType((2, 2), "bool"), *operands]
+        try:
+            numpy_result(prim, operands, attrs)
+        except REJECTIONS:
+            return False
+    return True
+
+
+@functools.cache
 def _int_to_float(op: str) -> bool:
     """Does ``op`` give a float for int32 operands (NumPy float64, JAX float32)?"""
     prim = primitives.get(op)
@@ -85,11 +112,18 @@ class Config:
     def floats(self) -> tuple[str, ...]:
         return tuple(d for d in self.dtypes if d in FLOAT_DTYPES)
 
-    def compatible(self, a: str, b: str) -> bool:
-        """May values of dtypes ``a`` and ``b`` meet in one op (NumPy and JAX agreeing)?"""
-        if a == b or self.implicit:
+    def compatible(self, a: str, b: str, op: str = "add") -> bool:
+        """May values of dtypes ``a`` and ``b`` meet in ``op`` (NumPy defining a result and, unless
+        implicit promotions are allowed, NumPy and JAX agreeing)? NumPy with ml_dtypes has no
+        common dtype of bfloat16 and float16 or int32, so ``where`` rejects those pairs though
+        ``add`` takes them (through its float32/float64 loops)."""
+        if a == b:
             return True
-        return {a, b} <= set(FLOAT_DTYPES) or {a, b} == {"int32", "float64"}
+        if not self.implicit and not (
+            {a, b} <= set(FLOAT_DTYPES) or {a, b} == {"int32", "float64"}
+        ):
+            return False
+        return _meets(op, a, b)
 
     def op_dtypes(self, op: str) -> tuple[str, ...]:
         if op == "astype" and len(self.dtypes) < 2:
@@ -243,7 +277,7 @@ class Gen:
     ) -> Value | Const:
         """Second operand for ``op`` next to ``p``: fresh input, constant or existing value."""
         target = p.shape if shape is None else shape
-        allowed = [d for d in self.cfg.op_dtypes(op) if self.cfg.compatible(d, p.dtype)]
+        allowed = [d for d in self.cfg.op_dtypes(op) if self.cfg.compatible(d, p.dtype, op)]
         kinds = ["fresh", "const", "existing"] if consts else ["fresh", "existing"]
         kind = self.draw(st.sampled_from(kinds))
         if kind == "const":
@@ -276,7 +310,12 @@ class Gen:
         else:
             choices = [2.0, 0.5, -1.5, 3.0, 2, -3, 1e10]
         value = self.draw(st.sampled_from(choices))
-        strong = [d for d in DTYPES if self.cfg.compatible(d, dtype)]
+        strong = [
+            d
+            for d in DTYPES
+            if self.cfg.compatible(d, dtype, op)
+            and (d not in LOW_PRECISION_DTYPES or d in self.cfg.dtypes)
+        ]
         if isinstance(value, float):
             strong = [d for d in strong if d in FLOAT_DTYPES]
         elif abs(value) > INT32_MAX:

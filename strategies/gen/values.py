@@ -17,7 +17,10 @@ Each regime targets a known way kernels go wrong:
   arithmetic defines every result).
 
 Values are float32-representable for float32 arrays, free of subnormals (flush-to-zero
-differences are not bugs), and shrink toward simple numbers. Inputs that flow into a float ->
+differences are not bugs), and shrink toward simple numbers. float16 values respect its range
+(largest 65504: ``large`` stays below 1e4, ``extreme`` uses its own edges); bfloat16 values are
+float32 draws rounded to bfloat16's 8-bit significand (Hypothesis has no bfloat16), with
+bfloat16's own edges (largest ~3.4e38, epsilon 2**-7). Inputs that flow into a float ->
 int32 cast (undefined in NumPy for NaN, infinities and out-of-range values) only ever get
 ``ordinary`` values, whatever the regime.
 """
@@ -32,7 +35,9 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ..model import Input, Program, Ref
+from compiler import primitives
+
+from ..model import FLOAT_DTYPES, Input, Program, Ref
 
 REGIMES = (
     "ordinary",
@@ -56,6 +61,9 @@ def regimes() -> st.SearchStrategy[str]:
     return st.sampled_from(REGIMES)
 
 
+BFLOAT16 = "bfloat16"
+
+
 def _f(value: float, width: int) -> float:
     """``value`` rounded to the float width (bounds must be representable)."""
     return float(np.dtype(f"float{width}").type(value))
@@ -65,19 +73,28 @@ def _floats(lo: float, hi: float, width: int) -> st.SearchStrategy[float]:
     return st.floats(_f(lo, width), _f(hi, width), width=width, allow_subnormal=False)
 
 
+def _bfloat16(value: float) -> float:
+    """``value`` rounded to the nearest bfloat16 (ml_dtypes rounds to nearest even)."""
+    return float(np.asarray(value, np.float32).astype(BFLOAT16))
+
+
 def _either_sign(magnitude: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.tuples(st.booleans(), magnitude).map(lambda t: -t[1] if t[0] else t[1])
 
 
-def _float_elements(regime: str, width: int) -> st.SearchStrategy[float]:
-    info = np.finfo(np.dtype(f"float{width}"))
+def _float_elements(regime: str, width: int, info: Any = None) -> st.SearchStrategy[float]:
+    """Elements of a float of ``width`` bits (``info``: the finfo whose edges ``extreme``
+    uses, bfloat16's for bfloat16 drawn as float32)."""
+    info = info if info is not None else np.finfo(np.dtype(f"float{width}"))
     ordinary = _floats(-4.0, 4.0, width)
     if regime in ("ordinary", "constant_rows"):
         return ordinary
     if regime == "large":
         return _either_sign(_floats(1e3, 1e4, width))
     if regime == "tiny":
-        return _either_sign(_floats(1e-8 if width >= 32 else 1e-4, 1e-4, width))
+        if width == 16:  # float16's smallest normal is 6.1e-5
+            return _either_sign(_floats(2 * float(info.tiny), 1e-2, width))
+        return _either_sign(_floats(1e-8, 1e-4, width))
     if regime == "mixed_sign":
         return _either_sign(_floats(1e-2, 1e2, width))
     if regime == "negative":
@@ -141,6 +158,11 @@ def elements(
     dt = np.dtype(dtype)
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; choose from {REGIMES}")
+    if dt.name == BFLOAT16:
+        strategy = _float_elements(regime, 32, primitives.finfo(dt)).map(_bfloat16)
+        if not finite:
+            strategy = strategy | st.sampled_from([np.nan, np.inf, -np.inf])
+        return strategy
     if dt.kind == "f":
         strategy = _float_elements(regime, 8 * dt.itemsize)
         if not finite:
@@ -167,35 +189,38 @@ def values(
     dt = np.dtype(dtype)
     if bound is not None:
         return draw(hnp.arrays(dt, shape, elements=st.integers(0, bound - 1), fill=st.nothing()))
+    # Hypothesis has no bfloat16: its arrays are drawn as float32 holding bfloat16-exact values.
+    store = np.dtype(np.float32) if dt.name == BFLOAT16 else dt
+    floating = primitives.is_float(dt)
     if regime == "constant_rows" and len(shape) >= 1:
         rows = draw(
             hnp.arrays(
-                dt,
+                store,
                 (*shape[:-1], 1),
                 elements=elements(dt, regime, finite=finite),
                 fill=st.nothing(),
             )
         )
-        return np.ascontiguousarray(np.broadcast_to(rows, shape))
+        return np.ascontiguousarray(np.broadcast_to(rows, shape)).astype(dt)
     array = draw(
-        hnp.arrays(dt, shape, elements=elements(dt, regime, finite=finite), fill=st.nothing())
+        hnp.arrays(store, shape, elements=elements(dt, regime, finite=finite), fill=st.nothing())
     )
-    if regime == "mixed_sign" and array.size >= 2 and dt.kind in "if":
+    if regime == "mixed_sign" and array.size >= 2 and (floating or dt.kind == "i"):
         flat = array.reshape(-1)
         flat[0] = abs(flat[0])
         flat[-1] = -abs(flat[-1]) if flat[-1] != 0 else -1
-    if regime == "special" and dt.kind == "f" and len(shape) >= 1 and draw(st.booleans()):
+    if regime == "special" and floating and len(shape) >= 1 and draw(st.booleans()):
         # A whole last-axis row of -inf (a fully masked softmax row, the max of -inf).
         row = draw(st.integers(0, max(array.size // shape[-1] - 1, 0)))
         array.reshape(-1, shape[-1])[row] = -np.inf
         event("special:row-of-minus-inf")
-    if regime == "special" and dt.kind == "f":
+    if regime == "special" and floating:
         for name, test in (("nan", np.isnan), ("inf", np.isinf)):
             if np.any(test(array)):
                 event(f"special:{name}")
         if np.any((array == 0) & np.signbit(array)):
             event("special:-0.0")
-    return array
+    return array.astype(dt) if store != dt else array
 
 
 def int_cast_inputs(program: Program) -> set[int]:
@@ -207,7 +232,7 @@ def int_cast_inputs(program: Program) -> set[int]:
         if node.op != "astype" or node.attrs.get("dtype") != "int32":
             continue
         source = node.args[0]
-        if program.type_of(source).dtype not in ("float32", "float64"):
+        if program.type_of(source).dtype not in FLOAT_DTYPES:
             continue
         stack, seen = [source], set()
         while stack:

@@ -46,12 +46,12 @@ VIOLATIONS: dict[str, Violation] = {
             False,
             (ValueError, TypeError, NotImplementedError),
         ),
-        # NumPy computes in any dtype; the compiler supports float32, float64 and int32 only.
+        # NumPy computes in any dtype; the compiler supports float16/32/64, bfloat16 and int32.
         Violation("unsupported_dtype", "an input of a dtype the compiler does not support", False),
         Violation("heads_mismatch", "attention whose width is not divisible by heads", True),
     )
 }
-UNSUPPORTED_DTYPES = ("int64", "float16", "int16", "uint8")
+UNSUPPORTED_DTYPES = ("int64", "int16", "uint8")
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def literal(array: np.ndarray) -> str:
                 return "np.inf" if x > 0 else "-np.inf"
         return repr(x)
 
-    return f"np.array({one(array.tolist())}, dtype=np.{array.dtype.name})"
+    return f"np.array({one(array.tolist())}, dtype={primitives.dtype_source(array.dtype)})"
 
 
 def function_source(program: Program, extra: RawEquation | None = None) -> list[str]:
@@ -78,17 +78,15 @@ def inputs_source(
 ) -> list[str]:
     lines = [] if values is not None else [f"rng = np.random.default_rng({seed})"]
     for i, inp in enumerate(inputs):
-        name = f"x{i}"
+        name, dtype = f"x{i}", primitives.dtype_source(inp.dtype)
         if values is not None:
             lines.append(f"{name} = {literal(np.asarray(values[i]))}")
         elif inp.bound is not None:
-            lines.append(
-                f"{name} = rng.integers(0, {inp.bound}, {inp.shape}).astype(np.{inp.dtype})"
-            )
+            lines.append(f"{name} = rng.integers(0, {inp.bound}, {inp.shape}).astype({dtype})")
         elif np.dtype(inp.dtype).kind in "iu":
-            lines.append(f"{name} = rng.integers(-8, 9, {inp.shape}).astype(np.{inp.dtype})")
+            lines.append(f"{name} = rng.integers(-8, 9, {inp.shape}).astype({dtype})")
         else:
-            lines.append(f"{name} = rng.standard_normal({inp.shape}).astype(np.{inp.dtype})")
+            lines.append(f"{name} = rng.standard_normal({inp.shape}).astype({dtype})")
     return lines
 
 
@@ -128,6 +126,8 @@ def python_source(
     lines += ["", "", *function, "", ""]
     lines += list(input_lines) if input_lines is not None else inputs_source(inputs, values, seed)
     lines.append("")
+    if any("ml_dtypes." in line for line in lines):
+        lines.insert(2, "import ml_dtypes  # bfloat16")
     call = f"compiler.jit(program)({names}" + (f", target={target!r})" if target else ")")
     if rejects is not None:
         lines += [

@@ -9,9 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from compiler import primitives
+
 #: Dtypes of inputs, casts and results; ``bool`` exists only as the result of a comparison.
-DTYPES = ("float32", "float64", "int32")
-FLOAT_DTYPES = ("float32", "float64")
+#: float16 and bfloat16 (``ml_dtypes``) come last: the shrinker prefers the earlier ones, and
+#: the generator gives them a modest share of programs (``gen.programs``).
+DTYPES = ("float32", "float64", "int32", "float16", "bfloat16")
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+#: Stored in 16 bits, computed in float32 by NumPy (float16) and ml_dtypes (bfloat16).
+LOW_PRECISION_DTYPES = ("float16", "bfloat16")
 BOOL = "bool"
 VALUE_DTYPES = (*DTYPES, BOOL)
 INT32_MAX = 2**31 - 1
@@ -90,11 +96,14 @@ class Const:
 
     def py(self) -> Any:
         """The operand as passed to the array namespace (weak: Python scalar; strong: NumPy)."""
-        return self.value if self.dtype is None else np.dtype(self.dtype).type(self.value)
+        if self.dtype is None:
+            return self.value
+        with np.errstate(over="ignore"):  # 1e10 as a float16 is inf, as NumPy converts it
+            return np.dtype(self.dtype).type(self.value)
 
     def __str__(self) -> str:
         if self.dtype is not None:
-            return f"np.{self.dtype}({self.value!r})"
+            return f"{primitives.dtype_source(self.dtype)}({self.value!r})"
         # Parenthesized when negative: ``-2.0 ** x`` would mean ``-(2.0 ** x)``.
         return repr(self.value) if self.value >= 0 else f"({self.value!r})"
 
@@ -130,6 +139,7 @@ __all__ = [
     "DTYPES",
     "FLOAT_DTYPES",
     "INT32_MAX",
+    "LOW_PRECISION_DTYPES",
     "VALUE_DTYPES",
     "Arg",
     "Const",

@@ -26,9 +26,9 @@ from harness.run.isolation import Crashed, call
 F32, F64, I32 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32)
 
 ALL_TARGETS = compiler.backends.cpu_targets()  # every CPU target (aliases included)
-FUSED = ["cpu-loops", "cpu-blas"]
+FUSED = ["cpu-loops", "cpu-blas", "cpu-vector"]
 UNFUSED = ["cpu-loops-unfused", "cpu-blas-unfused"]
-MATMUL_TARGETS = FUSED  # the two that must agree on every matmul case
+MATMUL_TARGETS = FUSED  # the ones that must agree on every matmul case
 REAL_TARGETS = FUSED + UNFUSED  # every target once (the aliases resolve to one of these)
 
 RTOL = {F32: 2e-6, F64: 1e-12}

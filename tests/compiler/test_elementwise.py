@@ -11,6 +11,7 @@ from compiler_checks import (
     ALL_TARGETS,
     F32,
     F64,
+    FUSED,
     I32,
     UNFUSED,
     assert_like_numpy,
@@ -233,7 +234,7 @@ BOOLEAN_REUSE_KERNELS = {name: jit(fn) for name, fn in BOOLEAN_REUSE.items()}
 @pytest.mark.parametrize("name", list(BOOLEAN_REUSE))
 def test_boolean_used_twice(rng, name):
     a, b = rand(rng, (3, 1, 5)), rand(rng, (4, 1))
-    check(BOOLEAN_REUSE_KERNELS[name], a, b, targets=["cpu-loops", "cpu-blas"])
+    check(BOOLEAN_REUSE_KERNELS[name], a, b, targets=FUSED)
 
 
 @jit

@@ -13,6 +13,7 @@ from compiler_checks import (
     ALL_TARGETS,
     F32,
     F64,
+    FUSED,
     I32,
     REAL_TARGETS,
     UNFUSED,
@@ -107,7 +108,7 @@ def test_reshape_transpose(rng, name):
     check(LAYOUT_KERNELS[name], x)
 
 
-@pytest.mark.parametrize("target", UNFUSED + ["cpu-blas"])
+@pytest.mark.parametrize("target", UNFUSED + ["cpu-blas", "cpu-vector"])
 def test_reshape_transpose_other_targets(rng, target):
     x = rand(rng, (3, 4, 5), F32)
     for name in ("x.T.reshape(-1, 4).T", "transpose-reshape-add", "reshape-slice-T"):
@@ -186,7 +187,7 @@ def test_gather(rng, dtype, table_shape, ids_shape):
     table = rand(rng, table_shape, dtype)
     ids = rand(rng, ids_shape, I32, 0, table_shape[0])
     ids.flat[:2] = [0, table_shape[0] - 1]  # both ends of the table
-    check(gather_kernel, table, ids, targets=["cpu-loops", "cpu-blas", "cpu-loops-unfused"])
+    check(gather_kernel, table, ids, targets=[*FUSED, "cpu-loops-unfused"])
 
 
 def test_gather_rank0_ids(rng):
@@ -309,7 +310,7 @@ def test_argument_trees(rng):
     extra = {"shift": rand(rng, (5,)), "unused_static": "text"}
     seq = [2.0, [rand(rng, (3, 5))]]  # a static Python float and a nested list
     atol = matmul_atol(batch.inputs, layer.weight, F32)
-    check(tree_fn, layer, batch, extra, seq, targets=["cpu-loops", "cpu-blas"], atol=atol)
+    check(tree_fn, layer, batch, extra, seq, targets=FUSED, atol=atol)
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from compiler import model
 
 CONFIG = model.GPT2Config(layers=2, heads=3, width=24, context=16, vocab=40)
 IDS = np.array([3, 17, 0, 39, 17, 8, 25], dtype=np.int32)
-TARGETS = ["cpu-blas", "cpu-loops"]
+TARGETS = ["cpu-blas", "cpu-loops", "cpu-vector"]
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.case import CPU_BACKENDS
 from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +129,7 @@ def test_help_shows_defaults_and_an_example(capsys) -> None:
         "(default: 6)",
         "(default: all)",
         "(default: corpus)",
-        "(default: cpu-loops,cpu-blas,cpu-loops-unfused,cpu-blas-unfused)",
+        "(default: " + ",".join(CPU_BACKENDS) + ")",
     ):
         assert default in fuzz, default
     assert "example: python -m harness fuzz" in fuzz
@@ -183,4 +184,4 @@ def test_backends_lists_every_backend_and_why_not(capsys) -> None:
     text = "\n".join(lines)
     assert "why: no toy hardware" in text
     assert "why: unavailable() raised OSError: probe failed" in text
-    assert "aliases: cpu = cpu-blas" in text
+    assert "aliases: cpu = cpu-vector" in text

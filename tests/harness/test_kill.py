@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -43,9 +44,13 @@ def test_kill_minus_nine_mid_session(tmp_path: Path) -> None:
     items = list(corpus.entries())
     assert items and all(isinstance(i, Entry) for i in items), items
     assert not [p for p in corpus_dir.rglob(".tmp-*")]
-    # The next session re-runs whatever was in flight and clears the write-ahead record.
-    again = fuzz_command(corpus_dir, 1, 6, "--no-database", "--no-jax", "--minimize-seconds", "5")
-    subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, timeout=300)
+    # Recovery re-runs whatever was in flight and clears the write-ahead records (a session
+    # does it first thing too, but a short one may be stopped before it is through).
+    again = [sys.executable, "-m", "harness", "recover", "--corpus", str(corpus_dir), "--no-jax"]
+    rerun = subprocess.run(
+        again, cwd=tmp_path, env=env, capture_output=True, timeout=300, text=True
+    )
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
     from harness.pending import orphans
 
     assert orphans(corpus_dir) == []

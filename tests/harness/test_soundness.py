@@ -142,7 +142,9 @@ print(json.dumps([[f.kind, f.oracle] for f in judgement.findings]))
 OUTPUT_REUSE = Mutation(
     "reused-output-buffers",
     "runtime.py",
+    '        allocated outputs and the error flags."""\n'
     "        outputs = [np.empty(n.shape, n.dtype) for n in self.signature.outputs]\n",
+    '        allocated outputs and the error flags."""\n'
     "        outputs = self.__dict__.setdefault(\n"
     "            '_kept', [np.empty(n.shape, n.dtype) for n in self.signature.outputs]\n"
     "        )\n",

@@ -1,0 +1,148 @@
+"""Workarounds for upstream bugs, as named switches (all on by default).
+
+Where the compiler emits something other than the natural IR only because MLIR or LLVM
+mishandles the natural IR, the choice is registered here with the upstream issue it avoids, and
+the emitter asks ``enabled(name)``. Turning a workaround off brings the upstream bug back, which
+is how the harness keeps it honest: a corpus entry that needs it off (``Case.workarounds_off``)
+replays ``still-open`` while the bug is upstream and ``fixed-now`` on the wheel that fixes it,
+the day the workaround can go.
+
+Off, for this thread: ``with compiler.workarounds.disabled("subview-rank-reduction"): ...``;
+off, for a process and its children: ``COMPILER_DISABLE_WORKAROUNDS=name[,name]`` (read at each
+check, so a reproducer may set it after importing the compiler). ``python -m compiler
+workarounds`` lists them with their state. An unknown name is a ValueError naming the known
+ones (a typo must not quietly leave the workaround on).
+
+Caches that hold emitted IR key it by ``state()`` (compiler/driver.py); caches keyed by the IR
+text itself need nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+#: The environment variable that turns workarounds off: comma-separated names.
+ENV = "COMPILER_DISABLE_WORKAROUNDS"
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """One avoided upstream bug: its switch name, the upstream issue or PR, and what the
+    compiler does instead (one line)."""
+
+    name: str
+    issue: str
+    description: str
+
+
+WORKAROUNDS: dict[str, Workaround] = {}
+
+
+def register(name: str, issue: str, description: str) -> Workaround:
+    """Add a workaround (a plugin may register its own); names are unique."""
+    if name in WORKAROUNDS:
+        raise ValueError(f"workaround {name!r} is already registered")
+    if not name or "," in name or name != name.strip():
+        raise ValueError(f"workaround names are non-empty, without commas or spaces: {name!r}")
+    WORKAROUNDS[name] = workaround = Workaround(name, issue, description)
+    return workaround
+
+
+register(
+    "subview-rank-reduction",
+    "llvm/llvm-project: this case not reported yet (related: #60091, #111244 / PR #183995, "
+    "PR #184334)",
+    "slices are never rank-reducing (a tensor.reshape drops the dims an integer index removes): "
+    "a rank-reducing memref.subview with a non-unit step on a size-1 dim asserts in "
+    "SubViewOp::getDroppedDims under expand-strided-metadata (MLIR 22.1.8)",
+)
+
+
+def check(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` (sorted, distinct), each a registered workaround; else a ValueError that
+    lists the known ones."""
+    names = tuple(names)
+    unknown = [n for n in names if n not in WORKAROUNDS]
+    if unknown:
+        raise ValueError(
+            f"unknown workaround {', '.join(map(repr, unknown))}; known: "
+            f"{', '.join(sorted(WORKAROUNDS)) or 'none'}"
+        )
+    return tuple(sorted(set(names)))
+
+
+def parse(text: str) -> tuple[str, ...]:
+    """Names from ``name[,name]`` (blanks ignored), checked."""
+    return check([n.strip() for n in text.split(",") if n.strip()])
+
+
+_LOCAL = threading.local()
+
+
+def _env() -> tuple[str, ...]:
+    text = os.environ.get(ENV, "")
+    if not text.strip():
+        return ()
+    try:
+        return parse(text)
+    except ValueError as error:
+        raise ValueError(f"{ENV}={text!r}: {error}") from None
+
+
+def state() -> tuple[str, ...]:
+    """The workarounds off here and now (the environment's and this thread's), sorted: the key
+    of anything built under them."""
+    local: tuple[str, ...] = getattr(_LOCAL, "off", ())
+    env = _env()
+    return tuple(sorted(set(env) | set(local))) if local or env else ()
+
+
+def enabled(name: str) -> bool:
+    """Is workaround ``name`` on (the default)?"""
+    check((name,))
+    return name not in state()
+
+
+@contextlib.contextmanager
+def disabled(*names: str) -> Iterator[None]:
+    """Turn the named workarounds off inside this block, in this thread (nests; ``disabled()``
+    with no names changes nothing)."""
+    names = check(names)
+    before: tuple[str, ...] = getattr(_LOCAL, "off", ())
+    _LOCAL.off = tuple(sorted(set(before) | set(names)))
+    try:
+        yield
+    finally:
+        _LOCAL.off = before
+
+
+def describe() -> list[dict[str, str]]:
+    """Every workaround with its state here: name, issue, description, ``on``/``off``."""
+    off = state()
+    return [
+        {
+            "name": w.name,
+            "issue": w.issue,
+            "description": w.description,
+            "state": "off" if w.name in off else "on",
+        }
+        for w in WORKAROUNDS.values()
+    ]
+
+
+__all__ = [
+    "ENV",
+    "WORKAROUNDS",
+    "Workaround",
+    "check",
+    "describe",
+    "disabled",
+    "enabled",
+    "parse",
+    "register",
+    "state",
+]

@@ -1,0 +1,185 @@
+"""The ``xla-cpu`` backend: ``jax.jit`` of the traced graph, a system under test like our own.
+
+The graph the frontend traced is evaluated over ``jax.numpy`` by the reference interpreter
+(``compiler.interpret``) under ``jax.jit``, with 64-bit types enabled: every promotion is already
+an explicit cast node, so XLA computes in NumPy's dtypes and is judged by the same references and
+error model as our pipelines. Its deviations are findings about XLA, exported with the StableHLO
+module (``stablehlo``, from ``jax.jit(...).lower(...).as_text()``) and XLA's optimized HLO
+(``hlo``, from ``.compile().as_text()``).
+
+Stages: ``stablehlo`` (the module as built), ``hlo`` (XLA's optimized module); ``commands``
+reproduce ``hlo`` from the saved StableHLO text (``python -m compiler.xla compile
+stablehlo.mlir``), and ``run_text`` runs that text on arrays: the same XLA through
+``jax.extend``, with nothing of this project's frontend (what an exported finding uses).
+
+The backend is the implementation behind the harness's ``jax`` reference, so ``shares`` names it:
+an oracle judging this backend must not use that reference (it would judge XLA by itself).
+Nothing here forks: JAX's threads make ``fork`` unsafe, and the harness's workers are spawned.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+
+from .driver import Artifacts, notify
+from .errors import CompilerError
+from .frontend.graph import Graph
+
+NAME = "xla-cpu"
+STAGES = ("stablehlo", "hlo")
+#: Compiles between clearing JAX's caches: each program is a new function, whose traces and
+#: executables would otherwise pile up over a fuzz session.
+CLEAR_EVERY = 200
+_LOCK = threading.Lock()
+_COMPILES = [0]
+
+
+def _jax() -> Any:
+    """``jax``, told to use the CPU (before it picks a platform, if it has not yet)."""
+    import jax
+
+    try:
+        jax.config.update("jax_platforms", "cpu")
+    except Exception:  # noqa: BLE001 - already initialized: the CPU device is used explicitly
+        pass
+    return jax
+
+
+def graph_function(graph: Graph, xp: Any = None) -> Any:
+    """``fn(*arrays) -> (outputs, gather flags)``: the graph over ``xp`` (``jax.numpy``)."""
+    from .interpret import evaluate_graph
+
+    if xp is None:
+        import jax.numpy as xp
+
+    def fn(*arrays: Any) -> tuple[list[Any], list[Any]]:
+        errors: list[Any] = []
+        outputs = evaluate_graph(graph, list(arrays), xp, errors)
+        return outputs, errors
+
+    return fn
+
+
+class XlaCpuBackend:
+    """``jax.jit`` of the traced graph on XLA's CPU backend (float64 and int64 enabled)."""
+
+    name = NAME
+    description = "jax.jit of the traced graph (XLA CPU), judged like our pipelines"
+    #: References computed by this very implementation (never used to judge it).
+    shares = ("jax",)
+    #: Where a wrong answer of this backend lives (``harness.triage.attribution``).
+    layer = "xla"
+
+    def __repr__(self) -> str:
+        return f"<backend {self.name}>"
+
+    def unavailable(self) -> str | None:
+        try:
+            import jax  # noqa: F401
+            import jaxlib  # noqa: F401
+        except ImportError as error:
+            return f"jax and jaxlib are not installed ({error})"
+        return None
+
+    def namespace(self) -> Any:
+        """The array namespace the graph is traced over (a test plants a deviation here)."""
+        import jax.numpy
+
+        return jax.numpy
+
+    def compile(self, graph: Graph) -> Artifacts:
+        jax = _jax()
+        with _LOCK:
+            _COMPILES[0] += 1
+            if _COMPILES[0] % CLEAR_EVERY == 0:
+                jax.clear_caches()
+        device = jax.devices("cpu")[0]
+        specs = [jax.ShapeDtypeStruct(n.shape, n.dtype) for n in graph.inputs]
+        with jax.enable_x64(True), jax.default_device(device):
+            notify(self.name, "stablehlo")
+            try:
+                lowered = jax.jit(graph_function(graph, self.namespace())).lower(*specs)
+                stablehlo = lowered.as_text()
+            except Exception as error:  # noqa: BLE001 - JAX failed on a valid graph
+                raise CompilerError("stablehlo", "jax.jit(...).lower", str(error), "") from None
+            notify(self.name, "hlo")
+            try:
+                compiled = lowered.compile()
+            except Exception as error:  # noqa: BLE001 - XLA failed on valid StableHLO
+                raise CompilerError("hlo", "lower(...).compile()", str(error), stablehlo) from None
+            try:
+                hlo = compiled.as_text() or ""
+            except Exception as error:  # noqa: BLE001 - the text is documentation
+                hlo = f"// no optimized HLO text: {error!r}\n"
+        return Artifacts(
+            self.name,
+            {"stablehlo": stablehlo, "hlo": hlo},
+            commands={"hlo": "python -m compiler.xla compile stablehlo.mlir -o hlo.txt"},
+            signature=graph,
+            native=(compiled, device),
+        )
+
+    def run(self, artifacts: Artifacts, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        jax = _jax()
+        compiled, device = artifacts.native
+        with jax.enable_x64(True), jax.default_device(device):
+            outputs, errors = compiled(*arrays)
+            if any(bool(e) for e in errors):
+                raise ValueError("gather ids out of range for the table")
+            # Copies: a result never shares memory with XLA's buffers or another output.
+            return [np.array(o, copy=True) for o in outputs]
+
+
+# --------------------------------------------------------------------------------------------
+# Standalone: StableHLO text -> XLA, without this project's frontend
+
+
+def compile_text(stablehlo: str) -> Any:
+    """XLA's CPU executable for a StableHLO module's text (``jax.extend``'s client)."""
+    jax = _jax()
+    import jax.extend as je
+
+    client = je.backend.get_backend("cpu")
+    with jax.enable_x64(True):
+        return client.compile_and_load(stablehlo, client.local_devices()[:1])
+
+
+def run_text(stablehlo: str, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Run a StableHLO module's text on ``arrays`` with XLA's CPU client."""
+    jax = _jax()
+    executable = compile_text(stablehlo)
+    device = executable.local_devices()[0]
+    with jax.enable_x64(True):
+        buffers = [jax.device_put(np.asarray(a), device) for a in arrays]
+        return [np.array(o, copy=True) for o in executable.execute(buffers)]
+
+
+def _main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m compiler.xla", description="StableHLO text -> XLA's optimized HLO text"
+    )
+    parser.add_argument("command", choices=["compile"])
+    parser.add_argument("source", help="a StableHLO module's text (the stablehlo stage)")
+    parser.add_argument("-o", "--output", default="-")
+    args = parser.parse_args(argv)
+    with open(args.source) as handle:
+        text = handle.read()
+    hlo = "\n".join(m.to_string() for m in compile_text(text).hlo_modules())
+    if args.output == "-":
+        sys.stdout.write(hlo)
+    else:
+        with open(args.output, "w") as handle:
+            handle.write(hlo)
+    return 0
+
+
+__all__ = ["NAME", "STAGES", "XlaCpuBackend", "compile_text", "graph_function", "run_text"]
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

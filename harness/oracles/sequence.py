@@ -1,0 +1,223 @@
+"""The jit-sequence oracle: one jitted function called in sequence, each call judged.
+
+A case that carries a jit sequence (``Case.sequence``, drawn by
+``strategies.gen.sequences``) runs its calls in order on one ``compiler.jit`` function per
+backend (a ``sequence`` task). Each call is judged on its own:
+
+- ``stale-specialization``: a call that did not trace a specialization of its own (the cache
+  answered it), or that failed, must give what the same call gives alone on a fresh jit of the
+  same function (same bits, or the same failure): the cache confused it with an earlier call
+  (same shapes in other dtypes, other statics, another argument tree, a captured array changed
+  in place);
+- ``overwritten``: no call writes into an array it was given, and no later call writes into an
+  earlier call's output (an output passed back in, an array passed twice);
+- ``mismatch`` / ``wrong-shape`` / ``wrong-dtype``: each call's output against NumPy evaluating
+  that call's own program (its variant, dtypes and statics, checked by the ProgramBuilder) on its
+  arrays, through the error model (NumPy and the extended-precision truth; not JAX, to stay
+  cheap).
+
+Standalone reproducers replay the calls with the same recorder and call :func:`verdict`, which
+applies the same judgement, so they fail exactly when this oracle does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from strategies.model import Program
+
+from ..case import Case
+from ..run.task import BackendResult, Task
+from .base import Derived, Finding, Observation, Oracle, register
+
+NAME = "jit-sequence"
+
+
+@dataclass
+class CallOutcome:
+    """One call as judged: its answer in sequence, and alone (where that was run)."""
+
+    ok: bool
+    output: Any = None
+    error: str = ""
+    traced: bool = True
+    alone: CallOutcome | None = None
+    overwritten: str = ""
+
+
+def _same(a: Any, b: Any) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return a.tobytes() == b.tobytes() or bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+
+
+def _describe(outcome: CallOutcome) -> str:
+    if not outcome.ok:
+        return f"raised {outcome.error}"[:300]
+    out = np.asarray(outcome.output)
+    flat = np.array2string(out.reshape(-1)[:6], precision=6, threshold=6)
+    return f"{out.dtype}{list(out.shape)} {flat}"
+
+
+def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple[str, str] | None:
+    """(kind, reason) if ``actual`` is not ``program``'s answer on ``inputs`` by the error model
+    (NumPy's shape and dtype, values against the truth); None if it is, or NumPy rejects it."""
+    from ..run.references import references
+    from . import tolerance
+    from .differential import reference_outputs, yardstick
+
+    case = Case(program, list(inputs), ())
+    refs = references(case, False)
+    expected = refs["numpy"]
+    if not expected.ok:
+        return None
+    out = np.asarray(actual)
+    if out.shape != expected.output.shape:
+        return "wrong-shape", f"shape {out.shape}, NumPy {expected.output.shape}"
+    if out.dtype != expected.output.dtype:
+        return "wrong-dtype", f"dtype {out.dtype}, NumPy {expected.output.dtype}"
+    verdict = tolerance.compare(
+        out,
+        yardstick(refs),
+        reference_outputs(refs, out.shape),
+        tolerance.error_steps(program),
+        tolerance.working_dtype(program),
+    )
+    return None if verdict.ok else ("mismatch", verdict.reason)
+
+
+def problems(
+    outcomes: Sequence[CallOutcome],
+    programs: Sequence[Program | None],
+    inputs: Sequence[list[np.ndarray] | None],
+) -> list[tuple[int, str, str]]:
+    """(call, kind, detail) for every call that fails (at most one problem per call)."""
+    found = []
+    for index, outcome in enumerate(outcomes):
+        alone = outcome.alone
+        if outcome.overwritten:
+            found.append((index, "overwritten", outcome.overwritten))
+            continue
+        if alone is not None and (
+            outcome.ok != alone.ok or (outcome.ok and not _same(outcome.output, alone.output))
+        ):
+            detail = f"in sequence it {_describe(outcome)}; alone on a fresh jit {_describe(alone)}"
+            found.append((index, "stale-specialization", detail.replace("it raised", "raised")))
+            continue
+        if outcome.ok and programs[index] is not None and inputs[index] is not None:
+            wrong = judge_call(programs[index], inputs[index], outcome.output)
+            if wrong is not None:
+                found.append((index, *wrong))
+    return found
+
+
+def _outcome(result: BackendResult) -> CallOutcome:
+    error = f"{result.error_type}: {result.message}" if not result.ok else ""
+    return CallOutcome(
+        result.ok,
+        result.output,
+        error,
+        bool(result.traced),
+        None if result.alone is None else _outcome(result.alone),
+        "" if result.independent is not False else result.message or "an array was written",
+    )
+
+
+class JitSequenceOracle(Oracle):
+    """Runs the case's jit sequence per backend and judges every call (module docstring)."""
+
+    name = NAME
+
+    def fits(self, case: Case) -> bool:
+        return case.invalid is None and "sequence" in case.extra
+
+    def wants(self, case: Case) -> bool:
+        return self.fits(case)
+
+    def plan(self, obs: Observation) -> list[Derived]:
+        return [
+            Derived(f"sequence on {backend}", Task(obs.case, (backend,), kind="sequence"))
+            for backend in obs.case.backends
+        ]
+
+    def judge(self, obs: Observation, derived: list) -> list[Finding]:
+        sequence = obs.case.sequence
+        findings: list[Finding] = []
+        for _, outcome in derived:
+            if outcome.status != "ok":
+                continue  # the runner made it a crash or hang finding
+            results: list[BackendResult] = outcome.value.results
+            outcomes = [_outcome(r) for r in results]
+            programs, inputs = [], []
+            for index in range(len(results)):
+                previous = results[index - 1] if index else None
+                feeds = any(s == -2 for s in sequence.calls[index].sources)
+                if feeds and (previous is None or not previous.ok):
+                    programs.append(None)
+                    inputs.append(None)
+                    continue
+                programs.append(sequence.program(index))
+                inputs.append(sequence.inputs(index, previous.output if previous else None))
+            by_kind: dict[str, list[tuple[int, str]]] = {}
+            for index, kind, detail in problems(outcomes, programs, inputs):
+                by_kind.setdefault(kind, []).append((index, detail))
+            for kind, items in by_kind.items():
+                index = items[0][0]
+                lines = [
+                    f"call {i} ({sequence.calls[i].note or 'first call'}): {d}" for i, d in items
+                ]
+                result = results[index]
+                findings.append(
+                    Finding(
+                        kind,
+                        (result.backend,),
+                        self.name,
+                        "\n".join(lines),
+                        obs.case,
+                        sequence.program(index).output_type.dtype,
+                        result,
+                        stage=result.stage,
+                    )
+                )
+        return findings
+
+
+def verdict(recorder: Any, programs: Sequence[str]) -> int:
+    """For reproducers: judge the calls ``recorder`` made as the oracle does (each program is
+    that call's own program as JSON); print each call's verdict; 1 if any call fails."""
+    parsed = [Program.from_json(p) for p in programs]
+    outcomes = []
+    inputs = []
+    for index, record in enumerate(recorder.records):
+        outcome = _recorded(record)
+        if not record.ok or not record.traced:
+            outcome.alone = _recorded(recorder.alone(index))
+        outcome.overwritten = recorder.overwritten(index)
+        outcomes.append(outcome)
+        captured = [] if record.captured is None else [record.captured]
+        inputs.append(list(record.inputs) + captured)
+    found = {index: (kind, detail) for index, kind, detail in problems(outcomes, parsed, inputs)}
+    for index, outcome in enumerate(outcomes):
+        how = "traced" if recorder.records[index].traced else "from the cache"
+        if index in found:
+            kind, detail = found[index]
+            print(f"call {index} ({how}) FAILS: {kind}: {detail}")
+        else:
+            print(f"call {index} ({how}): ok, {_describe(outcome)}")
+    return 1 if found else 0
+
+
+def _recorded(record: Any) -> CallOutcome:
+    if record.error is not None:
+        return CallOutcome(False, error=f"{type(record.error).__name__}: {record.error}")
+    return CallOutcome(True, record.snapshot, traced=record.traced)
+
+
+register(JitSequenceOracle())
+
+__all__ = ["NAME", "CallOutcome", "JitSequenceOracle", "judge_call", "problems", "verdict"]

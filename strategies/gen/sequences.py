@@ -1,0 +1,330 @@
+"""Jit sequences: one function called several times through one ``@jit`` cache.
+
+A drawn program becomes the function's template: its reductions' axes and keepdims, reshape
+targets, permutations and scalar constants become static keyword arguments (a ``scale`` constant
+is added when it has none); optionally a captured array joins the output (``out + W``, ``W``
+read from the enclosing scope) and a second variant (one more equation) is selected by another
+argument tree. The first call uses the drawn dtypes and defaults; each later call changes ONE
+thing of an earlier call, so a cache that confuses the two answers the later call with the
+earlier call's specialization:
+
+- ``dtype``: the same shapes in other dtypes (every array, or one);
+- ``static``: another value of one static argument (another axis, keepdims, reshape target,
+  permutation, or a constant of another value or another Python type: ``2`` vs ``2.0``);
+- ``structure``: another argument tree (tuple, list, dict, a ``None`` leaf, nesting), possibly
+  meaning the other variant;
+- ``repeat``: the same call with other values (and the captured array changed in place);
+- ``alias``: one array passed as two arguments;
+- ``feedback``: the previous call's output passed back in.
+
+Every call's own program is checked by the ``ProgramBuilder`` (NumPy decides its types), so a
+change NumPy rejects is never drawn. Draws shrink toward fewer calls, positional arguments and
+the earlier changes in the list above.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+from hypothesis import event
+from hypothesis import strategies as st
+
+from compiler import primitives
+
+from ..model import DTYPES, REJECTIONS, Const, Program, ProgramBuilder, Ref
+from ..model.sequence import LEAF, OUTPUT, OWN, Call, Hole, JitSequence, skeleton_text
+from .programs import programs
+from .values import input_values
+
+CHANGES = ("dtype", "static", "structure", "repeat", "alias", "feedback")
+SKELETONS = ("positional", "tuple", "list", "dict", "none", "nested")
+_NAMES = {"axis": "axis", "keepdims": "keepdims", "shape": "shape", "axes": "axes", "": "scale"}
+
+
+def skeleton(kind: str, count: int) -> tuple[Any, ...]:
+    """The positional-argument tree of ``kind`` for ``count`` arrays."""
+    leaves = [LEAF] * count
+    if kind == "positional":
+        return tuple(leaves)
+    if kind == "tuple":
+        return (tuple(leaves),)
+    if kind == "list":
+        return (list(leaves),)
+    if kind == "dict":
+        return ({k: LEAF for k in "abcdefghij"[:count]},)
+    if kind == "none":
+        return (tuple([LEAF, None, *leaves[1:]]),)
+    if kind == "nested":
+        return (LEAF, [tuple(leaves[1:])]) if count > 1 else ((tuple(leaves),),)
+    raise ValueError(f"unknown skeleton kind {kind!r}")
+
+
+def hole_candidates(program: Program) -> list[Hole]:
+    """Every attribute and weak scalar constant of ``program`` a static argument could set."""
+    found = []
+    for index, node in enumerate(program.nodes):
+        prim = primitives.get(node.op)
+        for attr in ("axis", "keepdims", "shape", "axes"):
+            if attr in node.attrs and node.op in ("reshape", "permute_dims", "softmax") + tuple(
+                p.name for p in primitives.of_kind("reduction")
+            ):
+                found.append(Hole(_NAMES[attr], index, attr))
+        if prim.consts:
+            for position, arg in enumerate(node.args):
+                if isinstance(arg, Const) and arg.dtype is None:
+                    found.append(Hole("scale", index, "", position))
+    return found
+
+
+def static_values(program: Program, hole: Hole) -> list[Any]:
+    """Other values for ``hole`` than ``program``'s own (some may be invalid: checked later)."""
+    node = program.nodes[hole.node]
+    if not hole.attr:
+        c = node.args[hole.arg].value
+        values: list[Any] = [c * 2 if c else 1, -c if c else -1, c + 1]
+        values.append(float(c) if isinstance(c, int) else int(c) if float(c).is_integer() else 0.5)
+    else:
+        current_attr = node.attrs[hole.attr]
+        source = program.type_of(node.args[0]) if node.args else None
+        rank = len(source.shape) if source is not None else 0
+        if hole.attr == "keepdims":
+            values = [not current_attr]
+        elif hole.attr == "axis":
+            values = [None, *range(-rank, rank)]
+        elif hole.attr == "axes":
+            values = list(itertools.permutations(range(rank)))
+        else:  # a reshape target: the same size in other shapes
+            size = int(np.prod(source.shape)) if source is not None else 1
+            values = [(size,), tuple(reversed(current_attr)), (1, size), (size, 1), (-1,)]
+    current = _current(program, hole)
+    return [v for v in values if type(v) is not type(current) or v != current]
+
+
+def _current(program: Program, hole: Hole) -> Any:
+    node = program.nodes[hole.node]
+    return node.attrs[hole.attr] if hole.attr else node.args[hole.arg].value
+
+
+class _Draft:
+    """The sequence being drawn: a call is added only if its program builds."""
+
+    def __init__(self, variants: tuple[Program, ...], holes: tuple[Hole, ...], captured: bool):
+        self.variants, self.holes, self.captured = variants, holes, captured
+        self.calls: list[Call] = []
+
+    def sequence(self, calls: list[Call] | None = None) -> JitSequence:
+        return JitSequence(self.variants, self.holes, self.captured, tuple(calls or self.calls))
+
+    def program(self, call: Call) -> Program | None:
+        try:
+            return self.sequence([*self.calls, call]).program(len(self.calls))
+        except (*REJECTIONS, KeyError):
+            return None
+
+
+def _with_values(draw: st.DrawFn, draft: _Draft, call: Call, fresh_captured: bool) -> Call | None:
+    """``call`` with values drawn for its own arrays (and the captured array, if asked)."""
+    program = draft.program(call)
+    if program is None:
+        return None
+    values = draw(input_values(program))
+    arrays = tuple(
+        values[j] if s == OWN else None
+        for j, s in enumerate(call.sources or [OWN] * len(call.dtypes))
+    )
+    sources = call.sources or (OWN,) * len(call.dtypes)
+    captured = values[-1] if draft.captured and fresh_captured else None
+    built = Call(
+        call.variant, call.skeleton, call.dtypes, call.statics, sources, arrays, captured, call.note
+    )
+    try:
+        draft.sequence([*draft.calls, built]).validate()
+    except (*REJECTIONS, KeyError):
+        return None
+    return built
+
+
+def _answer_changes(draft: _Draft, call: Call, statics: tuple[tuple[str, Any], ...]) -> bool:
+    """Does NumPy answer ``call`` differently with ``statics`` instead of its own (on its
+    arrays)? A static value that changes nothing (keepdims before a broadcast, a threshold no
+    value reaches) cannot show a cache that ignores it."""
+    from dataclasses import replace
+
+    index = len(draft.calls)
+    inputs = draft.sequence([*draft.calls, call]).inputs(index)
+    try:
+        mine = draft.sequence([*draft.calls, call]).program(index)
+        other = draft.sequence([*draft.calls, replace(call, statics=statics)]).program(index)
+        with np.errstate(all="ignore"):
+            a = np.asarray(mine.as_function(np)(*inputs))
+            b = np.asarray(other.as_function(np)(*inputs))
+    except (*REJECTIONS, KeyError, ArithmeticError):
+        return True
+    return a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes()
+
+
+def _template(
+    draw: st.DrawFn, max_nodes: int
+) -> tuple[tuple[Program, ...], tuple[Hole, ...], bool]:
+    program = draw(
+        programs(max_nodes=max_nodes, max_side=5).filter(
+            lambda p: all(i.bound is None for i in p.inputs)
+        )
+    )
+    builder = ProgramBuilder.from_program(program)
+    out: Ref = program.output
+    candidates = hole_candidates(program)
+    if not candidates:
+        one = 2.0 if program.output_type.dtype in ("float32", "float64") else 2
+        out = builder.node("multiply", out, Const(one))
+        candidates = [Hole("scale", out.index, "", 1)]
+    captured = draw(st.integers(0, 3)) != 3  # usually (shrinks toward a captured array)
+    if captured:
+        out_type = builder.type_of(out)
+        w = builder.input(out_type.shape, out_type.dtype)
+        out = builder.node(draw(st.sampled_from(["add", "multiply", "subtract"])), out, w)
+    base = builder.build(out)
+    chosen = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True))
+    holes, names = [], set()
+    for hole in chosen:
+        name = hole.name
+        for n in itertools.count(1):
+            if name not in names:
+                break
+            name = f"{hole.name}{n}"
+        names.add(name)
+        holes.append(Hole(name, hole.node, hole.attr, hole.arg))
+    # Another argument tree may mean another computation (as an options dict does): the
+    # second variant, which a minimizer drops when no call uses it.
+    extra = ProgramBuilder.from_program(base)
+    extra.node("subtract", extra.node("negative", base.output), Const(1))  # never equal to out
+    return (base, extra.build()), tuple(holes), captured
+
+
+@st.composite
+def jit_sequences(draw: st.DrawFn, *, max_nodes: int = 3, max_calls: int = 7) -> JitSequence:
+    """A first call and up to ``max_calls - 1`` calls that each change one thing (see the
+    module docstring); every call's program is valid."""
+    variants, holes, captured = _template(draw, max_nodes)
+    draft = _Draft(variants, holes, captured)
+    n = len(variants[0].inputs) - int(captured)
+    first_kind = draw(st.sampled_from(SKELETONS))
+    # The first call passes its statics explicitly (unless drawn otherwise): a cache that keeps
+    # a static's name but not its value only shows when two calls both pass it.
+    defaults = JitSequence(variants, holes, captured, ()).defaults()
+    statics = tuple(sorted((k, v) for k, v in defaults.items() if draw(st.integers(0, 3)) != 3))
+    dtypes = tuple(i.dtype for i in variants[0].inputs[:n])
+    first = Call(0, skeleton(first_kind, n), dtypes, statics)
+    first = _with_values(draw, draft, first, fresh_captured=True)
+    if first is None:  # pragma: no cover - the template is valid by construction
+        raise AssertionError("the template's own call does not build")
+    draft.calls.append(first)
+    table = {skeleton_text(first.skeleton): 0}
+    # Every kind of change once (as many as ``max_calls`` allows), in a drawn order: a session
+    # sees few sequences, and each should try everything; a minimizer keeps the calls needed.
+    changes = draw(st.permutations(CHANGES))[: max_calls - 1]
+    for change in changes:
+        call = _change(draw, draft, change, table)
+        if call is None:
+            event(f"jit-sequence:{change}:none")
+            continue
+        event(f"jit-sequence:{change}")
+        draft.calls.append(call)
+        table.setdefault(skeleton_text(call.skeleton), call.variant)
+    event(f"jit-sequence:calls:{len(draft.calls)}")
+    return draft.sequence()
+
+
+def _change(draw: st.DrawFn, draft: _Draft, change: str, table: dict[str, int]) -> Call | None:
+    base = draft.calls[0]
+    n = len(base.dtypes)
+    plain = Call(base.variant, base.skeleton, base.dtypes, base.statics, note=change)
+    changed: bool = draft.captured and draw(st.booleans())
+    if change == "dtype":
+        options = [(None, d) for d in DTYPES] + [(j, d) for j in range(n) for d in DTYPES]
+        for which, dtype in draw(st.permutations(options)):
+            dtypes = tuple(
+                dtype if which is None or j == which else d for j, d in enumerate(base.dtypes)
+            )
+            if dtypes == base.dtypes:
+                continue
+            note = f"{'all arrays' if which is None else f'array {which}'} {dtype}"
+            call = Call(base.variant, base.skeleton, dtypes, base.statics, note=note)
+            if draft.program(call) is not None:
+                return _with_values(draw, draft, call, changed)
+        return None
+    if change == "static":
+        hole = draw(st.sampled_from(draft.holes))
+        for value in draw(st.permutations(static_values(draft.variants[0], hole))):
+            statics = tuple(sorted({**base.kwargs, hole.name: value}.items()))
+            note = f"{hole.name}={value!r}"
+            call = Call(base.variant, base.skeleton, base.dtypes, statics, note=note)
+            if draft.program(call) is not None:
+                built = _with_values(draw, draft, call, changed)
+                if built is not None and _answer_changes(draft, built, base.statics):
+                    return built
+        return None
+    if change == "structure":
+        used = skeleton_text(base.skeleton)
+        for kind in draw(st.permutations(SKELETONS)):
+            tree = skeleton(kind, n)
+            text = skeleton_text(tree)
+            if text == used:
+                continue
+            variant = table.get(text)
+            if variant is None:  # usually the other variant (the base call uses variant 0)
+                other = len(draft.variants) - 1
+                variant = 0 if draw(st.integers(0, 3)) == 3 else other
+            note = f"arguments as {text}" + (f" (variant {variant})" if variant else "")
+            call = Call(variant, tree, base.dtypes, base.statics, note=note)
+            return _with_values(draw, draft, call, changed)
+        return None
+    if change == "repeat":
+        return _with_values(draw, draft, replace_note(plain, "other values"), True)
+    if change == "alias":
+        program = draft.program(plain)
+        pairs = [
+            (k, j)
+            for j in range(n)
+            for k in range(j)
+            if program is not None and program.inputs[k].type == program.inputs[j].type
+        ]
+        if not pairs:
+            return None
+        k, j = draw(st.sampled_from(pairs))
+        sources = tuple(k if i == j else OWN for i in range(n))
+        call = Call(base.variant, base.skeleton, base.dtypes, base.statics, sources)
+        return _with_values(
+            draw, draft, replace_note(call, f"array {k} passed again as {j}"), changed
+        )
+    if change == "feedback":
+        last = draft.calls[-1]
+        output = draft.sequence().program(len(draft.calls) - 1).output_type
+        program = draft.program(Call(last.variant, last.skeleton, last.dtypes, last.statics))
+        slots = [j for j in range(n) if program is not None and program.inputs[j].type == output]
+        if not slots:
+            return None
+        j = draw(st.sampled_from(slots))
+        sources = tuple(OUTPUT if i == j else OWN for i in range(n))
+        call = Call(last.variant, last.skeleton, last.dtypes, last.statics, sources)
+        note = f"the previous output passed back as array {j}"
+        return _with_values(draw, draft, replace_note(call, note), changed)
+    raise ValueError(f"unknown change {change!r}")
+
+
+def replace_note(call: Call, note: str) -> Call:
+    from dataclasses import replace
+
+    return replace(call, note=note)
+
+
+__all__ = [
+    "CHANGES",
+    "SKELETONS",
+    "hole_candidates",
+    "jit_sequences",
+    "skeleton",
+    "static_values",
+]

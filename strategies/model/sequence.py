@@ -1,0 +1,841 @@
+"""A jit sequence: ONE Python function called several times through one ``@jit`` cache.
+
+A specialization cache is only wrong when a call is answered by a specialization made for an
+earlier, different call. A program case calls each function once, so it can never see that; a
+sequence calls the same function with the same shapes in other dtypes, with other static
+arguments, with another argument tree, with the array it captures changed in place, with one
+array passed as two arguments, with an earlier output passed back in.
+
+The function is plain Python, the same for every call::
+
+    def f(*args, **statics):
+        return VARIANTS[skeleton(args)](*leaves(args), W, **statics)
+
+- ``variants`` are programs over the same inputs (variant 1 is variant 0 with one more equation):
+  the argument tree (its *skeleton*: the tree with each array written ``*``) picks one, so two
+  trees with the same leaves may mean different computations, as an options dict does;
+- ``holes`` are the static arguments: keywords that set a reduction's axis or keepdims, a
+  reshape's target, a permutation, a scalar constant; each variant's own value is the default;
+- with ``captured`` set, the variants' last input is not passed: the function reads it from the
+  enclosing scope (``W``), and a call may overwrite its values in place before it runs (the
+  documented semantics: captured arrays are read at every call);
+- each call names its skeleton, the dtypes of its leaves (same shapes), its statics, and where
+  each leaf comes from: its own array, the same object as an earlier leaf, or the previous
+  call's output.
+
+Each call's own typed program (variant, dtypes and statics applied) is built with the checked
+``ProgramBuilder``, so NumPy decides its types and rejects what NumPy rejects: it is the call's
+reference. Only ``compiler.primitives`` is read, never the compiler itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from compiler import primitives
+
+from .codec import normalize_attr
+from .program import REJECTIONS, Program, rebuild
+from .types import DTYPES, Const, Input, Ref
+
+FORMAT = "mlir-tensor-fuzz/jit-sequence"
+FORMAT_VERSION = 1
+
+LEAF = "*"
+OWN, OUTPUT = -1, -2  # a leaf's source: its own array, the previous call's output (else: a leaf)
+MAX_CALLS, MAX_VARIANTS, MAX_HOLES, MAX_TREE = 32, 4, 8, 64
+
+# --------------------------------------------------------------------------------------------
+# Argument trees
+
+
+def skeleton_text(tree: Any) -> str:
+    """The tree as Python would print it, each array (or traced array) written ``*``."""
+    if isinstance(tree, tuple):
+        inner = ", ".join(skeleton_text(t) for t in tree)
+        return f"({inner},)" if len(tree) == 1 else f"({inner})"
+    if isinstance(tree, list):
+        return "[" + ", ".join(skeleton_text(t) for t in tree) + "]"
+    if isinstance(tree, dict):
+        return "{" + ", ".join(f"{k!r}: {skeleton_text(tree[k])}" for k in sorted(tree)) + "}"
+    return "None" if tree is None else LEAF
+
+
+def tree_leaves(tree: Any) -> list[Any]:
+    """The arrays of a tree in the order ``compiler.jit`` flattens it (dict keys sorted)."""
+    if isinstance(tree, (tuple, list)):
+        return [leaf for t in tree for leaf in tree_leaves(t)]
+    if isinstance(tree, dict):
+        return [leaf for k in sorted(tree) for leaf in tree_leaves(tree[k])]
+    return [] if tree is None else [tree]
+
+
+def fill(skeleton: Any, leaves: Sequence[Any]) -> Any:
+    """The skeleton with its ``*`` replaced by ``leaves``, in order."""
+    it = iter(leaves)
+
+    def build(node: Any) -> Any:
+        if isinstance(node, tuple):
+            return tuple(build(n) for n in node)
+        if isinstance(node, list):
+            return [build(n) for n in node]
+        if isinstance(node, dict):
+            return {k: build(node[k]) for k in sorted(node)}
+        return None if node is None else next(it)
+
+    return build(skeleton)
+
+
+def positional(count: int) -> tuple[str, ...]:
+    """``f(x0, x1, ...)``: the plainest skeleton."""
+    return (LEAF,) * count
+
+
+def _encode_tree(node: Any) -> Any:
+    if isinstance(node, tuple):
+        return {"tuple": [_encode_tree(n) for n in node]}
+    if isinstance(node, list):
+        return {"list": [_encode_tree(n) for n in node]}
+    if isinstance(node, dict):
+        return {"dict": {k: _encode_tree(v) for k, v in node.items()}}
+    return node
+
+
+def _decode_tree(data: Any, budget: list[int], depth: int = 0) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 8:
+        raise ValueError("argument skeleton too large or too deep")
+    if data == LEAF or data is None:
+        return data
+    if isinstance(data, dict) and len(data) == 1:
+        ((kind, items),) = data.items()
+        if kind in ("tuple", "list") and isinstance(items, list):
+            out = [_decode_tree(i, budget, depth + 1) for i in items]
+            return tuple(out) if kind == "tuple" else out
+        if kind == "dict" and isinstance(items, dict) and all(isinstance(k, str) for k in items):
+            return {k: _decode_tree(v, budget, depth + 1) for k, v in items.items()}
+    raise ValueError(f"malformed argument skeleton {data!r:.80}")
+
+
+# --------------------------------------------------------------------------------------------
+# Static arguments
+
+
+@dataclass(frozen=True)
+class Hole:
+    """A static argument: keyword ``name`` sets attribute ``attr`` of equation ``node`` (or, with
+    ``attr`` empty, its scalar-constant argument ``arg``) in every variant."""
+
+    name: str
+    node: int
+    attr: str = ""
+    arg: int = -1
+
+
+def _freeze(value: Any) -> Any:
+    """A static value as the function receives it: JSON lists become (hashable) tuples."""
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def _check_static(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not np.isfinite(value):
+            raise ValueError(f"a static argument must be finite, got {value!r}")
+        return value
+    if isinstance(value, (list, tuple)) and len(value) <= 8:
+        return tuple(_check_static(v) for v in value)
+    raise ValueError(f"unsupported static argument {value!r:.80}")
+
+
+class _Name:
+    """Prints as a bare name (a keyword of the function) where an attribute value would be."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+
+
+@dataclass(frozen=True, eq=False)
+class Call:
+    """One call of the sequence.
+
+    ``dtypes`` are its leaves' dtypes (the variant's inputs but the captured one, same shapes);
+    ``sources[j]`` says where leaf j comes from: ``OWN`` (``arrays[j]``), ``OUTPUT`` (the
+    previous call's output) or ``k < j`` (the same object as leaf k); ``captured`` are the values
+    written into the captured array before the call (None: unchanged)."""
+
+    variant: int
+    skeleton: Any
+    dtypes: tuple[str, ...]
+    statics: tuple[tuple[str, Any], ...] = ()
+    sources: tuple[int, ...] = ()
+    arrays: tuple[np.ndarray | None, ...] = ()
+    captured: np.ndarray | None = None
+    note: str = ""  # what this call changes (documentation only)
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.statics)
+
+
+@dataclass(frozen=True, eq=False)
+class JitSequence:
+    """Calls of one function through one ``@jit`` (see the module docstring)."""
+
+    variants: tuple[Program, ...]
+    holes: tuple[Hole, ...]
+    captured: bool
+    calls: tuple[Call, ...]
+    _programs: dict[int, Program] = field(default_factory=dict, repr=False, compare=False)
+
+    # ---- queries
+
+    @property
+    def passed(self) -> int:
+        """How many leaves a call passes (the variants' inputs but the captured one)."""
+        return len(self.variants[0].inputs) - int(self.captured)
+
+    @property
+    def captured_input(self) -> Input | None:
+        return self.variants[0].inputs[-1] if self.captured else None
+
+    def defaults(self) -> dict[str, Any]:
+        """Each static argument's default: its value in variant 0."""
+        out = {}
+        for hole in self.holes:
+            node = self.variants[0].nodes[hole.node]
+            out[hole.name] = node.attrs[hole.attr] if hole.attr else node.args[hole.arg].value
+        return out
+
+    def dispatch(self) -> dict[str, int]:
+        """skeleton text -> variant, as the calls use them."""
+        table: dict[str, int] = {}
+        for call in self.calls:
+            table.setdefault(skeleton_text(call.skeleton), call.variant)
+        return table
+
+    def program(self, index: int) -> Program:
+        """Call ``index``'s own program: its variant in its dtypes with its statics, checked by
+        the ``ProgramBuilder`` (may raise what NumPy raises for it)."""
+        if index not in self._programs:
+            self._programs[index] = self._typed(self.calls[index])
+        return self._programs[index]
+
+    def _typed(self, call: Call) -> Program:
+        base = self.variants[call.variant]
+        dtypes = list(call.dtypes) + ([base.inputs[-1].dtype] if self.captured else [])
+        if len(dtypes) != len(base.inputs):
+            raise ValueError(f"a call passes {len(call.dtypes)} arrays, expected {self.passed}")
+        inputs = [Input(i.shape, d, i.bound) for i, d in zip(base.inputs, dtypes, strict=True)]
+        statics = call.kwargs
+        unknown = set(statics) - {h.name for h in self.holes}
+        if unknown:
+            raise ValueError(f"unknown static arguments {sorted(unknown)}")
+        specs = []
+        for index, node in enumerate(base.nodes):
+            args, attrs = list(node.args), dict(node.attrs)
+            for hole in self.holes:
+                if hole.node == index and hole.name in statics:
+                    if hole.attr:
+                        attrs[hole.attr] = statics[hole.name]
+                    else:
+                        args[hole.arg] = _const(statics[hole.name])
+            specs.append((node.op, tuple(args), attrs))
+        return rebuild(inputs, specs, base.output)
+
+    def outputs_type(self, index: int) -> tuple[tuple[int, ...], str]:
+        out = self.program(index).output_type
+        return out.shape, out.dtype
+
+    def captured_at(self, index: int) -> np.ndarray | None:
+        """The captured array's values when call ``index`` runs."""
+        for call in reversed(self.calls[: index + 1]):
+            if call.captured is not None:
+                return call.captured
+        return None
+
+    def leaves(self, index: int, previous: Any) -> list[Any]:
+        """Call ``index``'s leaves as objects (an alias is the same object; ``previous`` is the
+        previous call's output)."""
+        call = self.calls[index]
+        out: list[Any] = []
+        for j, source in enumerate(call.sources):
+            if source == OWN:
+                out.append(call.arrays[j])
+            elif source == OUTPUT:
+                out.append(previous)
+            else:
+                out.append(out[source])
+        return out
+
+    def arguments(self, index: int, previous: Any = None) -> tuple[Any, dict[str, Any]]:
+        """(positional arguments, static keyword arguments) of call ``index``."""
+        call = self.calls[index]
+        return fill(call.skeleton, self.leaves(index, previous)), call.kwargs
+
+    def inputs(self, index: int, previous: Any = None) -> list[np.ndarray]:
+        """Call ``index``'s program inputs: its leaves, then the captured values."""
+        leaves = [np.asarray(a) for a in self.leaves(index, previous)]
+        captured = self.captured_at(index)
+        return leaves + ([captured] if self.captured else [])
+
+    @property
+    def size(self) -> int:
+        """Smaller is simpler: calls, then features (aliases, fed-back outputs, statics,
+        non-positional trees, captured updates, variants, holes), then array elements."""
+        features = len(self.variants) + len(self.holes) + int(self.captured)
+        elements = 0
+        for call in self.calls:
+            features += sum(s != OWN for s in call.sources) + len(call.statics)
+            features += int(call.skeleton != positional(len(call.dtypes)))
+            features += int(call.captured is not None)
+            elements += sum(int(a.size) for a in call.arrays if a is not None)
+            elements += 0 if call.captured is None else int(call.captured.size)
+        return len(self.calls) * 1_000_000 + features * 10_000 + elements
+
+    # ---- checking
+
+    def validate(self) -> JitSequence:
+        """Raise ValueError (or what NumPy raises) unless every call is well formed; returns
+        self."""
+        if not self.calls or len(self.calls) > MAX_CALLS:
+            raise ValueError(f"a sequence has 1 to {MAX_CALLS} calls, got {len(self.calls)}")
+        if not self.variants or len(self.variants) > MAX_VARIANTS:
+            raise ValueError(f"a sequence has 1 to {MAX_VARIANTS} variants")
+        if len(self.holes) > MAX_HOLES or len({h.name for h in self.holes}) != len(self.holes):
+            raise ValueError("too many static arguments, or two with one name")
+        first = self.variants[0]
+        for hole in self.holes:
+            if not hole.name.isidentifier() or hole.name in _RESERVED:
+                raise ValueError(f"static argument name {hole.name!r} is not usable")
+            if not 0 <= hole.node < len(first.nodes):
+                raise ValueError(f"static argument {hole.name}: no equation {hole.node}")
+        for variant in self.variants:
+            if variant.inputs != first.inputs or variant.nodes[: len(first.nodes)] != first.nodes:
+                raise ValueError("variants must share inputs and variant 0's equations")
+        for hole in self.holes:
+            node = first.nodes[hole.node]
+            if hole.attr and hole.attr not in node.attrs:
+                raise ValueError(f"{node.op} has no attribute {hole.attr!r}")
+            if not hole.attr and not (
+                0 <= hole.arg < len(node.args)
+                and isinstance(node.args[hole.arg], Const)
+                and node.args[hole.arg].dtype is None
+            ):
+                raise ValueError(f"{hole.name}: argument {hole.arg} is not a weak constant")
+        if self.captured:
+            if self.passed < 1:
+                raise ValueError("a captured array needs at least one passed array")
+            if self.calls[0].captured is None:
+                raise ValueError("the first call must give the captured array's values")
+        table: dict[str, int] = {}
+        for index, call in enumerate(self.calls):
+            self._check_call(index, call, table)
+        return self
+
+    def _check_call(self, index: int, call: Call, table: dict[str, int]) -> None:
+        if not 0 <= call.variant < len(self.variants):
+            raise ValueError(f"call {index}: no variant {call.variant}")
+        if not isinstance(call.skeleton, tuple):
+            raise ValueError(f"call {index}: the skeleton of positional arguments is a tuple")
+        text = skeleton_text(call.skeleton)
+        if table.setdefault(text, call.variant) != call.variant:
+            raise ValueError(f"call {index}: skeleton {text} already means another variant")
+        n = self.passed
+        if len(tree_leaves(call.skeleton)) != n or len(call.dtypes) != n:
+            raise ValueError(f"call {index}: its tree and dtypes must name {n} arrays")
+        if len(call.sources) != n or len(call.arrays) != n:
+            raise ValueError(f"call {index}: sources and arrays must name {n} arrays")
+        program = self.program(index)
+        for j, source in enumerate(call.sources):
+            want = program.inputs[j]
+            if source == OWN:
+                array = call.arrays[j]
+                if not isinstance(array, np.ndarray) or (array.shape, array.dtype.name) != (
+                    want.shape,
+                    want.dtype,
+                ):
+                    raise ValueError(f"call {index}: leaf {j} must be a {want.type} array")
+            elif source == OUTPUT:
+                if index == 0 or self.outputs_type(index - 1) != (want.shape, want.dtype):
+                    raise ValueError(f"call {index}: leaf {j} cannot be the previous output")
+            elif not 0 <= source < j or program.inputs[source].type != want.type:
+                raise ValueError(f"call {index}: leaf {j} cannot alias leaf {source}")
+            if source != OWN and call.arrays[j] is not None:
+                raise ValueError(f"call {index}: leaf {j} has an array and another source")
+        if call.captured is not None:
+            want = self.variants[0].inputs[-1]
+            if not self.captured or (call.captured.shape, call.captured.dtype.name) != (
+                want.shape,
+                want.dtype,
+            ):
+                raise ValueError(f"call {index}: captured values must be a {want.type} array")
+        for _, value in call.statics:
+            _check_static(value)
+
+    # ---- the function
+
+    def function(self, xp: Any = None, captured: np.ndarray | None = None) -> Callable[..., Any]:
+        """The ONE function every call calls: ``f(*args, **statics)`` over namespace ``xp``
+        (default: the first leaf's), reading ``captured`` from its enclosing scope."""
+        table = self.dispatch()
+        variants = self.variants
+        holes = self.holes
+        defaults = self.defaults()
+
+        def f(*args: Any, **statics: Any) -> Any:
+            unknown = set(statics) - set(defaults)
+            if unknown:
+                raise TypeError(f"unexpected static arguments {sorted(unknown)}")
+            program = variants[table[skeleton_text(args)]]
+            leaves = tree_leaves(args)
+            if captured is not None:
+                leaves.append(captured)
+            return _evaluate(program, holes, {**defaults, **statics}, xp, leaves)
+
+        f.__name__ = f.__qualname__ = "f"
+        return f
+
+    def numpy_outputs(self) -> list[Any]:
+        """Every call's output as NumPy computes the sequence (None where NumPy raises)."""
+        captured = None
+        if self.captured:
+            captured = np.array(self.calls[0].captured, copy=True)
+        f = self.function(np, captured)
+        out: list[Any] = []
+        previous = None
+        for index, call in enumerate(self.calls):
+            if call.captured is not None and captured is not None:
+                captured[...] = call.captured
+            args, kwargs = self.arguments(index, previous)
+            try:
+                with np.errstate(all="ignore"):
+                    previous = np.asarray(f(*args, **kwargs))
+            except Exception:  # noqa: BLE001 - NumPy's own rejection: no output
+                previous = None
+            out.append(previous)
+        return out
+
+    # ---- smaller sequences, for minimizers
+
+    def keep(self, indices: Sequence[int]) -> JitSequence:
+        """Only calls ``indices`` (in order): a fed-back output whose call is gone becomes its
+        own array (NumPy's value), the captured values each kept call saw are kept."""
+        indices = sorted(set(indices))
+        outputs: list[Any] | None = None
+        calls = []
+        for position, index in enumerate(indices):
+            call = self.calls[index]
+            follows = position > 0 and indices[position - 1] == index - 1
+            if OUTPUT in call.sources and not follows:
+                outputs = self.numpy_outputs() if outputs is None else outputs
+                value = outputs[index - 1]
+                if value is None:
+                    raise ValueError("the fed-back output has no NumPy value")
+                call = _materialize(call, OUTPUT, value)
+            seen = self.captured_at(index)
+            before = self.captured_at(indices[position - 1]) if position else None
+            if self.captured and (position == 0 or seen is not before):
+                call = replace(call, captured=seen)
+            elif call.captured is not None and seen is before:
+                call = replace(call, captured=None)
+            calls.append(call)
+        return self.with_calls(calls)
+
+    def with_calls(self, calls: Sequence[Call]) -> JitSequence:
+        return JitSequence(self.variants, self.holes, self.captured, tuple(calls))
+
+    def simpler(self) -> Iterator[tuple[str, JitSequence]]:
+        """Candidate simplifications, biggest first (unchecked: call ``validate``)."""
+        n = len(self.calls)
+        if n > 1:
+            for i in range(n):
+                yield f"only call {i}", self.keep([i])
+            for i in range(n):
+                for j in range(i + 1, n):
+                    if n > 2:
+                        yield f"only calls {i} and {j}", self.keep([i, j])
+            for i in range(n):
+                if n > 3:
+                    yield f"without call {i}", self.keep([k for k in range(n) if k != i])
+        used = {c.variant for c in self.calls}
+        if len(self.variants) > 1 and max(used) < len(self.variants) - 1:
+            yield "without an unused variant", JitSequence(
+                self.variants[: max(used) + 1], self.holes, self.captured, self.calls
+            )
+        passed = {name for c in self.calls for name, _ in c.statics}
+        for name in sorted(passed):
+            calls = [
+                replace(c, statics=tuple(s for s in c.statics if s[0] != name)) for c in self.calls
+            ]
+            yield f"default {name} in every call", self.with_calls(calls)
+        unused = [h for h in self.holes if h.name not in passed]
+        if unused:
+            holes = tuple(h for h in self.holes if h.name in passed)
+            yield "without unused static arguments", JitSequence(
+                self.variants, holes, self.captured, self.calls
+            )
+        outputs: list[Any] | None = None
+        for i, call in enumerate(self.calls):
+            for j, source in enumerate(call.sources):
+                if source == OUTPUT:
+                    outputs = self.numpy_outputs() if outputs is None else outputs
+                    if outputs[i - 1] is not None:
+                        own = _materialize(call, OUTPUT, outputs[i - 1])
+                        yield f"call {i}: own array for the fed-back output", self._swap(i, own)
+                elif source != OWN:
+                    sources = list(call.sources)
+                    arrays = list(call.arrays)
+                    sources[j] = OWN
+                    arrays[j] = np.array(self.leaves(i, None)[source], copy=True)
+                    own = replace(call, sources=tuple(sources), arrays=tuple(arrays))
+                    yield f"call {i}: leaf {j} not aliased", self._swap(i, own)
+            plain = positional(len(call.dtypes))
+            if call.skeleton != plain:
+                yield f"call {i}: positional arguments", self._swap(
+                    i, replace(call, skeleton=plain)
+                )
+            for name, _ in call.statics:
+                statics = tuple((k, v) for k, v in call.statics if k != name)
+                yield f"call {i}: default {name}", self._swap(i, replace(call, statics=statics))
+            if i > 0 and call.captured is not None:
+                yield f"call {i}: captured values unchanged", self._swap(
+                    i, replace(call, captured=None)
+                )
+            if call.variant > 0:
+                yield f"call {i}: variant 0", self._swap(i, replace(call, variant=0))
+
+    def rounded(self) -> Iterator[tuple[str, JitSequence]]:
+        """The same sequence with one call's float arrays rounded (values simplified)."""
+        for i, call in enumerate(self.calls):
+            for name, decimals in (("rounded", 0), ("rounded to 1 decimal", 1)):
+                arrays = tuple(_round(a, decimals) for a in call.arrays)
+                captured = _round(call.captured, decimals)
+                if all(_same(a, b) for a, b in zip(arrays, call.arrays, strict=True)) and _same(
+                    captured, call.captured
+                ):
+                    continue
+                simpler = replace(call, arrays=arrays, captured=captured)
+                yield f"call {i} {name}", self._swap(i, simpler)
+
+    def _swap(self, index: int, call: Call) -> JitSequence:
+        calls = list(self.calls)
+        calls[index] = call
+        return self.with_calls(calls)
+
+    # ---- JSON
+
+    def to_dict(self, encode: Callable[[np.ndarray], Any]) -> dict[str, Any]:
+        """JSON data; ``encode`` stores an array (the harness's exact encoding)."""
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "variants": [v.to_dict() for v in self.variants],
+            "holes": [
+                {"name": h.name, "node": h.node, "attr": h.attr, "arg": h.arg} for h in self.holes
+            ],
+            "captured": self.captured,
+            "calls": [
+                {
+                    "variant": c.variant,
+                    "skeleton": _encode_tree(c.skeleton),
+                    "dtypes": list(c.dtypes),
+                    "statics": {k: _thaw(v) for k, v in c.statics},
+                    "sources": list(c.sources),
+                    "arrays": [None if a is None else encode(a) for a in c.arrays],
+                    "captured": None if c.captured is None else encode(c.captured),
+                    "note": c.note,
+                }
+                for c in self.calls
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, decode: Callable[[Any], np.ndarray]) -> JitSequence:
+        """The sequence ``to_dict`` wrote, checked (ValueError if malformed)."""
+        try:
+            return cls._from_dict(data, decode).validate()
+        except (KeyError, AttributeError, TypeError, IndexError) as error:
+            raise ValueError(f"malformed jit sequence: {type(error).__name__}: {error}") from None
+
+    @classmethod
+    def _from_dict(cls, data: Any, decode: Callable[[Any], np.ndarray]) -> JitSequence:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError("not a jit sequence")
+        if data.get("version") != FORMAT_VERSION:
+            raise ValueError(f"jit sequence version {data.get('version')!r} is not supported")
+        if len(data["variants"]) > MAX_VARIANTS or len(data["calls"]) > MAX_CALLS:
+            raise ValueError("too many variants or calls")
+        if len(data["holes"]) > MAX_HOLES:
+            raise ValueError("too many static arguments")
+        variants = tuple(Program.from_dict(v) for v in data["variants"])
+        holes = tuple(
+            Hole(
+                str(h["name"]), _index(h["node"]), str(h.get("attr", "")), _index(h.get("arg", -1))
+            )
+            for h in data["holes"]
+        )
+        calls = []
+        for c in data["calls"]:
+            statics = c.get("statics", {})
+            if not isinstance(statics, dict):
+                raise ValueError("statics must be an object")
+            calls.append(
+                Call(
+                    variant=_index(c["variant"]),
+                    skeleton=_decode_tree(c["skeleton"], [MAX_TREE]),
+                    dtypes=tuple(_dtype(d) for d in c["dtypes"]),
+                    statics=tuple(
+                        sorted((str(k), _check_static(_freeze(v))) for k, v in statics.items())
+                    ),
+                    sources=tuple(_index(s) for s in c["sources"]),
+                    arrays=tuple(None if a is None else decode(a) for a in c["arrays"]),
+                    captured=None if c.get("captured") is None else decode(c["captured"]),
+                    note=str(c.get("note", "")),
+                )
+            )
+        return cls(variants, holes, bool(data["captured"]), tuple(calls))
+
+    # ---- printing
+
+    def source(self, array: Callable[[np.ndarray], str]) -> tuple[list[str], list[list[str]]]:
+        """Python source: the definitions (``skeleton``, ``leaves``, the variants, ``VARIANTS``,
+        ``W``, ``f``) and, per call, the lines that make its arguments and call
+        ``record(*args, **statics)`` (``record.last`` is the previous output). ``array(a)`` spells
+        an array's exact values."""
+        defaults = self.defaults()
+        lines = list(_TREE_SOURCE)
+        names = [f"x{i}" for i in range(self.passed)] + (["w"] if self.captured else [])
+        for v, program in enumerate(self.variants):
+            lines += ["", ""] + _variant_source(v, program, self.holes, names, defaults)
+        table = ", ".join(f"{text!r}: variant{v}" for text, v in self.dispatch().items())
+        lines += ["", "", f"VARIANTS = {{{table}}}"]
+        if self.captured:
+            w = self.captured_input
+            lines.append(
+                f"W = np.zeros({w.shape}, dtype={_dtype_source(w.dtype)})  "
+                "# captured: read at every call, changed in place between calls"
+            )
+        lines += [
+            "",
+            "",
+            "def f(*args, **statics):",
+            f"    return VARIANTS[skeleton(args)](*leaves(args){', W' if self.captured else ''}"
+            ", **statics)",
+        ]
+        blocks = []
+        for index, call in enumerate(self.calls):
+            block = [f"# call {index}" + (f": {call.note}" if call.note else "")]
+            if call.captured is not None:
+                block.append(f"W[...] = {array(call.captured)}")
+            names_j: list[str] = []
+            for j, source in enumerate(call.sources):
+                if source == OWN:
+                    name = f"a{index}_{j}"
+                    block.append(f"{name} = {array(call.arrays[j])}")
+                elif source == OUTPUT:
+                    name = "record.last"
+                else:
+                    name = names_j[source]
+                names_j.append(name)
+            it = iter(names_j)
+            args = [_tree_source(node, it) for node in call.skeleton]
+            args += [f"{k}={v!r}" for k, v in call.statics]
+            block.append(f"record({', '.join(args)})")
+            blocks.append(block)
+        return lines, blocks
+
+    def uses(self, prefix: str) -> bool:
+        """Does any variant's source use ``prefix`` (``ops.``, ``xp.``)?"""
+        names = [f"x{i}" for i in range(len(self.variants[0].inputs))]
+        return any(
+            prefix in line
+            for v, p in enumerate(self.variants)
+            for line in _variant_source(v, p, self.holes, names, self.defaults())
+        )
+
+
+_RESERVED = {"args", "statics", "target", "f", "xp", "np", "W", "record", "leaves", "skeleton"}
+
+_TREE_SOURCE = [
+    "def skeleton(tree):",
+    '    """The argument tree with each array written \'*\': it picks the variant."""',
+    "    if isinstance(tree, tuple):",
+    '        inner = ", ".join(skeleton(t) for t in tree)',
+    '        return f"({inner},)" if len(tree) == 1 else f"({inner})"',
+    "    if isinstance(tree, list):",
+    '        return "[" + ", ".join(skeleton(t) for t in tree) + "]"',
+    "    if isinstance(tree, dict):",
+    '        return "{" + ", ".join(f"{k!r}: {skeleton(tree[k])}" for k in sorted(tree)) + "}"',
+    '    return "None" if tree is None else "*"',
+    "",
+    "",
+    "def leaves(tree):",
+    '    """The arrays of the tree in the order compiler.jit flattens it (dict keys sorted)."""',
+    "    if isinstance(tree, (tuple, list)):",
+    "        return [leaf for t in tree for leaf in leaves(t)]",
+    "    if isinstance(tree, dict):",
+    "        return [leaf for k in sorted(tree) for leaf in leaves(tree[k])]",
+    "    return [] if tree is None else [tree]",
+]
+
+
+def _tree_source(node: Any, names: Iterator[str]) -> str:
+    if isinstance(node, tuple):
+        inner = ", ".join(_tree_source(n, names) for n in node)
+        return f"({inner},)" if len(node) == 1 else f"({inner})"
+    if isinstance(node, list):
+        return "[" + ", ".join(_tree_source(n, names) for n in node) + "]"
+    if isinstance(node, dict):
+        return "{" + ", ".join(f"{k!r}: {_tree_source(node[k], names)}" for k in sorted(node)) + "}"
+    return "None" if node is None else next(names)
+
+
+def _variant_source(
+    v: int, program: Program, holes: Sequence[Hole], names: list[str], defaults: dict[str, Any]
+) -> list[str]:
+    from .printing import render
+
+    body = []
+    for index, node in enumerate(program.nodes):
+        args = [
+            names[a.index] if isinstance(a, Ref) and a.kind == "input" else str(a)
+            for a in node.args
+        ]
+        attrs = dict(node.attrs)
+        for hole in holes:
+            if hole.node == index:
+                if hole.attr:
+                    attrs[hole.attr] = _Name(hole.name)
+                else:
+                    args[hole.arg] = hole.name
+        body.append(f"    v{index} = {render(node.op, args, attrs)}  # {node.type}")
+    out = program.output
+    body.append(f"    return {names[out.index] if out.kind == 'input' else out}")
+    keywords = "".join(f", {h.name}={defaults[h.name]!r}" for h in holes)
+    head = [f"def variant{v}({', '.join(names)}{', *' if holes else ''}{keywords}):"]
+    if any("xp." in line or ", xp)" in line for line in body):
+        head.append(f"    xp = {names[0]}.__array_namespace__()")
+    return head + body
+
+
+def _evaluate(
+    program: Program, holes: Sequence[Hole], statics: dict[str, Any], xp: Any, leaves: list[Any]
+) -> Any:
+    """``program`` on ``leaves`` with the holes set from ``statics`` (NumPy's attribute forms)."""
+    from .evaluate import namespace_of
+
+    if xp is None:
+        xp = namespace_of(leaves[0])
+    values: list[Any] = []
+
+    def get(arg: Any) -> Any:
+        if isinstance(arg, Const):
+            return arg.py()
+        return leaves[arg.index] if arg.kind == "input" else values[arg.index]
+
+    for index, node in enumerate(program.nodes):
+        prim = primitives.get(node.op)
+        args = [get(a) for a in node.args]
+        attrs = dict(node.attrs)
+        for hole in holes:
+            if hole.node == index:
+                if hole.attr:
+                    attrs[hole.attr] = normalize_attr(prim.attrs[hole.attr], statics[hole.name])
+                else:
+                    args[hole.arg] = statics[hole.name]
+        values.append(prim.evaluate(xp, args, attrs))
+    return get(program.output)
+
+
+def _dtype_source(name: str) -> str:
+    """How a reproducer spells a dtype (the table's spelling where it has one)."""
+    spell = getattr(primitives, "dtype_source", None)
+    return spell(name) if spell is not None else f"np.{name}"
+
+
+def _const(value: Any) -> Const:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"a scalar static argument must be an int or float, got {value!r}")
+    return Const(value)
+
+
+def _materialize(call: Call, source: int, value: np.ndarray) -> Call:
+    sources, arrays = list(call.sources), list(call.arrays)
+    for j, s in enumerate(sources):
+        if s == source:
+            sources[j], arrays[j] = OWN, np.array(value, copy=True)
+    return replace(call, sources=tuple(sources), arrays=tuple(arrays))
+
+
+def _round(array: np.ndarray | None, decimals: int) -> np.ndarray | None:
+    if array is None or array.dtype.kind != "f":
+        return array
+    with np.errstate(all="ignore"):
+        return np.round(array, decimals).astype(array.dtype)
+
+
+def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return np.array_equal(a, b, equal_nan=True)
+
+
+def _index(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > 1 << 20:
+        raise ValueError(f"expected a small int, got {value!r:.40}")
+    return value
+
+
+def _dtype(value: Any) -> str:
+    if value not in DTYPES:
+        raise ValueError(f"a leaf dtype is one of {DTYPES}, got {value!r:.40}")
+    return value
+
+
+def valid(sequence: JitSequence) -> bool:
+    """Is ``sequence`` well formed (every call's program accepted by NumPy)?"""
+    try:
+        sequence.validate()
+    except (*REJECTIONS, KeyError):
+        return False
+    return True
+
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "LEAF",
+    "OUTPUT",
+    "OWN",
+    "Call",
+    "Hole",
+    "JitSequence",
+    "fill",
+    "positional",
+    "skeleton_text",
+    "tree_leaves",
+    "valid",
+]

