@@ -81,7 +81,7 @@ def opt(args: argparse.Namespace) -> int:
     from .driver import run_stages
     from .pipelines import resolve
 
-    if args.target.startswith("mlir:"):  # an upstream pipeline variant (compiler/mlir_variants.py)
+    if args.target.startswith("mlir:"):  # an upstream pipeline variant (compiler/mlir_variants/)
         from .backends import get
 
         target = get(args.target).target

@@ -150,7 +150,7 @@ def get(name: str) -> Backend:
     to ``stage``, or its first ``k`` steps, then the minimal completion, at -O0;
     ``NAME[:module]`` is the module as built, completed) and ``NAME+mlir-runtime`` (called
     through MLIR's runtime helpers). ``mlir:<entries>`` names an upstream MLIR pipeline variant
-    (``compiler/mlir_variants.py``), with the same suffixes; a backend registered with
+    (``compiler/mlir_variants/``), with the same suffixes; a backend registered with
     ``variants`` parses its own (``iree-cpu[+option...][@O<n>]``, ``compiler/iree.py``).
     """
     if isinstance(name, str) and name.startswith("mlir:"):

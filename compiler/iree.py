@@ -23,12 +23,15 @@ a compiler crash is a ``CompilerError`` carrying its backtrace, never a dead wor
 compiler bindings (whose MLIR libraries clash with upstream MLIR's in one process) are never
 imported. A compile costs about 0.6 CPU-s whatever the module's size, which is why no default
 session runs IREE.
-``KNOWN_ISSUES`` lists the IREE bugs the research campaign found (each an open corpus entry);
-``known_issue`` recognizes them, for attribution and export.
+``KNOWN_ISSUES`` lists the IREE bugs the research campaign found; ``known_issue`` recognizes
+them, for attribution and export. A wrong answer of a semantics-changing variant
+(``+fast-min-max``, ``+reassociate``) that is none of them is that variant's control
+(``CONTROLS``): expected, not an IREE bug.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import re
@@ -36,6 +39,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -59,7 +63,8 @@ ENTRY = emit.TENSOR_ENTRY
 #: stage text, rebuilt by its command).
 MODULE, VMFB = "module", "vmfb"
 INSTALL = "pip install -e .[iree]"
-#: Seconds before a compile counts as hung (a module compiles in about 1 s).
+#: Seconds before a compile counts as hung (a module compiles in about 1 s): iree-compile is
+#: killed and the compile fails with a CompilerError saying so.
 COMPILE_TIMEOUT = 300
 #: Always on, in this order (a later option replaces a flag of the same name).
 BASE_FLAGS = (
@@ -231,20 +236,51 @@ _QUIET = ("--mlir-print-op-on-diagnostic=false",)
 MESSAGE_CHARS = 3000
 
 
+def _prctl() -> Any:
+    """libc's ``prctl`` (Linux), resolved before any fork; None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+        return None
+
+
+_PR_SET_PDEATHSIG = 1
+_PRCTL = _prctl()
+
+
+def _die_with_parent() -> None:
+    """In iree-compile's child, before exec: die with the process that started it. A harness
+    worker killed for a hang (or any caller killed) must not leave a compile running."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def run_compiler(text: str, flags: tuple[str, ...], output: str = "vmfb") -> bytes:
     """``iree-compile - FLAGS`` on ``text`` in a subprocess: the VM flatbuffer (or, with
-    ``--compile-to``, the IR text); a RuntimeError carrying the diagnostics or the crash."""
+    ``--compile-to``, the IR text); a RuntimeError carrying the diagnostics, the crash, or the
+    hang (no result after COMPILE_TIMEOUT seconds: the child is killed)."""
     executable = tool("iree-compile")
     if executable is None:
         raise RuntimeError(f"iree-compile not found ({INSTALL})")
+    limit = COMPILE_TIMEOUT
     with tempfile.TemporaryDirectory(prefix="iree-") as scratch:
         target = os.path.join(scratch, "out." + output)
-        proc = subprocess.run(
-            [executable, "-", *flags, *_QUIET, "-o", target],
-            input=text.encode(),
-            capture_output=True,
-            timeout=COMPILE_TIMEOUT,
-        )
+        try:
+            proc = subprocess.run(
+                [executable, "-", *flags, *_QUIET, "-o", target],
+                input=text.encode(),
+                capture_output=True,
+                timeout=limit,
+                preexec_fn=_die_with_parent if _PRCTL is not None else None,
+            )
+        except subprocess.TimeoutExpired as expired:  # run() has killed and reaped the child
+            partial = _clean((expired.stderr or b"").decode(errors="replace"))
+            raise RuntimeError(
+                f"iree-compile hung: no result after {limit:g} s (killed)"
+                + (f"\n{partial[-MESSAGE_CHARS:]}" if partial else "")
+            ) from None
         if proc.returncode == 0:
             with open(target, "rb") as handle:
                 return handle.read()
@@ -378,7 +414,8 @@ class IreeCpuBackend:
         outputs = results[: len(signature.outputs)]
         errors = results[len(signature.outputs) :]
         if len(errors) != signature.error_outputs:
-            raise RuntimeError(f"IREE returned {len(results)} results, expected more")
+            expected = len(signature.outputs) + signature.error_outputs
+            raise RuntimeError(f"IREE returned {len(results)} results, expected {expected}")
         if any(int(np.asarray(e).reshape(-1)[0]) for e in errors):
             raise ValueError("gather ids out of range for the table")
         return [
@@ -388,8 +425,13 @@ class IreeCpuBackend:
 
     def known_issue_of(self, graph: Graph, message: str = "") -> dict[str, str] | None:
         """The known IREE issue (``KNOWN_ISSUES``) a failure of this variant on ``graph`` is:
-        ``message`` is its compile error, empty for a wrong answer (for attribution)."""
+        ``message`` is its compile error, empty for a wrong answer (for attribution). A wrong
+        answer of a semantics-changing variant that is no known issue is its control
+        (``CONTROLS``): expected, not a bug."""
         issue = known_issue(emit.build(graph, abi="tensor")[0], message, self.name)
+        if issue is None and not message and self.semantics:
+            options, _ = parse(self.name)
+            issue = next(CONTROLS[o] for o in options if o in CONTROLS)
         return issue.to_dict() if issue is not None else None
 
 
@@ -449,8 +491,9 @@ class KnownIssue:
 
 F64_LIBM_LINK = KnownIssue(
     "f64-libm-link",
-    "iree-org/iree#20165 (open; also #12974): math functions without an f64 implementation in "
-    "IREE's embedded runtime become libm calls the embedded linker cannot resolve",
+    "iree-org/iree#20165 (open: the same class, f32 log10/trunc; earlier instances #8719 and "
+    "#12974 were fixed op by op): math functions without an implementation in IREE's embedded "
+    "runtime become libm calls the embedded linker cannot resolve",
     "IREE (llvm-cpu embedded linking): f64 tanh, sin, cos, tan, atan and asin lower to libm "
     "calls and iree-lld fails with 'undefined symbol'",
     f"--iree-llvmcpu-link-embedded=false (the {NAME}+system-linker variant)",
@@ -475,6 +518,18 @@ VECTORIZED_COUNT = KnownIssue(
     "none in IREE's flags (const-eval on or off both fail)",
 )
 KNOWN_ISSUES = (F64_LIBM_LINK, RANK0_RESHAPE_CRASH, VECTORIZED_COUNT)
+#: What a wrong answer of each semantics-changing option is: the control it was made for.
+CONTROLS = {
+    option: KnownIssue(
+        f"control:{option}",
+        "not a bug: a control variant that changes results on purpose",
+        f"the +{option} variant ({OPTIONS[option].description}: "
+        f"{' '.join(OPTIONS[option].flags)}) deviates from NumPy by design",
+        f"drop +{option}; the same case on {NAME} without it tells a real IREE bug",
+    )
+    for option in OPTIONS
+    if OPTIONS[option].semantics
+}
 
 _LIBM = re.compile(r"undefined symbol: (tanh|sin|cos|tan|atan2?|asin|acos|erf|cbrt)\b")
 _RANK0_RESHAPE = re.compile(r"tensor\.reshape [^\n]*tensor<0xindex>\) -> tensor<[a-z0-9]+>")
@@ -522,6 +577,7 @@ def known_issue(module: str, message: str = "", name: str = NAME) -> KnownIssue 
 
 __all__ = [
     "BASE_FLAGS",
+    "CONTROLS",
     "KNOWN_ISSUES",
     "LAYER",
     "LISTED",

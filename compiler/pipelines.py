@@ -208,6 +208,8 @@ VECTOR_STAGES: tuple[Stage, ...] = (
           description="every linalg op but BLAS matmuls tagged, tile+vectorize schedule appended"),
     Stage("vectorized", VECTORIZE, description="tiled and (masked) vectorized, masks lowered"),
     Stage("bufferized", BUFFERIZE_ALLOCATE, description="tensors -> buffers (no deallocation)"),
+    Stage("gathers", transform=_vector_hook("gathers", "strided_gathers"),
+          description="gathers from strided views: linear indices -> physical offsets"),
     Stage("temporaries", transform=_vector_hook("memory", "temporaries"),
           description="loop allocations hoisted, static temporaries as module globals (capped)"),
     Stage("deallocated", BUFFERIZE_DEALLOCATE, description="ownership-based deallocation"),
@@ -300,8 +302,9 @@ TARGETS: dict[str, Target] = {
         ),
     )
 }
-# cpu-vector is the fastest (bench/compiler.py) but stays opt-in until the fuzzer is clean on it.
-ALIASES = {"cpu": "cpu-blas"}
+# cpu-vector: the fastest (bench/compiler.py); every default fuzz session runs it (at -O0, and
+# as shipped on a sampled share of cases).
+ALIASES = {"cpu": "cpu-vector"}
 DEFAULT_TARGET = "cpu"
 
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import signal
 import sys
-import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
+from . import arguments as arg
 from .case import CPU_BACKENDS, SAMPLED_BACKENDS
 
 EXAMPLES = """examples:
@@ -21,173 +20,6 @@ EXAMPLES = """examples:
   python -m harness replay corpus --junit-xml replay.xml
   python -m harness backends
   python -m harness SUBCOMMAND --help"""
-
-
-class _Formatter(argparse.HelpFormatter):
-    """Help that shows every option's default (unless it is off, empty or already said), never
-    breaks a name at its hyphens, and keeps the line breaks of indented blocks (examples)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        default = action.default
-        if (
-            "%(default)" in text
-            or "default:" in text
-            or default is None
-            or default is False
-            or default is argparse.SUPPRESS
-            or (isinstance(default, (str, tuple, list)) and not default)
-            or not action.option_strings
-        ):
-            return text
-        if isinstance(default, (tuple, list)):
-            default = ",".join(map(str, default))
-        return f"{text} (default: {str(default).replace('%', '%%')})"
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(
-            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
-        )
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        blocks = []
-        for block in text.strip("\n").split("\n\n"):
-            if any(line.startswith(" ") for line in block.splitlines()):
-                blocks.append("\n".join(indent + line for line in block.splitlines()))
-            else:
-                blocks.append(
-                    textwrap.fill(
-                        " ".join(block.split()),
-                        width,
-                        initial_indent=indent,
-                        subsequent_indent=indent,
-                        break_on_hyphens=False,
-                    )
-                )
-        return "\n\n".join(blocks)
-
-
-class _Parser(argparse.ArgumentParser):
-    """Argument errors are one line (no usage block) that says what is valid; exit status 2."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _number(kind: Callable[[str], float], least: float, what: str) -> Callable[[str], float]:
-    """An argparse type: a ``kind`` number of at least ``least``, with a one-line error."""
-
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if not value >= least:  # also refuses NaN
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
-        return value
-
-    parse.__name__ = what
-    return parse
-
-
-_seconds = _number(float, 1e-3, "a positive number of seconds")
-_budget = _number(float, 0.0, "a number of seconds >= 0")
-_count = _number(int, 1, "a whole number >= 1")
-
-
-def _backends(text: str) -> tuple[str, ...]:
-    """Comma-separated backends, each known and available here (``python -m harness
-    backends`` lists them); variants such as ``cpu-loops@O0`` are accepted, and ``mlir:*``
-    (a pipeline variant drawn per case)."""
-    from compiler.backends import why_not
-    from compiler.mlir_variants import is_draw
-
-    names = tuple(dict.fromkeys(b.strip() for b in text.split(",") if b.strip()))
-    if not names:
-        raise argparse.ArgumentTypeError("no backend named (see: python -m harness backends)")
-    for name in names:
-        _, at, level = name.partition("@")
-        reason = why_not("mlir:" + at + level) if is_draw(name) else why_not(name)
-        if reason is not None:
-            raise argparse.ArgumentTypeError(
-                f"{reason}; variants: NAME@O0..O3, NAME[:stage#k], NAME+mlir-runtime; "
-                "'python -m harness backends' says which run here"
-            )
-    return names
-
-
-def _oracles(text: str) -> tuple[str, ...]:
-    """Comma-separated optional oracles, or prefixes ending in ':' (``metamorphic:``); the
-    primary ones judge every case and cannot be skipped."""
-    from .oracles import ORACLES
-
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    optional = [name for name, oracle in ORACLES.items() if not oracle.primary]
-    prefixes = sorted({n.split(":")[0] + ":" for n in optional if ":" in n})
-    for name in names:
-        if name not in optional and name not in prefixes:
-            primary = ", ".join(n for n in ORACLES if n not in optional)
-            raise argparse.ArgumentTypeError(
-                f"{'primary' if name in ORACLES else 'unknown'} oracle {name!r}; the optional "
-                f"ones are {', '.join([*prefixes, *optional])} ({primary} always run)"
-            )
-    return names
-
-
-def _mutations(text: str) -> str:
-    """Comma-separated names of the selftest's planted bugs."""
-    from .selftest import MUTATIONS
-
-    known = [m.name for m in MUTATIONS]
-    for name in (n.strip() for n in text.split(",") if n.strip()):
-        if name not in known:
-            known_names = ", ".join(known)
-            raise argparse.ArgumentTypeError(f"unknown mutation {name!r}; known: {known_names}")
-    return text
-
-
-def _version() -> str:
-    """This package's version, and the versions that decide what a replay finds."""
-    import platform
-    from importlib import metadata
-
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
-    return (
-        f"python -m harness (mlir-tensor-fuzz) {version('mlir-tensor-fuzz')}; Python "
-        f"{platform.python_version()}, NumPy {version('numpy')}, "
-        f"MLIR bindings {version('xtc-mlir-python-bindings')}"
-    )
-
-
-def _workaround(text: str) -> str:
-    """A registered compiler workaround (``python -m compiler workarounds`` lists them)."""
-    from compiler import workarounds
-
-    try:
-        return workarounds.check((text.strip(),))[0]
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _workers(text: str) -> int:
-    if text == "auto":
-        return max(1, os.cpu_count() or 1)
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers >= 1 or 'auto'")
-    return value
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
@@ -460,8 +292,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m harness", description=__doc__, epilog=EXAMPLES)
-    parser.add_argument("--version", action="version", version=_version())
+    parser = arg.Parser(prog="python -m harness", description=__doc__, epilog=EXAMPLES)
+    parser.add_argument("--version", action="version", version=arg.version_line())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fuzz = sub.add_parser(
@@ -472,22 +304,22 @@ def main(argv: list[str] | None = None) -> int:
         epilog="example:\n  python -m harness fuzz --seconds 300 --workers auto "
         "--backends cpu-loops,cpu-blas --seed 7",
     )
-    fuzz.add_argument("--seconds", type=_seconds, default=60.0, help="the time box")
+    fuzz.add_argument("--seconds", type=arg.seconds, default=60.0, help="the time box")
     fuzz.add_argument(
         "--backends",
-        type=_backends,
+        type=arg.backends,
         default=CPU_BACKENDS,
         help="comma-separated backends to compare (python -m harness backends lists them); "
         "with the default, a quarter of the cases also run on "
         + ",".join(SAMPLED_BACKENDS)
         + " (LLVM -O3)",
     )
-    fuzz.add_argument("--workers", type=_workers, default=1, help="driver processes, or 'auto'")
+    fuzz.add_argument("--workers", type=arg.workers, default=1, help="driver processes, or 'auto'")
     fuzz.add_argument("--seed", type=int, default=None, help="default: from the clock (printed)")
     fuzz.add_argument("--corpus", default="corpus", help="where findings are saved")
     fuzz.add_argument("--report", default="report", help="report directory ('' for none)")
     fuzz.add_argument(
-        "--max-nodes", type=_count, default=6, help="most operations in a generated program"
+        "--max-nodes", type=arg.count, default=6, help="most operations in a generated program"
     )
     fuzz.add_argument(
         "--mix",
@@ -499,14 +331,14 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--no-relations", action="store_true", help="skip metamorphic relations")
     fuzz.add_argument(
         "--skip-oracles",
-        type=_oracles,
+        type=arg.oracles,
         default=(),
         help="comma-separated oracles not to run (names, or prefixes such as 'metamorphic:')",
     )
     fuzz.add_argument("--stop-on-first", action="store_true", help="stop at the first finding")
     fuzz.add_argument(
         "--disable-workaround",
-        type=_workaround,
+        type=arg.workaround,
         action="append",
         default=[],
         metavar="NAME",
@@ -515,10 +347,10 @@ def main(argv: list[str] | None = None) -> int:
         "findings replay with the workaround off",
     )
     fuzz.add_argument(
-        "--shrink-seconds", type=_budget, default=30.0, help="Hypothesis shrinking per finding"
+        "--shrink-seconds", type=arg.budget, default=30.0, help="Hypothesis shrinking per finding"
     )
     fuzz.add_argument(
-        "--minimize-seconds", type=_budget, default=60.0, help="delta debugging per finding"
+        "--minimize-seconds", type=arg.budget, default=60.0, help="delta debugging per finding"
     )
     fuzz.add_argument("--database", default=".hypothesis/examples", help="Hypothesis's examples")
     fuzz.add_argument("--no-database", action="store_true", help="keep no Hypothesis examples")
@@ -530,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run as a Dask campaign: tcp://HOST:8786, or local:W (a LocalCluster of W workers)",
     )
     fuzz.add_argument(
-        "--shards", type=_count, default=None, help="campaign shards (default: worker threads)"
+        "--shards", type=arg.count, default=None, help="campaign shards (default: worker threads)"
     )
     fuzz.add_argument(
         "--split-backends", action="store_true", help="give each shard a subset of --backends"
@@ -591,19 +423,22 @@ def main(argv: list[str] | None = None) -> int:
     be.set_defaults(func=cmd_backends)
 
     st = sub.add_parser("selftest", help="plant known bugs in a scratch copy; are they caught?")
-    st.add_argument("--seconds", type=_seconds, default=60.0, help="budget per planted bug")
+    st.add_argument("--seconds", type=arg.seconds, default=60.0, help="budget per planted bug")
     st.add_argument(
-        "--only", type=_mutations, default="", help="comma-separated mutation names (default: all)"
+        "--only",
+        type=arg.mutations,
+        default="",
+        help="comma-separated mutation names (default: all)",
     )
-    st.add_argument("--workers", type=_workers, default=1, help="driver processes, or 'auto'")
+    st.add_argument("--workers", type=arg.workers, default=1, help="driver processes, or 'auto'")
     st.add_argument("--seed", type=int, default=1, help="the fuzz sessions' seed")
     st.set_defaults(func=cmd_selftest)
 
     mu = sub.add_parser("mutate", help="random compiler mutants: how many does fuzzing kill?")
-    mu.add_argument("--count", type=_count, default=10, help="mutants to draw")
-    mu.add_argument("--seconds", type=_seconds, default=60.0, help="fuzz budget per mutant")
+    mu.add_argument("--count", type=arg.count, default=10, help="mutants to draw")
+    mu.add_argument("--seconds", type=arg.seconds, default=60.0, help="fuzz budget per mutant")
     mu.add_argument("--seed", type=int, default=1, help="fixes the mutants drawn")
-    mu.add_argument("--workers", type=_workers, default=1, help="fuzz drivers per mutant")
+    mu.add_argument("--workers", type=arg.workers, default=1, help="fuzz drivers per mutant")
     mu.add_argument("--files", default="compiler/**/*.py", help="which files to mutate (a glob)")
     mu.add_argument("--json", default="", help="also write every mutant, diff and status here")
     mu.set_defaults(func=cmd_mutate)

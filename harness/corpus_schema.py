@@ -62,6 +62,7 @@ ARRAY_DTYPES = (
     "uint32",
     "uint64",
     "float16",
+    "bfloat16",  # ml_dtypes (harness/case.py EXTENSION_DTYPES)
     "float32",
     "float64",
     "complex64",
@@ -102,6 +103,7 @@ SIGNATURE: dict[str, Any] = {
             ],
         },
         "backend": _STRING,
+        "backends": _STRINGS,  # present when a name holds "+" (iree-cpu+host): "backend" is lossy
         "ops": _STRINGS,
         "dtype": _STRING,
         "oracle": _STRING,

@@ -104,8 +104,11 @@ def blocked(entry: Entry) -> str | None:
     """Why the entry cannot run here as recorded (a backend unknown or unavailable), or None."""
     from compiler.backends import why_not
 
+    from .oracles.spec import DEFINITION
+
     wanted = list(entry.case["case"].get("backends", ()))
-    wanted += [b for b in Signature.from_dict(entry.signature).backends if b not in wanted]
+    signature = Signature.from_dict(entry.signature).backends
+    wanted += [b for b in signature if b not in wanted and b != DEFINITION]  # not a backend
     reasons = [reason for reason in map(why_not, dict.fromkeys(wanted)) if reason]
     return "; ".join(reasons) or None
 

@@ -99,7 +99,12 @@ def test_a_registered_primitive_and_backend_are_fuzzed(toys) -> None:
         for sample in with_toy[:4]:
             case = Case(sample.program, list(sample.inputs), ("cpu-loops", "toy-numpy"))
             judgement = runner.evaluate(case)
-            assert judgement.findings == [], [f.detail for f in judgement.findings]
+            # MLIR lowers math.expm1 to exp(x) - 1 (tests/upstream pins it): on inputs near zero
+            # the harness rightly rejects cpu-loops, and only that, on these programs.
+            for finding in judgement.findings:
+                assert finding.kind == "mismatch" and finding.backends == (
+                    "cpu-loops",
+                ), finding.detail
             assert set(judgement.errors) == {"cpu-loops", "toy-numpy"}
         cells = runner.stats.cells
     assert any(k.startswith("op:expm1|") and k.endswith("|toy-numpy") for k in cells), cells

@@ -4,6 +4,7 @@
 - ``fusion``: reshapes as views (``views``), softmax / layer-norm row groups;
 - ``schedule``: the transform-dialect schedules written into the module (``rows-planned``,
   ``vector-planned``), applied by the following pass stage;
+- ``gathers``: gathers from strided buffers through their strides (``gathers``);
 - ``memory``: hoisted loop allocations and static temporaries as globals (``temporaries``).
 
 Every module imports MLIR only inside functions; none imports the rest of the compiler.

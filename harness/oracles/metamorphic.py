@@ -127,7 +127,7 @@ def layer_norm_shift(case: Case) -> list[Related]:
 def head_permutation(case: Case) -> list[Related]:
     """Permuting attention heads, with the matching weight blocks, leaves the output unchanged."""
     program = case.program
-    for node in program.nodes:
+    for index, node in enumerate(program.nodes):
         if node.op not in ("attention", "attend"):
             continue
         heads = int(node.attrs["heads"])
@@ -138,6 +138,13 @@ def head_permutation(case: Case) -> list[Related]:
         if not all(isinstance(r, Ref) and r.kind == "input" for r in refs):
             continue
         if len({r.index for r in refs}) != 3:
+            continue
+        # The permuted weights must feed this one place only: another use of them (another
+        # argument of this op, another op, the output) would see the permutation.
+        if any(
+            node.args.count(r) != 1 or program.users(r) != [index] or program.output == r
+            for r in refs
+        ):
             continue
         width = program.type_of(node.args[0]).shape[-1]
         depth = width // heads

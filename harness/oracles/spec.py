@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from compiler.dtypes import is_float
-from strategies.model.evaluate import function
 
 from . import tolerance
 from .base import Finding, Observation, Oracle, register
@@ -102,12 +101,77 @@ INDEPENDENT = {
 
 
 def independent_reference(case: Any) -> np.ndarray:
-    """The program in float64 with every composite from ``INDEPENDENT``."""
+    """The program in float64 with every composite from ``INDEPENDENT``.
+
+    Integer and boolean operands that NumPy computes in a float dtype are cast to float64
+    first: JAX computes ``mean`` of int32 in float32 (NumPy in float64), and a float32 reference
+    would report its own rounding as a definition bug."""
+    from compiler import primitives
+    from strategies.model import Const
+
     _, jnp = _jax()
     program = case.program
     widened = [jnp.asarray(a.astype(np.float64) if is_float(a.dtype) else a) for a in case.inputs]
-    fn = function(program, jnp, overrides=INDEPENDENT)
-    return np.asarray(fn(*widened), dtype=np.float64)
+    values: list[Any] = []
+
+    def get(arg: Any) -> Any:
+        if isinstance(arg, Const):
+            return arg.py()
+        return widened[arg.index] if arg.kind == "input" else values[arg.index]
+
+    for node in program.nodes:
+        prim = primitives.get(node.op)
+        operands = [get(a) for a in node.args]
+        types = [a.py() if isinstance(a, Const) else program.type_of(a) for a in node.args]
+        wanted = prim.numpy_dtypes(types, node.type)  # NumPy's computing dtype per operand
+        operands = [
+            (
+                o.astype(jnp.float64)
+                if d is not None and is_float(d) and hasattr(o, "dtype") and not is_float(o.dtype)
+                else o
+            )
+            for o, d in zip(operands, wanted, strict=True)
+        ]
+        rule = INDEPENDENT.get(node.op) or prim.evaluate
+        values.append(rule(jnp, operands, node.attrs))
+    return np.asarray(get(program.output), dtype=np.float64)
+
+
+#: The pseudo-backend a spec finding names: the shared definition, not any compiler backend.
+DEFINITION = "definition"
+
+
+def definition_verdict(case: Any, refs: dict[str, Any]) -> str | None:
+    """Why the shared definition (its truth, ``refs``) disagrees with the independent
+    implementation beyond the error model, or None when it agrees. Raises whatever the
+    independent reference raises."""
+    with np.errstate(all="ignore"):
+        independent = independent_reference(case)
+    shared = np.asarray(yardstick(refs), np.float64)
+    if shared.shape != independent.shape:
+        return f"shared definition's shape {shared.shape}, independent {independent.shape}"
+    # Each reference's error is measured against its own (shared-definition) truth: measured
+    # against the independent one it would carry the very definition error under test.
+    with np.errstate(invalid="ignore", over="ignore"):
+        errors = [
+            np.abs(np.asarray(r, np.float64) - shared)
+            for r in reference_outputs(refs, shared.shape)
+        ]
+    verdict = tolerance.compare(
+        shared,
+        independent,
+        [],
+        tolerance.error_steps(case.program),
+        tolerance.working_dtype(case.program),
+        errors=errors,
+    )
+    if verdict.ok:
+        return None
+    composites = sorted({op for op in case.program.ops if op in COMPOSITES})
+    return (
+        f"the shared definition of {', '.join(composites)} (compiler/ops.py) disagrees with "
+        f"an independent implementation: {verdict.reason}"
+    )
 
 
 class Spec(Oracle):
@@ -125,40 +189,15 @@ class Spec(Oracle):
         if truth is None or not truth.ok or not refs["numpy"].ok:
             return []
         try:
-            with np.errstate(all="ignore"):
-                independent = independent_reference(obs.case)
+            detail = definition_verdict(obs.case, refs)
         except Exception as error:  # noqa: BLE001 - an independent reference that cannot run
             obs.judgement.ambiguities.append(f"independent reference failed: {error!r}")
             return []
-        shared = np.asarray(yardstick(refs), np.float64)
-        if shared.shape != independent.shape:
-            detail = f"shared definition's shape {shared.shape}, independent {independent.shape}"
-            return [Finding("spec", ("definition",), self.name, detail, obs.case)]
-        # Each reference's error is measured against its own (shared-definition) truth: measured
-        # against the independent one it would carry the very definition error under test.
-        with np.errstate(invalid="ignore", over="ignore"):
-            errors = [
-                np.abs(np.asarray(r, np.float64) - shared)
-                for r in reference_outputs(refs, shared.shape)
-            ]
-        verdict = tolerance.compare(
-            shared,
-            independent,
-            [],
-            tolerance.error_steps(obs.case.program),
-            tolerance.working_dtype(obs.case.program),
-            errors=errors,
-        )
-        if verdict.ok:
+        if detail is None:
             return []
-        composites = sorted({op for op in obs.case.program.ops if op in COMPOSITES})
-        detail = (
-            f"the shared definition of {', '.join(composites)} (compiler/ops.py) disagrees with "
-            f"an independent implementation: {verdict.reason}"
-        )
-        return [Finding("spec", ("definition",), self.name, detail, obs.case)]
+        return [Finding("spec", (DEFINITION,), self.name, detail, obs.case)]
 
 
 register(Spec())
 
-__all__ = ["INDEPENDENT", "Spec", "independent_reference"]
+__all__ = ["DEFINITION", "INDEPENDENT", "Spec", "definition_verdict", "independent_reference"]

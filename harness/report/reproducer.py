@@ -159,6 +159,25 @@ def reproducer(case: Case, finding: Any) -> str:
         except Exception as error:  # noqa: BLE001 - a reproducer is documentation
             return header + f"# no standalone reproducer: {error!r}\n"
     footer = None
+    if finding.oracle == "spec" and case.invalid is None:
+        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+        return header + "\n".join(
+            [
+                '"""The shared definition of the composites (compiler/ops.py), evaluated in',
+                "extended precision, against an independent implementation (harness/oracles/",
+                'spec.py), judged by the fuzzer\'s error model. Exit 1: they disagree."""',
+                "import numpy as np",
+                *(["import ml_dtypes"] if any(a.dtype.kind == "V" for a in case.inputs) else []),
+                "",
+                "from harness.verdict import spec",
+                "",
+                *input_lines(case),
+                "",
+                f"PROGRAM = {case.program.to_json()!r}",
+                f"raise SystemExit(spec(PROGRAM, [{names}]))",
+                "",
+            ]
+        )
     if finding.oracle == "differential" and case.invalid is None:
         names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
         footer = [

@@ -198,7 +198,7 @@ def _mix(backends: tuple[str, ...], max_nodes: int, mix: str) -> st.SearchStrate
 
 
 # --------------------------------------------------------------------------------------------
-# mlir:<variant> backends (compiler/mlir_variants.py): ``mlir:*`` draws one per case
+# mlir:<variant> backends (compiler/mlir_variants/): ``mlir:*`` draws one per case
 
 
 def mlir_variant_names(

@@ -28,6 +28,7 @@ from compiler.tools import tool_path
 
 from ..corpus import Entry
 from .mlir_crash import crash_needle
+from .signature import Signature
 
 OWNERS = {
     "mlir-pass": "LLVM/MLIR upstream (github.com/llvm/llvm-project, an MLIR pass)",
@@ -181,7 +182,7 @@ def xla_script(entry: Entry) -> str:
 def _iree_backend(entry: Entry) -> str:
     """The IREE variant that failed: the attribution's, else the signature's or the case's."""
     names = [attribution_of(entry).get("backend", "")]
-    names += str(entry.signature.get("backend", "")).split("+")
+    names += list(Signature.from_dict(entry.signature).backends)
     names += list((entry.case.get("case") or {}).get("backends", []))
     found = [n for n in names if isinstance(n, str) and n.startswith("iree-cpu")]
     return found[0] if found else "iree-cpu"

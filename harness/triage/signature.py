@@ -43,22 +43,32 @@ class Signature:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored form (corpus files): backends joined, ops sorted."""
-        return {
+        """The stored form (corpus files): backends joined, ops sorted. Names that hold "+"
+        themselves (``iree-cpu+host``, ``cpu-loops+mlir-runtime``) are listed as well, since the
+        joined form cannot be split back; others are not, which keeps existing ids."""
+        data: dict[str, Any] = {
             "kind": self.kind,
             "backend": "+".join(sorted(self.backends)),
             "ops": sorted(set(self.ops)),
             "dtype": self.dtype,
             "oracle": self.oracle,
         }
+        if any("+" in b for b in self.backends):
+            data["backends"] = sorted(self.backends)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Signature:
         backend = data.get("backend", "")
+        listed = data.get("backends")
+        if isinstance(listed, list):
+            backends = tuple(str(b) for b in listed if b)
+        else:
+            backends = tuple(b for b in str(backend).split("+") if b)
         return cls(
             kind=str(data.get("kind", "")),
             oracle=str(data.get("oracle", "")),
-            backends=tuple(b for b in str(backend).split("+") if b),
+            backends=backends,
             ops=tuple(data.get("ops", ())),
             dtype=str(data.get("dtype", "")),
         )

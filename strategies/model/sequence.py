@@ -26,21 +26,22 @@ The function is plain Python, the same for every call::
 Each call's own typed program (variant, dtypes and statics applied) is built with the checked
 ``ProgramBuilder``, so NumPy decides its types and rejects what NumPy rejects: it is the call's
 reference. Only ``compiler.primitives`` is read, never the compiler itself.
+
+Here the data model, its checks and JSON; ``sequence_evaluate`` (the function, NumPy's outputs),
+``sequence_rewrites`` (smaller sequences) and ``sequence_printing`` (Python source) hold the rest,
+as the program model splits them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from compiler import primitives
-
-from .codec import normalize_attr
 from .program import REJECTIONS, Program, rebuild
-from .types import DTYPES, Const, Input, Ref
+from .types import DTYPES, Const, Input
 
 FORMAT = "mlir-tensor-fuzz/jit-sequence"
 FORMAT_VERSION = 1
@@ -159,18 +160,6 @@ def _check_static(value: Any) -> Any:
     if isinstance(value, (list, tuple)) and len(value) <= 8:
         return tuple(_check_static(v) for v in value)
     raise ValueError(f"unsupported static argument {value!r:.80}")
-
-
-class _Name:
-    """Prints as a bare name (a keyword of the function) where an attribute value would be."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-    __str__ = __repr__
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,155 +384,44 @@ class JitSequence:
         for _, value in call.statics:
             _check_static(value)
 
-    # ---- the function
+    # ---- the function (strategies.model.sequence_evaluate)
 
     def function(self, xp: Any = None, captured: np.ndarray | None = None) -> Callable[..., Any]:
         """The ONE function every call calls: ``f(*args, **statics)`` over namespace ``xp``
         (default: the first leaf's), reading ``captured`` from its enclosing scope."""
-        table = self.dispatch()
-        variants = self.variants
-        holes = self.holes
-        defaults = self.defaults()
+        from .sequence_evaluate import function
 
-        def f(*args: Any, **statics: Any) -> Any:
-            unknown = set(statics) - set(defaults)
-            if unknown:
-                raise TypeError(f"unexpected static arguments {sorted(unknown)}")
-            program = variants[table[skeleton_text(args)]]
-            leaves = tree_leaves(args)
-            if captured is not None:
-                leaves.append(captured)
-            return _evaluate(program, holes, {**defaults, **statics}, xp, leaves)
-
-        f.__name__ = f.__qualname__ = "f"
-        return f
+        return function(self, xp, captured)
 
     def numpy_outputs(self) -> list[Any]:
         """Every call's output as NumPy computes the sequence (None where NumPy raises)."""
-        captured = None
-        if self.captured:
-            captured = np.array(self.calls[0].captured, copy=True)
-        f = self.function(np, captured)
-        out: list[Any] = []
-        previous = None
-        for index, call in enumerate(self.calls):
-            if call.captured is not None and captured is not None:
-                captured[...] = call.captured
-            args, kwargs = self.arguments(index, previous)
-            try:
-                with np.errstate(all="ignore"):
-                    previous = np.asarray(f(*args, **kwargs))
-            except Exception:  # noqa: BLE001 - NumPy's own rejection: no output
-                previous = None
-            out.append(previous)
-        return out
+        from .sequence_evaluate import numpy_outputs
 
-    # ---- smaller sequences, for minimizers
+        return numpy_outputs(self)
+
+    # ---- smaller sequences, for minimizers (strategies.model.sequence_rewrites)
 
     def keep(self, indices: Sequence[int]) -> JitSequence:
         """Only calls ``indices`` (in order): a fed-back output whose call is gone becomes its
         own array (NumPy's value), the captured values each kept call saw are kept."""
-        indices = sorted(set(indices))
-        outputs: list[Any] | None = None
-        calls = []
-        for position, index in enumerate(indices):
-            call = self.calls[index]
-            follows = position > 0 and indices[position - 1] == index - 1
-            if OUTPUT in call.sources and not follows:
-                outputs = self.numpy_outputs() if outputs is None else outputs
-                value = outputs[index - 1]
-                if value is None:
-                    raise ValueError("the fed-back output has no NumPy value")
-                call = _materialize(call, OUTPUT, value)
-            seen = self.captured_at(index)
-            before = self.captured_at(indices[position - 1]) if position else None
-            if self.captured and (position == 0 or seen is not before):
-                call = replace(call, captured=seen)
-            elif call.captured is not None and seen is before:
-                call = replace(call, captured=None)
-            calls.append(call)
-        return self.with_calls(calls)
+        from .sequence_rewrites import keep
 
-    def with_calls(self, calls: Sequence[Call]) -> JitSequence:
-        return JitSequence(self.variants, self.holes, self.captured, tuple(calls))
+        return keep(self, indices)
 
     def simpler(self) -> Iterator[tuple[str, JitSequence]]:
         """Candidate simplifications, biggest first (unchecked: call ``validate``)."""
-        n = len(self.calls)
-        if n > 1:
-            for i in range(n):
-                yield f"only call {i}", self.keep([i])
-            for i in range(n):
-                for j in range(i + 1, n):
-                    if n > 2:
-                        yield f"only calls {i} and {j}", self.keep([i, j])
-            for i in range(n):
-                if n > 3:
-                    yield f"without call {i}", self.keep([k for k in range(n) if k != i])
-        used = {c.variant for c in self.calls}
-        if len(self.variants) > 1 and max(used) < len(self.variants) - 1:
-            yield "without an unused variant", JitSequence(
-                self.variants[: max(used) + 1], self.holes, self.captured, self.calls
-            )
-        passed = {name for c in self.calls for name, _ in c.statics}
-        for name in sorted(passed):
-            calls = [
-                replace(c, statics=tuple(s for s in c.statics if s[0] != name)) for c in self.calls
-            ]
-            yield f"default {name} in every call", self.with_calls(calls)
-        unused = [h for h in self.holes if h.name not in passed]
-        if unused:
-            holes = tuple(h for h in self.holes if h.name in passed)
-            yield "without unused static arguments", JitSequence(
-                self.variants, holes, self.captured, self.calls
-            )
-        outputs: list[Any] | None = None
-        for i, call in enumerate(self.calls):
-            for j, source in enumerate(call.sources):
-                if source == OUTPUT:
-                    outputs = self.numpy_outputs() if outputs is None else outputs
-                    if outputs[i - 1] is not None:
-                        own = _materialize(call, OUTPUT, outputs[i - 1])
-                        yield f"call {i}: own array for the fed-back output", self._swap(i, own)
-                elif source != OWN:
-                    sources = list(call.sources)
-                    arrays = list(call.arrays)
-                    sources[j] = OWN
-                    arrays[j] = np.array(self.leaves(i, None)[source], copy=True)
-                    own = replace(call, sources=tuple(sources), arrays=tuple(arrays))
-                    yield f"call {i}: leaf {j} not aliased", self._swap(i, own)
-            plain = positional(len(call.dtypes))
-            if call.skeleton != plain:
-                yield f"call {i}: positional arguments", self._swap(
-                    i, replace(call, skeleton=plain)
-                )
-            for name, _ in call.statics:
-                statics = tuple((k, v) for k, v in call.statics if k != name)
-                yield f"call {i}: default {name}", self._swap(i, replace(call, statics=statics))
-            if i > 0 and call.captured is not None:
-                yield f"call {i}: captured values unchanged", self._swap(
-                    i, replace(call, captured=None)
-                )
-            if call.variant > 0:
-                yield f"call {i}: variant 0", self._swap(i, replace(call, variant=0))
+        from .sequence_rewrites import simpler
+
+        return simpler(self)
 
     def rounded(self) -> Iterator[tuple[str, JitSequence]]:
         """The same sequence with one call's float arrays rounded (values simplified)."""
-        for i, call in enumerate(self.calls):
-            for name, decimals in (("rounded", 0), ("rounded to 1 decimal", 1)):
-                arrays = tuple(_round(a, decimals) for a in call.arrays)
-                captured = _round(call.captured, decimals)
-                if all(_same(a, b) for a, b in zip(arrays, call.arrays, strict=True)) and _same(
-                    captured, call.captured
-                ):
-                    continue
-                simpler = replace(call, arrays=arrays, captured=captured)
-                yield f"call {i} {name}", self._swap(i, simpler)
+        from .sequence_rewrites import rounded
 
-    def _swap(self, index: int, call: Call) -> JitSequence:
-        calls = list(self.calls)
-        calls[index] = call
-        return self.with_calls(calls)
+        return rounded(self)
+
+    def with_calls(self, calls: Sequence[Call]) -> JitSequence:
+        return JitSequence(self.variants, self.holes, self.captured, tuple(calls))
 
     # ---- JSON
 
@@ -618,189 +496,29 @@ class JitSequence:
             )
         return cls(variants, holes, bool(data["captured"]), tuple(calls))
 
-    # ---- printing
+    # ---- printing (strategies.model.sequence_printing)
 
     def source(self, array: Callable[[np.ndarray], str]) -> tuple[list[str], list[list[str]]]:
-        """Python source: the definitions (``skeleton``, ``leaves``, the variants, ``VARIANTS``,
-        ``W``, ``f``) and, per call, the lines that make its arguments and call
-        ``record(*args, **statics)`` (``record.last`` is the previous output). ``array(a)`` spells
-        an array's exact values."""
-        defaults = self.defaults()
-        lines = list(_TREE_SOURCE)
-        names = [f"x{i}" for i in range(self.passed)] + (["w"] if self.captured else [])
-        for v, program in enumerate(self.variants):
-            lines += ["", ""] + _variant_source(v, program, self.holes, names, defaults)
-        table = ", ".join(f"{text!r}: variant{v}" for text, v in self.dispatch().items())
-        lines += ["", "", f"VARIANTS = {{{table}}}"]
-        if self.captured:
-            w = self.captured_input
-            lines.append(
-                f"W = np.zeros({w.shape}, dtype={_dtype_source(w.dtype)})  "
-                "# captured: read at every call, changed in place between calls"
-            )
-        lines += [
-            "",
-            "",
-            "def f(*args, **statics):",
-            f"    return VARIANTS[skeleton(args)](*leaves(args){', W' if self.captured else ''}"
-            ", **statics)",
-        ]
-        blocks = []
-        for index, call in enumerate(self.calls):
-            block = [f"# call {index}" + (f": {call.note}" if call.note else "")]
-            if call.captured is not None:
-                block.append(f"W[...] = {array(call.captured)}")
-            names_j: list[str] = []
-            for j, source in enumerate(call.sources):
-                if source == OWN:
-                    name = f"a{index}_{j}"
-                    block.append(f"{name} = {array(call.arrays[j])}")
-                elif source == OUTPUT:
-                    name = "record.last"
-                else:
-                    name = names_j[source]
-                names_j.append(name)
-            it = iter(names_j)
-            args = [_tree_source(node, it) for node in call.skeleton]
-            args += [f"{k}={v!r}" for k, v in call.statics]
-            block.append(f"record({', '.join(args)})")
-            blocks.append(block)
-        return lines, blocks
+        """Python source: the definitions and, per call, the lines that call ``record`` (see
+        :func:`strategies.model.sequence_printing.source`)."""
+        from .sequence_printing import source
+
+        return source(self, array)
 
     def uses(self, prefix: str) -> bool:
         """Does any variant's source use ``prefix`` (``ops.``, ``xp.``)?"""
-        names = [f"x{i}" for i in range(len(self.variants[0].inputs))]
-        return any(
-            prefix in line
-            for v, p in enumerate(self.variants)
-            for line in _variant_source(v, p, self.holes, names, self.defaults())
-        )
+        from .sequence_printing import uses
+
+        return uses(self, prefix)
 
 
 _RESERVED = {"args", "statics", "target", "f", "xp", "np", "W", "record", "leaves", "skeleton"}
-
-_TREE_SOURCE = [
-    "def skeleton(tree):",
-    '    """The argument tree with each array written \'*\': it picks the variant."""',
-    "    if isinstance(tree, tuple):",
-    '        inner = ", ".join(skeleton(t) for t in tree)',
-    '        return f"({inner},)" if len(tree) == 1 else f"({inner})"',
-    "    if isinstance(tree, list):",
-    '        return "[" + ", ".join(skeleton(t) for t in tree) + "]"',
-    "    if isinstance(tree, dict):",
-    '        return "{" + ", ".join(f"{k!r}: {skeleton(tree[k])}" for k in sorted(tree)) + "}"',
-    '    return "None" if tree is None else "*"',
-    "",
-    "",
-    "def leaves(tree):",
-    '    """The arrays of the tree in the order compiler.jit flattens it (dict keys sorted)."""',
-    "    if isinstance(tree, (tuple, list)):",
-    "        return [leaf for t in tree for leaf in leaves(t)]",
-    "    if isinstance(tree, dict):",
-    "        return [leaf for k in sorted(tree) for leaf in leaves(tree[k])]",
-    "    return [] if tree is None else [tree]",
-]
-
-
-def _tree_source(node: Any, names: Iterator[str]) -> str:
-    if isinstance(node, tuple):
-        inner = ", ".join(_tree_source(n, names) for n in node)
-        return f"({inner},)" if len(node) == 1 else f"({inner})"
-    if isinstance(node, list):
-        return "[" + ", ".join(_tree_source(n, names) for n in node) + "]"
-    if isinstance(node, dict):
-        return "{" + ", ".join(f"{k!r}: {_tree_source(node[k], names)}" for k in sorted(node)) + "}"
-    return "None" if node is None else next(names)
-
-
-def _variant_source(
-    v: int, program: Program, holes: Sequence[Hole], names: list[str], defaults: dict[str, Any]
-) -> list[str]:
-    from .printing import render
-
-    body = []
-    for index, node in enumerate(program.nodes):
-        args = [
-            names[a.index] if isinstance(a, Ref) and a.kind == "input" else str(a)
-            for a in node.args
-        ]
-        attrs = dict(node.attrs)
-        for hole in holes:
-            if hole.node == index:
-                if hole.attr:
-                    attrs[hole.attr] = _Name(hole.name)
-                else:
-                    args[hole.arg] = hole.name
-        body.append(f"    v{index} = {render(node.op, args, attrs)}  # {node.type}")
-    out = program.output
-    body.append(f"    return {names[out.index] if out.kind == 'input' else out}")
-    keywords = "".join(f", {h.name}={defaults[h.name]!r}" for h in holes)
-    head = [f"def variant{v}({', '.join(names)}{', *' if holes else ''}{keywords}):"]
-    if any("xp." in line or ", xp)" in line for line in body):
-        head.append(f"    xp = {names[0]}.__array_namespace__()")
-    return head + body
-
-
-def _evaluate(
-    program: Program, holes: Sequence[Hole], statics: dict[str, Any], xp: Any, leaves: list[Any]
-) -> Any:
-    """``program`` on ``leaves`` with the holes set from ``statics`` (NumPy's attribute forms)."""
-    from .evaluate import namespace_of
-
-    if xp is None:
-        xp = namespace_of(leaves[0])
-    values: list[Any] = []
-
-    def get(arg: Any) -> Any:
-        if isinstance(arg, Const):
-            return arg.py()
-        return leaves[arg.index] if arg.kind == "input" else values[arg.index]
-
-    for index, node in enumerate(program.nodes):
-        prim = primitives.get(node.op)
-        args = [get(a) for a in node.args]
-        attrs = dict(node.attrs)
-        for hole in holes:
-            if hole.node == index:
-                if hole.attr:
-                    attrs[hole.attr] = normalize_attr(prim.attrs[hole.attr], statics[hole.name])
-                else:
-                    args[hole.arg] = statics[hole.name]
-        values.append(prim.evaluate(xp, args, attrs))
-    return get(program.output)
-
-
-def _dtype_source(name: str) -> str:
-    """How a reproducer spells a dtype (the table's spelling where it has one)."""
-    spell = getattr(primitives, "dtype_source", None)
-    return spell(name) if spell is not None else f"np.{name}"
 
 
 def _const(value: Any) -> Const:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"a scalar static argument must be an int or float, got {value!r}")
     return Const(value)
-
-
-def _materialize(call: Call, source: int, value: np.ndarray) -> Call:
-    sources, arrays = list(call.sources), list(call.arrays)
-    for j, s in enumerate(sources):
-        if s == source:
-            sources[j], arrays[j] = OWN, np.array(value, copy=True)
-    return replace(call, sources=tuple(sources), arrays=tuple(arrays))
-
-
-def _round(array: np.ndarray | None, decimals: int) -> np.ndarray | None:
-    if array is None or array.dtype.kind != "f":
-        return array
-    with np.errstate(all="ignore"):
-        return np.round(array, decimals).astype(array.dtype)
-
-
-def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return np.array_equal(a, b, equal_nan=True)
 
 
 def _index(value: Any) -> int:

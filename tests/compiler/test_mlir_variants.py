@@ -1,4 +1,4 @@
-"""The ``mlir:<variant>`` backends (``compiler/mlir_variants.py``): every catalog entry parses
+"""The ``mlir:<variant>`` backends (``compiler/mlir_variants/``): every catalog entry parses
 with ``mlir-opt``, scripts apply, preconditions skip (and say why), names round-trip, and each
 stage's command re-creates the stage's text from the previous stage's saved text."""
 

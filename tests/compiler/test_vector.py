@@ -31,6 +31,7 @@ STAGE_NAMES = [
     "vector-planned",
     "vectorized",
     "bufferized",
+    "gathers",
     "temporaries",
     "deallocated",
     "blas",
@@ -47,6 +48,14 @@ def _artifacts(fn, *args) -> dict:
     return jit(fn).compile(*args, target=TARGET).artifacts.to_dict()
 
 
+def _gelu_gather_sum(x0, x1, x2):
+    """The program of a crash report: a gather from a strided view (innermost stride 2)."""
+    xp = x0.__array_namespace__()
+    v3 = ops.gelu(xp.matmul(x0, x1))
+    v7 = ops.gather(v3[:, 1::2, None], x2)
+    return xp.sum(v7, axis=(-1,), keepdims=True)
+
+
 # --------------------------------------------------------------------------------------------
 # Stages and reproduce commands
 
@@ -55,7 +64,9 @@ def test_stage_names_and_layers() -> None:
     target = pipelines.resolve(TARGET)
     assert ["module", *target.stage_names()] == STAGE_NAMES
     python = {s.name for s in target.stages if s.layer == "project"}
-    assert python == {"vecmath", "views", "rows-planned", "vector-planned", "temporaries", "blas"}
+    assert python == set(
+        "vecmath views rows-planned vector-planned gathers temporaries blas".split()
+    )
     assert "cpu-vector" in pipelines.TARGETS
 
 
@@ -100,11 +111,16 @@ def _replay(artifacts: dict) -> dict[str, tuple[int, str, bool]]:
     return results
 
 
-def test_every_stage_reproduces_from_the_previous_text(rng) -> None:
+@pytest.mark.parametrize("program", ["softmax", "gather"])
+def test_every_stage_reproduces_from_the_previous_text(rng, program) -> None:
     """mlir-opt (pass stages, the two schedules included) and ``python -m compiler opt``
     (Python stages) give the compiler's own text, stage after stage."""
-    x = rand(rng, (7, 33))
-    artifacts = isolated(_artifacts, ops.softmax, x)
+    if program == "softmax":
+        artifacts = isolated(_artifacts, ops.softmax, rand(rng, (7, 33)))
+    else:  # the gathers stage rewrites something
+        args = (rand(rng, (2, 3)), rand(rng, (3, 4)), rand(rng, (5,), I32, 0, 2))
+        artifacts = isolated(_artifacts, _gelu_gather_sum, *args)
+        assert artifacts["stages"]["gathers"] != artifacts["stages"]["bufferized"]
     commands = artifacts["commands"]
     assert "transform-interpreter" in commands["vectorized"]
     assert commands["vectorized"].startswith("python -m compiler tools mlir-opt")
@@ -296,6 +312,40 @@ def test_elementwise(rng, name, n) -> None:
 def test_int_abs_of_any_rank(rng, shape) -> None:
     """Found by the fuzzer (a pass failure in ``lowered``): abs of an int32 (1, 1, 1) array."""
     check(jit(np.abs), rand(rng, shape, I32, -9, 9), targets=[TARGET, f"{TARGET}@O0"])
+
+
+def test_gather_from_strided_view_compiles() -> None:
+    """Found as a crash ("LLVM Translation failed for operation:
+    builtin.unrealized_conversion_cast"): the vectorized gather read a strided view (innermost
+    stride 2) that convert-vector-to-llvm cannot lower; the ``gathers`` stage rewrites it."""
+    x0, x1 = np.ones((2, 3), F32), np.ones((3, 4), F32)
+    check(jit(_gelu_gather_sum), x0, x1, np.zeros(5, I32), targets=[TARGET], rtol=1e-6)
+    texts = _texts(_gelu_gather_sum, x0, x1, np.zeros(5, I32))
+    assert "vector.gather" in texts["bufferized"] and "strided<[4, 2, 2]" in texts["bufferized"]
+    assert re.search(r"vector\.gather %\S+\[%\S+\] \[%\S+\].*: memref<\?xf64>", texts["gathers"])
+    assert "unrealized_conversion_cast" not in texts["lowered"]
+
+
+GATHER_VIEWS = {
+    "cols": lambda t, i: ops.gather(t[:, 1:3], i),  # innermost stride 1, rows apart: was wrong
+    "cols-step": lambda t, i: ops.gather(t[:, ::2], i),
+    "rows-step": lambda t, i: ops.gather(t[::2, 1:], i),
+    "reversed": lambda t, i: ops.gather(t[::-1, ::-2], i),
+    "row-step": lambda t, i: ops.gather(t[1, ::3], i),
+    "column": lambda t, i: ops.gather(t[:, 2], i),
+    "unit-inner": lambda t, i: ops.gather(t[:, 1::2, None], i),
+    "unit-middle": lambda t, i: ops.gather(t[:, None, 1:4], i),
+    "temporary": lambda t, i: ops.gather((t * 2)[:, 2:5], i) + 1,
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, I32], ids=str)
+@pytest.mark.parametrize("name", list(GATHER_VIEWS))
+def test_gather_from_views(rng, name, dtype) -> None:
+    """The vectorizer's gather indices are linear over the view's shape; on a strided buffer
+    they must go through its strides (silently wrong elements before the ``gathers`` stage)."""
+    table, ids = rand(rng, (6, 7), dtype, -9, 9), rand(rng, (9,), I32, 0, 3)
+    check(jit(GATHER_VIEWS[name]), table, ids, targets=[TARGET], rtol=1e-6)
 
 
 def test_gpt2_block_small(rng) -> None:

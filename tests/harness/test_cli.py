@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from compiler import pipelines
 from harness.case import CPU_BACKENDS
 from harness.cli import main
 
@@ -184,4 +185,4 @@ def test_backends_lists_every_backend_and_why_not(capsys) -> None:
     text = "\n".join(lines)
     assert "why: no toy hardware" in text
     assert "why: unavailable() raised OSError: probe failed" in text
-    assert "aliases: cpu = cpu-vector" in text
+    assert f"aliases: cpu = {pipelines.ALIASES['cpu']}" in text

@@ -187,6 +187,33 @@ def test_every_saved_entry_conforms_to_the_schema(tmp_path: Path) -> None:
     assert load(path).signature == finding.signature.to_dict()
 
 
+def test_backend_names_holding_a_plus_survive_the_round_trip(tmp_path: Path) -> None:
+    """``iree-cpu+host`` must come back whole (the joined ``backend`` string cannot say where
+    one name ends); names without "+" keep the stored form, hence the ids, of older entries."""
+    import ml_dtypes
+
+    from harness.oracles.base import Finding
+    from harness.session.fuzz import finding_entry
+    from harness.triage.signature import Signature
+
+    case = Case.from_dict(case_dict("plus"))
+    backends = ("cpu-loops+mlir-runtime", "iree-cpu+host")
+    raw = finding_entry(case, Finding("mismatch", backends, "differential", "planted", case))
+    assert first_problem(raw.to_json()) is None
+    _, path = Corpus(tmp_path).save(raw)
+    assert Signature.from_dict(load(path).signature).backends == backends
+    plain = Signature("mismatch", "differential", ("cpu-blas", "cpu-loops")).to_dict()
+    assert "backends" not in plain and plain["backend"] == "cpu-blas+cpu-loops"
+    # bfloat16 inputs are stored and validated like NumPy's own dtypes.
+    b = ProgramBuilder()
+    program = b.build(b.node("exp", b.input((3,), "bfloat16")))
+    low = Case(program, [np.ones(3, ml_dtypes.bfloat16)], ("cpu-loops",))
+    stored = finding_entry(low, Finding("mismatch", ("cpu-loops",), "differential", "p", low))
+    assert first_problem(stored.to_json()) is None
+    _, path = Corpus(tmp_path).save(stored)
+    assert Case.from_dict(load(path).case["case"]).inputs[0].dtype == ml_dtypes.bfloat16
+
+
 def test_a_list_valued_signature_is_an_error_naming_the_file_and_the_field(
     tmp_path: Path,
 ) -> None:

@@ -300,17 +300,17 @@ def test_a_planted_cache_bug_is_found_minimized_and_reproduced(name: str, tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [m.name for m in JIT_MUTATIONS])
-def test_a_default_session_finds_a_planted_cache_bug_within_a_minute(
-    name: str, tmp_path: Path
-) -> None:
-    """``python -m harness fuzz --seconds 60 --workers 1 --stop-on-first --no-database``, the
-    default mix (jit sequences are a tenth of it); the spec oracle is skipped so an unrelated
-    finding cannot end the session first."""
+def test_a_default_session_finds_a_planted_cache_bug(name: str, tmp_path: Path) -> None:
+    """``python -m harness fuzz --workers 1 --stop-on-first --no-database``, the default mix (jit
+    sequences are a tenth of it); the spec oracle is skipped so an unrelated finding cannot end
+    the session first. Each is found within 60 s on an idle 2-core machine; the box is wider
+    because CI runs this next to other sessions (a time box measures the load, not the
+    harness)."""
     mutation = next(m for m in JIT_MUTATIONS if m.name == name)
     scratch = apply(mutation, tmp_path / "src")
     summary = tmp_path / "summary.json"
     command = fuzz_command(
-        tmp_path / "corpus", 60, 1, "--workers", "1", "--stop-on-first", "--no-database",
+        tmp_path / "corpus", 180, 1, "--workers", "1", "--stop-on-first", "--no-database",
         "--summary-json", str(summary), "--skip-oracles", "spec", "--minimize-seconds", "60",
         "--shrink-seconds", "10",
     )  # fmt: skip
@@ -321,7 +321,7 @@ def test_a_default_session_finds_a_planted_cache_bug_within_a_minute(
     assert summary.exists(), proc.stderr[-3000:]
     data = json.loads(summary.read_text())
     found = [t for t in data["timeline"] if t.get("oracle") == "jit-sequence"]
-    assert found and found[0]["seconds"] <= 60, data["timeline"]
+    assert found and found[0]["seconds"] <= 180, data["timeline"]
     entries = [json.loads(p.read_text()) for p in (tmp_path / "corpus").glob("*.json")]
     mine = [e for e in entries if e["case"]["oracle"] == "jit-sequence"]
     assert mine and len(mine[0]["case"]["case"]["extra"]["sequence"]["calls"]) <= 3

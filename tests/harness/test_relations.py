@@ -55,3 +55,27 @@ def test_structural_relations_fit_where_expected() -> None:
     assert "batch-split" in names["batched"]
     assert "head-permutation" in names["attention"]
     assert "transpose-roundtrip" in names["batched"]
+
+
+def test_head_permutation_only_where_the_weights_feed_attention_alone() -> None:
+    """Permuted weights that the program also reads elsewhere change its output: no relation
+    there (the iree-cpu campaign found ``attention(x, w, c, o, p)`` next to ``o < p``)."""
+    shapes = [(5, 6), (6, 18), (18,), (6, 6), (6,)]
+
+    def fitting(case: Case) -> set[str]:
+        return {r.relation for r in relations() if r.fits(case)}
+
+    def elsewhere(b, x, w, c, o, p):
+        return b.node("matmul", b.node("attention", x, w, c, o, p, heads=3), o)
+
+    assert "head-permutation" not in fitting(_case(elsewhere, shapes))
+    assert "head-permutation" not in fitting(
+        _case(lambda b, x, w, c, o, p: b.node("attention", o, w, c, o, p, heads=3), shapes)
+    )
+    # Only the bias the relation leaves alone is read again: it still fits.
+    assert "head-permutation" in fitting(
+        _case(
+            lambda b, x, w, c, o, p: b.node("add", b.node("attention", x, w, c, o, p, heads=3), p),
+            shapes,
+        )
+    )

@@ -24,6 +24,11 @@ REPEATS = int(os.environ.get("RELIABILITY_REPEATS", "1"))
 pytestmark = pytest.mark.slow
 
 
+# They check that nothing is left in /dev/shm, which every test creating multiprocessing
+# semaphores (the Dask campaigns) would disturb: one xdist group, run with --dist loadgroup.
+SHM_GROUP = pytest.mark.xdist_group("dask-campaigns")
+
+
 def _shm() -> set[str]:
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
@@ -59,6 +64,7 @@ def _corpus_intact(directory: Path) -> list[Entry]:
     return items
 
 
+@SHM_GROUP
 @pytest.mark.parametrize("how", ["SIGINT to the parent", "SIGINT to the group", "SIGTERM"])
 def test_a_signal_stops_the_session_within_two_seconds(how: str, tmp_path: Path) -> None:
     shm = _shm()
@@ -90,6 +96,7 @@ def test_a_signal_stops_the_session_within_two_seconds(how: str, tmp_path: Path)
     assert _shm() - shm == set(), "semaphores or shared memory left in /dev/shm"
 
 
+@SHM_GROUP
 def test_kill_minus_nine_loses_nothing_and_leaves_nothing_running(tmp_path: Path) -> None:
     mutation = next(m for m in MUTATIONS if m.name == "inverted-causal-mask")
     env = scratch_environment(apply(mutation, tmp_path / "src"))

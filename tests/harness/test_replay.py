@@ -373,6 +373,7 @@ def test_a_bug_back_in_the_real_compiler_is_a_regression(tmp_path: Path) -> None
     corpus, work = tmp_path / "corpus", tmp_path / "work"
     work.mkdir()
     env = scratch_environment(scratch)
+    env.pop("HARNESS_PLUGINS", None)  # the module's toys (a fixture) are not on these paths
     # cwd outside the repository: ``python -c`` puts it first on sys.path, before the scratch copy
     made = subprocess.run(
         [sys.executable, "-c", PLANT_SCRIPT, str(corpus)], cwd=work, env=env,
@@ -380,7 +381,10 @@ def test_a_bug_back_in_the_real_compiler_is_a_regression(tmp_path: Path) -> None
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     replay_command = [sys.executable, "-m", "harness", "replay", "--no-jax", str(corpus)]
-    real = subprocess.run(replay_command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    own = {k: v for k, v in os.environ.items() if k != "HARNESS_PLUGINS"}
+    real = subprocess.run(
+        replay_command, cwd=ROOT, env=own, capture_output=True, text=True, timeout=300
+    )
     assert real.returncode == 0 and real.stdout.startswith("still-fixed"), real.stdout + real.stderr
     back = subprocess.run(
         replay_command, cwd=work, env=env, capture_output=True, text=True, timeout=300

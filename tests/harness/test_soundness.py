@@ -123,6 +123,56 @@ def test_a_bug_in_the_shared_definition_is_caught(mutation: Mutation, tmp_path: 
     assert {oracle for _, oracle in findings} <= {"spec", "metamorphic:layer-norm-shift"}
 
 
+def test_spec_reference_computes_integer_means_in_float64() -> None:
+    """mean of int32 is float64 in NumPy and float32 in JAX: the independent reference must not
+    report its own float32 rounding as a bug of the shared definition (a clean-compiler false
+    positive found by a session)."""
+    from harness.oracles.spec import definition_verdict
+    from harness.run.references import references
+
+    b = ProgramBuilder()
+    x = b.input((5,), "int32")
+    program = b.build(b.node("gelu", b.node("mean", x, axis=-1, keepdims=False)))
+    case = Case(program, [np.array([-1, 0, 3, -2, 3], np.int32)])
+    assert definition_verdict(case, references(case, False)) is None
+
+
+_SPEC_REPRODUCER = """
+import json, sys
+import numpy as np
+from harness.case import Case
+from harness.oracles.base import Finding
+from harness.report.reproducer import reproducer
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+x = b.input((3, 5), "float64")
+case = Case(b.build(b.node("gelu", x)), [np.random.default_rng(3).standard_normal((3, 5))])
+source = reproducer(case, Finding("spec", ("definition",), "spec", "planted", case))
+exec(compile(source, "<reproducer>", "exec"), {"__name__": "__main__"})
+"""
+
+
+@pytest.mark.slow
+def test_spec_reproducer_fails_exactly_when_the_definition_is_wrong(tmp_path: Path) -> None:
+    clean = subprocess.run(
+        [sys.executable, "-c", _SPEC_REPRODUCER], capture_output=True, text=True, timeout=300
+    )
+    assert clean.returncode == 0 and "ok:" in clean.stdout, clean.stderr[-2000:]
+    mutation = next(m for m in SHARED_DEFINITION_BUGS if m.name == "gelu-constant")
+    scratch = apply(mutation, tmp_path / mutation.name)
+    planted = subprocess.run(
+        [sys.executable, "-c", _SPEC_REPRODUCER],
+        cwd=tmp_path,
+        env=scratch_environment(scratch),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert planted.returncode == 1, (planted.stdout, planted.stderr[-2000:])
+    assert "FAILS the spec oracle" in planted.stderr
+
+
 _REPEAT = """
 import json
 import numpy as np

@@ -1,0 +1,325 @@
+"""The catalog's table: which upstream passes and transform scripts a variant may use.
+
+Only data (and ``Entry``, its row type); ``compiler.mlir_variants`` registers the rows.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..pipelines import OPTIMIZE
+from .scripts import lower_pack, tile_fuse, tile_vectorize, vectorize_children
+
+#: Where entries run, in pipeline order.
+STAGES = ("tensor", "bufferize", "buffer", "lower", "loops")
+
+
+@dataclass(frozen=True)
+class KnownBroken:
+    """IR ``features`` on which an entry hits a known upstream bug, and which bug (``issue``)."""
+
+    features: tuple[str, ...]
+    issue: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One catalog entry.
+
+    ``pipeline`` is the text inside ``builtin.module(...)`` (for a "bufferize" entry: what
+    replaces ``one-shot-bufferize`` in our BUFFERIZE); ``script(text, id)`` makes a transform
+    library from the IR the entry runs on, applied after ``pipeline``. Preconditions, checked
+    on that IR: ``requires`` (at least one of these features; empty: always), ``forbids`` (none
+    of these), ``known_broken`` (skipped unless the variant is ``mlir:known-broken:...``);
+    ``after``: the "lower" entries one of which must come earlier in the variant. ``vector``:
+    leaves vector ops (adds the vector-fixup stage); ``loose``: changes numerics beyond the
+    harness's error model (never drawn, only named)."""
+
+    id: str
+    stage: str
+    pipeline: str = ""
+    script: Callable[[str, str], str] | None = None
+    requires: tuple[str, ...] = ()
+    forbids: tuple[str, ...] = ()
+    known_broken: tuple[KnownBroken, ...] = ()
+    after: tuple[str, ...] = ()
+    vector: bool = False
+    loose: bool = False
+    note: str = ""
+
+    def fragment(self, stage_name: str) -> str:
+        """The pipeline fragment; a script's library is read from ``<stage>.transform.mlir``."""
+        if self.script is None:
+            return self.pipeline
+        load = (
+            f"transform-preload-library{{transform-library-paths={stage_name}.transform.mlir}}, "
+            "transform-interpreter{entry-point=__transform_main}"
+        )
+        return f"{self.pipeline}, {load}" if self.pipeline else load
+
+    def precondition(self) -> str:
+        """The precondition in words (for the catalog table)."""
+        parts = []
+        if self.requires:
+            parts.append("has one of: " + ", ".join(self.requires))
+        if self.forbids:
+            parts.append("has none of: " + ", ".join(self.forbids))
+        if self.after:
+            parts.append("after " + " or ".join(self.after))
+        return "; ".join(parts) or "-"
+
+    def check(self, found: set[str], known_broken: bool = False) -> str:
+        """Why this entry does not run on IR with features ``found`` ("" if it runs)."""
+        if self.requires and not any(r in found for r in self.requires):
+            return f"needs one of {', '.join(self.requires[:4])}"
+        bad = [f for f in self.forbids if f in found]
+        if bad:
+            return f"has {', '.join(bad)}"
+        if not known_broken:
+            for broken in self.known_broken:
+                hit = [f for f in broken.features if f in found]
+                if hit:
+                    return f"known broken with {', '.join(hit)}: {broken.issue}"
+        return ""
+
+
+_LINALG = (
+    "linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.transpose", "linalg.reduce",
+    "linalg.fill", "linalg.elementwise", "linalg.broadcast", "linalg.copy", "linalg.map",
+    "linalg.add", "linalg.sub", "linalg.mul", "linalg.div", "linalg.max", "linalg.min",
+    "linalg.exp", "linalg.log", "linalg.abs", "linalg.negf", "linalg.sqrt", "linalg.tanh",
+    "linalg.powf", "linalg.select",
+)  # fmt: skip
+_NAMED = tuple(n for n in _LINALG if n != "linalg.generic")
+# Buffer aliases the affine dependence analysis does not see, and vector memory ops it aborts on.
+_VIEWS = (
+    "memref.reshape", "memref.expand_shape", "memref.collapse_shape", "memref.subview",
+    "memref.cast", "memref.reinterpret_cast",
+)  # fmt: skip
+_VECTOR_MEMORY = ("vector.transfer_read", "vector.transfer_write", "vector.load", "vector.store")
+_LOOPS = ("scf.for", "affine.for", "scf.parallel")
+
+# The upstream bugs behind the known_broken notes (tests/upstream/ pins each of them).
+_ABSI = KnownBroken(
+    ("math.absi",),
+    "math.absi on n-D vectors is not lowered by convert-math-to-llvm (fixed by llvm PR #195360)",
+)
+_RANK_REDUCING = KnownBroken(
+    ("rank-reducing-insert",),
+    "rank-reducing tensor.insert_slice vectorized along the unit dim (llvm PR #221293, open)",
+)
+_MASKED_MINMAX = KnownBroken(
+    ("minmax-reduction",),
+    "masked vector.reduction <maximumf/minimumf> gets a wrong neutral value in "
+    "convert-vector-to-llvm (fixed by llvm PR #222275)",
+)
+_FUSION_ALIAS = KnownBroken(
+    _VIEWS,
+    "affine-loop-fusion misses aliases through memref views: wrong code (llvm #218696, "
+    "PR #213413)",
+)
+_FUSION_VECTOR = KnownBroken(
+    _VECTOR_MEMORY, "affine-loop-fusion aborts (UNREACHABLE) on vector memory ops (llvm #221141)"
+)
+_SUPER_VECTORIZE = KnownBroken(
+    ("single-iter-loop",),
+    "affine-super-vectorize emits an invalid transfer_write for an invariant store in a "
+    "1-iteration loop (llvm #131135)",
+)
+_SUPER_VECTORIZE_VIEWS = KnownBroken(
+    _VIEWS, "the affine dependence analysis misses memref view aliases (llvm #218696 family)"
+)
+_INT_RANGE = KnownBroken(
+    ("affine-nonconst-bound",),
+    "integer range analysis aborts on affine.for with non-constant bounds (llvm #180312)",
+)
+_AFFINE_LOOPS = KnownBroken(
+    ("dynamic",),
+    "convert-linalg-to-affine-loops makes an affine.for with a non-affine bound for a "
+    "dynamic-size op inside scf.for (invalid IR; no upstream report found)",
+)
+_WHEEL_I1 = KnownBroken(
+    ("scf.for",),
+    "with tensor loops the deallocation's i1 ownership memrefs hit the wheel's MemRefToLLVM "
+    "i1 assertion (a wheel patch, not upstream)",
+)
+_TENSOR_VECTOR = (_RANK_REDUCING, _ABSI)
+
+
+def entries() -> list[Entry]:
+    T, Z, B, W, L = STAGES
+    affine = ("to-affine-loops",)
+    any_lowering = ("to-affine-loops", "to-parallel-loops", "to-loops")
+    fusion = (_FUSION_ALIAS, _FUSION_VECTOR)
+    super_vectorize = (_SUPER_VECTORIZE_VIEWS, _SUPER_VECTORIZE)
+    inner = OPTIMIZE.removeprefix("builtin.module(").removesuffix(")")
+    masked = functools.partial(tile_vectorize, masked=True)
+    static = functools.partial(tile_vectorize, masked=False)
+
+    def transpose_only(text: str, entry: str) -> str:
+        return tile_vectorize(text, entry, masked=False, only="linalg.transpose")
+
+    return [
+        # ---- tensor: the module as built (named linalg ops on tensors) ---------------------
+        Entry("canonicalize", T, "canonicalize"),
+        Entry("cse", T, "cse"),
+        Entry("canonicalize-aggressive", T,
+              "canonicalize{region-simplify=aggressive top-down=false}"),
+        Entry("sccp", T, "sccp"),
+        Entry("licm", T, "func.func(loop-invariant-code-motion)",
+              requires=("scf.for", "scf.forall")),
+        Entry("optimize", T, inner, note="our own OPTIMIZE stage"),
+        Entry("generalize", T, "func.func(linalg-generalize-named-ops)", requires=_NAMED),
+        Entry("specialize", T, "func.func(linalg-specialize-generic-ops)",
+              requires=("linalg.generic",)),
+        Entry("morph-named-to-category", T, "linalg-morph-ops{named-to-category=true}",
+              requires=_NAMED),
+        Entry("morph-generic-to-named", T, "linalg-morph-ops{generic-to-named=true}",
+              requires=("linalg.generic",)),
+        Entry("morph-category-to-generic", T, "linalg-morph-ops{category-to-generic=true}",
+              requires=("linalg.elementwise",)),
+        Entry("fold-unit-extent-dims", T, "func.func(linalg-fold-unit-extent-dims)",
+              requires=("unit-dim",)),
+        Entry("fold-unit-extent-dims-slices", T,
+              "func.func(linalg-fold-unit-extent-dims{use-rank-reducing-slices=true})",
+              requires=("unit-dim",)),
+        Entry("fuse-elementwise", T, "func.func(linalg-fuse-elementwise-ops)",
+              requires=("linalg.generic",), note="the pass has no options in MLIR 22"),
+        Entry("inline-scalar-operands", T, "func.func(linalg-inline-scalar-operands)",
+              requires=("linalg.generic",)),
+        Entry("fold-into-elementwise", T, "func.func(linalg-fold-into-elementwise)",
+              requires=("linalg.transpose",)),
+        Entry("detensorize", T, "func.func(linalg-detensorize)", requires=("rank0",)),
+        Entry("detensorize-aggressive", T, "func.func(linalg-detensorize{aggressive-mode=true})",
+              requires=("rank0",)),
+        Entry("math-expand-tanh", T, "func.func(math-expand-ops{ops=tanh})",
+              requires=("math.tanh",),
+              note="math-polynomial-approximation is not in the 22.1.8 wheel; this is the closest"),
+        Entry("math-expand-powf", T, "func.func(math-expand-ops{ops=powf})",
+              requires=("math.powf",), loose=True,
+              note="pow -> exp(y*log x) loses ~|y ln x| ulps, beyond the error model"),
+        Entry("tile-vectorize-masked", T, script=masked, vector=True, requires=_LINALG,
+              known_broken=(*_TENSOR_VECTOR, _MASKED_MINMAX),
+              note="tile_using_for (sizes from {1,2,4}) + masked vectorize + vector lowering"),
+        Entry("tile-vectorize-static", T, script=static, vector=True, requires=_LINALG,
+              known_broken=_TENSOR_VECTOR,
+              note="tile_using_for (sizes dividing the extents) + vectorize + vector lowering"),
+        Entry("vectorize-transpose", T, script=transpose_only, vector=True,
+              requires=("linalg.transpose",), known_broken=_TENSOR_VECTOR,
+              note="as tile-vectorize-static, linalg.transpose only"),
+        Entry("vectorize-children", T, script=vectorize_children, vector=True, requires=_LINALG,
+              known_broken=_TENSOR_VECTOR,
+              note="vectorize_children_and_apply_patterns {vectorize_nd_extract}"),
+        Entry("tile-fuse", T, script=tile_fuse, requires=_LINALG,
+              note="structured.fuse of the output's op, parallel tile sizes from {1,2,3}"),
+        Entry("tile-fuse-vectorize", T, script=functools.partial(tile_fuse, vectorize=True),
+              vector=True, requires=_LINALG, known_broken=_TENSOR_VECTOR,
+              note="tile-fuse, then vectorize_children_and_apply_patterns"),
+        Entry("block-pack-matmul", T, "func.func(linalg-block-pack-matmul{block-factors=2,2,2})",
+              script=lower_pack, requires=("linalg.matmul", "linalg.batch_matmul"),
+              note="then lower_pack/lower_unpack (a padding pack is not bufferized)"),
+        Entry("block-pack-matmul-padded", T,
+              "func.func(linalg-block-pack-matmul{block-factors=4,2,3 allow-padding=true})",
+              script=lower_pack, requires=("linalg.matmul", "linalg.batch_matmul")),
+        Entry("math-uplift-to-fma", T, "func.func(math-uplift-to-fma)",
+              requires=("linalg.generic",), note="fma rounds once: within the error model"),
+        Entry("arith-expand", T, "func.func(arith-expand)", requires=("linalg.generic",)),
+        Entry("remove-dead-values", T, "remove-dead-values"),
+        Entry("fold-tensor-subset-ops", T, "fold-tensor-subset-ops",
+              requires=("tensor.extract_slice", "tensor.insert_slice")),
+        # ---- bufferize: replaces one-shot-bufferize inside our BUFFERIZE --------------------
+        Entry("bufferize-copy-before-write", Z, "one-shot-bufferize{copy-before-write=true}",
+              known_broken=(_WHEEL_I1,)),
+        Entry("bufferize-bottom-up", Z,
+              "one-shot-bufferize{analysis-heuristic=bottom-up-from-terminators}"),
+        Entry("bufferize-fuzzer-seed", Z, "one-shot-bufferize{analysis-fuzzer-seed=7}",
+              note="in-place decisions at random (seeded): more copies, the same result"),
+        # ---- buffer: after bufferization, linalg on memrefs ---------------------------------
+        Entry("buf-tile-vectorize-masked", B, script=masked, vector=True, requires=_LINALG,
+              known_broken=(_ABSI, _MASKED_MINMAX), note="as tile-vectorize-masked, on memrefs"),
+        Entry("buf-tile-vectorize-static", B, script=static, vector=True, requires=_LINALG,
+              known_broken=(_ABSI,), note="as tile-vectorize-static, on memrefs"),
+        Entry("buf-vectorize-children", B, script=vectorize_children, vector=True,
+              requires=_LINALG, known_broken=(_ABSI,), note="as vectorize-children, on memrefs"),
+        Entry("buf-generalize", B, "func.func(linalg-generalize-named-ops)", requires=_NAMED),
+        Entry("buf-canonicalize-cse", B, "canonicalize, cse"),
+        Entry("buffer-hoisting", B, "func.func(buffer-hoisting, buffer-loop-hoisting)"),
+        Entry("fold-memref-alias-ops", B, "fold-memref-alias-ops", requires=_VIEWS),
+        Entry("optimize-allocation-liveness", B, "func.func(optimize-allocation-liveness)",
+              requires=("memref.alloc",)),
+        Entry("scf-for-loop-peeling", B, "func.func(scf-for-loop-peeling)", requires=("scf.for",)),
+        Entry("scf-for-loop-specialization", B, "func.func(scf-for-loop-specialization)",
+              requires=("scf.for",)),
+        Entry("scf-for-to-while", B, "scf-for-to-while", requires=("scf.for",)),
+        Entry("loop-invariant-subset-hoisting", B, "loop-invariant-subset-hoisting",
+              requires=("scf.for",)),
+        Entry("promote-buffers-to-stack", B,
+              "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=4096})",
+              requires=("memref.alloc",)),
+        # ---- lower: linalg to loops (at most one) ------------------------------------------
+        Entry("to-affine-loops", W, "func.func(convert-linalg-to-affine-loops)",
+              known_broken=(_AFFINE_LOOPS,)),
+        Entry("to-parallel-loops", W, "func.func(convert-linalg-to-parallel-loops)"),
+        Entry("to-loops", W, "func.func(convert-linalg-to-loops)"),
+        # ---- loops: after a lower entry -----------------------------------------------------
+        Entry("affine-loop-fusion", L, "func.func(affine-loop-fusion)", after=affine,
+              requires=("affine.for",), known_broken=fusion),
+        Entry("affine-loop-fusion-maximal", L,
+              "func.func(affine-loop-fusion{maximal=true mode=greedy})", after=affine,
+              requires=("affine.for",), known_broken=fusion),
+        Entry("affine-loop-fusion-sibling", L, "func.func(affine-loop-fusion{mode=sibling})",
+              after=affine, requires=("affine.for",), known_broken=fusion),
+        Entry("affine-super-vectorize", L,
+              "func.func(affine-super-vectorize{virtual-vector-size=4})", vector=True,
+              after=affine, requires=("affine.for",), known_broken=super_vectorize),
+        Entry("affine-super-vectorize-red", L,
+              "func.func(affine-super-vectorize{virtual-vector-size=4 vectorize-reductions=true})",
+              vector=True, after=affine, requires=("affine.for",), known_broken=super_vectorize),
+        Entry("affine-scalrep", L, "func.func(affine-scalrep)", after=affine,
+              requires=("affine.for",)),
+        Entry("affine-licm", L, "func.func(affine-loop-invariant-code-motion)", after=affine,
+              requires=("affine.for",)),
+        Entry("affine-loop-unroll", L, "func.func(affine-loop-unroll{unroll-factor=2})",
+              after=affine, requires=("affine.for",)),
+        Entry("affine-loop-unroll-full", L,
+              "func.func(affine-loop-unroll{unroll-full-threshold=8})", after=affine,
+              requires=("affine.for",)),
+        Entry("affine-loop-tile", L, "func.func(affine-loop-tile{tile-size=2})", after=affine,
+              requires=("affine.for",)),
+        Entry("affine-loop-normalize", L, "func.func(affine-loop-normalize)", after=affine,
+              requires=("affine.for",)),
+        Entry("affine-loop-unroll-jam", L,
+              "func.func(affine-loop-unroll-jam{unroll-jam-factor=2})", after=affine,
+              requires=("affine.for",)),
+        Entry("affine-loop-coalescing", L, "func.func(affine-loop-coalescing)", after=affine,
+              requires=("affine.for",)),
+        Entry("affine-parallelize", L, "func.func(affine-parallelize)", after=affine,
+              requires=("affine.for",)),
+        Entry("affine-simplify", L,
+              "func.func(affine-simplify-structures, affine-simplify-min-max)", after=affine,
+              requires=("affine.for",)),
+        Entry("affine-data-copy-generate", L,
+              "func.func(affine-data-copy-generate{generate-dma=false fast-mem-space=0})",
+              after=affine, requires=("affine.for",)),
+        Entry("scf-parallel-loop-tiling", L,
+              "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=2,2})",
+              after=("to-parallel-loops",), requires=("scf.parallel",)),
+        Entry("scf-parallel-for-to-nested-fors", L, "func.func(scf-parallel-for-to-nested-fors)",
+              after=("to-parallel-loops",), requires=("scf.parallel",)),
+        Entry("scf-parallel-loop-fusion", L, "func.func(scf-parallel-loop-fusion)",
+              after=("to-parallel-loops",), requires=("scf.parallel",)),
+        Entry("int-range-optimizations", L,
+              "int-range-optimizations, arith-unsigned-when-equivalent", after=any_lowering,
+              requires=_LOOPS, known_broken=(_INT_RANGE,)),
+        Entry("arith-int-range-narrowing", L,
+              "func.func(arith-int-range-narrowing{int-bitwidths-supported=32})",
+              after=any_lowering, requires=_LOOPS, known_broken=(_INT_RANGE,)),
+        Entry("scf-for-loop-canonicalization", L, "func.func(scf-for-loop-canonicalization)",
+              after=any_lowering, requires=_LOOPS),
+        Entry("loops-licm", L, "func.func(loop-invariant-code-motion)", after=any_lowering,
+              requires=_LOOPS),
+        Entry("loops-canonicalize-cse", L, "canonicalize, cse", after=any_lowering,
+              requires=_LOOPS),
+    ]  # fmt: skip

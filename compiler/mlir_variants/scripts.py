@@ -1,0 +1,282 @@
+"""IR features (what entry preconditions test) and the transform scripts of script entries.
+
+Both read only IR text (tile sizes depend on each op's loops); the catalog names them.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+# --------------------------------------------------------------------------------------------
+# IR features (coarse, by text; checked where the entry runs)
+
+_OP = re.compile(r"\b((?:linalg|tensor|math|memref|vector|affine|scf|bufferization)\.[a-z_]+)")
+_MINMAX = re.compile(r"arith\.(?:maximumf|minimumf|maxnumf|minnumf)")
+
+
+def features(text: str) -> set[str]:
+    """Op names present (``linalg.generic``...) and shape facts: ``unit-dim`` (a size-1 dim in a
+    tensor/memref of numbers), ``rank0``, ``dynamic``, ``vector`` (any vector op),
+    ``single-iter-loop`` (``affine.for 0 to 1``), ``affine-nonconst-bound``,
+    ``rank-reducing-insert`` (a tensor.insert_slice into a higher rank), ``minmax-reduction``
+    (a reduction combining with max/min)."""
+    found = set(_OP.findall(text))
+    if any(op.startswith("vector.") for op in found):
+        found.add("vector")
+    if re.search(r"affine\.for %\w+ = 0 to 1 \{", text):
+        found.add("single-iter-loop")
+    for bound in re.findall(r"affine\.for %[\w#]+ = ([^{]*)\{", text):
+        if "%" in bound or "min " in bound or "max " in bound:
+            found.add("affine-nonconst-bound")
+    pattern = r"tensor\.insert_slice [^:]*: tensor<([^>]*)> into tensor<([^>]*)>"
+    for source, destination in re.findall(pattern, text):
+        if source.count("x") < destination.count("x"):
+            found.add("rank-reducing-insert")
+    for match in re.finditer(r"linalg\.(reduce|generic)\b(.*?)linalg\.yield", text, re.S):
+        kind, body = match.groups()
+        if (kind == "reduce" or '"reduction"' in body) and _MINMAX.search(body):
+            found.add("minmax-reduction")
+    for body in re.findall(r"\b(?:tensor|memref)<([^<>,]*)", text):
+        parts = body.split("x")
+        dims, element = parts[:-1], parts[-1].strip()
+        if not re.fullmatch(r"[fi]\d+", element):
+            continue
+        if not dims:
+            found.add("rank0")
+        if "1" in dims:
+            found.add("unit-dim")
+        if "?" in dims:
+            found.add("dynamic")
+    return found
+
+
+# --------------------------------------------------------------------------------------------
+# Transform scripts (generated from the IR they run on: tile sizes depend on each op's loops)
+
+
+@dataclass(frozen=True)
+class LinalgOp:
+    """A structured op as the transform scripts see it, in ``match interface{LinalgOp}`` order."""
+
+    name: str
+    ranges: tuple[int, ...]  # static loop extents; DYNAMIC where unknown
+    iterators: tuple[str, ...]
+    body: str  # "extract" (a gather on tensors), "load" (on buffers), "combiner", or ""
+
+
+DYNAMIC = -9223372036854775808
+# linalg ops that are not LinalgOp (match interface{LinalgOp} does not return them)
+_NOT_LINALG_OP = (
+    "linalg.yield", "linalg.index", "linalg.pack", "linalg.unpack", "linalg.softmax",
+    "linalg.winograd_filter_transform", "linalg.winograd_input_transform",
+    "linalg.winograd_output_transform",
+)  # fmt: skip
+
+
+def linalg_ops(text: str) -> list[LinalgOp]:
+    """Every structured op of ``text`` with its loop ranges (from the indexing maps, or the
+    named op's type rules), iterator types and what its body needs."""
+    from mlir import ir
+
+    found: list[LinalgOp] = []
+
+    def shape(value: Any) -> list[int]:
+        return list(value.type.shape) if isinstance(value.type, ir.ShapedType) else []
+
+    def visit(op: Any) -> Any:
+        name = op.name
+        if not name.startswith("linalg.") or name in _NOT_LINALG_OP:
+            return ir.WalkResult.ADVANCE
+        printed = str(op)
+        body = "load" if "memref.load" in printed else ""
+        body = "extract" if "tensor.extract " in printed else body
+        try:  # the vectorizer matches a reduction only if its out argument has one use
+            block = op.regions[0].blocks[0]
+            outs = list(block.arguments)[-max(1, len(op.results)) :]
+            if any(len(list(a.uses)) > 1 for a in outs):
+                body = body or "combiner"
+        except (IndexError, AttributeError):
+            pass
+        operands = list(op.operands)
+        if "indexing_maps" in op.attributes:
+            maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
+            extent = [DYNAMIC] * maps[0].n_dims
+            for operand, amap in zip(operands, maps, strict=False):
+                dims = shape(operand)
+                for k, expr in enumerate(amap.results):
+                    if isinstance(expr, ir.AffineDimExpr) and k < len(dims):
+                        extent[expr.position] = dims[k]
+            if "iterator_types" in op.attributes:
+                its = [
+                    str(a).split("<")[-1].rstrip(">").strip('"')
+                    for a in ir.ArrayAttr(op.attributes["iterator_types"])
+                ]
+            elif name in ("linalg.matmul", "linalg.batch_matmul"):
+                its = ["parallel"] * (len(extent) - 1) + ["reduction"]
+            else:
+                its = ["parallel"] * len(extent)
+            found.append(LinalgOp(name, tuple(extent), tuple(its), body))
+        elif name == "linalg.matmul":
+            (m, k), (_, n) = shape(operands[0]), shape(operands[1])
+            found.append(LinalgOp(name, (m, n, k), ("parallel", "parallel", "reduction"), body))
+        elif name == "linalg.batch_matmul":
+            (b, m, k), (_, _, n) = shape(operands[0]), shape(operands[1])
+            its = ("parallel",) * 3 + ("reduction",)
+            found.append(LinalgOp(name, (b, m, n, k), its, body))
+        elif name == "linalg.reduce":
+            dims = shape(operands[0])
+            reduced = {int(x) for x in re.findall(r"-?\d+", str(op.attributes["dimensions"]))}
+            its = tuple("reduction" if i in reduced else "parallel" for i in range(len(dims)))
+            found.append(LinalgOp(name, tuple(dims), its, body))
+        else:  # fill, transpose, broadcast, copy, map, elementwise and named elementwise ops
+            dims = shape(operands[-1])
+            found.append(LinalgOp(name, tuple(dims), ("parallel",) * len(dims), body))
+        return ir.WalkResult.ADVANCE
+
+    with ir.Context():
+        ir.Module.parse(text).operation.walk(visit)
+    return found
+
+
+def _rng(entry: str, index: int, op: LinalgOp) -> Any:
+    """Tile sizes for op ``index``: a function of the entry and the op alone, so a variant
+    compiles the same way every time (and after unrelated entries are dropped)."""
+    import numpy as np
+
+    key = f"{entry}|{index}|{op.name}|{op.ranges}".encode()
+    return np.random.default_rng(zlib.crc32(key))
+
+
+_HEADER = (
+    "module attributes {transform.with_named_sequence} {\n"
+    "  transform.named_sequence @__transform_main(%root: !transform.any_op "
+    "{transform.readonly}) {\n"
+)
+_FOOTER = "    transform.yield\n  }\n}\n"
+_ANY = "!transform.any_op"
+# Vector lowering inside the script (vector.lower_broadcast is left out: with canonicalization it
+# never terminates, tests/upstream/test_lower_broadcast_hang.py).
+_VECTOR_PATTERNS = (
+    f'    %funcs = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}\n'
+    "    transform.apply_patterns to %funcs {\n"
+    "      transform.apply_patterns.vector.lower_masked_transfers\n"
+    "      transform.apply_patterns.vector.transfer_permutation_patterns\n"
+    "      transform.apply_patterns.vector.reduction_to_contract\n"
+    '      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"\n'
+    '      transform.apply_patterns.vector.lower_transpose lowering_strategy = "eltwise"\n'
+    "      transform.apply_patterns.vector.lower_multi_reduction "
+    'lowering_strategy = "innerreduction"\n'
+    "      transform.apply_patterns.canonicalization\n"
+    f"    }} : {_ANY}\n"
+)
+
+
+def _split_all(ops: list[LinalgOp]) -> list[str]:
+    handles = ", ".join(f"%op{i}" for i in range(len(ops)))
+    types = ", ".join(_ANY for _ in ops)
+    match = "transform.structured.match interface{LinalgOp} in %root"
+    return [
+        f"    %all = {match} : ({_ANY}) -> {_ANY}\n",
+        f"    {handles} = transform.split_handle %all : ({_ANY}) -> ({types})\n",
+    ]
+
+
+def tile_vectorize(text: str, entry: str, masked: bool, only: str | None = None) -> str:
+    """Tile every structured op (``tile_using_for``) and vectorize the tile: ``masked`` tiles by
+    sizes from {1, 2, 4} and vectorizes with those vector sizes (partial tiles are masked);
+    otherwise tile sizes divide the extents and ``vectorize`` needs no sizes. ``only`` keeps one
+    op name (``linalg.transpose``). Ops the vectorizer cannot take are left alone."""
+    ops = linalg_ops(text)
+    lines = [_HEADER, *(_split_all(ops) if ops else [])]
+    for i, op in enumerate(ops):
+        rng = _rng(entry, i, op)
+        if only is not None and op.name != only:
+            continue
+        if op.body == "load" or (op.body == "combiner" and "reduction" in op.iterators):
+            continue  # a gather on buffers, or a combiner the vectorizer does not match
+        extra = " {vectorize_nd_extract}" if op.body == "extract" else ""
+        if op.name == "linalg.fill" and rng.random() < 0.5:
+            continue
+        if not op.ranges:
+            lines.append(f"    transform.structured.vectorize %op{i}{extra} : {_ANY}\n")
+            continue
+        if not masked and DYNAMIC in op.ranges:
+            continue  # a dynamic extent needs vector sizes: masked only
+        sizes = []
+        for extent in op.ranges:
+            if masked:
+                sizes.append(int(rng.choice([1, 2, 4])))
+            else:
+                divisors = [d for d in (1, 2, 3, 4) if extent % d == 0] + [extent]
+                sizes.append(int(rng.choice(divisors)))
+        listed = ", ".join(map(str, sizes))
+        loops = ", ".join(f"%l{i}_{j}" for j in range(len(sizes)))
+        results = ", ".join([_ANY] * (1 + len(sizes)))
+        lines.append(
+            f"    %t{i}, {loops} = transform.structured.tile_using_for %op{i} "
+            f"tile_sizes [{listed}] : ({_ANY}) -> ({results})\n"
+        )
+        vector_sizes = f" vector_sizes [{listed}]" if masked else ""
+        lines.append(f"    transform.structured.vectorize %t{i}{vector_sizes}{extra} : {_ANY}\n")
+    return "".join([*lines, _VECTOR_PATTERNS, _FOOTER])
+
+
+def _vectorize_function() -> str:
+    return (
+        f'    %f = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}\n'
+        "    %v = transform.structured.vectorize_children_and_apply_patterns %f "
+        f"{{vectorize_nd_extract}} : ({_ANY}) -> {_ANY}\n"
+    )
+
+
+def vectorize_children(text: str, entry: str) -> str:
+    """``vectorize_children_and_apply_patterns`` on the function: each op with static shapes is
+    vectorized whole (no tiling, no masks)."""
+    return _HEADER + _vectorize_function() + _VECTOR_PATTERNS + _FOOTER
+
+
+def tile_fuse(text: str, entry: str, vectorize: bool = False) -> str:
+    """``transform.structured.fuse``: tile the last structured op (the output's) along its
+    parallel loops (sizes from {1, 2, 3}) and fuse its producers into the loops; then maybe
+    vectorize the function."""
+    ops = linalg_ops(text)
+    lines = [_HEADER]
+    if ops:
+        lines += _split_all(ops)
+        last = len(ops) - 1
+        rng = _rng(entry, last, ops[last])
+        its = ops[last].iterators
+        sizes = [int(rng.choice([1, 2, 3])) if it == "parallel" else 0 for it in its]
+        if any(sizes):
+            tiled = sum(1 for s in sizes if s)
+            loops = ", ".join(f"%l{j}" for j in range(tiled))
+            results = ", ".join([_ANY] * (1 + tiled))
+            lines.append(
+                f"    %fused, {loops} = transform.structured.fuse %op{last} "
+                f"tile_sizes [{', '.join(map(str, sizes))}] : ({_ANY}) -> ({results})\n"
+            )
+    if vectorize:
+        lines += [_vectorize_function(), _VECTOR_PATTERNS]
+    return "".join([*lines, _FOOTER])
+
+
+_LOWER_PACK = """\
+    %packs = transform.structured.match ops{["linalg.pack"]} in %root : (!transform.any_op) -> !transform.op<"linalg.pack">
+    transform.foreach %packs : !transform.op<"linalg.pack"> {
+    ^bb0(%p: !transform.op<"linalg.pack">):
+      %pad, %expand, %tr = transform.structured.lower_pack %p : (!transform.op<"linalg.pack">) -> (!transform.op<"tensor.pad">, !transform.op<"tensor.expand_shape">, !transform.op<"linalg.transpose">)
+    }
+    %unpacks = transform.structured.match ops{["linalg.unpack"]} in %root : (!transform.any_op) -> !transform.op<"linalg.unpack">
+    transform.foreach %unpacks : !transform.op<"linalg.unpack"> {
+    ^bb0(%u: !transform.op<"linalg.unpack">):
+      %e, %tr2, %col, %slice = transform.structured.lower_unpack %u : (!transform.op<"linalg.unpack">) -> (!transform.op<"tensor.empty">, !transform.op<"linalg.transpose">, !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)
+    }
+"""  # noqa: E501 - transform IR, one op per line
+
+
+def lower_pack(text: str, entry: str) -> str:
+    """Lower every linalg.pack / unpack (one-shot-bufferize does not take a padding pack)."""
+    return _HEADER + _LOWER_PACK + _FOOTER
