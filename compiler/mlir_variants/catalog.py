@@ -145,6 +145,11 @@ _WHEEL_I1 = KnownBroken(
     "with tensor loops the deallocation's i1 ownership memrefs hit the wheel's MemRefToLLVM "
     "i1 assertion (a wheel patch, not upstream)",
 )
+_NEGATIVE_MAP = KnownBroken(
+    ("negative-map",),
+    "Linalg tiling asserts on an indexing map with a negative coefficient, i.e. any reversed "
+    'slice ("nonpositive multiplying coefficient"; llvm #113021, PR #114688)',
+)
 _TENSOR_VECTOR = (_RANK_REDUCING, _ABSI)
 
 
@@ -201,10 +206,10 @@ def entries() -> list[Entry]:
               requires=("math.powf",), loose=True,
               note="pow -> exp(y*log x) loses ~|y ln x| ulps, beyond the error model"),
         Entry("tile-vectorize-masked", T, script=masked, vector=True, requires=_LINALG,
-              known_broken=(*_TENSOR_VECTOR, _MASKED_MINMAX),
+              known_broken=(*_TENSOR_VECTOR, _MASKED_MINMAX, _NEGATIVE_MAP),
               note="tile_using_for (sizes from {1,2,4}) + masked vectorize + vector lowering"),
         Entry("tile-vectorize-static", T, script=static, vector=True, requires=_LINALG,
-              known_broken=_TENSOR_VECTOR,
+              known_broken=(*_TENSOR_VECTOR, _NEGATIVE_MAP),
               note="tile_using_for (sizes dividing the extents) + vectorize + vector lowering"),
         Entry("vectorize-transpose", T, script=transpose_only, vector=True,
               requires=("linalg.transpose",), known_broken=_TENSOR_VECTOR,
@@ -212,10 +217,10 @@ def entries() -> list[Entry]:
         Entry("vectorize-children", T, script=vectorize_children, vector=True, requires=_LINALG,
               known_broken=_TENSOR_VECTOR,
               note="vectorize_children_and_apply_patterns {vectorize_nd_extract}"),
-        Entry("tile-fuse", T, script=tile_fuse, requires=_LINALG,
+        Entry("tile-fuse", T, script=tile_fuse, requires=_LINALG, known_broken=(_NEGATIVE_MAP,),
               note="structured.fuse of the output's op, parallel tile sizes from {1,2,3}"),
         Entry("tile-fuse-vectorize", T, script=functools.partial(tile_fuse, vectorize=True),
-              vector=True, requires=_LINALG, known_broken=_TENSOR_VECTOR,
+              vector=True, requires=_LINALG, known_broken=(*_TENSOR_VECTOR, _NEGATIVE_MAP),
               note="tile-fuse, then vectorize_children_and_apply_patterns"),
         Entry("block-pack-matmul", T, "func.func(linalg-block-pack-matmul{block-factors=2,2,2})",
               script=lower_pack, requires=("linalg.matmul", "linalg.batch_matmul"),
@@ -238,9 +243,10 @@ def entries() -> list[Entry]:
               note="in-place decisions at random (seeded): more copies, the same result"),
         # ---- buffer: after bufferization, linalg on memrefs ---------------------------------
         Entry("buf-tile-vectorize-masked", B, script=masked, vector=True, requires=_LINALG,
-              known_broken=(_ABSI, _MASKED_MINMAX), note="as tile-vectorize-masked, on memrefs"),
+              known_broken=(_ABSI, _MASKED_MINMAX, _NEGATIVE_MAP),
+              note="as tile-vectorize-masked, on memrefs"),
         Entry("buf-tile-vectorize-static", B, script=static, vector=True, requires=_LINALG,
-              known_broken=(_ABSI,), note="as tile-vectorize-static, on memrefs"),
+              known_broken=(_ABSI, _NEGATIVE_MAP), note="as tile-vectorize-static, on memrefs"),
         Entry("buf-vectorize-children", B, script=vectorize_children, vector=True,
               requires=_LINALG, known_broken=(_ABSI,), note="as vectorize-children, on memrefs"),
         Entry("buf-generalize", B, "func.func(linalg-generalize-named-ops)", requires=_NAMED),

@@ -22,8 +22,12 @@ def features(text: str) -> set[str]:
     tensor/memref of numbers), ``rank0``, ``dynamic``, ``vector`` (any vector op),
     ``single-iter-loop`` (``affine.for 0 to 1``), ``affine-nonconst-bound``,
     ``rank-reducing-insert`` (a tensor.insert_slice into a higher rank), ``minmax-reduction``
-    (a reduction combining with max/min)."""
+    (a reduction combining with max/min), ``negative-map`` (an indexing map with a negative
+    coefficient: a reversed slice)."""
     found = set(_OP.findall(text))
+    for results in re.findall(r"affine_map<\([^)]*\)(?:\[[^\]]*\])? -> \(([^>]*)\)>", text):
+        if re.search(r"(^|[(,\s])-\s*d\d", results) or "* -" in results:  # -d0, d1 - d0
+            found.add("negative-map")
     if any(op.startswith("vector.") for op in found):
         found.add("vector")
     if re.search(r"affine\.for %\w+ = 0 to 1 \{", text):

@@ -256,7 +256,14 @@ class Relation(Oracle):
             own_truth = yardstick(own)
             with np.errstate(invalid="ignore", over="ignore"):
                 for output in reference_outputs(own, np.shape(own_truth), backend):
-                    errors.append(np.abs(np.asarray(output, np.float64) - own_truth))
+                    error = np.abs(np.asarray(output, np.float64) - own_truth)
+                    # The shift's rounding (x + c) conditions every element alike; which element
+                    # a reference happens to get right is luck, so each reference's largest
+                    # error on the derived case bounds every element (a float64 layer norm of
+                    # rows with a small spread, shifted by 64, was a clean-compiler finding).
+                    finite = error[np.isfinite(error)]
+                    worst = float(finite.max()) if finite.size else 0.0
+                    errors.append(np.where(np.isfinite(error), worst, error))
         verdict = tolerance.compare(
             got,
             expected,

@@ -165,3 +165,11 @@ def test_math_expm1_and_log1p_are_lowered_without_cancellation(op: str, cancelli
     lowered = passes("builtin.module(convert-math-to-llvm)", text)
     setup("llvm." in lowered, "the op was lowered")
     assert cancelling not in lowered, lowered
+
+
+@xfail("Linalg tiling asserts on a negative indexing-map coefficient (llvm #113021)")
+def test_tiling_takes_a_reversed_access() -> None:
+    """``(d0) -> (-d0)`` (every reversed slice) tiled by ``structured.fuse``: "nonpositive
+    multiplying coefficient" (an abort); found by the iree/mlir campaign on ``mlir:tile-fuse``."""
+    proc = opt("builtin.module(transform-interpreter)", read("tile_negative_map.mlir"))
+    assert proc.returncode == 0, proc.stderr[-500:]
