@@ -14,7 +14,11 @@ import numpy as np
 # A NumPy float64 scalar is *strong* under NEP 50: GELU of a float32 input is float64 in NumPy,
 # in JAX-x64 and in the compiler alike, and the promotion shows up in the IR as an explicit cast.
 GELU_SCALE = np.sqrt(np.float64(2.0) / np.float64(np.pi))
-MASK_VALUE = -1e10
+# -inf, not GPT-2's -1e10: scores of magnitude 1e10 and beyond (float32 inputs near 1e36 give
+# 1e73 in float64) would outweigh a finite mask and let the future leak in (found by the spec
+# oracle against an independent attention on the clean compiler). The diagonal is never masked,
+# so no softmax row is all -inf.
+MASK_VALUE = -np.inf
 LAYER_NORM_EPS = 1e-5
 
 

@@ -221,9 +221,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
 
 
 def causal_mask(size: int, dtype: Any) -> Tensor:
-    """(size, size): 0 where column <= row, -1e10 above the diagonal; an index-based generic."""
+    """(size, size): 0 where column <= row, -inf above the diagonal; an index-based generic."""
     out = primitives.get("causal_mask").result([], {"size": size, "dtype": dtype})
-    return Tensor(Node("mask", (), out.shape, out.dtype, {"value": -1e10}))
+    return Tensor(Node("mask", (), out.shape, out.dtype, {"value": float("-inf")}))
 
 
 def gather(table: Any, ids: Any) -> Tensor:

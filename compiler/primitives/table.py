@@ -376,7 +376,7 @@ register(
         attrs={"size": Attr("positive"), "dtype": Attr("dtype")},
         float_only=True,
         cost=2,
-        doc="(size, size) additive mask: 0 where column <= row, -1e10 above the diagonal",
+        doc="(size, size) additive mask: 0 where column <= row, -inf above the diagonal",
     )
 )
 register(

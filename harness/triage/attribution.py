@@ -1,6 +1,8 @@
 """Layer attribution: where does a finding live?
 
 Layers, from the top: ``frontend`` (the traced graph is already wrong, or an error path is),
+``relation`` (a metamorphic relation that the traced graph interpreted by NumPy breaks too:
+the relation may not hold for the program, else the frontend or the definition is wrong),
 ``definition`` (a composite's shared definition, ``compiler/ops.py``), ``builder`` (the module as
 built is wrong or does not verify), ``mlir-pass:<pass>`` (the first pass after which the result
 changes, or the pass that crashes), ``blas`` (our BLAS stage), ``llvm`` (LLVM's optimizer or code
@@ -59,6 +61,20 @@ class Attribution:
             "mlir": self.mlir,
             "seconds": round(self.seconds, 2),
         }
+
+
+def _interpreter_fails(finding: Finding) -> tuple[str, str]:
+    """(layer, detail) when the traced graph, interpreted by NumPy, fails as the backend does.
+    For a relation that is the frontend *or* the relation itself: a relation that does not hold
+    for the program (the harness's own bug: a head permutation of a weight read elsewhere) fails
+    on every correct evaluator alike, so it is not called a frontend bug."""
+    if finding.oracle.startswith("metamorphic:"):
+        return "relation", (
+            "the traced graph, interpreted by NumPy, breaks the relation too: the relation may "
+            "not hold for this program (harness/oracles/metamorphic.py), or the frontend or the "
+            "shared definition is wrong; check the relation first"
+        )
+    return "frontend", "the traced graph, interpreted by NumPy, already fails"
 
 
 def _declared_layer(name: str) -> str:
@@ -201,10 +217,8 @@ class Attributor:
         probe = case.on((backend,))
         evidence = {"graph-numpy": self.verdict(probe, finding, "graph-numpy", only)}
         if evidence["graph-numpy"] == "fails":
-            return Attribution(
-                "frontend", backend, "the traced graph, interpreted by NumPy, already fails",
-                evidence,
-            )  # fmt: skip
+            layer, detail = _interpreter_fails(finding)
+            return Attribution(layer, backend, detail, evidence)
         evidence[backend] = self.verdict(probe, finding, backend, only)
         if evidence[backend] != "fails":
             return Attribution("unknown", backend, "the failure did not reproduce", evidence)
@@ -297,7 +311,7 @@ class Attributor:
             return Attribution(layer, backend, detail, evidence, dict(mlir))
 
         if check("graph-numpy") == "fails":
-            return done("frontend", "the traced graph, interpreted by NumPy, already fails")
+            return done(*_interpreter_fails(finding))
         if check(f"{backend}+mlir-runtime") == "passes":
             return done("runtime", "the same code called through MLIR's runtime helpers passes")
         family, level = split_level(backend)

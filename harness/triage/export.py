@@ -37,6 +37,8 @@ OWNERS = {
     "llvm": "LLVM upstream (github.com/llvm/llvm-project: translation, optimizer or codegen)",
     "frontend": "this project: compiler/frontend (tracing, NumPy's rules)",
     "definition": "this project: compiler/ops.py (the composites' shared definition)",
+    "relation": "this project: a metamorphic relation that may not hold for the program "
+    "(harness/oracles/metamorphic.py), else compiler/frontend or compiler/ops.py",
     "builder": "this project: compiler/lower/emit.py (the MLIR the compiler builds)",
     "blas": "this project: compiler/lower/blas.py (the BLAS stage)",
     "runtime": "this project: compiler/runtime.py (the calling convention)",
@@ -479,7 +481,14 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
     }
     if fmt == "json":
         return json.dumps(facts, indent=1, sort_keys=True) + "\n"
-    ours = layer.split(":")[0] in ("frontend", "definition", "builder", "blas", "runtime")
+    ours = layer.split(":")[0] in (
+        "frontend",
+        "definition",
+        "relation",
+        "builder",
+        "blas",
+        "runtime",
+    )
     lines = [f"# {title}", ""]
     lines.append(f"**Where it lives:** `{layer}` — {owner(layer)}.")
     if ours:

@@ -166,3 +166,17 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
         assert len([line for line in reduced.splitlines() if line.strip()]) <= 10, reduced
         assert mlir["command"].startswith("mlir-opt --pass-pipeline=")
         assert "expand-strided-metadata" in mlir["command"]
+
+
+def test_a_relation_broken_by_the_graph_interpreter_is_not_called_a_frontend_bug() -> None:
+    """The interpreter failing a relation may mean the relation does not hold for the program
+    (a head permutation of a weight read elsewhere once did): layer ``relation``, not
+    ``frontend``; any other oracle keeps ``frontend``."""
+    from harness.oracles.base import Finding
+    from harness.triage.attribution import _interpreter_fails
+    from harness.triage.export import OWNERS
+
+    relation = Finding("metamorphic", ("cpu-loops",), "metamorphic:head-permutation", "d", None)
+    differential = Finding("mismatch", ("cpu-loops",), "differential", "d", None)
+    assert _interpreter_fails(relation)[0] == "relation" and "relation" in OWNERS
+    assert _interpreter_fails(differential)[0] == "frontend"

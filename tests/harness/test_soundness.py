@@ -252,3 +252,25 @@ def test_a_fuzz_session_reports_a_regression_of_a_fixed_entry(tmp_path: Path) ->
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "REGRESSION" in proc.stderr
     assert json.loads(saved.read_text())["status"] == "regressed"
+
+
+def test_attention_masks_scores_beyond_1e10() -> None:
+    """A clean-compiler session's spec finding (seed 9004): float32 inputs near 5e36 give scores
+    near 1e73, which GPT-2's additive -1e10 mask no longer masks; the shared definition now masks
+    with -inf, agrees with the independent attention, and stays causal."""
+    from harness.oracles.spec import definition_verdict
+    from harness.run.references import references
+
+    data = json.loads(
+        (Path(__file__).parent / "fixtures" / "attention_huge_scores_case.json").read_text()
+    )
+    case = Case.from_dict(data)
+    assert definition_verdict(case, references(case, False)) is None
+    from compiler import ops
+
+    x, *weights = (np.asarray(a, np.float64) for a in case.inputs)
+    before = ops.attention(x, *weights, heads=1)
+    later = x.copy()
+    later[-1] *= -3.0  # the last token changes: every earlier output must not
+    after = ops.attention(later, *weights, heads=1)
+    np.testing.assert_array_equal(before[:-1], after[:-1])
