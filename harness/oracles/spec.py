@@ -106,35 +106,17 @@ def independent_reference(case: Any) -> np.ndarray:
     Integer and boolean operands that NumPy computes in a float dtype are cast to float64
     first: JAX computes ``mean`` of int32 in float32 (NumPy in float64), and a float32 reference
     would report its own rounding as a definition bug."""
-    from compiler import primitives
-    from strategies.model import Const
+    from ..run.references import adapted
 
     _, jnp = _jax()
-    program = case.program
     widened = [jnp.asarray(a.astype(np.float64) if is_float(a.dtype) else a) for a in case.inputs]
-    values: list[Any] = []
 
-    def get(arg: Any) -> Any:
-        if isinstance(arg, Const):
-            return arg.py()
-        return widened[arg.index] if arg.kind == "input" else values[arg.index]
+    def widen(value: Any, dtype: np.dtype | None) -> Any:
+        numeric = dtype is not None and is_float(dtype) and hasattr(value, "dtype")
+        return value.astype(jnp.float64) if numeric and not is_float(value.dtype) else value
 
-    for node in program.nodes:
-        prim = primitives.get(node.op)
-        operands = [get(a) for a in node.args]
-        types = [a.py() if isinstance(a, Const) else program.type_of(a) for a in node.args]
-        wanted = prim.numpy_dtypes(types, node.type)  # NumPy's computing dtype per operand
-        operands = [
-            (
-                o.astype(jnp.float64)
-                if d is not None and is_float(d) and hasattr(o, "dtype") and not is_float(o.dtype)
-                else o
-            )
-            for o, d in zip(operands, wanted, strict=True)
-        ]
-        rule = INDEPENDENT.get(node.op) or prim.evaluate
-        values.append(rule(jnp, operands, node.attrs))
-    return np.asarray(get(program.output), dtype=np.float64)
+    fn = adapted(case.program, jnp, widen, overrides=INDEPENDENT)
+    return np.asarray(fn(*widened), dtype=np.float64)
 
 
 #: The pseudo-backend a spec finding names: the shared definition, not any compiler backend.

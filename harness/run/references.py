@@ -95,24 +95,18 @@ def _jax() -> Any:
     return jax
 
 
-def _in_numpy_dtypes(program: Any, xp: Any) -> tuple[Any, list[bool]]:
-    """``fn(*inputs)`` evaluating ``program`` over ``xp`` with every operation's operands cast
-    to the dtype NumPy 2 computes it in (the primitive table's one rule,
-    ``Primitive.numpy_dtypes``, which the ``xla-cpu`` backend's graph follows too); the list
-    says whether any cast changed a dtype."""
+def adapted(
+    program: Any,
+    xp: Any,
+    adapt: Any,
+    overrides: dict[str, Any] | None = None,
+) -> Any:
+    """``fn(*inputs)`` evaluating ``program`` over ``xp``, each operation's operands first passed
+    through ``adapt(operand, dtype)`` with the dtype NumPy 2 computes that operand in (the
+    primitive table's one rule, ``Primitive.numpy_dtypes``; None where it has none);
+    ``overrides`` replace some ops' evaluation (the spec oracle's independent composites)."""
     from compiler import primitives
     from strategies.model import Const
-
-    changed: list[bool] = []
-
-    def cast(value: Any, dtype: np.dtype) -> Any:
-        if isinstance(value, (bool, int, float)):
-            weak = is_float(dtype) and isinstance(value, float)
-            return value if weak else xp.asarray(value, dtype)
-        if np.dtype(value.dtype) != dtype:
-            changed.append(True)
-            return value.astype(dtype)
-        return value
 
     def fn(*args: Any) -> Any:
         values: list[Any] = []
@@ -127,13 +121,32 @@ def _in_numpy_dtypes(program: Any, xp: Any) -> tuple[Any, list[bool]]:
             operands = [get(a) for a in node.args]
             types = [a.py() if isinstance(a, Const) else program.type_of(a) for a in node.args]
             wanted = prim.numpy_dtypes(types, node.type)
-            operands = [
-                o if d is None else cast(o, d) for o, d in zip(operands, wanted, strict=True)
-            ]
-            values.append(prim.evaluate(xp, operands, node.attrs))
+            operands = [adapt(o, d) for o, d in zip(operands, wanted, strict=True)]
+            rule = (overrides or {}).get(node.op) or prim.evaluate
+            values.append(rule(xp, operands, node.attrs))
         return get(program.output)
 
-    return fn, changed
+    return fn
+
+
+def _in_numpy_dtypes(program: Any, xp: Any) -> tuple[Any, list[bool]]:
+    """``fn(*inputs)`` evaluating ``program`` over ``xp`` with every operation's operands cast
+    to the dtype NumPy 2 computes it in (which the ``xla-cpu`` backend's graph follows too); the
+    list says whether any cast changed a dtype."""
+    changed: list[bool] = []
+
+    def cast(value: Any, dtype: np.dtype | None) -> Any:
+        if dtype is None:
+            return value
+        if isinstance(value, (bool, int, float)):
+            weak = is_float(dtype) and isinstance(value, float)
+            return value if weak else xp.asarray(value, dtype)
+        if np.dtype(value.dtype) != dtype:
+            changed.append(True)
+            return value.astype(dtype)
+        return value
+
+    return adapted(program, xp, cast), changed
 
 
 _JAX_CALLS = [0]
