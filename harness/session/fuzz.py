@@ -467,6 +467,9 @@ def _drive(options: FuzzOptions, index: int, events: Any) -> None:
     """One driver process: it dies with the session (``kill -9`` of the parent included), and
     on SIGTERM or SIGINT it gives up its task at once, keeping its write-ahead record."""
     die_with_parent()
+    parent = mp.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        os._exit(0)  # the session died while this process was still starting (importing)
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: request_stop())
     driver = None
