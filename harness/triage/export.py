@@ -154,28 +154,9 @@ def xla_script(entry: Entry) -> str:
         f"outputs = executable.execute([jax.device_put(x, device) for x in [{', '.join(names)}]])",
         "xla = np.asarray(outputs[0])",
         'print("xla:  ", xla.dtype, xla.shape, np.array2string(xla, threshold=16))',
-        'print("numpy:", NUMPY.dtype, NUMPY.shape, np.array2string(NUMPY, threshold=16))',
-        "if xla.dtype != NUMPY.dtype or xla.shape != NUMPY.shape:",
-        '    sys.exit("dtype or shape differs from NumPy")',
-        "wide, numpy_wide = xla.astype(np.float64), NUMPY.astype(np.float64)",
-        "same = (np.isnan(wide) == np.isnan(numpy_wide)) & "
-        "(np.isinf(wide) == np.isinf(numpy_wide))",
-        "same &= ~np.isinf(wide) | (wide == numpy_wide)",
-        "if not same.all():",
-        '    sys.exit(f"non-finite values differ from NumPy at {np.argwhere(~same)[0].tolist()}")',
-        "finite = np.isfinite(wide) & np.isfinite(EXACT)",
-        "error = np.where(finite, np.abs(wide - EXACT), 0.0)",
-        "worst = np.unravel_index(np.argmax(error - ALLOWED), error.shape)",
-        'print("largest error", error.max(), "; at", worst, error[worst], '
-        '"allowed", ALLOWED[worst])',
-        "sys.exit(1 if (error > ALLOWED).any() else 0)",
+        *_judged("xla"),
     ]
-    text = "\n".join(lines) + "\n"
-    if "ml_dtypes." in text:
-        text = text.replace("import numpy as np\n", "import ml_dtypes\nimport numpy as np\n", 1)
-    if "zlib." in text:
-        text = text.replace("import sys\n", "import base64\nimport sys\nimport zlib\n", 1)
-    return text
+    return _script(lines)
 
 
 # -- IREE (layer ``iree``, behind the ``iree-cpu*`` backends) ----------------------------------
@@ -276,28 +257,9 @@ def iree_check_script(entry: Entry) -> str:
         '        sys.exit(f"a bool result holds {np.unique(out)}")',
         "    out = out.astype(np.bool_)",
         'print("iree: ", out.dtype, out.shape, np.array2string(out, threshold=16))',
-        'print("numpy:", NUMPY.dtype, NUMPY.shape, np.array2string(NUMPY, threshold=16))',
-        "if out.dtype != NUMPY.dtype or out.shape != NUMPY.shape:",
-        '    sys.exit("dtype or shape differs from NumPy")',
-        "wide, numpy_wide = out.astype(np.float64), NUMPY.astype(np.float64)",
-        "same = np.isnan(wide) == np.isnan(numpy_wide)",
-        "same &= np.isinf(wide) == np.isinf(numpy_wide)",
-        "same &= ~np.isinf(wide) | (wide == numpy_wide)",
-        "if not same.all():",
-        '    sys.exit(f"non-finite values differ from NumPy at {np.argwhere(~same)[0].tolist()}")',
-        "finite = np.isfinite(wide) & np.isfinite(EXACT)",
-        "error = np.where(finite, np.abs(wide - EXACT), 0.0)",
-        "worst = np.unravel_index(np.argmax(error - ALLOWED), error.shape)",
-        'print("largest error", error.max(), "; at", worst, error[worst],',
-        '      "allowed", ALLOWED[worst])',
-        "sys.exit(1 if (error > ALLOWED).any() else 0)",
+        *_judged("out"),
     ]
-    text = "\n".join(lines) + "\n"
-    if "ml_dtypes." in text:
-        text = text.replace("import numpy as np\n", "import ml_dtypes\nimport numpy as np\n", 1)
-    if "zlib." in text:
-        text = text.replace("import sys\n", "import base64\nimport sys\nimport zlib\n", 1)
-    return text
+    return _script(lines)
 
 
 def iree_files(entry: Entry, directory: Path) -> list[Path]:
@@ -624,6 +586,39 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
     script.write_text("\n".join(commands) + "\n")
     written.append(script)
     return written
+
+
+def _judged(name: str) -> list[str]:
+    """Script lines judging the array ``name`` as the differential oracle does: NumPy's dtype,
+    shape and non-finite values (``NUMPY``), then the error against ``EXACT`` within
+    ``ALLOWED``, per element; exit 1 when it fails."""
+    return [
+        'print("numpy:", NUMPY.dtype, NUMPY.shape, np.array2string(NUMPY, threshold=16))',
+        f"if {name}.dtype != NUMPY.dtype or {name}.shape != NUMPY.shape:",
+        '    sys.exit("dtype or shape differs from NumPy")',
+        f"wide, numpy_wide = {name}.astype(np.float64), NUMPY.astype(np.float64)",
+        "same = np.isnan(wide) == np.isnan(numpy_wide)",
+        "same &= np.isinf(wide) == np.isinf(numpy_wide)",
+        "same &= ~np.isinf(wide) | (wide == numpy_wide)",
+        "if not same.all():",
+        '    sys.exit(f"non-finite values differ from NumPy at {np.argwhere(~same)[0].tolist()}")',
+        "finite = np.isfinite(wide) & np.isfinite(EXACT)",
+        "error = np.where(finite, np.abs(wide - EXACT), 0.0)",
+        "worst = np.unravel_index(np.argmax(error - ALLOWED), error.shape)",
+        'print("largest error", error.max(), "; at", worst, error[worst],',
+        '      "allowed", ALLOWED[worst])',
+        "sys.exit(1 if (error > ALLOWED).any() else 0)",
+    ]
+
+
+def _script(lines: list[str]) -> str:
+    """``lines`` as a script, with the imports its array literals need (ml_dtypes, zlib)."""
+    text = "\n".join(lines) + "\n"
+    if "ml_dtypes." in text:
+        text = text.replace("import numpy as np\n", "import ml_dtypes\nimport numpy as np\n", 1)
+    if "zlib." in text:
+        text = text.replace("import sys\n", "import base64\nimport sys\nimport zlib\n", 1)
+    return text
 
 
 __all__ = ["export_report", "minimal_module", "owner", "write_files", "xla_script"]
