@@ -316,15 +316,20 @@ def parse_variant(name: str) -> tuple[str, str | None, int | None, int | None, s
     suffix = ""
     if "+" in rest:
         rest, suffix = rest.split("+", 1)
-    stage = steps = None
-    if rest.endswith("]") and "[:" in rest:
-        rest, _, inside = rest[:-1].partition("[:")
-        stage, _, count = inside.partition("#")
-        if count:
-            if not count.isdigit():
-                raise ValueError(f"bad step count {count!r} in target {name!r}")
-            steps = int(count)
+    rest, stage, steps = split_stage(rest, f"target {name!r}")
     return rest, stage, steps, level, suffix
+
+
+def split_stage(rest: str, where: str) -> tuple[str, str | None, int | None]:
+    """``NAME[:stage]`` / ``NAME[:stage#k]`` -> (NAME, stage, k); (rest, None, None) without
+    a bracket. ``where`` names the whole name in errors."""
+    if not (rest.endswith("]") and "[:" in rest):
+        return rest, None, None
+    rest, _, inside = rest[:-1].partition("[:")
+    stage, _, count = inside.partition("#")
+    if count and not count.isdigit():
+        raise ValueError(f"bad step count {count!r} in {where}")
+    return rest, stage, int(count) if count else None
 
 
 def split_level(name: str) -> tuple[str, int | None]:

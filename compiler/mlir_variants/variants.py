@@ -159,14 +159,7 @@ def parse(name: str) -> Name:
             rest, level = rest[: match.start()], int(match.group(1))
     if "@" in rest:
         raise ValueError(f"bad optimization level in {name!r} (O0-O3)")
-    stage = steps = None
-    if rest.endswith("]") and "[:" in rest:
-        rest, _, inside = rest[:-1].partition("[:")
-        stage, _, count = inside.partition("#")
-        if count:
-            if not count.isdigit():
-                raise ValueError(f"bad step count {count!r} in {name!r}")
-            steps = int(count)
+    rest, stage, steps = pipelines.split_stage(rest, repr(name))
     body = rest[len(PREFIX) :]
     known_broken = body.startswith(KNOWN_BROKEN)
     body = body.removeprefix(KNOWN_BROKEN)
