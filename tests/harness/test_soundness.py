@@ -274,3 +274,17 @@ def test_attention_masks_scores_beyond_1e10() -> None:
     later[-1] *= -3.0  # the last token changes: every earlier output must not
     after = ops.attention(later, *weights, heads=1)
     np.testing.assert_array_equal(before[:-1], after[:-1])
+
+
+def test_spec_leaves_float64_overflow_to_float64() -> None:
+    """A fresh-clone session's spec finding: linear of values near 1e306 overflows in float64
+    (JAX gives nan, NumPy inf, by summation order) while the extended-precision truth is 0.0;
+    float64's range, not a definition bug."""
+    from harness.oracles.spec import definition_verdict
+    from harness.run.references import references
+
+    data = json.loads(
+        (Path(__file__).parent / "fixtures" / "linear_overflow_case.json").read_text()
+    )
+    case = Case.from_dict(data)
+    assert definition_verdict(case, references(case, False)) is None
