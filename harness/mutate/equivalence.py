@@ -1,6 +1,7 @@
 """Set likely-equivalent mutants aside before spending a fuzz session on them.
 
-A fixed sample of small programs (drawn once, derandomized, from ``strategies``) goes through
+A fixed sample of small programs (drawn once, derandomized, from ``strategies``: an op sweep,
+one program per op and dtype, which always runs on every backend, and random programs) goes through
 the original and the mutated compiler in subprocesses (``harness.mutate.probe``). A mutant whose
 emitted modules, stage texts and outputs are bit-identical to the original's on the whole sample
 is *likely equivalent*; one that cannot be imported is *stillborn*. The original runs twice, and
@@ -24,6 +25,9 @@ from typing import Any
 
 from ..case import CPU_BACKENDS
 
+#: The op sweep: one program per (op, dtype), with room for the op's helper nodes.
+SWEEP_DTYPES = ("float32", "float64", "int32")
+SWEEP_NODES = 3
 #: Programs whose emitted module is compared (tracing and emitting cost ~1 ms each).
 PROGRAMS = 300
 #: Invalid programs (one violation each) whose error is compared: the frontend's error paths.
@@ -33,45 +37,80 @@ INVALID = 50
 RUNS = 64
 
 
+def _collect(strategy: Any, n: int) -> list[tuple[Any, list]]:
+    """The first ``n`` derandomized draws of ``strategy`` (generation only)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    found: list[tuple[Any, list]] = []
+
+    @settings(
+        database=None, max_examples=n, derandomize=True, phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck), deadline=None,
+    )  # fmt: skip
+    @given(strategy)
+    def draw(example: tuple[Any, list]) -> None:
+        found.append(example)
+
+    draw()
+    return found
+
+
+def op_sweep() -> list[tuple[Any, list]]:
+    """Per op and dtype the table allows, the first derandomized (program, inputs) that has the
+    op: every op's lowering runs on every backend, however rarely the random sample draws it
+    (a mutant of cpu-vector's log passed for equivalent on a sample without a float log)."""
+    from compiler.errors import UnsupportedFeature
+    from strategies import programs, samples
+    from strategies.gen.programs import generation_order
+
+    found: list[tuple[Any, list]] = []
+    for op in generation_order():
+        mine: list[tuple[Any, list]] = []
+        # One dtype at a time, then (casts, which need two) any dtypes.
+        for dtypes in [[dtype] for dtype in SWEEP_DTYPES] + [None]:
+            if dtypes is None and mine:
+                break
+            try:
+                strategy = samples(programs(ops=[op], dtypes=dtypes, max_nodes=SWEEP_NODES))
+                has_op = strategy.filter(lambda s, op=op: op in s.program.ops)
+                # The last of a few draws: the first is Hypothesis's simplest (all-zero inputs).
+                mine += _collect(has_op.map(lambda s: (s.program, list(s.inputs))), 6)[-1:]
+            except (ValueError, UnsupportedFeature):
+                continue  # the op takes no such dtype
+        found += mine
+    return found
+
+
 def build_sample(
     programs: int = PROGRAMS,
     invalid: int = INVALID,
     runs: int = RUNS,
     backends: Sequence[str] = CPU_BACKENDS,
+    sweep: bool = True,
 ) -> dict[str, Any]:
-    """The sample: derandomized Hypothesis draws (the same programs every time, for a given
-    Hypothesis version and primitive table), deduplicated."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import strategies as st
-
+    """The sample: the op sweep (unless ``sweep`` is false) and derandomized Hypothesis draws
+    (the same programs every time, for a given Hypothesis version and primitive table),
+    deduplicated."""
     from strategies import input_values, invalid_programs, samples
     from strategies import programs as program_strategy
 
-    def collect(strategy: st.SearchStrategy, n: int) -> list[tuple[Any, list]]:
-        found: list[tuple[Any, list]] = []
-
-        @settings(
-            database=None, max_examples=n, derandomize=True, phases=[Phase.generate],
-            suppress_health_check=list(HealthCheck), deadline=None,
-        )  # fmt: skip
-        @given(strategy)
-        def draw(example: tuple[Any, list]) -> None:
-            found.append(example)
-
-        draw()
-        return found
-
-    valid = collect(
+    valid = _collect(
         samples(program_strategy(max_nodes=4)).map(lambda s: (s.program, list(s.inputs))), programs
     )
-    broken = collect(
+    broken = _collect(
         invalid_programs().flatmap(lambda p: input_values(p.inputs).map(lambda v: (p, list(v)))),
         invalid,
     )
+    swept = op_sweep() if sweep else []
     items, seen = [], set()
-    for kind, drawn in (("program", valid), ("invalid", broken)):
+    for kind, drawn in (("sweep", swept), ("program", valid), ("invalid", broken)):
         for subject, inputs in drawn:
-            item = {"kind": kind, "subject": subject.to_dict(), "inputs": inputs}
+            item = {
+                "kind": "invalid" if kind == "invalid" else "program",
+                "subject": subject.to_dict(),
+                "inputs": inputs,
+                "run": kind == "sweep",
+            }
             key = hashlib.sha256(pickle.dumps((kind, subject.to_dict(), inputs))).hexdigest()
             if key not in seen:
                 seen.add(key)
@@ -149,10 +188,12 @@ class Checker:
     def describe(self) -> str:
         items = self.sample["items"]
         valid = sum(1 for item in items if item["kind"] == "program")
-        runs = min(self.sample["runs"], valid)
+        swept = sum(1 for item in items if item.get("run"))
+        runs = min(self.sample["runs"], valid - swept)
         return (
-            f"{valid} programs + {len(items) - valid} invalid programs emitted, {runs} compiled "
-            f"and run on {', '.join(self.sample['backends'])}; the original took "
+            f"{valid} programs + {len(items) - valid} invalid programs emitted, {swept} of them "
+            f"(the op sweep) + {runs} compiled and run on {', '.join(self.sample['backends'])}; "
+            "the original took "
             f"{self.reference_seconds:.0f} s (two runs at once)"
             + (f"; {len(self.unstable)} unstable digests ignored" if self.unstable else "")
         )
@@ -175,4 +216,4 @@ class Checker:
         return Verdict("equivalent", "identical on the whole sample", seconds)
 
 
-__all__ = ["Checker", "Verdict", "build_sample", "probe"]
+__all__ = ["Checker", "Verdict", "build_sample", "op_sweep", "probe"]

@@ -57,26 +57,34 @@ def _error(error: BaseException) -> str:
     return f"error {type(error).__name__}: {_ADDRESS.sub('0x?', str(error))[:2000]}"
 
 
+def item_runs(item: dict[str, Any]) -> bool:
+    """Whether a sample item always runs on every backend (the op sweep's items do)."""
+    return bool(item.get("run"))
+
+
 def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """``(key, digest)`` for the sample: every program's emitted module first (cheap), then
-    stages and outputs of ``runs`` valid programs (spread over the sample) on each backend."""
+    stages and outputs on each backend of the op sweep's programs and of ``runs`` other valid
+    programs (spread over the sample)."""
     import compiler
     from strategies.model import InvalidProgram, Program
 
     subjects: list[Any] = []
     for i, item in enumerate(sample["items"]):
+        subject = None
         try:
             cls = Program if item["kind"] == "program" else InvalidProgram
             subject = cls.from_dict(item["subject"])
-            subjects.append(subject)
             fn = compiler.jit(subject.as_function(compiler.xp))
             value: Any = fn.emit(*item["inputs"])
         except Exception as error:  # noqa: BLE001 - a mutant may raise anything
-            subjects.append(None)
             value = _error(error)
+        subjects.append(subject)
         yield f"{i}:emit", digest(value)
     valid = [i for i, item in enumerate(sample["items"]) if item["kind"] == "program"]
-    for i in valid[:: max(1, len(valid) // max(1, sample["runs"]))][: sample["runs"]]:
+    swept = [i for i in valid if item_runs(sample["items"][i])]
+    rest = [i for i in valid if not item_runs(sample["items"][i])]
+    for i in swept + rest[:: max(1, len(rest) // max(1, sample["runs"]))][: sample["runs"]]:
         inputs = sample["items"][i]["inputs"]
         for backend in sample["backends"]:
             stages: Any

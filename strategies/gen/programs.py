@@ -105,7 +105,7 @@ def _join_dead_branches(g: Gen) -> None:
             and g.builder.nodes[v.ref.index].op != "causal_mask"
             and g.cfg.compatible(v.dtype, out.dtype)
         ]
-        if not dead or not g.draw(st.booleans()):
+        if not dead or g.draw(st.integers(0, 3)) == 0:  # joins 3 in 4; shrinks toward not
             return
         branch = dead[0]
         try:
@@ -135,6 +135,16 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
     return op
 
 
+@st.composite
+def _steps(draw: st.DrawFn, g: Gen) -> list[str | None]:
+    """The program's steps: a count drawn uniformly, then that many steps (a list, so the shrinker
+    can delete any step). Not ``st.lists`` alone: Hypothesis grows a list one 50/50 choice at a
+    time while it explores new prefixes, so about half the programs were one step, and after
+    dead-code removal two thirds were a single node."""
+    count = draw(st.integers(g.cfg.min_nodes, g.cfg.max_nodes))
+    return draw(st.lists(_step(g), min_size=count, max_size=count))
+
+
 #: One program in LOW_PRECISION_SHARE (when the dtypes allow a choice) computes in float16 or
 #: bfloat16: the rest keep to the 32/64-bit dtypes, as before the 16-bit formats existed.
 LOW_PRECISION_SHARE = 6
@@ -162,10 +172,12 @@ def _programs(draw: st.DrawFn, cfg: Config) -> Program:
     # Half the programs plain; the others with size-1 sides anywhere or vector-width extents.
     g.regime = draw(st.sampled_from(SHAPE_REGIMES)) if draw(st.booleans()) else "plain"
     event(f"shape-regime:{g.regime}")
-    # The step count comes first, as a list: each step is one list element, so the shrinker can
-    # delete any step (not just trailing ones) and programs shrink toward fewer nodes.
-    draw(st.lists(_step(g), min_size=cfg.min_nodes, max_size=cfg.max_nodes))
+    # The steps, as a list: each step is one list element, so the shrinker can delete any step
+    # (not just trailing ones) and programs shrink toward fewer nodes.
+    g.reserve = 1 if cfg.max_nodes >= 4 else 0
+    draw(_steps(g))
     g.draw = draw
+    g.reserve = 0
     _join_dead_branches(g)
     program, _ = g.builder.build().dead_code_eliminated().drop_unused_inputs()
     event(f"nodes:{len(program)}")

@@ -165,9 +165,11 @@ class Gen:
     base: str = "float32"
     regime: str = "plain"  # the program's shape regime (shapes.SHAPE_REGIMES)
 
+    reserve: int = 0  # nodes kept back from the steps for joining dead branches at the end
+
     @property
     def budget(self) -> int:
-        return self.cfg.max_nodes - len(self.builder.nodes)
+        return self.cfg.max_nodes - len(self.builder.nodes) - self.reserve
 
     # ---- creating values
 
@@ -233,13 +235,16 @@ class Gen:
         return self.draw(st.sampled_from(ordered))
 
     def pick(self, ok: Callable[[Value], bool], fresh: Callable[[], Value]) -> Value:
-        """Usually a recent value passing ``ok``, else ``fresh()``. Shrinks toward ``fresh()``:
-        an operand that is a new input cuts the dependency on earlier steps, which then become
-        dead code, so shrunk programs lose whole chains."""
+        """Usually the latest value passing ``ok`` (else a recent one, or ``fresh()``), so that
+        the output reads most steps. Shrinks toward ``fresh()``: an operand that is a new input
+        cuts the dependency on earlier steps, which then become dead code, so shrunk programs
+        lose whole chains."""
         candidates = [v for v in reversed(self.values) if v.dtype != "bool" and ok(v)][:4]
-        if candidates and self.draw(st.integers(0, 7)) != 0:
-            return candidates[self.draw(st.integers(0, len(candidates) - 1))]
-        return fresh()
+        if not candidates or self.draw(st.integers(0, 7)) == 0:
+            return fresh()
+        if self.draw(st.integers(0, 2)) != 2:  # the latest: chains, every node of which counts
+            return candidates[0]
+        return candidates[self.draw(st.integers(0, len(candidates) - 1))]
 
     def primary(
         self, op: str, ok: Callable[[Value], bool] = lambda v: True, **shape_kw: Any

@@ -12,9 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from harness.mutate.equivalence import Checker, build_sample
+from harness.mutate.equivalence import SWEEP_DTYPES, Checker, build_sample
 from harness.mutate.operators import OPERATORS, Mutant, draw, mutable_files, mutant_at, sites
 from harness.mutate.runner import STATUSES
 from harness.selftest import ROOT, copy_compiler
@@ -123,10 +124,29 @@ def _by_hand(baseline: Path, file: str, old: str, new: str, name: str) -> tuple[
     return scratch, mutant
 
 
+def test_the_op_sweep_runs_every_op_in_every_dtype_it_takes() -> None:
+    """Every op's lowering runs on every backend in the equivalence check, in each of the sweep's
+    dtypes the op takes, on inputs that are not all zero: a sample that happened to lack a float
+    ``log`` called a mutant of cpu-vector's log polynomial equivalent."""
+    from strategies import Program
+    from strategies.gen.programs import generation_order
+
+    sample = build_sample(programs=4, invalid=2, runs=1)
+    runs = [item for item in sample["items"] if item["run"]]
+    assert all(item["kind"] == "program" for item in runs)
+    swept = [(Program.from_dict(item["subject"]), item["inputs"]) for item in runs]
+    seen = {(op, dtype) for program, _ in swept for op in program.ops for dtype in program.dtypes()}
+    assert set(generation_order()) == {op for op, _ in seen}
+    assert {("log", "float32"), ("log", "float64"), ("add", "int32")} <= seen
+    assert set(SWEEP_DTYPES) == {"float32", "float64", "int32"}
+    nonzero = sum(any(np.any(np.asarray(a) != 0) for a in inputs) for _, inputs in swept)
+    assert nonzero >= 0.8 * len(swept), "the sweep's inputs are Hypothesis's all-zero simplest"
+
+
 @pytest.mark.slow
 def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     baseline = copy_compiler(tmp_path / "baseline")
-    sample = build_sample(programs=40, invalid=10, runs=6)
+    sample = build_sample(programs=40, invalid=10, runs=6, sweep=False)
     checker = Checker(baseline, tmp_path / "equivalence", sample)
     assert not checker.unstable
     cases = {
