@@ -129,13 +129,14 @@ class Verdict:
 
 def probe(
     compiler_parent: Path, sample: Path, out: Path, reference: Path | None = None,
-    modules: Sequence[str] = (), timeout: float = 600,
+    modules: Sequence[str] = (), timeout: float = 600, outputs_only: bool = False,
 ) -> tuple[dict[str, Any] | None, str]:  # fmt: skip
     """Run the probe with the compiler in ``compiler_parent``; (its result, or None and why)."""
     from ..selftest import ROOT
 
     command = [sys.executable, "-m", "harness.mutate.probe", str(sample), str(out)]
     command += ["--reference", str(reference)] if reference else []
+    command += ["--outputs-only"] if outputs_only else []
     for name in modules:
         command += ["--module", name]
     env = dict(
@@ -214,6 +215,21 @@ class Checker:
         if result["status"] == "different":
             return Verdict("live", f"differs at {result['key']}", seconds)
         return Verdict("equivalent", "identical on the whole sample", seconds)
+
+    def outputs_differ(self, scratch: Path, modules: Sequence[str], name: str) -> str:
+        """For a survivor: where the mutant's *outputs* first differ on the sample, or that they
+        never do (it changed only the IR: a slower schedule, a dead branch; no oracle of
+        answers can kill it, and the report says so)."""
+        out = self.work / f"outputs-{name}.json"
+        out.unlink(missing_ok=True)
+        result, why = probe(
+            scratch, self.sample_path, out, self.reference_path, modules, self.timeout, True
+        )
+        if result is None:
+            return why
+        if result["status"] == "different":
+            return f"outputs differ at {result['key']}"
+        return "outputs identical on the whole sample: only the IR differs"
 
 
 __all__ = ["Checker", "Verdict", "build_sample", "op_sweep", "probe"]

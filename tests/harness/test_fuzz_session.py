@@ -40,3 +40,13 @@ def test_random_programs_are_about_half_the_session_mix() -> None:
     collect()
     assert origins["programs"] >= 0.4 * sum(origins.values()), origins
     assert set(origins) == set(MIX_PERCENT), origins
+
+
+def test_one_round_in_four_is_guided_unless_turned_off(monkeypatch) -> None:
+    from harness.session.fuzz import GUIDED_EVERY, guided
+
+    monkeypatch.delenv("HARNESS_UNGUIDED", raising=False)
+    rounds = [r for r in range(1, 13) if guided(r)]
+    assert rounds == [GUIDED_EVERY, 2 * GUIDED_EVERY, 3 * GUIDED_EVERY] and GUIDED_EVERY == 4
+    monkeypatch.setenv("HARNESS_UNGUIDED", "1")
+    assert not any(guided(r) for r in range(1, 13))

@@ -154,6 +154,8 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
         "unused": ("compiler/dtypes.py", "\n\n\n", "\n\n\ndef _unused(x):\n    return -x\n\n\n"),
         "addf": ("compiler/primitives/table.py", '"arith.addf"', '"arith.subf"'),
         "stillborn": ("compiler/runtime.py", "import", "imprt"),
+        # Only the IR: the kernel's symbol (the runtime looks it up by the same constant).
+        "ir-only": ("compiler/lower/emit.py", 'KERNEL = "', 'KERNEL = "renamed_'),
     }
     verdicts = {}
     for name, (file, old, new) in cases.items():
@@ -163,6 +165,10 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     assert verdicts["unused"].status == "equivalent", verdicts["unused"]
     assert verdicts["addf"].status == "live", verdicts["addf"]
     assert verdicts["stillborn"].status == "stillborn", verdicts["stillborn"]
+    assert verdicts["ir-only"].status == "live", verdicts["ir-only"]
+    for name, expected in (("ir-only", "outputs identical"), ("addf", "outputs differ")):
+        scratch, mutant = _by_hand(baseline, *cases[name], name + "-outputs")
+        assert checker.outputs_differ(scratch, [mutant.module], name).startswith(expected)
 
 
 @pytest.mark.slow
