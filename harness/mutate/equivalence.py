@@ -130,6 +130,7 @@ class Verdict:
 def probe(
     compiler_parent: Path, sample: Path, out: Path, reference: Path | None = None,
     modules: Sequence[str] = (), timeout: float = 600, outputs_only: bool = False,
+    lines: Path | None = None,
 ) -> tuple[dict[str, Any] | None, str]:  # fmt: skip
     """Run the probe with the compiler in ``compiler_parent``; (its result, or None and why)."""
     from ..selftest import ROOT
@@ -137,6 +138,7 @@ def probe(
     command = [sys.executable, "-m", "harness.mutate.probe", str(sample), str(out)]
     command += ["--reference", str(reference)] if reference else []
     command += ["--outputs-only"] if outputs_only else []
+    command += ["--lines", str(lines)] if lines else []
     for name in modules:
         command += ["--module", name]
     env = dict(
@@ -169,9 +171,12 @@ class Checker:
         with ThreadPoolExecutor(2) as pool:
             runs = list(
                 pool.map(
-                    lambda i: probe(baseline, self.sample_path, work / f"reference{i}.json"),
+                    lambda i: probe(
+                        baseline, self.sample_path, work / f"reference{i}.json",
+                        lines=work / "lines.json" if i == 0 else None,
+                    ),
                     (0, 1),
-                )
+                )  # fmt: skip
             )
         self.reference_seconds = time.perf_counter() - start
         results = [r for r, _ in runs]
@@ -181,10 +186,18 @@ class Checker:
         if first.keys() != second.keys():
             raise RuntimeError("two runs of the original compiler saw different samples")
         self.unstable = sorted(k for k in first if first[k] != second[k])
+        #: (file relative to the compiler's parent, line) the sample ran on the original.
+        self.executed = {(f, n) for f, n in json.loads((work / "lines.json").read_text())}
         reference = {k: (None if k in self.unstable else v) for k, v in first.items()}
         self.reference_path = work / "reference.json"
         self.reference_path.write_text(json.dumps(reference))
         self.timeout = max(180.0, 4 * self.reference_seconds)
+
+    def reached(self, file: str, line: int, text: str) -> bool:
+        """Whether the sample ran any line of the change (``text`` from ``line``) on the
+        original compiler: a change nothing runs is *unreached*, not equivalent."""
+        last = line + text.count("\n")
+        return any((file, n) in self.executed for n in range(line, last + 1))
 
     def describe(self) -> str:
         items = self.sample["items"]

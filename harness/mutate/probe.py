@@ -5,7 +5,8 @@ the compiler (a failure there is a *stillborn* mutant), then for every sample pr
 what the compiler emits (``jit(fn).emit``) and, for ``runs`` of the valid programs, every
 stage's text and the outputs on each CPU backend. Without a reference it writes every digest;
 with one it stops at the first digest that differs (a live mutant usually differs within the
-first programs, so only likely-equivalent mutants pay for the whole sample).
+first programs, so only likely-equivalent mutants pay for the whole sample). ``--lines FILE``
+also records which lines of the compiler the sample ran (a mutant elsewhere is *unreached*).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import importlib.util
 import json
 import pickle
 import re
 import sys
 import traceback
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
@@ -100,12 +103,39 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield f"{i}:{backend}:outputs", digest(outputs)
 
 
+def trace_lines(root: str) -> set[tuple[str, int]]:
+    """Start recording the lines run in files under ``root`` (this thread and new ones); the
+    returned set fills as they run. Frames of other files are not traced line by line."""
+    import threading
+
+    executed: set[tuple[str, int]] = set()
+    prefix = root.rstrip("/") + "/"
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            executed.add((frame.f_code.co_filename, frame.f_lineno))
+        return local
+
+    def calls(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename.startswith(prefix):
+            executed.add((frame.f_code.co_filename, frame.f_lineno))
+            return local
+        return None
+
+    sys.settrace(calls)
+    threading.settrace(calls)
+    return executed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.mutate.probe")
     parser.add_argument("sample")
     parser.add_argument("out")
     parser.add_argument("--reference", default="")
     parser.add_argument("--module", action="append", default=[])
+    parser.add_argument(
+        "--lines", default="", help="also write the compiler's lines the sample ran (JSON)"
+    )
     parser.add_argument(
         "--outputs-only", action="store_true",
         help="compare only the outputs (does a mutant change an answer, or only the IR?)",
@@ -116,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.out, "w", encoding="utf-8") as handle:
             json.dump(result, handle)
 
+    executed: set[tuple[str, int]] | None = None
+    if args.lines:
+        spec = importlib.util.find_spec("compiler")
+        assert spec is not None and spec.submodule_search_locations
+        root = list(spec.submodule_search_locations)[0]
+        executed = trace_lines(root)
     try:
         import compiler  # noqa: F401
         import strategies  # noqa: F401
@@ -139,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
             write({"status": "different", "key": key, "checked": len(digests)})
             return 0
         digests[key] = value
+    if executed is not None:
+        sys.settrace(None)
+        root_parent = str(Path(root).parent) + "/"
+        ran = sorted({(f.removeprefix(root_parent), n) for f, n in executed})
+        Path(args.lines).write_text(json.dumps(ran))
     write({"status": "same" if reference is not None else "reference", "digests": digests})
     return 0
 

@@ -24,7 +24,7 @@ from ..selftest import copy_compiler, fuzz_scratch
 from .equivalence import Checker
 from .operators import Mutant, draw, mutable_files
 
-STATUSES = ("killed", "survived", "likely-equivalent", "stillborn", "error")
+STATUSES = ("killed", "survived", "likely-equivalent", "unreached", "stillborn", "error")
 
 
 def evaluate(
@@ -39,6 +39,11 @@ def evaluate(
         "operator": mutant.operator, "old": mutant.old, "new": mutant.new,
         "diff": mutant.diff(source), "kill_seconds": None, "fuzz": None,
     }  # fmt: skip
+    if not checker.reached(mutant.file, mutant.line, mutant.old):
+        row.update(
+            status="unreached", equivalence="the sample never runs this line", equivalence_seconds=0
+        )
+        return row
     verdict = checker.check(scratch, [mutant.module], mutant.id)
     row.update(equivalence=verdict.detail, equivalence_seconds=round(verdict.seconds, 1))
     if verdict.status != "live":
@@ -101,7 +106,8 @@ def report(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         "",
         f"kill rate: {counts['killed']}/{counts['killed'] + counts['survived'] + counts['error']}"
         + (f" = {rate:.0%}" if rate is not None else "")
-        + " (likely-equivalent and stillborn mutants left out; harness errors count as missed)",
+        + " (likely-equivalent, unreached and stillborn mutants left out; harness errors count as"
+        " missed)",
         f"of the survivors, {summary['ir_only_survivors']} change only the IR (outputs identical"
         " on the whole sample); kill rate over mutants that change an answer: "
         + (f"{answer_rate:.0%}" if answer_rate is not None else "-"),
@@ -112,6 +118,7 @@ def report(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         ("survived", "survivors"),
         ("error", "harness errors"),
         ("likely-equivalent", "likely equivalent (not fuzzed)"),
+        ("unreached", "unreached: the default backends never run the line (not fuzzed)"),
         ("stillborn", "stillborn (the compiler no longer imports)"),
     ):
         chosen = [r for r in rows if r["status"] == status]

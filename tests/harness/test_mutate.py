@@ -149,6 +149,13 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     sample = build_sample(programs=40, invalid=10, runs=6, sweep=False)
     checker = Checker(baseline, tmp_path / "equivalence", sample)
     assert not checker.unstable
+    # The lines the sample ran: the kernel's header, never IREE's command line.
+    emit = (ROOT / "compiler/lower/emit.py").read_text().splitlines()
+    header = next(i for i, text in enumerate(emit, 1) if "func.func @{KERNEL}" in text)
+    assert checker.reached("compiler/lower/emit.py", header, "")
+    iree = (ROOT / "compiler/iree.py").read_text().splitlines()
+    command = next(i for i, text in enumerate(iree, 1) if "proc = subprocess.run(" in text)
+    assert not checker.reached("compiler/iree.py", command, "")
     cases = {
         "docstring": ("compiler/lower/emit.py", '"""', '"""Mutated in the docstring only. '),
         "unused": ("compiler/dtypes.py", "\n\n\n", "\n\n\ndef _unused(x):\n    return -x\n\n\n"),
