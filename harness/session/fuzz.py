@@ -63,6 +63,22 @@ class FuzzOptions:
     disable_workarounds: tuple[str, ...] = ()
 
 
+def describe_error(error: BaseException, limit: int = 4000) -> str:
+    """A harness error's traceback, its end (where it was raised) kept whole: Hypothesis notes
+    the strategy it was drawing from, a repr of the whole session mix that filled the kept tail
+    and hid the error (a compiler rule that raised while a case was generated)."""
+    notes = list(getattr(error, "__notes__", ()))
+    if notes:
+        del error.__notes__
+    try:
+        text = "".join(traceback.format_exception(error))
+    finally:
+        if notes:
+            error.__notes__ = notes
+    note = "\n".join(notes)[:300]
+    return text[-(limit - len(note) - 1) :] + ("\n" + note if note else "")
+
+
 #: One round in this many ends with Hypothesis's target phase (``guided``).
 GUIDED_EVERY = 4
 
@@ -299,9 +315,7 @@ class Driver:
                 pass
             except Exception as error:  # noqa: BLE001 - a harness bug: report, do not spin
                 if state["target"] is None:
-                    self.publish(
-                        "harness-error", "".join(traceback.format_exception(error))[-4000:]
-                    )
+                    self.publish("harness-error", describe_error(error))
                     harness_errors += 1
                     if harness_errors >= 3:
                         break

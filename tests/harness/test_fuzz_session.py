@@ -50,3 +50,29 @@ def test_one_round_in_four_is_guided_unless_turned_off(monkeypatch) -> None:
     assert rounds == [GUIDED_EVERY, 2 * GUIDED_EVERY, 3 * GUIDED_EVERY] and GUIDED_EVERY == 4
     monkeypatch.setenv("HARNESS_UNGUIDED", "1")
     assert not any(guided(r) for r in range(1, 13))
+
+
+def test_a_harness_error_keeps_where_it_was_raised() -> None:
+    """Hypothesis notes the strategy it was drawing from; the session mix's repr is thousands
+    of characters and used to fill the whole reported tail, hiding the error."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from harness.session.fuzz import describe_error
+
+    @st.composite
+    def breaks(draw: st.DrawFn) -> int:
+        draw(st.integers())
+        raise KeyError("raised by a compiler rule")
+
+    @settings(max_examples=2, database=None)
+    @given(breaks())
+    def test(_: object) -> None:
+        pass
+
+    try:
+        test()
+    except KeyError as error:
+        error.add_note("while generating from " + "a very long strategy repr " * 400)
+        text = describe_error(error)
+    assert "raised by a compiler rule" in text and "KeyError" in text and len(text) <= 4000
