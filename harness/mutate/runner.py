@@ -118,7 +118,11 @@ def report(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         ("survived", "survivors"),
         ("error", "harness errors"),
         ("likely-equivalent", "likely equivalent (not fuzzed)"),
-        ("unreached", "unreached: the default backends never run the line (not fuzzed)"),
+        (
+            "unreached",
+            "unreached: the sample never runs the line (not fuzzed; the sample runs programs on"
+            " the default backends: no jit sequences, triage, IREE, GPU or mlir: variants)",
+        ),
         ("stillborn", "stillborn (the compiler no longer imports)"),
     ):
         chosen = [r for r in rows if r["status"] == status]
