@@ -142,11 +142,11 @@ SEQUENCE_PERCENT = 10
 #: programs a fifth of the cases: Hypothesis explores new prefixes with a uniform choice per
 #: step, and the one-of sat under another coin.
 MIX_PERCENT = {
-    "programs": 52,
-    "invalid": 10,
+    "programs": 46,
+    "composite": 14,
     "structure": 10,
-    "composite": 9,
-    "strided-matmul": 9,
+    "invalid": 10,
+    "strided-matmul": 10,
     "jit-sequence": SEQUENCE_PERCENT,
 }
 assert sum(MIX_PERCENT.values()) == 100
