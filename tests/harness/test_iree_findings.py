@@ -153,6 +153,10 @@ def test_short_iree_session_runs_and_judges_cases(tmp_path: Path) -> None:
     assert not stats["harness_errors"], output
     assert stats["stats"]["runs"].get(NAME, 0) >= 5, output
     assert stats["stats"]["oracles"].get("differential", 0) >= 5, output
+    # A finding made near the deadline is kept unminimized; recovery minimizes and attributes it.
+    recover = [sys.executable, "-m", "harness", "recover", "--corpus", str(tmp_path / "corpus")]
+    proc = subprocess.run(recover, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for path in (tmp_path / "corpus").glob("*.json"):
         entry = json.loads(path.read_text())
         assert NAME in entry["signature"]["backend"], entry["signature"]
