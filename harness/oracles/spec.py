@@ -155,9 +155,10 @@ def definition_verdict(case: Any, refs: dict[str, Any]) -> str | None:
         shared64 = shared_in_float64(case)
         errors.append(np.abs(shared64 - shared))
         # Where float64 overflows on both sides (products near 1e322 in a matmul: inf or
-        # inf - inf = nan by summation order, exact in extended precision), the difference is
-        # float64's range, not the definition: those elements are not judged here.
-        overflowed = ~np.isfinite(independent) & ~np.isfinite(shared64) & np.isfinite(shared)
+        # inf - inf = nan by summation order, while extended precision gives the exact value,
+        # finite or beyond float64's range), the difference is float64's range, not the
+        # definition: those elements are not judged here.
+        overflowed = ~np.isfinite(independent) & ~np.isfinite(shared64) & ~np.isnan(shared)
         independent = np.where(overflowed, shared, independent)
     verdict = tolerance.compare(
         shared,

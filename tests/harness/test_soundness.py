@@ -288,3 +288,17 @@ def test_spec_leaves_float64_overflow_to_float64() -> None:
     )
     case = Case.from_dict(data)
     assert definition_verdict(case, references(case, False)) is None
+
+
+def test_spec_leaves_float64_overflow_to_float64_when_the_truth_is_infinite() -> None:
+    """The README command's session on a fresh clone: ``attend`` of values near 2.8e306. Both
+    float64 evaluations give nan (inf - inf), the extended-precision truth is inf (the exact
+    result is beyond float64's range): float64's range again, not a definition bug."""
+    from harness.oracles.spec import definition_verdict
+    from harness.run.references import references
+
+    data = json.loads(
+        (Path(__file__).parent / "fixtures" / "attend_overflow_case.json").read_text()
+    )
+    case = Case.from_dict(data)
+    assert definition_verdict(case, references(case, False)) is None
