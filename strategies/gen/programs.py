@@ -138,9 +138,9 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
 @st.composite
 def _steps(draw: st.DrawFn, g: Gen) -> list[str | None]:
     """The program's steps: a count drawn uniformly, then that many steps (a list, so the shrinker
-    can delete any step). Not ``st.lists`` alone: Hypothesis grows a list one 50/50 choice at a
-    time while it explores new prefixes, so about half the programs were one step, and after
-    dead-code removal two thirds were a single node."""
+    can delete any step). Not ``st.lists`` alone: in 400 draws it gave one step in 193 programs
+    (raising its average size changed nothing), and after dead-code removal two thirds of the
+    programs were a single node."""
     count = draw(st.integers(g.cfg.min_nodes, g.cfg.max_nodes))
     return draw(st.lists(_step(g), min_size=count, max_size=count))
 
