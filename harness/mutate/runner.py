@@ -32,8 +32,6 @@ def evaluate(
     args: argparse.Namespace,
 ) -> dict[str, Any]:  # fmt: skip
     """One mutant's row: applied to a scratch copy, checked for equivalence, fuzzed if live."""
-    scratch = copy_compiler(work / "src", baseline)
-    (scratch / mutant.file).write_text(mutant.apply(source))
     row: dict[str, Any] = {
         "id": mutant.id, "file": mutant.file, "line": mutant.line,
         "operator": mutant.operator, "old": mutant.old, "new": mutant.new,
@@ -43,7 +41,9 @@ def evaluate(
         row.update(
             status="unreached", equivalence="the sample never runs this line", equivalence_seconds=0
         )
-        return row
+        return row  # no scratch copy: nothing runs the mutant
+    scratch = copy_compiler(work / "src", baseline)
+    (scratch / mutant.file).write_text(mutant.apply(source))
     verdict = checker.check(scratch, [mutant.module], mutant.id)
     row.update(equivalence=verdict.detail, equivalence_seconds=round(verdict.seconds, 1))
     if verdict.status != "live":
