@@ -4,16 +4,15 @@ its known bugs, prove the harness catches planted bugs, write reports."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from . import arguments as arg
 from .case import CPU_BACKENDS, SAMPLED_BACKENDS
+from .interrupt import Interrupted, signals_interrupt
 
 EXAMPLES = """examples:
   python -m harness fuzz --seconds 300 --workers auto --backends cpu-loops,cpu-blas
@@ -129,34 +128,6 @@ def cmd_recover(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived: stop, say what was done, exit 130/143."""
-
-    def __init__(self, number: int) -> None:
-        super().__init__(number)
-        self.number = number
-
-
-@contextlib.contextmanager
-def _signals_interrupt() -> Iterator[None]:
-    """Turn SIGINT/SIGTERM into ``_Interrupted`` (then restore the previous handlers)."""
-
-    def handle(number: int, frame: object) -> None:
-        raise _Interrupted(number)
-
-    previous = {}
-    for number in (signal.SIGINT, signal.SIGTERM):
-        try:
-            previous[number] = signal.signal(number, handle)
-        except ValueError:  # not the main thread: the caller handles signals
-            pass
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
     """One line per entry (state, file, why), a summary line; hints on stderr. Exit 1 on a
     regression or an unreadable file (and, with --strict, on a still-open entry)."""
@@ -170,14 +141,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in (args.paths or ["corpus"])]
     results = []
     interrupted = None
-    with _signals_interrupt(), Runner(None, use_jax=not args.no_jax) as runner:
+    with signals_interrupt(), Runner(None, use_jax=not args.no_jax) as runner:
         try:
             for r in replay_iter(paths, runner, update=args.update, reopen=args.reopen):
                 results.append(r)
                 note = f"  [{r.updated}]" if r.updated else ""
                 reason = f"  ({r.reason})" if r.reason else ""
                 print(f"{r.outcome:12} {printable(r.path)}{reason}{note}", flush=True)
-        except (_Interrupted, Stopped) as stop:
+        except (Interrupted, Stopped) as stop:
             interrupted = getattr(stop, "number", signal.SIGINT)
             runner.worker.kill()
     print(summary(results))
@@ -282,13 +253,15 @@ def cmd_repro(args: argparse.Namespace) -> int:
 def cmd_selftest(args: argparse.Namespace) -> int:
     from .selftest import run_selftest
 
-    return run_selftest(args)
+    with signals_interrupt():
+        return run_selftest(args)
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
     from .mutate import run_mutate
 
-    return run_mutate(args)
+    with signals_interrupt():
+        return run_mutate(args)
 
 
 def main(argv: list[str] | None = None) -> int:

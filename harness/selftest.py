@@ -14,12 +14,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from .interrupt import Interrupted, run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -162,12 +163,10 @@ def _replay_on_real_compiler(paths: list[str], real: Path = ROOT) -> list[str]:
         return []
     # ``python -m`` puts the cwd first on sys.path: it must be the folder of the real compiler.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys([str(real), str(ROOT)])))
-    proc = subprocess.run(
+    proc = run_child(
         [sys.executable, "-m", "harness", "replay", "--no-jax", *paths],
         cwd=real,
         env=env,
-        capture_output=True,
-        text=True,
         timeout=600,
     )
     return [
@@ -205,10 +204,7 @@ def fuzz_scratch(
     start = time.perf_counter()
     # cwd must not be the repository: ``python -m`` puts the cwd first on sys.path, where
     # the real compiler package would shadow the mutated copy.
-    proc = subprocess.run(
-        command, cwd=work, env=scratch_environment(scratch), capture_output=True, text=True,
-        timeout=seconds + 900,
-    )  # fmt: skip
+    proc = run_child(command, cwd=work, env=scratch_environment(scratch), timeout=seconds + 900)
     wall = time.perf_counter() - start
     if not summary_path.exists():
         return {"caught": False, "error": proc.stderr[-2000:], "wall": wall}
@@ -243,7 +239,11 @@ def run_selftest(args: argparse.Namespace) -> int:
     rows = []
     print(f"{'planted bug':34} {'caught':>6} {'first s':>8} {'nodes':>5} {'cases':>6}  found as")
     for mutation in chosen:
-        row = run_one(mutation, args.seconds, args.seed, args.workers)
+        try:
+            row = run_one(mutation, args.seconds, args.seed, args.workers)
+        except Interrupted as stop:
+            print(f"\nstopped by {stop.name} at {mutation.name}: {len(rows)} of {len(chosen)} run")
+            return stop.exit_status
         rows.append(row)
         first = f"{row['first']:.1f}" if row.get("first") is not None else "-"
         print(

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..case import CPU_BACKENDS
+from ..interrupt import run_child
 
 #: The op sweep: one program per (op, dtype), with room for the op's helper nodes.
 SWEEP_DTYPES = ("float32", "float64", "int32")
@@ -148,9 +149,7 @@ def probe(
     )
     # cwd: not the repository, whose compiler would shadow the one in ``compiler_parent``.
     try:
-        proc = subprocess.run(
-            command, cwd=out.parent, env=env, capture_output=True, text=True, timeout=timeout
-        )
+        proc = run_child(command, cwd=out.parent, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, f"the probe ran past {timeout:.0f} s (a hang?)"
     if not out.exists():

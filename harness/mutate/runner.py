@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ..interrupt import Interrupted
 from ..selftest import copy_compiler, fuzz_scratch
 from .equivalence import Checker
 from .operators import Mutant, draw, mutable_files
@@ -145,9 +146,13 @@ def _error_of(row: dict[str, Any]) -> str:
 
 
 def run_mutate(args: argparse.Namespace) -> int:
-    """Exit 0 whatever the kill rate (it is a measurement), 2 if the harness itself failed."""
+    """Exit 0 whatever the kill rate (it is a measurement), 2 if the harness itself failed,
+    130/143 if stopped by SIGINT/SIGTERM (after reporting the mutants judged so far)."""
     try:
         return _run(args)
+    except Interrupted as stop:  # between mutants' verdicts (a mutant in hand is caught below)
+        print(f"stopped by {stop.name}", file=sys.stderr)
+        return stop.exit_status
     except Exception:  # noqa: BLE001 - anything here is a harness error, not a result
         traceback.print_exc()
         return 2
@@ -171,26 +176,42 @@ def _run(args: argparse.Namespace) -> int:
             f"fuzzing {args.seconds:.0f} s each with {args.workers} worker(s)",
             file=sys.stderr,
         )
-        checker = Checker(baseline, tmp / "equivalence")
+        try:
+            checker = Checker(baseline, tmp / "equivalence")
+        except Interrupted as stop:
+            print(f"stopped by {stop.name} while probing the original compiler", file=sys.stderr)
+            return stop.exit_status
         print(f"equivalence sample: {checker.describe()}", file=sys.stderr)
         print(f"{'id':4} {'file:line':28} {'operator':17} {'status':17} {'kill s':>7}  change")
-        rows = []
+        rows: list[dict[str, Any]] = []
+        stopped = None
         for mutant in mutants:
             work = tmp / mutant.id
-            rows.append(evaluate(mutant, sources[mutant.file], baseline, checker, work, args))
-            shutil.rmtree(work, ignore_errors=True)
+            try:
+                rows.append(evaluate(mutant, sources[mutant.file], baseline, checker, work, args))
+            except Interrupted as stop:
+                # The mutant in hand has no verdict; the ones before it do, and are reported.
+                stopped = stop
+                break
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
             print(format_row(rows[-1]), flush=True)
         summary = summarize(rows)
         print(report(rows, summary))
+        if stopped is not None:
+            print(
+                f"stopped by {stopped.name}: {len(rows)} of {len(mutants)} mutants judged",
+                file=sys.stderr,
+            )
         if args.json:
             document = {
                 "seed": args.seed, "count": args.count, "seconds": args.seconds,
                 "workers": args.workers, "files": files, "sample": checker.describe(),
                 "unstable_digests": checker.unstable, "wall_seconds": time.perf_counter() - start,
-                **summary, "mutants": rows,
+                "interrupted": stopped.name if stopped else None, **summary, "mutants": rows,
             }  # fmt: skip
             Path(args.json).write_text(json.dumps(document, indent=1, default=str))
-    return 0
+    return stopped.exit_status if stopped is not None else 0
 
 
 __all__ = ["evaluate", "format_row", "report", "run_mutate", "summarize"]
