@@ -24,7 +24,8 @@ class Task:
     backend and call), or fail on purpose (``fault``: the isolation tests only).
 
     ``input_sets`` replace the case's own inputs (one result per backend and set); ``repeat``
-    adds the determinism and aliasing checks to the first set's run.
+    adds the determinism and aliasing checks to the first set's run, and on the backend named
+    ``recompile`` (one per task: a recompile is the price of a whole case) a fresh compile too.
     """
 
     case: Case
@@ -32,6 +33,7 @@ class Task:
     kind: str = "run"
     input_sets: list[list[np.ndarray]] | None = None
     repeat: bool = False
+    recompile: str = ""
     fault: str = ""
     marker: str = ""  # a file the worker writes "<backend> <stage>" to before each stage
     before: str = ""  # artifacts only: stop before this stage (the input of a stage that crashed)
@@ -52,6 +54,7 @@ class Task:
             "backends": list(self.backends),
             "kind": self.kind,
             "repeat": self.repeat,
+            "recompile": self.recompile,
         }
         if self.input_sets is not None:
             data["input_sets"] = [[encode_array(a) for a in s] for s in self.input_sets]
@@ -68,6 +71,7 @@ class Task:
             data.get("kind", "run"),
             [[decode_array(a) for a in s] for s in sets] if sets else None,
             bool(data.get("repeat", False)),
+            str(data.get("recompile", "")),
         )
 
 

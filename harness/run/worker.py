@@ -71,21 +71,25 @@ def _perturbed(inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _repeat_checks(
-    fn: Any, inputs: list[np.ndarray], backend: str, first: Any, result: BackendResult
-) -> None:
-    """Call again, with other inputs, and after recompiling: the same bits each time, no retrace,
-    and every output array its own (a backend that reuses its output buffers fails here)."""
+    fn: Any, inputs: list[np.ndarray], backend: str, first: Any, result: BackendResult,
+    recompile: bool = True,
+) -> None:  # fmt: skip
+    """Call again, with other inputs, and (``recompile``) after recompiling: the same bits each
+    time, no retrace, and every output array its own (a backend that reuses its output buffers
+    fails here)."""
     snapshot = np.array(first, copy=True)
     traces = fn.traces
     again = fn(*inputs, target=backend)
     again_copy = np.array(again, copy=True)
     result.reused = fn.traces == traces
     other = fn(*_perturbed(inputs), target=backend)
-    fn.clear()
-    from compiler import driver
+    recompiled = again_copy
+    if recompile:
+        fn.clear()
+        from compiler import driver
 
-    with driver.fresh():  # a real recompile: every stage and the JIT run again
-        recompiled = np.array(fn(*inputs, target=backend), copy=True)
+        with driver.fresh():  # a real recompile: every stage and the JIT run again
+            recompiled = np.array(fn(*inputs, target=backend), copy=True)
     arrays = [np.asarray(first), np.asarray(again), np.asarray(other)]
     shared = any(np.shares_memory(arrays[i], arrays[j]) for i in range(3) for j in range(i + 1, 3))
     unchanged = np.asarray(first).tobytes() == snapshot.tobytes()
@@ -102,10 +106,12 @@ def run_backend(
     repeat: bool,
     mark: Any = None,
     fn: Any = None,
+    recompile: bool = True,
 ) -> list[BackendResult]:
     """Trace, compile and run the case on one backend for each input set (one compile),
     catching everything it raises; ``mark(backend, stage)`` hears each step before it runs.
-    ``fn``, the case's jitted function shared by the task's backends, traces once for all."""
+    ``fn``, the case's jitted function shared by the task's backends, traces once for all;
+    ``recompile``: the repeat checks include a fresh compile."""
     import compiler
 
     mark = mark or (lambda backend, stage: None)
@@ -130,7 +136,7 @@ def run_backend(
             result.shared_stages = str(shared)
         if repeat and index == 0:
             try:
-                _repeat_checks(fn, inputs, backend, output, result)
+                _repeat_checks(fn, inputs, backend, output, result, recompile)
             except Exception as error:  # noqa: BLE001 - a repeat that fails is a failure
                 result = _failure(backend, error)
         result.output = np.array(result.output, copy=True) if result.ok else None
@@ -245,8 +251,11 @@ def _execute(task: Task) -> TaskResult:
         fn = compiler.jit(task.case.function(compiler.xp))
         try:
             for backend in task.backends:
+                recompile = backend == task.recompile
                 results.extend(
-                    run_backend(task.case, task.sets(), backend, task.repeat, listener, fn)
+                    run_backend(
+                        task.case, task.sets(), backend, task.repeat, listener, fn, recompile
+                    )
                 )
         finally:
             fn.clear()

@@ -110,3 +110,45 @@ def test_large_inputs_are_stored_as_their_recipe_and_regenerate_bit_exactly(matm
     back = Case.from_dict(data)
     assert back.inputs[0].tobytes() == big.tobytes() and back.inputs[0].dtype == big.dtype
     assert back.to_dict() == data
+
+
+def test_determinism_recompiles_one_backend_of_the_case_drawn_from_its_data(monkeypatch):
+    """Every backend is called again, but only one recompiles from scratch (a recompile costs a
+    whole case); which one is the case's own draw, so a replay recompiles the same one."""
+    import contextlib
+
+    from compiler import driver
+    from harness.run.task import Task
+    from harness.run.worker import _execute
+    from strategies.model import ProgramBuilder
+
+    determinism = oracles.ORACLES["determinism"]
+    backends = ("cpu-loops", "cpu-blas", "cpu-vector")
+    picked = set()
+    for n in range(2, 40):
+        b = ProgramBuilder()
+        program = b.build(b.node("exp", b.input((n, 3), "float32")))
+        case = Case(program, [np.ones((n, 3), np.float32)], backends)
+        task, again = Task(case), Task(case)
+        determinism.configure(case, task)
+        determinism.configure(case, again)
+        assert task.repeat and task.recompile in backends and task.recompile == again.recompile
+        assert Task.from_dict(task.to_dict()).recompile == task.recompile
+        picked.add(task.recompile)
+    assert picked == set(backends)
+
+    fresh = []
+    real = driver.fresh
+
+    @contextlib.contextmanager
+    def counted():
+        fresh.append(True)
+        with real():
+            yield
+
+    monkeypatch.setattr(driver, "fresh", counted)
+    task = Task(case, ("cpu-loops", "cpu-blas"), repeat=True, recompile="cpu-blas")
+    results = _execute(task).results
+    assert [r.backend for r in results] == ["cpu-loops", "cpu-blas"]
+    assert all(r.deterministic and r.reused and r.independent for r in results)
+    assert len(fresh) == 1
