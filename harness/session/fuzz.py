@@ -32,9 +32,9 @@ from ..oracles.base import Finding
 from ..run.isolation import die_with_parent, request_stop, stop_requested
 from ..run.runner import Runner, Stats, Stopped
 from ..run.task import Task
-from ..triage.attribution import Attributor
+from ..triage.attribution import Attributor, known_issue
 from ..triage.minimize import minimize
-from ..triage.signature import Signature
+from ..triage.signature import Signature, backend_family
 
 
 @dataclass
@@ -141,6 +141,15 @@ def finding_entry(
     )
 
 
+def _known_issue_name(entry: Entry) -> str:
+    """The known upstream bug an entry's attribution names ('' if none)."""
+    attribution = entry.evidence.get("attribution") if isinstance(entry.evidence, dict) else None
+    mlir = attribution.get("mlir") if isinstance(attribution, dict) else None
+    issue = mlir.get("known_issue") if isinstance(mlir, dict) else None
+    name = issue.get("name") if isinstance(issue, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 class Driver:
     """One fuzzing process: a runner, a corpus, Hypothesis rounds."""
 
@@ -168,6 +177,7 @@ class Driver:
                 print(f"skipping unreadable corpus file: {str(e)!r}", file=sys.stderr)
         self.saved: list[str] = []
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
+        self._issues: dict[tuple[str, str, str], str] = {}  # (case, backend, message) -> name
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -224,6 +234,37 @@ class Driver:
         for known, entry in self.known:
             if known.covers(signature):
                 return entry
+        return self._known_issue_entry(finding)
+
+    def _known_issue_entry(self, finding: Finding) -> Entry | None:
+        """An error that a known upstream bug explains (IREE's unlinkable f64 libm calls hit
+        tanh, sin, cos, gelu, ...) is covered by the corpus entry attributed to that bug, for
+        the same kind and backend family: one entry per known bug, not one per op it hits
+        (a 30-minute IREE campaign stored seven). Only errors with a message are looked up
+        here, which is cheap (a trace and the message); a wrong answer is left to attribution."""
+        message = finding.result.message if finding.result is not None else ""
+        if not message or finding.case.invalid is not None:
+            return None
+        named = [
+            (known, entry, issue)
+            for known, entry in self.known
+            if known.matches(finding.signature) and (issue := _known_issue_name(entry))
+        ]
+        if not named:
+            return None
+        for backend in finding.backends:
+            key = (finding.case.digest(), backend, message)
+            if key not in self._issues:
+                try:
+                    found = known_issue(finding.case, backend, message)
+                except Exception:  # noqa: BLE001 - no diagnosis: judged by its signature alone
+                    found = None
+                self._issues[key] = found["name"] if found else ""
+            name = self._issues[key]
+            for known, entry, issue in named:
+                families = {backend_family(b) for b in known.backends}
+                if name == issue and backend_family(backend) in families:
+                    return entry
         return None
 
     def is_new(self, finding: Finding) -> bool:

@@ -104,20 +104,26 @@ def _ours(name: str) -> backends.MlirCpuBackend | None:
     return backend if isinstance(backend, backends.MlirCpuBackend) else None
 
 
-def _with_known_issue(found: Attribution, case: Case, message: str = "") -> Attribution:
-    """``found``, with the known bug of the compiler behind its backend that the failure is
-    (``known_issue_of(graph, message)``: IREE's) in ``mlir["known_issue"]`` and the detail."""
+def known_issue(case: Case, backend: str, message: str = "") -> dict[str, str] | None:
+    """The known bug of the compiler behind ``backend`` that a failure of ``case`` there is
+    (``known_issue_of(graph, message)``: IREE's), if any. Raises what tracing raises."""
     try:
-        explain = getattr(backends.get(found.backend), "known_issue_of", None)
+        explain = getattr(backends.get(backend), "known_issue_of", None)
     except ValueError:
-        explain = None
+        return None
     if explain is None or case.invalid is not None:
-        return found
-    try:
-        import compiler
+        return None
+    import compiler
 
-        _, graph, _ = compiler.jit(case.function(compiler.xp)).trace(*case.inputs)
-        issue = explain(graph, message)
+    _, graph, _ = compiler.jit(case.function(compiler.xp)).trace(*case.inputs)
+    return explain(graph, message)
+
+
+def _with_known_issue(found: Attribution, case: Case, message: str = "") -> Attribution:
+    """``found``, with the known bug it is (``known_issue``) in ``mlir["known_issue"]`` and the
+    detail."""
+    try:
+        issue = known_issue(case, found.backend, message)
     except Exception as error:  # noqa: BLE001 - the attribution stands without it
         found.mlir["known_issue_error"] = repr(error)[:300]
         return found
@@ -363,4 +369,4 @@ class Attributor:
         )
 
 
-__all__ = ["Attribution", "Attributor"]
+__all__ = ["Attribution", "Attributor", "known_issue"]

@@ -135,6 +135,42 @@ def test_compile_failure_is_a_finding_of_the_iree_layer(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_known_issue_is_one_corpus_entry_whatever_op_hits_it(tmp_path: Path) -> None:
+    """IREE's unlinkable float64 libm calls hit tanh, sin, cos, gelu...: once the corpus has
+    an entry attributed to that known issue, a session takes the same failure on another op as
+    known (a 30-minute campaign had stored seven entries of it), but not another error."""
+    from dataclasses import replace
+
+    from harness.corpus import Corpus
+    from harness.session.fuzz import Driver, FuzzOptions
+
+    tanh = _tanh_case()
+    b = ProgramBuilder()
+    x = b.input((2, 2), "float64")
+    sin = Case(b.build(b.node("sin", x)), [np.linspace(-1, 1, 4).reshape(2, 2)], (NAME,))
+    with Runner(None, use_jax=False) as runner:
+        found = runner.evaluate(tanh, only=()).findings
+        if not found:
+            pytest.skip("IREE links float64 tanh now: the known issue is fixed")
+        [first] = found
+        [second] = runner.evaluate(sin, only=()).findings
+        attribution = Attributor(runner).attribute(tanh, first).to_dict()
+    assert attribution["mlir"]["known_issue"]["name"] == iree.F64_LIBM_LINK.name
+    Corpus(tmp_path).save(finding_entry(tanh, first, attribution=attribution))
+    assert second.signature.matches(first.signature)
+    assert not first.signature.covers(second.signature), "other ops: the signature alone misses"
+    driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
+    try:
+        assert driver.known_as(second) is not None
+        assert not driver.is_new(second)
+        assert second.result is not None
+        other = replace(second, result=replace(second.result, message="some other failure"))
+        assert driver.known_as(other) is None, "an error the known issue does not explain"
+    finally:
+        driver.close()
+
+
+@pytest.mark.slow
 def test_short_iree_session_runs_and_judges_cases(tmp_path: Path) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
