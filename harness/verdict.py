@@ -1,9 +1,10 @@
 """The oracle's verdict, for standalone reproducers: judge an output exactly as a session did.
 
 A reproducer embeds its program as JSON and its inputs exactly; ``differential`` recomputes the
-references (NumPy, the extended-precision truth, JAX) and applies the differential oracle's error
-model, prints the error, the allowed error and the verdict, and returns the exit status (1 when
-the oracle rejects), so a reproducer fails exactly when the oracle fails.
+references (NumPy, the extended-precision truth, the perturbed evaluations, JAX) and applies the
+differential oracle's error model, prints the error, the allowed error and the verdict, and
+returns the exit status (1 when the oracle rejects), so a reproducer fails exactly when the
+oracle fails.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from .case import Case
 from .oracles import tolerance
 from .oracles.differential import reference_outputs, yardstick
-from .run.references import references
+from .run.references import perturbed_outputs, references
 
 
 def judge_output(
@@ -41,6 +42,7 @@ def judge_output(
         reference_outputs(refs, actual.shape, backend),
         tolerance.error_steps(case.program),
         tolerance.working_dtype(case.program),
+        local=perturbed_outputs(refs, actual.shape),
     )
 
 

@@ -1,7 +1,8 @@
 """The differential oracle: every backend against the references, through the error model.
 
 Shape and dtype must be NumPy's exactly; values are judged against the extended-precision truth
-with the bound of ``tolerance`` (widened by NumPy's and JAX's own errors against the truth).
+with the bound of ``tolerance`` (widened by NumPy's and JAX's own errors against the truth, and
+element by element by the perturbed evaluations').
 A backend that *is* a reference's implementation (``xla-cpu`` is ``jax.jit``) is judged without
 that reference. NumPy-vs-JAX disagreements are *reference ambiguities*, kept apart and never
 counted as compiler bugs.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..run.references import Reference
+from ..run.references import Reference, perturbed_outputs
 from ..run.task import BackendResult
 from . import tolerance
 from .base import Finding, Observation, Oracle, group, register
@@ -79,7 +80,8 @@ class Differential(Oracle):
                 )
                 continue
             others = reference_outputs(refs, out.shape, result.backend)
-            verdict = tolerance.compare(out, yardstick(refs), others, steps, working)
+            local = perturbed_outputs(refs, out.shape)
+            verdict = tolerance.compare(out, yardstick(refs), others, steps, working, local=local)
             judgement.errors[result.backend] = verdict.max_ulps
             judgement.margins[result.backend] = verdict.excess
             if not verdict.ok:
@@ -110,6 +112,7 @@ class Differential(Oracle):
             [numpy_ref.output],
             tolerance.error_steps(case.program),
             tolerance.working_dtype(case.program),
+            local=perturbed_outputs(refs, jax_ref.output.shape),
         )
         return [] if verdict.ok else [f"JAX vs truth: {verdict.reason}"]
 

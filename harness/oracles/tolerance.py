@@ -5,10 +5,15 @@ evaluation of the same program (the *truth*) is the yardstick, and NumPy's and J
 against it measure how hard this case is (cancellation, exp amplification, long sums). A backend
 element is accepted when
 
-    |backend - truth| <= FACTOR * max(|numpy - truth|, |jax - truth|)
-                         + SPREAD * max over the array of the same + floor
+    |backend - truth| <= FACTOR * max(|numpy - truth|, |jax - truth|, |perturbed - truth|)
+                         + SPREAD * max over the array of the first two + floor
 
     floor = eps(dtype) * ULPS_PER_STEP * steps * (|truth| + RELATIVE_SCALE * max|truth|)
+
+``perturbed`` are NumPy evaluations whose every operation rounds differently (each float result
+one ulp up or down, ``references.perturbed_reference``): they measure each element's
+conditioning where NumPy's single evaluation was close to the truth by luck (sin of a huge
+argument), and count element by element only, never in the spread.
 
 ``steps`` is the program's error depth: the sum of each equation's depth as the primitive table
 gives it (one step per elementwise op, plus log2 of each contraction length; composites declare
@@ -110,10 +115,12 @@ def bound(
     dtype: np.dtype,
     errors: Sequence[np.ndarray] = (),
     finite: np.ndarray | None = None,
+    local: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
     """The allowed ``|got - truth|`` of each element (meaningful where ``finite``, by default
-    where the truth and every reference are finite): the formula of the module docstring. An
-    exported reproducer embeds it, so it fails exactly where ``compare`` does."""
+    where the truth and every reference are finite): the formula of the module docstring.
+    ``local`` are the perturbed evaluations (element by element only). An exported reproducer
+    embeds it, so it fails exactly where ``compare`` does."""
     truth = np.asarray(truth, np.float64)
     refs = [np.asarray(r, np.float64) for r in references]
     if finite is None:
@@ -134,7 +141,14 @@ def bound(
     per_step = ulps_per_step(dtype)
     floor = eps(dtype) * per_step * max(steps, 1.0) * (magnitude + RELATIVE_SCALE * scale)
     floor = np.maximum(floor, float(finfo(dtype).tiny))  # dtype: the least precise computed in
-    return FACTOR * reference_error + SPREAD * float(reference_error.max(initial=0.0)) + floor
+    conditioning = reference_error
+    for p in local:
+        p = np.asarray(p, np.float64)
+        if p.shape == truth.shape:
+            with np.errstate(invalid="ignore", over="ignore"):
+                e = np.abs(p - truth)
+            conditioning = np.maximum(conditioning, np.where(np.isfinite(e), e, 0.0))
+    return FACTOR * conditioning + SPREAD * float(reference_error.max(initial=0.0)) + floor
 
 
 def compare(
@@ -144,6 +158,7 @@ def compare(
     steps: float = 1.0,
     dtype: np.dtype | None = None,
     errors: Sequence[np.ndarray] = (),
+    local: Sequence[np.ndarray] = (),
 ) -> Verdict:
     """Judge ``got`` (a backend's output) against the float64 ``truth`` and the references.
 
@@ -151,7 +166,8 @@ def compare(
     against the truth widen the bound where the problem is ill-conditioned, and they define the
     expected non-finite pattern. ``errors`` are further reference errors, each measured against
     its own truth (a metamorphic relation's derived case): they widen the bound, never excuse a
-    nan or inf.
+    nan or inf. ``local`` are the perturbed evaluations: they widen the bound element by
+    element only (``bound``).
     """
     got = np.asarray(got)
     dtype = np.dtype(dtype or got.dtype)
@@ -193,7 +209,7 @@ def compare(
         return Verdict(True)
     with np.errstate(invalid="ignore", over="ignore"):
         error = np.where(finite, np.abs(got64 - truth), 0.0)
-    allowed = bound(truth, refs, steps, dtype, errors, finite)
+    allowed = bound(truth, refs, steps, dtype, errors, finite, local)
     scale = float(np.abs(np.where(finite, truth, 0.0)).max())
     tiny = float(finfo(dtype).tiny)
     ratio = np.where(finite, error / allowed, 0.0)

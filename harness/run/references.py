@@ -4,6 +4,10 @@
 - ``truth``: the program evaluated by NumPy in extended precision (``np.longdouble``: every float
   input and float cast widened), rounded to float64 — the yardstick of the error model; integer
   parts stay exact;
+- ``perturbed:1``, ``perturbed:2``: NumPy in the program's own dtypes with every float result of
+  every operation moved one ulp up or down at random: two correct evaluations
+  that round differently, whose spread from the truth says how ill-conditioned each element is
+  (``perturbed_reference``);
 - ``jax``: ``jax.jit`` of the program over ``jax.numpy`` with x64 enabled (an independent
   implementation). Where JAX promotes differently from NumPy 2 (int32 meeting float32 is float64
   in NumPy, float32 in JAX; the float results of int inputs), each operation's operands are
@@ -13,13 +17,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler.dtypes import is_float
+from compiler.dtypes import finfo, is_float
 
 if TYPE_CHECKING:
     from ..case import Case
@@ -79,6 +84,58 @@ def truth_reference(case: Case) -> Reference:
         with np.errstate(over="ignore"):  # beyond float64's range is inf, as it should be
             ref.output = ref.output.astype(np.float64)
     return ref
+
+
+#: The perturbed evaluations per case (``perturbed_reference``); names ``perturbed:1``...
+PERTURBED_RUNS = 2
+
+
+def perturbed_reference(case: Case, run: int) -> Reference:
+    """The program in NumPy in its own dtypes, each finite float result of each operation moved
+    one ulp up or down at random (seeded by the inputs and ``run``): a correct evaluation that
+    rounds differently. NumPy's own error is the error
+    model's measure of how hard an element is, and at one element it can be small by luck: for
+    ``sin(exp(x))`` at ``x = 42.6``, ``exp`` is 3.2e18 with an ulp of 512, so any ulp of
+    difference moves the sine anywhere in [-1, 1], yet NumPy happened to land near the truth and
+    XLA's answer was rejected. Where an element is well-conditioned a perturbed run stays within
+    an ulp or two of NumPy, so it widens nothing there."""
+    from compiler import primitives
+
+    digest = hashlib.sha256(f"perturbed:{run}".encode())
+    for a in case.inputs:
+        digest.update(np.ascontiguousarray(a).tobytes())
+    rng = np.random.default_rng(int.from_bytes(digest.digest()[:8], "little"))
+
+    def perturb(value: Any) -> Any:
+        a = np.asarray(value)
+        if not is_float(a.dtype) or a.size == 0:
+            return value
+        up = rng.integers(0, 2, a.shape).astype(bool)
+        if a.dtype in (np.float16, np.float32, np.float64):
+            moved = np.where(
+                up, np.nextafter(a, a.dtype.type(np.inf)), np.nextafter(a, a.dtype.type(-np.inf))
+            )
+        else:  # bfloat16 (ml_dtypes): no nextafter
+            step = np.where(up, 1.0, -1.0) * float(finfo(a.dtype).eps)
+            moved = (a.astype(np.float64) * (1.0 + step)).astype(a.dtype)
+        return np.where(np.isfinite(a), moved, a).astype(a.dtype)
+
+    def perturbing(rule: Any) -> Any:
+        return lambda xp, operands, attrs: perturb(rule(xp, operands, attrs))
+
+    program = case.program
+    rules = {n.op: perturbing(primitives.get(n.op).evaluate) for n in program.nodes}
+    fn = adapted(program, np, lambda operand, dtype: operand, rules)
+    return _evaluate(f"perturbed:{run}", fn, case.inputs)
+
+
+def perturbed_outputs(refs: dict[str, Reference], shape: tuple[int, ...]) -> list[np.ndarray]:
+    """The perturbed evaluations' outputs of ``shape`` (for the error model's local bound)."""
+    return [
+        r.output
+        for name, r in refs.items()
+        if name.startswith("perturbed:") and r.ok and r.output.shape == shape
+    ]
 
 
 _JAX_READY = False
@@ -179,8 +236,12 @@ def wants_jax(case: Case) -> bool:
 
 
 def references(case: Case, use_jax: bool = True) -> dict[str, Reference]:
-    """NumPy, the extended-precision truth and (for valid programs, when ``use_jax``) jax.jit."""
+    """NumPy, the extended-precision truth, the perturbed evaluations and (for valid programs,
+    when ``use_jax``) jax.jit."""
     refs = {"numpy": numpy_reference(case), "truth": truth_reference(case)}
+    if case.invalid is None and refs["numpy"].ok:
+        for run in range(1, PERTURBED_RUNS + 1):
+            refs[f"perturbed:{run}"] = perturbed_reference(case, run)
     if use_jax and case.invalid is None:
         refs["jax"] = jax_reference(case)
     return refs

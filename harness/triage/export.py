@@ -103,7 +103,7 @@ def xla_script(entry: Entry) -> str:
     from ..oracles import tolerance
     from ..oracles.differential import yardstick
     from ..report.reproducer import array_source
-    from ..run.references import references
+    from ..run.references import perturbed_outputs, references
 
     stablehlo = _stages(entry).get("stablehlo", "")
     if not stablehlo:
@@ -117,7 +117,8 @@ def xla_script(entry: Entry) -> str:
     steps = tolerance.error_steps(case.program)
     working = tolerance.working_dtype(case.program)
     if is_float(expected.dtype):
-        allowed = tolerance.bound(exact, [expected], steps, working)
+        local = perturbed_outputs(refs, expected.shape)
+        allowed = tolerance.bound(exact, [expected], steps, working, local=local)
     else:
         allowed = np.zeros(expected.shape)
     names = [f"x{i}" for i in range(len(case.inputs))]
@@ -218,7 +219,7 @@ def iree_check_script(entry: Entry) -> str:
     from ..oracles import tolerance
     from ..oracles.differential import yardstick
     from ..report.reproducer import array_source
-    from ..run.references import references
+    from ..run.references import perturbed_outputs, references
 
     case = Case.from_dict(entry.case["case"])
     refs = references(case, use_jax=False)
@@ -228,7 +229,9 @@ def iree_check_script(entry: Entry) -> str:
     exact = np.asarray(yardstick(refs), np.float64)
     if is_float(expected.dtype):
         steps = tolerance.error_steps(case.program)
-        allowed = tolerance.bound(exact, [expected], steps, tolerance.working_dtype(case.program))
+        working = tolerance.working_dtype(case.program)
+        local = perturbed_outputs(refs, expected.shape)
+        allowed = tolerance.bound(exact, [expected], steps, working, local=local)
     else:
         allowed = np.zeros(expected.shape)
     lines = [
