@@ -1,2 +1,11 @@
 """Running cases: the task protocol (``task``), the isolated worker (``isolation``, ``worker``),
 the references (``references``) and the runner that ties them to the oracles (``runner``)."""
+
+import warnings
+
+# Once JAX has run, it warns at every fork that runs Python in the child. The workers' only such
+# fork is ``compiler.iree.run_compiler``'s: its ``preexec_fn`` makes iree-compile die with its
+# worker (one ``prctl`` call through ctypes, which takes no lock another thread could hold;
+# glibc resets malloc's locks in a forked child) and then execs. The harness's own processes
+# are spawned, never forked. The warning repeated through a 30-minute IREE campaign's log.
+warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
