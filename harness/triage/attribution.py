@@ -106,7 +106,8 @@ def _ours(name: str) -> backends.MlirCpuBackend | None:
 
 def known_issue(case: Case, backend: str, message: str = "") -> dict[str, str] | None:
     """The known bug of the compiler behind ``backend`` that a failure of ``case`` there is
-    (``known_issue_of(graph, message)``: IREE's), if any. Raises what tracing raises."""
+    (``known_issue_of(graph, message, inputs=...)``: IREE's), if any. Raises what tracing
+    raises."""
     try:
         explain = getattr(backends.get(backend), "known_issue_of", None)
     except ValueError:
@@ -116,7 +117,7 @@ def known_issue(case: Case, backend: str, message: str = "") -> dict[str, str] |
     import compiler
 
     _, graph, _ = compiler.jit(case.function(compiler.xp)).trace(*case.inputs)
-    return explain(graph, message)
+    return explain(graph, message, inputs=list(case.inputs))
 
 
 def _with_known_issue(found: Attribution, case: Case, message: str = "") -> Attribution:

@@ -462,3 +462,40 @@ def _alive(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_powf_expansion_in_float64_is_the_known_issue(installed) -> None:
+    """IREE expands float64 powf to exp(b * log(a)): 1.5 ** -1253 is off by 17 ulps (NumPy: 0)."""
+    x = np.array([-1253.0, 2.0, 0.5])
+    got = jit(lambda v: 1.5**v)(x, target=NAME)
+    want = np.power(1.5, x)
+    if got[0] != want[0]:
+        assert abs(got[0] - want[0]) > 4 * np.spacing(want[0])
+        issue = backends.get(NAME).known_issue_of(_graph(lambda v: 1.5**v, x), "", [x])
+        assert issue == iree.F64_POWF_EXPANSION.to_dict()
+    # float32 powf is not taken for it.
+    x32 = x.astype(np.float32)
+    assert not iree._F64_POWF.search(
+        iree.emit.build(_graph(lambda v: v**x32, x32), abi="tensor")[0]
+    )
+
+
+def test_denormal_flush_is_the_known_behaviour(installed) -> None:
+    """IREE's runtime flushes subnormals (by design): float16 layer_norm of a constant row,
+    whose eps (1e-5) is subnormal in float16, is nan there; the same in float32 is not taken
+    for it."""
+
+    def norm(a, g, b):
+        return ops.layer_norm(a, g, b)
+
+    args = [np.ones((1, 3), np.float16), np.ones(3, np.float16), np.zeros(3, np.float16)]
+    got = jit(norm)(*args, target=NAME)
+    if np.isnan(got).any():
+        issue = backends.get(NAME).known_issue_of(_graph(norm, *args), "", args)
+        assert issue == iree.DENORMAL_FLUSH.to_dict()
+    else:  # IREE keeps subnormals now
+        np.testing.assert_array_equal(got, norm(*args))
+    assert iree.depends_on_subnormals(_graph(norm, *args), args)
+    wide = [a.astype(np.float32) for a in args]
+    assert not iree.depends_on_subnormals(_graph(norm, *wide), wide)
+    assert iree.flushed(np.array([1e-40, -1e-40, 1.0], np.float32)).tolist() == [0.0, -0.0, 1.0]
