@@ -499,3 +499,24 @@ def test_denormal_flush_is_the_known_behaviour(installed) -> None:
     wide = [a.astype(np.float32) for a in args]
     assert not iree.depends_on_subnormals(_graph(norm, *wide), wide)
     assert iree.flushed(np.array([1e-40, -1e-40, 1.0], np.float32)).tolist() == [0.0, -0.0, 1.0]
+
+
+def test_campaign_findings_are_known_issues(installed) -> None:
+    """The 30-minute campaign's IREE findings (pinned in tests/upstream/test_iree_3_13.py) are
+    recognized from their evidence: the linker's or the verifier's message, or for a wrong
+    answer, the arguments a float32 sine takes."""
+    link = "iree-lld: error: undefined symbol: __truncsfbf2\n"
+    assert iree.known_issue("", link) is iree.BF16_CONVERT_LINK
+    verify = "error: 'linalg.generic' op write affecting operations on global resources are "
+    verify += "restricted to workgroup distributed contexts."
+    assert iree.known_issue("", verify) is iree.WORKGROUP_DISTRIBUTION
+    x = np.array([-1.0, -8.0, -7.6, -0.76, -0.001], np.float32)
+    graph = _graph(lambda v: np.sin(v), x)
+    assert iree.sines_small_negative(graph, [x])
+    assert not iree.sines_small_negative(graph, [np.abs(x)])
+    wide = x.astype(np.float64)  # float64 sine is libm's (or fails to link), not the polynomial
+    assert not iree.sines_small_negative(_graph(lambda v: np.sin(v), wide), [wide])
+    got = jit(np.sin)(x, target=NAME)
+    if abs(float(got[-1]) - np.sin(-0.001)) > 4 * np.spacing(np.float32(0.001)):
+        issue = backends.get(NAME).known_issue_of(graph, "", [x])
+        assert issue == iree.SIN_SMALL_NEGATIVE.to_dict()

@@ -1,0 +1,102 @@
+"""IREE bugs found by the 30-minute campaign against ``iree-cpu`` (README.md, "IREE 3.13"),
+pinned with minimal inputs on the pip wheels (``iree-base-compiler``/``iree-base-runtime`` 3.13).
+
+As in ``test_mlir_22_1_8.py``: each test asserts the *correct* behaviour and is
+``xfail(strict=True)``, so it fails today and turns into a failure once a wheel fixes the bug (then
+delete it, and the known issue in ``compiler/iree.py`` that names it). A setup problem raises
+RuntimeError, which xfail does not swallow. The compile-failure inputs are IREE-only: ``iree-compile
+tests/upstream/inputs/FILE --iree-hal-target-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic``
+reproduces each without this project.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler import iree, jit
+from compiler import xp as cxp
+
+INPUTS = Path(__file__).parent / "inputs"
+pytestmark = pytest.mark.skipif(
+    iree.tool("iree-compile") is None or iree.tool("iree-run-module") is None,
+    reason="IREE is not installed (pip install -e '.[iree]')",
+)
+FLAGS = ("--iree-hal-target-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=generic")
+
+
+def xfail(issue: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"IREE 3.13: {issue}")
+
+
+def compiles(name: str) -> str:
+    """'' if ``iree-compile`` takes the input, else its first error line."""
+    try:
+        iree.run_compiler((INPUTS / name).read_text(), FLAGS)
+    except RuntimeError as error:
+        return next((line for line in str(error).splitlines() if "error" in line), str(error))
+    return ""
+
+
+def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    return np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want).astype(got.dtype))
+
+
+@xfail("workgroup distribution verification fails on a strided unit slice of a broadcast i8 cast")
+def test_strided_unit_slice_then_reshape_compiles() -> None:
+    """14 valid lines (upstream ``mlir-opt`` verifies them): an i8 -> f32 broadcast generic, a
+    stride-4 extract_slice of a unit dim, a ``tensor.reshape``. With a stride of 1, an i32
+    input, or ``tensor.collapse_shape`` it compiles."""
+    stride_one = (
+        (INPUTS / "iree_workgroup_distribution.mlir").read_text().replace("[1, 4]", "[1, 1]")
+    )
+    try:
+        iree.run_compiler(stride_one, FLAGS)
+    except RuntimeError as error:
+        raise RuntimeError(f"setup: the stride-1 control does not compile: {error}") from None
+    error = compiles("iree_workgroup_distribution.mlir")
+    assert error == "", error
+
+
+@xfail("uitofp i1 -> f32 -> truncf bf16 becomes a __truncsfbf2 call the embedded linker lacks")
+def test_bool_to_bfloat16_links() -> None:
+    """The class of iree-org/iree#13499 (closed: a plain f32 -> bf16 truncf is decomposed and
+    links, checked here) on a path it still misses: the int -> float -> bf16 chain."""
+    plain = (INPUTS / "iree_bool_to_bf16.mlir").read_text()
+    plain = plain.replace("tensor<2xi8>", "tensor<2xf32>").replace("%x: i8", "%x: f32")
+    plain = plain.replace("    %b = arith.trunci %x : i8 to i1\n", "")
+    plain = plain.replace("    %w = arith.uitofp %b : i1 to f32\n", "").replace(
+        "truncf %w", "truncf %x"
+    )
+    try:
+        iree.run_compiler(plain, FLAGS)
+    except RuntimeError as error:
+        raise RuntimeError(f"setup: plain f32 -> bf16 does not link: {error}") from None
+    error = compiles("iree_bool_to_bf16.mlir")
+    assert error == "", error
+
+
+@xfail("f32 sin of small negative arguments: floor-based quadrant loses all relative accuracy")
+def test_float32_sine_of_small_negative_arguments() -> None:
+    """IREE's polynomial approximation of ``math.sin`` (``llvm.intr.floor`` of x * 2/pi) takes
+    quadrant -1 for x in (-pi/2, 0), so sin(x) comes out of cos(x + pi/2) with an absolute error
+    of an ulp of pi/2: sin(-1.78e-7) is 68% off (the positive side is within 1 ulp)."""
+    sine = jit(lambda v: cxp.sin(v))
+    x = np.geomspace(1e-7, 1e-2, 64).astype(np.float32)
+    want = np.sin(x.astype(np.float64))
+    if np.max(ulps(np.asarray(sine(x, target=iree.NAME)), want)) > 4:
+        raise RuntimeError("setup: positive arguments are inaccurate too (another bug)")
+    assert np.max(ulps(np.asarray(sine(-x, target=iree.NAME)), -want)) <= 4
+
+
+@xfail("float64 powf expanded to exp(b * log a): hundreds of ulps")
+def test_float64_power_is_accurate() -> None:
+    """1.5 ** -1253 is 17 ulps off; 512 random pairs with |b log a| <= 700 several hundred."""
+    rng = np.random.default_rng(0)
+    base = np.exp(rng.uniform(-3, 3, 512))
+    exponent = rng.uniform(-700, 700, 512) / np.abs(np.log(base))
+    got = np.asarray(jit(lambda a, b: a**b)(base, exponent, target=iree.NAME))
+    want = np.power(base, exponent)  # within 1 ulp of the exact power
+    assert np.max(ulps(got, want)) <= 4
