@@ -106,8 +106,9 @@ def independent_reference(case: Any) -> np.ndarray:
     Integer and boolean operands that NumPy computes in a float dtype are cast to float64
     first: JAX computes ``mean`` of int32 in float32 (NumPy in float64), and a float32 reference
     would report its own rounding as a definition bug."""
-    from ..run.references import adapted
+    from ..run.references import adapted, jax_for_a_case
 
+    jax_for_a_case()  # its eager ops compile executables for this case's shapes
     _, jnp = _jax()
     widened = [jnp.asarray(a.astype(np.float64) if is_float(a.dtype) else a) for a in case.inputs]
 

@@ -152,3 +152,26 @@ def test_determinism_recompiles_one_backend_of_the_case_drawn_from_its_data(monk
     assert [r.backend for r in results] == ["cpu-loops", "cpu-blas"]
     assert all(r.deterministic and r.reused and r.independent for r in results)
     assert len(fresh) == 1
+
+
+def test_jax_caches_are_cleared_every_few_cases_whoever_evaluates(monkeypatch):
+    """The spec oracle's eager JAX ops compiled executables that JAX kept: a driver grew by
+    about 4 MB a case. Both JAX evaluations of a case (the jax.jit reference and the spec
+    oracle's independent one) now count toward clearing the caches."""
+    import jax
+
+    from harness.oracles.spec import independent_reference
+    from harness.run import references as refs_module
+    from strategies.model import ProgramBuilder
+
+    cleared = []
+    monkeypatch.setattr(jax, "clear_caches", lambda: cleared.append(True))
+    monkeypatch.setattr(refs_module, "_JAX_CALLS", [0])
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    case = Case(b.build(b.node("softmax", x)), [np.ones((2, 3), np.float32)], ("cpu-loops",))
+    for _ in range(refs_module.CLEAR_JAX_EVERY - 1):
+        independent_reference(case)
+    assert cleared == []
+    refs_module.jax_reference(case)
+    assert cleared == [True]
