@@ -5,8 +5,8 @@
   input and float cast widened), rounded to float64 — the yardstick of the error model; integer
   parts stay exact;
 - ``perturbed:1``, ``perturbed:2``: NumPy in the program's own dtypes with every float result of
-  every operation moved one ulp up or down at random: two correct evaluations
-  that round differently, whose spread from the truth says how ill-conditioned each element is
+  every operation moved one ulp up or down at random: two correct evaluations that round
+  differently, whose spread from the truth says how ill-conditioned each element is
   (``perturbed_reference``);
 - ``jax``: ``jax.jit`` of the program over ``jax.numpy`` with x64 enabled (an independent
   implementation). Where JAX promotes differently from NumPy 2 (int32 meeting float32 is float64
@@ -94,12 +94,12 @@ PERTURBED_RUNS = 2
 def perturbed_reference(case: Case, run: int) -> Reference:
     """The program in NumPy in its own dtypes, each finite float result of each operation moved
     one ulp up or down at random (seeded by the inputs and ``run``): a correct evaluation that
-    rounds differently. NumPy's own error is the error
-    model's measure of how hard an element is, and at one element it can be small by luck: for
-    ``sin(exp(x))`` at ``x = 42.6``, ``exp`` is 3.2e18 with an ulp of 512, so any ulp of
-    difference moves the sine anywhere in [-1, 1], yet NumPy happened to land near the truth and
-    XLA's answer was rejected. Where an element is well-conditioned a perturbed run stays within
-    an ulp or two of NumPy, so it widens nothing there."""
+    rounds differently. NumPy's own error is the error model's measure of how hard an element
+    is, and at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``, ``exp``
+    is 3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in [-1, 1],
+    yet NumPy happened to land near the truth and XLA's answer was rejected. Where an element
+    is well-conditioned a perturbed run stays within an ulp or two of NumPy, so it widens
+    nothing there."""
     from compiler import primitives
 
     digest = hashlib.sha256(f"perturbed:{run}".encode())
