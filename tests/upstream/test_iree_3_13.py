@@ -46,7 +46,7 @@ def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 @xfail("workgroup distribution verification fails on a strided unit slice of a broadcast i8 cast")
 def test_strided_unit_slice_then_reshape_compiles() -> None:
-    """14 valid lines (upstream ``mlir-opt`` verifies them): an i8 -> f32 broadcast generic, a
+    """12 valid lines (upstream ``mlir-opt`` verifies them): an i8 -> f32 broadcast generic, a
     stride-4 extract_slice of a unit dim, a ``tensor.reshape``. With a stride of 1, an i32
     input, or ``tensor.collapse_shape`` it compiles."""
     stride_one = (
