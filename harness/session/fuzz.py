@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..case import CPU_BACKENDS, Case
-from ..corpus import Corpus, Entry
+from ..corpus import Corpus, CorpusError, Entry, load
 from ..coverage import novelty
 from ..oracles import ORACLES
 from ..oracles.base import Finding
@@ -229,12 +229,38 @@ class Driver:
             pass  # outside a Hypothesis test (replaying, minimizing)
 
     def known_as(self, finding: Finding) -> Entry | None:
-        """The corpus entry this finding is already known as (open or fixed), if any."""
+        """The corpus entry this finding is already known as (open or fixed), if any: among
+        the entries this driver knows, then, before calling it new, among those its sibling
+        drivers (or other sessions) saved since (``_refresh_known``)."""
+        found = self._known_among(finding)
+        if found is None and self._refresh_known():
+            found = self._known_among(finding)
+        return found
+
+    def _known_among(self, finding: Finding) -> Entry | None:
         signature = finding.signature
         for known, entry in self.known:
             if known.covers(signature):
                 return entry
         return self._known_issue_entry(finding)
+
+    def _refresh_known(self) -> bool:
+        """Add the corpus entries saved since this driver read the corpus; whether any were.
+        Each driver used to know only its own and those present at its start: in a 90 s
+        two-driver IREE session, one stored the known f64 libm link failure on ``gelu`` and
+        the other stored it again on ``sin``."""
+        seen = {entry.path for _, entry in self.known if entry.path is not None}
+        added = False
+        for path in self.corpus.files():
+            if path in seen:
+                continue  # only new files are read: this runs for every finding not yet known
+            try:
+                entry = load(path, self.corpus.directory)
+            except CorpusError:
+                continue  # named by the session that reads the corpus; here it covers nothing
+            self.known.append((Signature.from_dict(entry.signature), entry))
+            added = True
+        return added
 
     def _known_issue_entry(self, finding: Finding) -> Entry | None:
         """A failure that a known upstream bug explains (IREE's unlinkable f64 libm calls hit

@@ -76,3 +76,33 @@ def test_a_harness_error_keeps_where_it_was_raised() -> None:
         error.add_note("while generating from " + "a very long strategy repr " * 400)
         text = describe_error(error)
     assert "raised by a compiler rule" in text and "KeyError" in text and len(text) <= 4000
+
+
+def test_a_driver_knows_what_its_sibling_saved(tmp_path) -> None:
+    """Each driver read the corpus once, at its start: a finding its sibling had just saved was
+    stored again (a 90 s two-driver IREE session stored one known link failure twice)."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.corpus import Corpus
+    from harness.oracles.base import Finding
+    from harness.session.fuzz import Driver, finding_entry
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("exp", b.input((2, 3), "float32")))
+    case = Case(program, [np.ones((2, 3), np.float32)], ("cpu-loops",))
+    finding = Finding("mismatch", ("cpu-loops",), "differential", "off by one", case)
+    options = FuzzOptions(corpus=tmp_path, database=None, use_jax=False)
+    first, second = Driver(options, 0), Driver(options, 1)
+    try:
+        assert first.is_new(finding) and second.is_new(finding)
+        Corpus(tmp_path).save(finding_entry(case, finding))  # what the sibling's record_raw does
+        assert second.known_as(finding) is not None
+        assert not second.is_new(finding)
+        assert len(second.known) == 1
+        second.known_as(finding)
+        assert len(second.known) == 1, "a file is read once"
+    finally:
+        first.close()
+        second.close()
