@@ -637,18 +637,10 @@ def flushed(value: Any) -> Any:
 def depends_on_subnormals(graph: Graph, inputs: list[np.ndarray]) -> bool:
     """Does the graph's answer on ``inputs`` change when every subnormal input and result is
     flushed to zero, as IREE's runtime does (``DENORMAL_FLUSH``)? Evaluated by NumPy."""
-    from .frontend.graph import topological
-    from .interpret import evaluate_graph, evaluate_node
+    from .interpret import evaluate_graph, evaluate_values
 
     plain = evaluate_graph(graph, list(inputs))
-    values: dict[int, Any] = {}
-    for node in graph.inputs:
-        values[id(node)] = flushed(inputs[node.attrs["index"]])
-    with np.errstate(all="ignore"):
-        for node in topological(graph.outputs):
-            if id(node) not in values:
-                args = [values[id(a)] for a in node.args]
-                values[id(node)] = flushed(evaluate_node(np, node, args, None))
+    values = evaluate_values(graph, list(inputs), each=flushed)
     for want, got in zip(plain, (values[id(n)] for n in graph.outputs), strict=True):
         want, got = np.asarray(want), np.asarray(got)
         if is_float(want.dtype):
@@ -668,20 +660,15 @@ def sines_small_negative(graph: Graph, inputs: list[np.ndarray]) -> bool:
     """Does a float32 (or narrower) ``sin`` of the graph take an argument in (-pi/2, 0) on
     ``inputs``, as NumPy evaluates it (``SIN_SMALL_NEGATIVE``)?"""
     from .frontend.graph import topological
-    from .interpret import evaluate_node
+    from .interpret import evaluate_values
 
-    nodes = topological(graph.outputs)
     sines = [
-        n for n in nodes
+        n for n in topological(graph.outputs)
         if n.op == "elementwise" and n.prim.name == "sin" and np.dtype(n.dtype).itemsize <= 4
     ]  # fmt: skip
     if not sines:
         return False
-    values: dict[int, Any] = {id(n): inputs[n.attrs["index"]] for n in graph.inputs}
-    with np.errstate(all="ignore"):
-        for node in nodes:
-            if id(node) not in values:
-                values[id(node)] = evaluate_node(np, node, [values[id(a)] for a in node.args], None)
+    values = evaluate_values(graph, list(inputs))
     for node in sines:
         x = np.asarray(values[id(node.args[0])], np.float64)
         if np.any((x < 0) & (x > -np.pi / 2)):

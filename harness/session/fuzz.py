@@ -279,8 +279,9 @@ class Driver:
         ]
         if not named:
             return None
+        digest = finding.case.digest()
         for backend in finding.backends:
-            key = (finding.case.digest(), backend, message)
+            key = (digest, backend, message)
             if key not in self._issues:
                 try:
                     found = known_issue(finding.case, backend, message)
