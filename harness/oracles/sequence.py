@@ -67,7 +67,7 @@ def _describe(outcome: CallOutcome) -> str:
 def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple[str, str] | None:
     """(kind, reason) if ``actual`` is not ``program``'s answer on ``inputs`` by the error model
     (NumPy's shape and dtype, values against the truth); None if it is, or NumPy rejects it."""
-    from ..run.references import references
+    from ..run.references import perturbed_outputs, references
     from . import tolerance
     from .differential import reference_outputs, yardstick
 
@@ -87,6 +87,7 @@ def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple
         reference_outputs(refs, out.shape),
         tolerance.error_steps(program),
         tolerance.working_dtype(program),
+        local=perturbed_outputs(refs, out.shape),
     )
     return None if verdict.ok else ("mismatch", verdict.reason)
 

@@ -257,11 +257,11 @@ def wants_jax(case: Case) -> bool:
     return case.invalid is None and case.toggle("jax-reference", JAX_SHARE)
 
 
-def references(case: Case, use_jax: bool = True) -> dict[str, Reference]:
-    """NumPy, the extended-precision truth, the perturbed evaluations and (for valid programs,
-    when ``use_jax``) jax.jit."""
+def references(case: Case, use_jax: bool = True, perturbed: bool = True) -> dict[str, Reference]:
+    """NumPy, the extended-precision truth, the perturbed evaluations (when ``perturbed``: only
+    a local error bound uses them) and (for valid programs, when ``use_jax``) jax.jit."""
     refs = {"numpy": numpy_reference(case), "truth": truth_reference(case)}
-    if case.invalid is None and refs["numpy"].ok:
+    if perturbed and case.invalid is None and refs["numpy"].ok:
         for run in range(1, PERTURBED_RUNS + 1):
             refs[f"perturbed:{run}"] = perturbed_reference(case, run)
     if use_jax and case.invalid is None:

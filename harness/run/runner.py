@@ -197,10 +197,14 @@ class Runner:
             findings.append(finding)
         return findings
 
-    def references(self, case: Case, with_jax: bool | None = None) -> dict[str, Reference]:
-        """The references of ``case``; JAX's when ``with_jax`` (default: the runner's setting)."""
+    def references(
+        self, case: Case, with_jax: bool | None = None, perturbed: bool = True
+    ) -> dict[str, Reference]:
+        """The references of ``case``; JAX's when ``with_jax`` (default: the runner's setting);
+        the perturbed evaluations when ``perturbed``."""
         start = time.perf_counter()
-        refs = references(case, self.use_jax if with_jax is None else with_jax and self.use_jax)
+        use_jax = self.use_jax if with_jax is None else with_jax and self.use_jax
+        refs = references(case, use_jax, perturbed)
         self.stats.seconds_references += time.perf_counter() - start
         return refs
 
@@ -274,9 +278,11 @@ class Runner:
         judgement = Judgement(oracles=[o.name for o in chosen])
 
         def refs_of(other: Case) -> dict[str, Reference]:
-            return self.references(other, with_jax)
+            # A derived case's references bound its error as a whole (the metamorphic
+            # relations), not element by element: no perturbed evaluations.
+            return self.references(other, with_jax, perturbed=False)
 
-        obs = Observation(case, result.results, refs_of(case), judgement, refs_of)
+        obs = Observation(case, result.results, self.references(case, with_jax), judgement, refs_of)
         for oracle in chosen:
             if oracle.primary:
                 judgement.findings.extend(oracle.judge(obs, []))

@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -142,11 +143,13 @@ def finding_entry(
 
 
 def _known_issue_name(entry: Entry) -> str:
-    """The known upstream bug an entry's attribution names ('' if none)."""
-    attribution = entry.evidence.get("attribution") if isinstance(entry.evidence, dict) else None
+    """The known upstream bug an entry's attribution names, or (an unminimized record, not yet
+    attributed) the one its failure was recognised as when recorded; '' if none."""
+    evidence = entry.evidence if isinstance(entry.evidence, dict) else {}
+    attribution = evidence.get("attribution")
     mlir = attribution.get("mlir") if isinstance(attribution, dict) else None
     issue = mlir.get("known_issue") if isinstance(mlir, dict) else None
-    name = issue.get("name") if isinstance(issue, dict) else None
+    name = issue.get("name") if isinstance(issue, dict) else evidence.get("known_issue")
     return name if isinstance(name, str) else ""
 
 
@@ -170,10 +173,13 @@ class Driver:
 
             relay(self)  # a shard's writes travel to the campaign's client as they happen
         self.known: list[tuple[Signature, Entry]] = []
+        self._unreadable: set[Path] = set()
         for e in self.corpus.entries():  # an unreadable file is named once, then left out
             if isinstance(e, Entry):
                 self.known.append((Signature.from_dict(e.signature), e))
-            elif index == 0:
+                continue
+            self._unreadable.add(e.path)
+            if index == 0:
                 print(f"skipping unreadable corpus file: {str(e)!r}", file=sys.stderr)
         self.saved: list[str] = []
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
@@ -252,12 +258,13 @@ class Driver:
         seen = {entry.path for _, entry in self.known if entry.path is not None}
         added = False
         for path in self.corpus.files():
-            if path in seen:
+            if path in seen or path in self._unreadable:
                 continue  # only new files are read: this runs for every finding not yet known
             try:
                 entry = load(path, self.corpus.directory)
             except CorpusError:
-                continue  # named by the session that reads the corpus; here it covers nothing
+                self._unreadable.add(path)  # named by the session's reader; covers nothing
+                continue
             self.known.append((Signature.from_dict(entry.signature), entry))
             added = True
         return added
@@ -269,7 +276,6 @@ class Driver:
         30-minute IREE campaign stored five entries of that one). Looked up only when such an
         entry exists, once per case and backend: an error is judged by its message, a wrong
         answer may cost a compile to dispatch IR (IREE's vectorizer check)."""
-        message = finding.result.message if finding.result is not None else ""
         if finding.case.invalid is not None:
             return None
         named = [
@@ -279,6 +285,17 @@ class Driver:
         ]
         if not named:
             return None
+        for backend, name in self._issue_names(finding):
+            for known, entry, issue in named:
+                families = {backend_family(b) for b in known.backends}
+                if name == issue and backend_family(backend) in families:
+                    return entry
+        return None
+
+    def _issue_names(self, finding: Finding) -> Iterator[tuple[str, str]]:
+        """(backend, the known bug its failure is, or ''), for each of the finding's backends,
+        computed once per case, backend and message."""
+        message = finding.result.message if finding.result is not None else ""
         digest = finding.case.digest()
         for backend in finding.backends:
             key = (digest, backend, message)
@@ -288,12 +305,7 @@ class Driver:
                 except Exception:  # noqa: BLE001 - no diagnosis: judged by its signature alone
                     found = None
                 self._issues[key] = found["name"] if found else ""
-            name = self._issues[key]
-            for known, entry, issue in named:
-                families = {backend_family(b) for b in known.backends}
-                if name == issue and backend_family(backend) in families:
-                    return entry
-        return None
+            yield backend, self._issues[key]
 
     def is_new(self, finding: Finding) -> bool:
         """Not in the corpus, or in it as fixed (then it is a regression: reported)."""
@@ -430,6 +442,14 @@ class Driver:
             self.saved.append(str(known.path))
             return ()
         entry = finding_entry(case, finding, status="open", minimization={"state": "unminimized"})
+        if case.invalid is None:
+            # Named now, not after minimization: a sibling driver that meets the same known
+            # bug meanwhile (on another op) must see this record as covering it (a 90 s
+            # two-driver IREE session stored f64-libm-link twice, the second while the first
+            # was being minimized).
+            name = next((n for _, n in self._issue_names(finding) if n), "")
+            if name:
+                entry.evidence["known_issue"] = name
         stored, path = self.corpus.save(entry)
         self._found(finding, path, new=stored)  # not stored: another driver saved it first
         self.known.append((finding.signature, entry))

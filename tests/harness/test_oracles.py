@@ -155,9 +155,9 @@ def test_determinism_recompiles_one_backend_of_the_case_drawn_from_its_data(monk
 
 
 def test_jax_caches_are_cleared_every_few_cases_whoever_evaluates(monkeypatch):
-    """The spec oracle's eager JAX ops compiled executables that JAX kept: a driver grew by
-    about 4 MB a case. Both JAX evaluations of a case (the jax.jit reference and the spec
-    oracle's independent one) now count toward clearing the caches."""
+    """JAX keeps the executables it compiles (the spec oracle's eager ops once compiled one per
+    op): a driver grew by about 4 MB a case. Both JAX evaluations of a case (the jax.jit
+    reference and the spec oracle's independent one) count toward clearing the caches."""
     import jax
 
     from harness.oracles.spec import independent_reference
