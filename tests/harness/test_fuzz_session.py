@@ -78,7 +78,7 @@ def test_a_harness_error_keeps_where_it_was_raised() -> None:
     assert "raised by a compiler rule" in text and "KeyError" in text and len(text) <= 4000
 
 
-def test_a_driver_knows_what_its_sibling_saved(tmp_path) -> None:
+def test_a_driver_knows_what_its_sibling_saved(tmp_path, monkeypatch) -> None:
     """Each driver read the corpus once, at its start: a finding its sibling had just saved was
     stored again (a 90 s two-driver IREE session stored one known link failure twice)."""
     import numpy as np
@@ -86,6 +86,7 @@ def test_a_driver_knows_what_its_sibling_saved(tmp_path) -> None:
     from harness.case import Case
     from harness.corpus import Corpus
     from harness.oracles.base import Finding
+    from harness.session import fuzz
     from harness.session.fuzz import Driver, finding_entry
     from strategies.model import ProgramBuilder
 
@@ -103,6 +104,53 @@ def test_a_driver_knows_what_its_sibling_saved(tmp_path) -> None:
         assert len(second.known) == 1
         second.known_as(finding)
         assert len(second.known) == 1, "a file is read once"
+        (tmp_path / "broken.json").write_text("{")
+        other = Finding("wrong-shape", ("cpu-loops",), "differential", "other", case)
+        assert second.is_new(other) and second._unreadable == {tmp_path / "broken.json"}
+        monkeypatch.setattr(fuzz, "load", lambda *a: pytest.fail("read again"))
+        assert second.is_new(other), "an unreadable file is not read again"
+    finally:
+        first.close()
+        second.close()
+
+
+def test_an_unminimized_record_names_the_known_bug_it_is(tmp_path, monkeypatch) -> None:
+    """A raw record (saved before minimization) carried no attribution, so a sibling that met
+    the same known upstream bug on another op while the first was being minimized stored it
+    again (f64-libm-link on ``sin`` and on ``tanh`` in one 90 s two-driver IREE session)."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.corpus import Corpus, load
+    from harness.oracles.base import Finding
+    from harness.run.task import BackendResult
+    from harness.session import fuzz
+    from harness.session.fuzz import Driver
+    from strategies.model import ProgramBuilder
+
+    def known_issue(case, backend, message=""):
+        return {"name": "planted-libm"} if "undefined symbol" in message else None
+
+    monkeypatch.setattr(fuzz, "known_issue", known_issue)
+
+    def failing(op: str) -> Finding:
+        b = ProgramBuilder()
+        case = Case(b.build(b.node(op, b.input((2, 3), "float64"))), [np.ones((2, 3))])
+        finding = Finding("pass-failure", ("cpu-loops",), "differential", "link", case)
+        message = "undefined symbol: " + op
+        finding.result = BackendResult("cpu-loops", "compiler-error", message=message)
+        return finding
+
+    options = FuzzOptions(corpus=tmp_path, database=None, use_jax=False)
+    first, second = Driver(options, 0), Driver(options, 1)
+    try:
+        assert first.record_raw(failing("sin").case, failing("sin"))
+        [path] = Corpus(tmp_path).files()
+        assert load(path, tmp_path).evidence["known_issue"] == "planted-libm"
+        assert not second.is_new(failing("tanh")), "the sibling's raw record covers it"
+        other = failing("tanh")
+        other.result = BackendResult("cpu-loops", "compiler-error", message="another error")
+        assert second.is_new(other)
     finally:
         first.close()
         second.close()
