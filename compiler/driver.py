@@ -232,7 +232,7 @@ def compile_graph(
             from .runtime import Kernel, MlirRuntimeKernel
 
             notify(target.name, LLVM)
-            key = (_digest(current), target.opt_level, runtime, repr(signature))
+            key = (_digest(current), target.opt_level, runtime, signature.key())
             kernel = _KERNEL_MEMO.get(key) if cached else None
             if kernel is not None:
                 reused.append(LLVM)

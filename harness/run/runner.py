@@ -327,7 +327,7 @@ def _stage_of(marker: str) -> str:
     """`` [stage <backend> <stage>]`` from a crashed worker's stage marker, or ""."""
     try:
         with open(marker, encoding="ascii") as handle:
-            text = handle.read().strip()
+            text = handle.readline().strip()  # the last stage (a longer earlier one may follow)
         os.unlink(marker)
     except (OSError, UnicodeDecodeError):
         return ""

@@ -499,3 +499,40 @@ def test_a_different_opt_level_or_program_gets_its_own_kernel(rng):
     assert level.artifacts.native is not base.artifacts.native
     assert other.artifacts.native is not base.artifacts.native
     np.testing.assert_allclose(other(x), x * 3, rtol=1e-6)
+
+
+def test_an_engine_loads_the_runtime_libraries_only_for_symbols_the_process_lacks():
+    """Loading OpenBLAS and the runner utils into every ExecutionEngine cost about 10 ms of a
+    small kernel's JIT; a module whose calls all resolve in this process (libm, libc) needs
+    neither, and one that calls anything else gets them all, as before."""
+    from mlir import ir
+
+    from compiler.runtime import external_functions, needed_libraries, runtime_libraries
+
+    def module(*names: str) -> ir.Module:
+        declarations = "\n".join(f"llvm.func @{n}(f32) -> f32" for n in names)
+        return ir.Module.parse(declarations + "\nllvm.func @kernel() { llvm.return }")
+
+    with ir.Context():
+        assert external_functions(module("expf", "tanhf")) == ["expf", "tanhf"]
+        assert needed_libraries(module("expf", "tanhf")) == []
+        needs = module("expf", "harness_no_such_symbol")
+        assert needed_libraries(needs) == list(runtime_libraries())
+
+
+def test_a_kernel_key_is_shapes_and_dtypes_not_the_graph():
+    """The kernel cache was keyed by ``repr`` of the signature, which walked every node's whole
+    graph (20% of a fuzz worker's time; a deep chain exceeds the recursion limit)."""
+    from compiler.frontend.graph import Node
+    from compiler.lower.emit import KernelSignature
+
+    x = node = Node("input", (), (2, 3), np.dtype(np.float32))
+    for _ in range(5000):
+        node = Node("elementwise", (node,), (2, 3), np.dtype(np.float32))
+    deep = KernelSignature([x], [node], 1)
+    with pytest.raises(RecursionError):
+        repr(deep)
+    flag = Node("elementwise", (x,), (2, 3), np.dtype(bool))
+    byte = Node("elementwise", (x,), (2, 3), np.dtype(np.int8))
+    assert deep.key() == ((((2, 3), "float32"),), (((2, 3), "float32"),), 1)
+    assert KernelSignature([x], [flag], 0).key() != KernelSignature([x], [byte], 0).key()
