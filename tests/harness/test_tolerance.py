@@ -141,3 +141,28 @@ def test_xla_sine_of_a_huge_exp_is_not_a_finding():
     actual = compiler.jit(case.function(compiler.xp))(*case.inputs, target="xla-cpu")
     verdict = judge_output(case, actual, backend="xla-cpu")
     assert verdict.ok, verdict.reason
+
+
+def test_a_composites_internal_roundings_bound_its_elements():
+    """Found by a one-hour default session: float32 ``attend`` (its scores float64 from there
+    on, as NumPy 2 promotes by ``np.sqrt(depth)``), where cpu-loops erred 4.8e-5 at one element
+    against an allowed 2e-5. NumPy's error there was 3.2e-7 by luck: moving the float32 values
+    inside the block by an ulp moves that element by up to 8.8e-5. The perturbed evaluations
+    moved only each op's result, and a composite is one op; now each rounding inside it moves
+    (the median bound over the output moved from 5.3e-4 to 6.3e-4; at that element from 2e-5
+    to 5.2e-4)."""
+    import json
+    from pathlib import Path
+
+    import compiler
+    from harness.case import Case
+    from harness.verdict import judge_output
+
+    fixture = Path(__file__).parent / "fixtures" / "attend_float32_rounding_case.json"
+    case = Case.from_dict(json.loads(fixture.read_text()))
+    actual = compiler.jit(case.function(compiler.xp))(*case.inputs, target="cpu-loops@O0")
+    verdict = judge_output(case, actual, backend="cpu-loops@O0")
+    assert verdict.ok, verdict.reason
+    wrong = actual.copy()
+    wrong[4, 9] += 2e-3  # 20 times what the roundings can do there
+    assert not judge_output(case, wrong, backend="cpu-loops@O0").ok
