@@ -47,7 +47,8 @@ class MlirCpuBackend:
     def __init__(self, target: pipelines.Target, runtime: str = "ours") -> None:
         self.target = target
         self.runtime = runtime
-        self.name = target.name + ("+mlir-runtime" if runtime == "mlir" else "")
+        base, at, level = target.name.partition("@")  # NAME+suffix@O<n>, as parse_variant reads
+        self.name = base + ("+mlir-runtime" if runtime == "mlir" else "") + at + level
         self.description = target.description
 
     def __repr__(self) -> str:

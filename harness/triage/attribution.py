@@ -319,9 +319,12 @@ class Attributor:
 
         if check("graph-numpy") == "fails":
             return done(*_interpreter_fails(finding))
-        if check(f"{backend}+mlir-runtime") == "passes":
-            return done("runtime", "the same code called through MLIR's runtime helpers passes")
         family, level = split_level(backend)
+        # NAME+mlir-runtime@O<n>: "cpu-loops@O0+mlir-runtime" is no target, and every default
+        # session's backends carry a level, so the check was inconclusive for all of them.
+        at = f"@O{level}" if level is not None else ""
+        if check(f"{family}+mlir-runtime{at}") == "passes":
+            return done("runtime", "the same code called through MLIR's runtime helpers passes")
         target = _ours(backend).target
         if check(f"{family}[:{BUILT}]") == "fails":
             return done(

@@ -122,6 +122,18 @@ PLANTS = {
         ["cpu-loops"],
         "runtime",
     ),
+    "runtime@O0": (  # a default session's backends carry a level
+        Mutation(
+            "swapped-arguments",
+            "runtime.py",
+            "        buffers = arrays + outputs + errors\n",
+            "        buffers = arrays[::-1] + outputs + errors\n",
+            "the kernel's arguments passed in reverse order",
+        ),
+        _subtract,
+        ["cpu-loops@O0"],
+        "runtime",
+    ),
     "mlir-pass": (
         Mutation(
             "rank-reducing-slices",
