@@ -309,9 +309,14 @@ DEFAULT_TARGET = "cpu"
 
 
 def parse_variant(name: str) -> tuple[str, str | None, int | None, int | None, str]:
-    """``NAME[:stage#k]+suffix@O<n>`` -> (NAME, stage, k, n, suffix); each part optional."""
+    """``NAME[:stage#k]+suffix@O<n>`` -> (NAME, stage, k, n, suffix); each part optional, the
+    suffix also after the level (``NAME@O<n>+suffix``, as the ``mlir:`` variants read it)."""
     if not isinstance(name, str):
         raise TypeError(f"target must be a string, got {type(name).__name__}")
+    base, at, tail = name.partition("@")
+    if "+" in tail:
+        level_text, _, suffix_text = tail.partition("+")
+        name = f"{base}+{suffix_text}{at}{level_text}"
     rest, level = split_level(name)
     suffix = ""
     if "+" in rest:

@@ -320,8 +320,8 @@ class Attributor:
         if check("graph-numpy") == "fails":
             return done(*_interpreter_fails(finding))
         family, level = split_level(backend)
-        # NAME+mlir-runtime@O<n>: "cpu-loops@O0+mlir-runtime" is no target, and every default
-        # session's backends carry a level, so the check was inconclusive for all of them.
+        # NAME+mlir-runtime@O<n>, the canonical order (``cpu-loops@O0+mlir-runtime`` was no
+        # target once: the check was inconclusive for every default session's backends).
         at = f"@O{level}" if level is not None else ""
         if check(f"{family}+mlir-runtime{at}") == "passes":
             return done("runtime", "the same code called through MLIR's runtime helpers passes")
