@@ -26,8 +26,6 @@ from .base import Finding, Observation, Oracle, register
 from .differential import reference_outputs, yardstick
 
 LAYER_NORM_EPS = 1e-5  # GPT-2's, and the textbook's
-#: How XLA compiles the independent reference (``independent_reference``).
-XLA_OPTIONS = {"xla_backend_optimization_level": 0}
 COMPOSITES = ("gelu", "softmax", "layer_norm", "linear", "attention", "attend", "feedforward")
 
 
@@ -108,9 +106,9 @@ def independent_reference(case: Any) -> np.ndarray:
     Integer and boolean operands that NumPy computes in a float dtype are cast to float64
     first: JAX computes ``mean`` of int32 in float32 (NumPy in float64), and a float32 reference
     would report its own rounding as a definition bug."""
-    from ..run.references import adapted, jax_for_a_case
+    from ..run.references import adapted, compiled_once, jax_for_a_case
 
-    jax = jax_for_a_case()
+    jax_for_a_case()
     _, jnp = _jax()
     widened = [a.astype(np.float64) if is_float(a.dtype) else a for a in case.inputs]
 
@@ -121,11 +119,7 @@ def independent_reference(case: Any) -> np.ndarray:
     fn = adapted(case.program, jnp, widen, overrides=INDEPENDENT)
     # One jit of the whole program, not eager ops: each eager op compiled an XLA executable of
     # its own (about ten a case, 40 ms each), which made this oracle 29% of a driver's time.
-    # XLA's backend optimizations off: a reference needs correct code, not fast code, and they
-    # were half of the compile (an 8x16 attention block: 411 -> 229 ms).
-    lowered = jax.jit(fn).lower(*widened)
-    compiled = lowered.compile(compiler_options=XLA_OPTIONS)
-    return np.asarray(compiled(*widened), dtype=np.float64)
+    return np.asarray(compiled_once(fn, widened), dtype=np.float64)
 
 
 #: The pseudo-backend a spec finding names: the shared definition, not any compiler backend.

@@ -9,10 +9,10 @@
   differently, whose spread from the truth says how ill-conditioned each element is
   (``perturbed_reference``);
 - ``jax``: ``jax.jit`` of the program over ``jax.numpy`` with x64 enabled (an independent
-  implementation). Where JAX promotes differently from NumPy 2 (int32 meeting float32 is float64
-  in NumPy, float32 in JAX; the float results of int inputs), each operation's operands are
-  cast to the dtype NumPy computes it in, so JAX computes in NumPy's dtypes; such a reference
-  is marked ``adapted``.
+  implementation; XLA's backend optimizations off, ``XLA_OPTIONS``). Where JAX promotes
+  differently from NumPy 2 (int32 meeting float32 is float64 in NumPy, float32 in JAX; the
+  float results of int inputs), each operation's operands are cast to the dtype NumPy computes
+  it in, so JAX computes in NumPy's dtypes; such a reference is marked ``adapted``.
 """
 
 from __future__ import annotations
@@ -281,14 +281,26 @@ def _trim() -> None:
         pass
 
 
+#: How XLA compiles a reference (``compiled_once``): its backend optimizations off. A reference
+#: needs correct code, not fast code, and they were about half of each compile (an 8x16
+#: attention block: 411 -> 229 ms). The ``xla-cpu`` backend, which is under test, keeps them.
+XLA_OPTIONS = {"xla_backend_optimization_level": 0}
+
+
+def compiled_once(fn: Any, args: Any) -> Any:
+    """``jax.jit(fn)(*args)``, compiled with ``XLA_OPTIONS`` (each case is a new program: JAX's
+    cache would not hit anyway)."""
+    import jax
+
+    return jax.jit(fn).lower(*args).compile(compiler_options=XLA_OPTIONS)(*args)
+
+
 def jax_reference(case: Case) -> Reference:
     jax_for_a_case()
-    import jax
     import jax.numpy as jnp
 
     fn, changed = _in_numpy_dtypes(case.program, jnp)
-    compiled = jax.jit(fn)
-    reference = _evaluate("jax", lambda *a: np.asarray(compiled(*a)), case.inputs)
+    reference = _evaluate("jax", lambda *a: np.asarray(compiled_once(fn, a)), case.inputs)
     reference.adapted = bool(changed)
     return reference
 
