@@ -166,3 +166,28 @@ def test_a_composites_internal_roundings_bound_its_elements():
     wrong = actual.copy()
     wrong[4, 9] += 2e-3  # 20 times what the roundings can do there
     assert not judge_output(case, wrong, backend="cpu-loops@O0").ok
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "var", "softmax", "gelu"])
+def test_a_perturbed_run_moves_a_well_conditioned_op_by_a_few_ulps(op: str) -> None:
+    """Each rounding inside a composite or a reduction moves by one ulp (NumPy's own code on an
+    array subclass, ``out=`` arguments included): on ordinary values the result moves by a few
+    ulps, not more, so the local bound stays tight where the problem is easy."""
+    from harness.case import Case
+    from harness.run.references import numpy_reference, perturbed_reference
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((3, 8), "float32")
+    axis = {"softmax": {"axis": -1}, "gelu": {}}.get(op, {"axis": -1, "keepdims": False})
+    values = np.random.default_rng(5).uniform(0.5, 2.0, (3, 8)).astype(np.float32)
+    case = Case(b.build(b.node(op, x, **axis)), [values])
+    expected = numpy_reference(case).output
+    for run in (1, 2):
+        moved = perturbed_reference(case, run).output
+        assert type(moved) is np.ndarray and moved.dtype == expected.dtype
+        # In float32 ulps: gelu's float32 input meets a float64 constant, so its result is
+        # float64 with float32 roundings inside.
+        spacing = np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64)
+        ulps = np.abs(moved.astype(np.float64) - expected) / spacing
+        assert 0 < ulps.max() <= 8, ulps.max()
