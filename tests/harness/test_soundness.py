@@ -302,3 +302,20 @@ def test_spec_leaves_float64_overflow_to_float64_when_the_truth_is_infinite() ->
     )
     case = Case.from_dict(data)
     assert definition_verdict(case, references(case, False)) is None
+
+
+def test_spec_leaves_a_sign_that_only_precision_decides() -> None:
+    """A clean-compiler session's spec finding (float16, seed 7): ``sqrt(gelu(v))`` with v near
+    -6. In extended precision gelu is a tiny negative and its sqrt nan; in float64, for the
+    shared definition and the independent one alike, 1 + tanh rounds to 0, gelu is -0.0 and its
+    sqrt -0.0. Precision, not a definition bug."""
+    from harness.oracles.spec import definition_verdict
+    from harness.run.references import references
+
+    data = json.loads(
+        (Path(__file__).parent / "fixtures" / "gelu_sqrt_precision_case.json").read_text()
+    )
+    case = Case.from_dict(data)
+    refs = references(case, False)
+    assert np.isnan(refs["truth"].output).any()
+    assert definition_verdict(case, refs) is None
