@@ -19,23 +19,22 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
 from ..case import CPU_BACKENDS, Case
-from ..corpus import Corpus, CorpusError, Entry, load
+from ..corpus import Corpus, Entry
 from ..coverage import novelty
 from ..oracles import ORACLES
 from ..oracles.base import Finding
 from ..run.isolation import die_with_parent, request_stop, stop_requested
 from ..run.runner import Runner, Stats, Stopped
 from ..run.task import Task
-from ..triage.attribution import Attributor, known_issue
+from ..triage.attribution import Attributor
 from ..triage.minimize import minimize
-from ..triage.signature import Signature, backend_family
+from .known import Known
 
 
 @dataclass
@@ -142,17 +141,6 @@ def finding_entry(
     )
 
 
-def _known_issue_name(entry: Entry) -> str:
-    """The known upstream bug an entry's attribution names, or (an unminimized record, not yet
-    attributed) the one its failure was recognised as when recorded; '' if none."""
-    evidence = entry.evidence if isinstance(entry.evidence, dict) else {}
-    attribution = evidence.get("attribution")
-    mlir = attribution.get("mlir") if isinstance(attribution, dict) else None
-    issue = mlir.get("known_issue") if isinstance(mlir, dict) else None
-    name = issue.get("name") if isinstance(issue, dict) else evidence.get("known_issue")
-    return name if isinstance(name, str) else ""
-
-
 class Driver:
     """One fuzzing process: a runner, a corpus, Hypothesis rounds."""
 
@@ -172,18 +160,9 @@ class Driver:
             from ..distributed.relay import relay
 
             relay(self)  # a shard's writes travel to the campaign's client as they happen
-        self.known: list[tuple[Signature, Entry]] = []
-        self._unreadable: set[Path] = set()
-        for e in self.corpus.entries():  # an unreadable file is named once, then left out
-            if isinstance(e, Entry):
-                self.known.append((Signature.from_dict(e.signature), e))
-                continue
-            self._unreadable.add(e.path)
-            if index == 0:
-                print(f"skipping unreadable corpus file: {str(e)!r}", file=sys.stderr)
+        self.known = Known(self.corpus, announce=index == 0)
         self.saved: list[str] = []
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
-        self._issues: dict[tuple[str, str, str], str] = {}  # (case, backend, message) -> name
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -235,77 +214,8 @@ class Driver:
             pass  # outside a Hypothesis test (replaying, minimizing)
 
     def known_as(self, finding: Finding) -> Entry | None:
-        """The corpus entry this finding is already known as (open or fixed), if any: among
-        the entries this driver knows, then, before calling it new, among those its sibling
-        drivers (or other sessions) saved since (``_refresh_known``)."""
-        found = self._known_among(finding)
-        if found is None and self._refresh_known():
-            found = self._known_among(finding)
-        return found
-
-    def _known_among(self, finding: Finding) -> Entry | None:
-        signature = finding.signature
-        for known, entry in self.known:
-            if known.covers(signature):
-                return entry
-        return self._known_issue_entry(finding)
-
-    def _refresh_known(self) -> bool:
-        """Add the corpus entries saved since this driver read the corpus; whether any were.
-        Each driver used to know only its own and those present at its start: in a 90 s
-        two-driver IREE session, one stored the known f64 libm link failure on ``gelu`` and
-        the other stored it again on ``sin``."""
-        seen = {entry.path for _, entry in self.known if entry.path is not None}
-        added = False
-        for path in self.corpus.files():
-            if path in seen or path in self._unreadable:
-                continue  # only new files are read: this runs for every finding not yet known
-            try:
-                entry = load(path, self.corpus.directory)
-            except CorpusError:
-                self._unreadable.add(path)  # named by the session's reader; covers nothing
-                continue
-            self.known.append((Signature.from_dict(entry.signature), entry))
-            added = True
-        return added
-
-    def _known_issue_entry(self, finding: Finding) -> Entry | None:
-        """A failure that a known upstream bug explains (IREE's unlinkable f64 libm calls hit
-        tanh, sin, cos, gelu, ...) is covered by the corpus entry attributed to that bug, for
-        the same kind and backend family: one entry per known bug, not one per op it hits (a
-        30-minute IREE campaign stored five entries of that one). Looked up only when such an
-        entry exists, once per case and backend: an error is judged by its message, a wrong
-        answer may cost a compile to dispatch IR (IREE's vectorizer check)."""
-        if finding.case.invalid is not None:
-            return None
-        named = [
-            (known, entry, issue)
-            for known, entry in self.known
-            if known.matches(finding.signature) and (issue := _known_issue_name(entry))
-        ]
-        if not named:
-            return None
-        for backend, name in self._issue_names(finding):
-            for known, entry, issue in named:
-                families = {backend_family(b) for b in known.backends}
-                if name == issue and backend_family(backend) in families:
-                    return entry
-        return None
-
-    def _issue_names(self, finding: Finding) -> Iterator[tuple[str, str]]:
-        """(backend, the known bug its failure is, or ''), for each of the finding's backends,
-        computed once per case, backend and message."""
-        message = finding.result.message if finding.result is not None else ""
-        digest = finding.case.digest()
-        for backend in finding.backends:
-            key = (digest, backend, message)
-            if key not in self._issues:
-                try:
-                    found = known_issue(finding.case, backend, message)
-                except Exception:  # noqa: BLE001 - no diagnosis: judged by its signature alone
-                    found = None
-                self._issues[key] = found["name"] if found else ""
-            yield backend, self._issues[key]
+        """The corpus entry this finding is already known as (open or fixed), if any."""
+        return self.known.entry_of(finding)
 
     def is_new(self, finding: Finding) -> bool:
         """Not in the corpus, or in it as fixed (then it is a regression: reported)."""
@@ -442,17 +352,14 @@ class Driver:
             self.saved.append(str(known.path))
             return ()
         entry = finding_entry(case, finding, status="open", minimization={"state": "unminimized"})
-        if case.invalid is None:
-            # Named now, not after minimization: a sibling driver that meets the same known
-            # bug meanwhile (on another op) must see this record as covering it (a 90 s
-            # two-driver IREE session stored f64-libm-link twice, the second while the first
-            # was being minimized).
-            name = next((n for _, n in self._issue_names(finding) if n), "")
-            if name:
-                entry.evidence["known_issue"] = name
+        # Named now, not after minimization: a sibling driver that meets the same known bug
+        # meanwhile (on another op) must see this record as covering it (a 90 s two-driver
+        # IREE session stored f64-libm-link twice, the second while the first was minimized).
+        if name := self.known.issue_name(finding):
+            entry.evidence["known_issue"] = name
         stored, path = self.corpus.save(entry)
         self._found(finding, path, new=stored)  # not stored: another driver saved it first
-        self.known.append((finding.signature, entry))
+        self.known.add(finding.signature, entry)
         return (path,) if stored else ()
 
     def _found(
@@ -490,7 +397,7 @@ class Driver:
             attribution=attribution,
         )
         stored, path = self.corpus.save(entry, supersedes=raw_paths)
-        self.known.append((result.finding.signature, entry))
+        self.known.add(result.finding.signature, entry)
         for raw in raw_paths:
             if raw != path and raw.exists():
                 raw.unlink()
@@ -530,7 +437,7 @@ class Driver:
             return
         from ..replay import reproduce
 
-        for _, entry in list(self.known):
+        for _, entry in self.known:
             if entry.status != "fixed" or entry.path is None:
                 continue
             try:
@@ -566,7 +473,7 @@ class Driver:
         """Entries an interrupted session saved but did not minimize: finish them now."""
         if self.index != 0:
             return
-        for signature, entry in list(self.known):
+        for signature, entry in self.known:
             if entry.status != "open" or entry.minimization.get("state") != "unminimized":
                 continue
             try:
@@ -576,7 +483,7 @@ class Driver:
             found = [f for f in self.judge(case) if f.signature.matches(signature)]
             self.runner.release()
             if found and entry.path is not None:
-                self.known = [(s, e) for s, e in self.known if e is not entry]
+                self.known.forget(entry)
                 self.finish(case, found[0], (entry.path,))
 
     def close(self) -> None:

@@ -86,7 +86,7 @@ def test_a_driver_knows_what_its_sibling_saved(tmp_path, monkeypatch) -> None:
     from harness.case import Case
     from harness.corpus import Corpus
     from harness.oracles.base import Finding
-    from harness.session import fuzz
+    from harness.session import known
     from harness.session.fuzz import Driver, finding_entry
     from strategies.model import ProgramBuilder
 
@@ -106,8 +106,8 @@ def test_a_driver_knows_what_its_sibling_saved(tmp_path, monkeypatch) -> None:
         assert len(second.known) == 1, "a file is read once"
         (tmp_path / "broken.json").write_text("{")
         other = Finding("wrong-shape", ("cpu-loops",), "differential", "other", case)
-        assert second.is_new(other) and second._unreadable == {tmp_path / "broken.json"}
-        monkeypatch.setattr(fuzz, "load", lambda *a: pytest.fail("read again"))
+        assert second.is_new(other) and second.known.unreadable == {tmp_path / "broken.json"}
+        monkeypatch.setattr(known, "load", lambda *a: pytest.fail("read again"))
         assert second.is_new(other), "an unreadable file is not read again"
     finally:
         first.close()
@@ -124,14 +124,14 @@ def test_an_unminimized_record_names_the_known_bug_it_is(tmp_path, monkeypatch) 
     from harness.corpus import Corpus, load
     from harness.oracles.base import Finding
     from harness.run.task import BackendResult
-    from harness.session import fuzz
     from harness.session.fuzz import Driver
+    from harness.triage import attribution
     from strategies.model import ProgramBuilder
 
     def known_issue(case, backend, message=""):
         return {"name": "planted-libm"} if "undefined symbol" in message else None
 
-    monkeypatch.setattr(fuzz, "known_issue", known_issue)
+    monkeypatch.setattr(attribution, "known_issue", known_issue)
 
     def failing(op: str) -> Finding:
         b = ProgramBuilder()
