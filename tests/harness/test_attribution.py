@@ -72,6 +72,14 @@ def _rank_reducing_slice(b):
     return b.build(b.node("index", b.input((1, 2, 1), "int32"), key=key))
 
 
+_SWAPPED_ARGUMENTS = Mutation(
+    "swapped-arguments",
+    "runtime.py",
+    "        buffers = arrays + outputs + errors\n",
+    "        buffers = arrays[::-1] + outputs + errors\n",
+    "the kernel's arguments passed in reverse order",
+)
+
 PLANTS = {
     "frontend": (
         Mutation(
@@ -111,25 +119,13 @@ PLANTS = {
         "blas",
     ),
     "runtime": (
-        Mutation(
-            "swapped-arguments",
-            "runtime.py",
-            "        buffers = arrays + outputs + errors\n",
-            "        buffers = arrays[::-1] + outputs + errors\n",
-            "the kernel's arguments passed in reverse order",
-        ),
+        _SWAPPED_ARGUMENTS,
         _subtract,
         ["cpu-loops"],
         "runtime",
     ),
     "runtime@O0": (  # a default session's backends carry a level
-        Mutation(
-            "swapped-arguments",
-            "runtime.py",
-            "        buffers = arrays + outputs + errors\n",
-            "        buffers = arrays[::-1] + outputs + errors\n",
-            "the kernel's arguments passed in reverse order",
-        ),
+        _SWAPPED_ARGUMENTS,
         _subtract,
         ["cpu-loops@O0"],
         "runtime",
