@@ -92,7 +92,35 @@ PERTURBED_RUNS = 2
 
 
 #: Primitive kinds whose evaluation is many roundings: perturbed inside, each arithmetic step.
-INTERNALLY_ROUNDED = ("composite", "reduction")
+INTERNALLY_ROUNDED = ("composite", "reduction", "matmul")
+
+#: The largest product tensor (elements) a perturbed matmul materializes (``_unfused_matmul``).
+UNFUSED_MATMUL_LIMIT = 1 << 22
+
+
+def _unfused_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``a @ b`` as products, then their sum: another correct order, without the fused
+    multiply-adds of NumPy's BLAS. Where products overflow to +inf and -inf, BLAS's FMA gives
+    inf (the exact product stays finite inside an FMA) and a sum of rounded products nan: a
+    float64 feedforward on values near 1e306 gave inf in NumPy and nan on cpu-loops, both
+    correct. None where NumPy's own matmul should run (no float operands, too large)."""
+    if not (is_float(a.dtype) and is_float(b.dtype)) or a.ndim == 0 or b.ndim == 0:
+        return None
+    left = a[None, :] if a.ndim == 1 else a
+    right = b[:, None] if b.ndim == 1 else b
+    shape = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
+    size = int(np.prod(shape)) * left.shape[-2] * left.shape[-1] * right.shape[-1]
+    if size > UNFUSED_MATMUL_LIMIT or left.shape[-1] != right.shape[-2]:
+        return None
+    try:
+        out = (left[..., :, :, None] * right[..., None, :, :]).sum(axis=-2)
+    except TypeError:  # a dtype without these loops: NumPy's matmul, unperturbed order
+        return None
+    if b.ndim == 1:
+        out = out[..., 0]
+    if a.ndim == 1:
+        out = out[..., 0, :] if b.ndim > 1 else out[..., 0]
+    return out
 
 
 class _Rounding(np.ndarray):
@@ -110,7 +138,11 @@ class _Rounding(np.ndarray):
             kwargs["out"] = tuple(
                 o.view(np.ndarray) if isinstance(o, _Rounding) else o for o in out
             )
-        result = getattr(ufunc, method)(*plain, **kwargs)
+        result = None
+        if ufunc is np.matmul and method == "__call__" and out is None and len(plain) == 2:
+            result = _unfused_matmul(np.asarray(plain[0]), np.asarray(plain[1]))
+        if result is None:
+            result = getattr(ufunc, method)(*plain, **kwargs)
         if out is not None:  # moved in place: NumPy's own code may read ``out`` afterwards
             for given in kwargs["out"]:
                 if isinstance(given, np.ndarray):
@@ -153,7 +185,9 @@ def perturbed_reference(case: Case, run: int) -> Reference:
         else:  # bfloat16 (ml_dtypes): no nextafter
             step = np.where(up, 1.0, -1.0) * float(finfo(a.dtype).eps)
             moved = (a.astype(np.float64) * (1.0 + step)).astype(a.dtype)
-        return np.where(np.isfinite(a), moved, a).astype(a.dtype)
+        # Zeros stay: an exact result is exact in any correct evaluation (x - x is 0, and a
+        # moved zero would make log(x - x) finite).
+        return np.where(np.isfinite(a) & (a != 0), moved, a).astype(a.dtype)
 
     def perturbing(prim: Any) -> Any:
         rule = prim.evaluate

@@ -191,3 +191,44 @@ def test_a_perturbed_run_moves_a_well_conditioned_op_by_a_few_ulps(op: str) -> N
         spacing = np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64)
         ulps = np.abs(moved.astype(np.float64) - expected) / spacing
         assert 0 < ulps.max() <= 8, ulps.max()
+
+
+def test_a_nan_from_opposite_infinite_products_is_a_correct_order():
+    """A 10-minute clean-compiler session (seed 302): a float64 feedforward on values near
+    1e306, where one output is a sum of products that overflow to +inf and -inf. NumPy's BLAS
+    (fused multiply-adds: the exact product stays finite inside one) and JAX give inf; a sum of
+    rounded products, cpu-loops's and NumPy's own 1-D matmul, gives nan. The perturbed runs
+    compute matmuls as products then sums, and their non-finite values are correct ones too."""
+    import json
+    from pathlib import Path
+
+    import compiler
+    from harness.case import Case
+    from harness.verdict import judge_output
+
+    fixture = Path(__file__).parent / "fixtures" / "feedforward_opposite_infinities_case.json"
+    case = Case.from_dict(json.loads(fixture.read_text()))
+    actual = compiler.jit(case.function(compiler.xp))(*case.inputs, target="cpu-loops@O0")
+    assert np.isnan(actual).any()
+    verdict = judge_output(case, actual, backend="cpu-loops@O0")
+    assert verdict.ok, verdict.reason
+    wrong = actual.copy()
+    wrong[np.isfinite(wrong)] = np.nan  # a nan where every correct order is finite
+    assert not judge_output(case, wrong, backend="cpu-loops@O0").ok
+
+
+def test_a_perturbed_run_keeps_exact_zeros():
+    """``log(x - x)`` is -inf in every correct evaluation: a perturbed run must not move the
+    zero to a subnormal (log of it is finite), or a backend's finite answer would pass."""
+    from harness.case import Case
+    from harness.run.references import perturbed_reference
+    from harness.verdict import judge_output
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((4,), "float64")
+    program = b.build(b.node("log", b.node("subtract", x, x)))
+    case = Case(program, [np.array([1.0, -2.5, 3e300, 7.0])])
+    for run in (1, 2):
+        assert np.all(perturbed_reference(case, run).output == -np.inf)
+    assert not judge_output(case, np.full(4, -744.44), backend="cpu-loops").ok
