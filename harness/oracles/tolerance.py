@@ -98,6 +98,13 @@ def ulps_per_step(dtype: np.dtype) -> float:
     return LOW_PRECISION_ULPS_PER_STEP if is_low_precision(dtype) else ULPS_PER_STEP
 
 
+def nonfinite_patterns(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """The distinct non-finite patterns of ``arrays`` (one shape), stacked: what an exported
+    script accepts, as ``compare`` does."""
+    found = {p.tobytes(): p for p in (_nonfinite_pattern(a) for a in arrays)}
+    return np.stack(list(found.values()))
+
+
 def _nonfinite_pattern(a: np.ndarray) -> np.ndarray:
     """0 finite, 1 nan, 2 +inf, 3 -inf."""
     a = np.asarray(a, dtype=np.float64)

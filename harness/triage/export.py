@@ -116,11 +116,12 @@ def xla_script(entry: Entry) -> str:
     exact = np.asarray(yardstick(refs), np.float64)
     steps = tolerance.error_steps(case.program)
     working = tolerance.working_dtype(case.program)
+    local = perturbed_outputs(refs, expected.shape) if is_float(expected.dtype) else []
     if is_float(expected.dtype):
-        local = perturbed_outputs(refs, expected.shape)
         allowed = tolerance.bound(exact, [expected], steps, working, local=local)
     else:
         allowed = np.zeros(expected.shape)
+    patterns = tolerance.nonfinite_patterns([expected, *local])
     names = [f"x{i}" for i in range(len(case.inputs))]
     lines = [
         f'"""XLA CPU vs NumPy: {entry.detail.splitlines()[0][:150] if entry.detail else ""}',
@@ -148,6 +149,7 @@ def xla_script(entry: Entry) -> str:
         f"NUMPY = {array_source(expected)}",
         f"EXACT = {array_source(exact)}",
         f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
+        f"PATTERNS = {array_source(patterns)}",
         "",
         'client = jax.extend.backend.get_backend("cpu")',
         "device = client.local_devices()[0]",
@@ -227,13 +229,14 @@ def iree_check_script(entry: Entry) -> str:
         return ""
     expected = np.asarray(refs["numpy"].output)
     exact = np.asarray(yardstick(refs), np.float64)
+    local = perturbed_outputs(refs, expected.shape) if is_float(expected.dtype) else []
     if is_float(expected.dtype):
         steps = tolerance.error_steps(case.program)
         working = tolerance.working_dtype(case.program)
-        local = perturbed_outputs(refs, expected.shape)
         allowed = tolerance.bound(exact, [expected], steps, working, local=local)
     else:
         allowed = np.zeros(expected.shape)
+    patterns = tolerance.nonfinite_patterns([expected, *local])
     lines = [
         f'"""IREE llvm-cpu vs NumPy: {entry.detail.splitlines()[0][:150] if entry.detail else ""}',
         "",
@@ -249,6 +252,7 @@ def iree_check_script(entry: Entry) -> str:
         f"NUMPY = {array_source(expected)}",
         f"EXACT = {array_source(exact)}",
         f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
+        f"PATTERNS = {array_source(patterns)}",
         f"GATHERS = {_gathers(entry)}",
         "",
         "for k in range(1, 1 + GATHERS):",
@@ -592,21 +596,22 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
 
 
 def _judged(name: str) -> list[str]:
-    """Script lines judging the array ``name`` as the differential oracle does: NumPy's dtype,
-    shape and non-finite values (``NUMPY``), then the error against ``EXACT`` within
+    """Script lines judging the array ``name`` as the differential oracle does: NumPy's dtype
+    and shape (``NUMPY``), non-finite values as NumPy's or a perturbed evaluation's
+    (``PATTERNS``: 0 finite, 1 nan, 2 +inf, 3 -inf), then the error against ``EXACT`` within
     ``ALLOWED``, per element; exit 1 when it fails."""
     return [
         'print("numpy:", NUMPY.dtype, NUMPY.shape, np.array2string(NUMPY, threshold=16))',
         f"if {name}.dtype != NUMPY.dtype or {name}.shape != NUMPY.shape:",
         '    sys.exit("dtype or shape differs from NumPy")',
-        f"wide, numpy_wide = {name}.astype(np.float64), NUMPY.astype(np.float64)",
-        "same = np.isnan(wide) == np.isnan(numpy_wide)",
-        "same &= np.isinf(wide) == np.isinf(numpy_wide)",
-        "same &= ~np.isinf(wide) | (wide == numpy_wide)",
+        f"wide = {name}.astype(np.float64)",
+        "pattern = np.where(np.isnan(wide), 1, 0) + np.where(np.isposinf(wide), 2, 0)",
+        "pattern += np.where(np.isneginf(wide), 3, 0)",
+        "same = (PATTERNS == pattern).any(axis=0)",
         "if not same.all():",
         '    sys.exit(f"non-finite values differ from NumPy at {np.argwhere(~same)[0].tolist()}")',
         "finite = np.isfinite(wide) & np.isfinite(EXACT)",
-        "error = np.where(finite, np.abs(wide - EXACT), 0.0)",
+        "error = np.abs(np.subtract(wide, EXACT, where=finite, out=np.zeros_like(wide)))",
         "worst = np.unravel_index(np.argmax(error - ALLOWED), error.shape)",
         'print("largest error", error.max(), "; at", worst, error[worst],',
         '      "allowed", ALLOWED[worst])',

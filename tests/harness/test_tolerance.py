@@ -232,3 +232,31 @@ def test_a_perturbed_run_keeps_exact_zeros():
     for run in (1, 2):
         assert np.all(perturbed_reference(case, run).output == -np.inf)
     assert not judge_output(case, np.full(4, -744.44), backend="cpu-loops").ok
+
+
+def test_an_exported_script_accepts_the_non_finite_values_the_oracle_accepts():
+    """IREE's and XLA's standalone scripts judge like the differential oracle: a non-finite
+    value is NumPy's or a perturbed evaluation's (``PATTERNS``), nothing else."""
+    from harness.oracles import tolerance
+    from harness.triage.export import _judged
+
+    numpy_answer = np.array([np.inf, 1.0, 2.0])
+    perturbed = np.array([np.nan, 1.0, 2.0])
+    namespace = {
+        "np": np,
+        "NUMPY": numpy_answer,
+        "EXACT": np.array([np.inf, 1.0, 2.0]),
+        "ALLOWED": np.full(3, 1e-9),
+        "PATTERNS": tolerance.nonfinite_patterns([numpy_answer, perturbed]),
+    }
+    script = "import sys\n" + "\n".join(_judged("out")) + "\n"
+
+    def status(out: np.ndarray) -> object:
+        with pytest.raises(SystemExit) as stopped:
+            exec(script, {**namespace, "out": out})
+        return stopped.value.code
+
+    assert status(np.array([np.nan, 1.0, 2.0])) == 0
+    assert status(np.array([np.inf, 1.0, 2.0])) == 0
+    assert status(np.array([-np.inf, 1.0, 2.0])) != 0
+    assert status(np.array([5.0, 1.0, 2.0])) != 0
