@@ -319,3 +319,24 @@ def test_spec_leaves_a_sign_that_only_precision_decides() -> None:
     refs = references(case, False)
     assert np.isnan(refs["truth"].output).any()
     assert definition_verdict(case, refs) is None
+
+
+def test_a_wrong_rule_in_the_primitive_table_is_a_spec_finding(monkeypatch) -> None:
+    """The table's NumPy rule is what the compiler's tracing and every reference evaluate, so a
+    wrong one is wrong everywhere alike: a mutant making ``unary_minus``'s rule ``a`` survived
+    60 s of fuzzing (harness mutate, m11). Each elementwise rule is checked against NumPy's
+    ufunc on the case's own values."""
+    import dataclasses
+
+    from compiler import primitives
+    from harness.oracles.spec import table_verdict
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    case = Case(b.build(b.node("exp", b.node("unary_minus", x))), [np.ones((2, 3), np.float32)])
+    assert table_verdict(case) is None
+    wrong = dataclasses.replace(primitives.get("unary_minus"), evaluate=lambda xp, a, attrs: a[0])
+    monkeypatch.setitem(primitives.PRIMITIVES, "unary_minus", wrong)
+    detail = table_verdict(case)
+    assert detail is not None and "unary_minus" in detail and "np.negative" in detail
