@@ -63,21 +63,21 @@ def differential(
 
 
 def spec(program_json: str, inputs: list[np.ndarray]) -> int:
-    """Print the spec oracle's verdict on the composites' shared definition (compiler/ops.py)
-    for this program and inputs; return 1 if it disagrees with the independent implementation
-    beyond the error model, else 0."""
+    """Print the spec oracle's verdict for this program and inputs (the primitive table's
+    elementwise rules against NumPy's ufuncs; the composites' shared definition, compiler/ops.py,
+    against the independent implementation); return 1 if they disagree, else 0."""
     from strategies.model import Program
 
-    from .oracles.spec import definition_verdict
+    from .oracles.spec import spec_verdict
 
     case = Case(Program.from_json(program_json), [np.asarray(a) for a in inputs])
     refs = references(case, False)
     if not refs["numpy"].ok or not refs["truth"].ok:
         print("NumPy or the extended-precision truth rejects the program", file=sys.stderr)
         return 1
-    detail = definition_verdict(case, refs)
+    detail = spec_verdict(case, refs)
     if detail is None:
-        print("ok: the shared definition agrees with the independent implementation")
+        print("ok: the shared definitions agree with the independent implementations")
         return 0
     print(f"FAILS the spec oracle: {detail}", file=sys.stderr)
     return 1

@@ -236,6 +236,16 @@ def table_verdict(case: Any) -> str | None:
     return found[0] if found else None
 
 
+def spec_verdict(case: Any, refs: dict[str, Any]) -> str | None:
+    """The spec oracle's verdict: the table's elementwise rules against NumPy's ufuncs, then
+    (for composites) the shared definition against the independent one; why they disagree, or
+    None. Raises whatever the independent reference raises."""
+    detail = table_verdict(case)
+    if detail is None and any(op in COMPOSITES for op in case.program.ops):
+        detail = definition_verdict(case, refs)
+    return detail
+
+
 class Spec(Oracle):
     name = "spec"
 
@@ -250,13 +260,11 @@ class Spec(Oracle):
         truth = refs.get("truth")
         if truth is None or not truth.ok or not refs["numpy"].ok:
             return []
-        detail = table_verdict(obs.case)
-        if detail is None and any(op in COMPOSITES for op in obs.case.program.ops):
-            try:
-                detail = definition_verdict(obs.case, refs)
-            except Exception as error:  # noqa: BLE001 - an independent reference that cannot run
-                obs.judgement.ambiguities.append(f"independent reference failed: {error!r}")
-                return []
+        try:
+            detail = spec_verdict(obs.case, refs)
+        except Exception as error:  # noqa: BLE001 - an independent reference that cannot run
+            obs.judgement.ambiguities.append(f"independent reference failed: {error!r}")
+            return []
         if detail is None:
             return []
         return [Finding("spec", (DEFINITION,), self.name, detail, obs.case)]
@@ -270,5 +278,6 @@ __all__ = [
     "Spec",
     "definition_verdict",
     "independent_reference",
+    "spec_verdict",
     "table_verdict",
 ]

@@ -163,9 +163,10 @@ def reproducer(case: Case, finding: Any) -> str:
         names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
         return header + "\n".join(
             [
-                '"""The shared definition of the composites (compiler/ops.py), evaluated in',
-                "extended precision, against an independent implementation (harness/oracles/",
-                'spec.py), judged by the fuzzer\'s error model. Exit 1: they disagree."""',
+                '"""The shared definitions (the primitive table\'s elementwise rules against',
+                "NumPy's ufuncs; the composites of compiler/ops.py, in extended precision, against",
+                "independent implementations, harness/oracles/spec.py), judged by the fuzzer's",
+                'error model. Exit 1: they disagree."""',
                 "import numpy as np",
                 *(["import ml_dtypes"] if any(a.dtype.kind == "V" for a in case.inputs) else []),
                 "",

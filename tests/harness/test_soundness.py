@@ -340,3 +340,9 @@ def test_a_wrong_rule_in_the_primitive_table_is_a_spec_finding(monkeypatch) -> N
     monkeypatch.setitem(primitives.PRIMITIVES, "unary_minus", wrong)
     detail = table_verdict(case)
     assert detail is not None and "unary_minus" in detail and "np.negative" in detail
+    # The spec reproducer's verdict (harness.verdict.spec) fails exactly when the oracle does.
+    from harness.verdict import spec
+
+    assert spec(case.program.to_json(), case.inputs) == 1
+    monkeypatch.undo()
+    assert spec(case.program.to_json(), case.inputs) == 0
