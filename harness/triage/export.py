@@ -100,28 +100,15 @@ def xla_script(entry: Entry) -> str:
     exactly where the differential oracle rejects XLA's output (JAX is not a reference here:
     it is the implementation under test)."""
     from ..case import Case
-    from ..oracles import tolerance
-    from ..oracles.differential import yardstick
     from ..report.reproducer import array_source
-    from ..run.references import perturbed_outputs, references
 
     stablehlo = _stages(entry).get("stablehlo", "")
     if not stablehlo:
         return ""
     case = Case.from_dict(entry.case["case"])
-    refs = references(case, use_jax=False)
-    if not refs["numpy"].ok:
+    verdict = _embedded_verdict(case)
+    if verdict is None:
         return ""
-    expected = np.asarray(refs["numpy"].output)
-    exact = np.asarray(yardstick(refs), np.float64)
-    steps = tolerance.error_steps(case.program)
-    working = tolerance.working_dtype(case.program)
-    local = perturbed_outputs(refs, expected.shape) if is_float(expected.dtype) else []
-    if is_float(expected.dtype):
-        allowed = tolerance.bound(exact, [expected], steps, working, local=local)
-    else:
-        allowed = np.zeros(expected.shape)
-    patterns = tolerance.nonfinite_patterns([expected, *local])
     names = [f"x{i}" for i in range(len(case.inputs))]
     lines = [
         f'"""XLA CPU vs NumPy: {entry.detail.splitlines()[0][:150] if entry.detail else ""}',
@@ -146,10 +133,7 @@ def xla_script(entry: Entry) -> str:
     ]
     lines += [f"{n} = {array_source(a)}" for n, a in zip(names, case.inputs, strict=True)]
     lines += [
-        f"NUMPY = {array_source(expected)}",
-        f"EXACT = {array_source(exact)}",
-        f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
-        f"PATTERNS = {array_source(patterns)}",
+        *verdict,
         "",
         'client = jax.extend.backend.get_backend("cpu")',
         "device = client.local_devices()[0]",
@@ -218,25 +202,10 @@ def iree_check_script(entry: Entry) -> str:
     allowed error per element are embedded; it exits 1 exactly where the differential oracle
     rejects IREE's output (a gather flag set on in-range ids included)."""
     from ..case import Case
-    from ..oracles import tolerance
-    from ..oracles.differential import yardstick
-    from ..report.reproducer import array_source
-    from ..run.references import perturbed_outputs, references
 
-    case = Case.from_dict(entry.case["case"])
-    refs = references(case, use_jax=False)
-    if not refs["numpy"].ok:
+    verdict = _embedded_verdict(Case.from_dict(entry.case["case"]))
+    if verdict is None:
         return ""
-    expected = np.asarray(refs["numpy"].output)
-    exact = np.asarray(yardstick(refs), np.float64)
-    local = perturbed_outputs(refs, expected.shape) if is_float(expected.dtype) else []
-    if is_float(expected.dtype):
-        steps = tolerance.error_steps(case.program)
-        working = tolerance.working_dtype(case.program)
-        allowed = tolerance.bound(exact, [expected], steps, working, local=local)
-    else:
-        allowed = np.zeros(expected.shape)
-    patterns = tolerance.nonfinite_patterns([expected, *local])
     lines = [
         f'"""IREE llvm-cpu vs NumPy: {entry.detail.splitlines()[0][:150] if entry.detail else ""}',
         "",
@@ -249,10 +218,7 @@ def iree_check_script(entry: Entry) -> str:
         "",
         "import numpy as np",
         "",
-        f"NUMPY = {array_source(expected)}",
-        f"EXACT = {array_source(exact)}",
-        f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
-        f"PATTERNS = {array_source(patterns)}",
+        *verdict,
         f"GATHERS = {_gathers(entry)}",
         "",
         "for k in range(1, 1 + GATHERS):",
@@ -593,6 +559,35 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
     script.write_text("\n".join(commands) + "\n")
     written.append(script)
     return written
+
+
+def _embedded_verdict(case: Any) -> list[str] | None:
+    """The script lines defining what ``_judged`` compares with, as the differential oracle
+    computes them for ``case``: ``NUMPY``, ``EXACT``, ``ALLOWED`` and ``PATTERNS``; None when
+    NumPy rejects the case."""
+    from ..oracles import tolerance
+    from ..oracles.differential import yardstick
+    from ..report.reproducer import array_source
+    from ..run.references import perturbed_outputs, references
+
+    refs = references(case, use_jax=False)
+    if not refs["numpy"].ok:
+        return None
+    expected = np.asarray(refs["numpy"].output)
+    exact = np.asarray(yardstick(refs), np.float64)
+    local = perturbed_outputs(refs, expected.shape) if is_float(expected.dtype) else []
+    if is_float(expected.dtype):
+        steps = tolerance.error_steps(case.program)
+        working = tolerance.working_dtype(case.program)
+        allowed = tolerance.bound(exact, [expected], steps, working, local=local)
+    else:
+        allowed = np.zeros(expected.shape)
+    return [
+        f"NUMPY = {array_source(expected)}",
+        f"EXACT = {array_source(exact)}",
+        f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
+        f"PATTERNS = {array_source(tolerance.nonfinite_patterns([expected, *local]))}",
+    ]
 
 
 def _judged(name: str) -> list[str]:
