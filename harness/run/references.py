@@ -158,9 +158,10 @@ class _Rounding(np.ndarray):
 
 
 def perturbed_reference(case: Case, run: int) -> Reference:
-    """The program in NumPy in its own dtypes, each finite float result of each operation moved
-    one ulp up or down at random (seeded by the inputs and ``run``): a correct evaluation that
-    rounds differently. NumPy's own error is the error model's measure of how hard an element
+    """The program in NumPy in its own dtypes, each finite nonzero float result of each
+    operation (inside composites, reductions and matmuls: of each of their steps) moved one ulp
+    up or down at random (seeded by the inputs and ``run``): a correct evaluation that rounds
+    differently. NumPy's own error is the error model's measure of how hard an element
     is, and at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``, ``exp``
     is 3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in [-1, 1],
     yet NumPy happened to land near the truth and XLA's answer was rejected. Where an element
@@ -289,10 +290,10 @@ def _in_numpy_dtypes(program: Any, xp: Any) -> tuple[Any, list[bool]]:
 
 
 _JAX_CALLS = [0]
-#: Every JAX evaluation of a case (this jax.jit reference, the spec oracle's eager independent
+#: Every JAX evaluation of a case (this jax.jit reference, the spec oracle's independent
 #: reference) compiles executables for its shapes, which JAX keeps; without clearing, a driver
-#: grew by about 4 MB a case (200 varied cases: 60 -> 900 MB, all of it in the spec oracle's
-#: eager ops, none of it Python objects).
+#: grew by about 4 MB a case (200 varied cases: 60 -> 900 MB, measured when the spec oracle
+#: still ran eager ops, one executable each; none of it Python objects).
 CLEAR_JAX_EVERY = 20  # varied shapes: few cache hits to lose
 
 
