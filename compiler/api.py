@@ -220,7 +220,8 @@ class JitFunction:
                 if not (is_array(leaf) or isinstance(leaf, Tensor)):
                     return leaf
                 array = np.asarray(leaf)
-                return trace.input(array.shape, array.dtype, f"arg{next(counter)}")
+                dtype = check_dtype(array.dtype, f"{self.name} argument")
+                return trace.input(array.shape, dtype, f"arg{next(counter)}")
 
             leaves, structure = flatten((args, kwargs), is_array)
             targs, tkwargs = unflatten(structure, [to_tensor(leaf) for leaf in leaves])

@@ -7,7 +7,9 @@
   NumPy accepts must not be rejected.
 - An invalid program (one planted violation) must be rejected with one of the violation's
   documented errors.
-Known limitations (``UnsupportedFeature``) are counted, never findings.
+- Known limitations (``UnsupportedFeature``) are counted, never findings, except when tracing
+  refuses a valid program: the generator builds only programs the compiler's own result rules
+  accept, so that refusal contradicts the primitive table.
 """
 
 from __future__ import annotations
@@ -47,15 +49,25 @@ class ErrorPath(Oracle):
         judgement = obs.judgement
         flagged: list[tuple[str, BackendResult, str]] = []
         for result in obs.results:
-            if result.status == "unsupported":
-                judgement.unsupported.append(f"{result.backend}: {result.message}")
-            elif result.status == "compiler-error":
+            if result.status == "compiler-error":
                 kind = compiler_failure_kind(result)
                 flagged.append((kind, result, f"{result.stage}: {result.message}"))
             elif result.status == "internal-error":
                 flagged.append(("internal-error", result, f"{result.error_type}: {result.message}"))
             elif case.invalid is not None:
                 self._invalid(obs, result, numpy_ref, flagged)
+            elif result.status == "unsupported":
+                if result.stage == "trace" and numpy_ref.ok:
+                    # The program model types each node with the compiler's own result rule
+                    # and never builds one the rule declares unsupported; tracing that refuses
+                    # it contradicts the primitive table (a frontend regression), not a limit.
+                    detail = (
+                        "compiler refused, while tracing, a program its primitive table "
+                        f"declares supported: {result.message}"
+                    )
+                    flagged.append(("wrong-error", result, detail))
+                else:
+                    judgement.unsupported.append(f"{result.backend}: {result.message}")
             elif not numpy_ref.ok:
                 if result.ok:
                     detail = (
@@ -98,6 +110,7 @@ class ErrorPath(Oracle):
         names = {result.error_type, *REJECTIONS.get(result.error_type, ())}
         if result.status == "unsupported" and "NotImplementedError" in allowed:
             obs.judgement.agreed_rejection = True
+            obs.judgement.unsupported.append(f"{result.backend}: {result.message}")
         elif result.status == "rejected" and (
             names & allowed
             or (not numpy_ref.ok and rejection_matches(numpy_ref.error_type, result.error_type))

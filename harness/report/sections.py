@@ -180,6 +180,17 @@ def _figure(plot: str, caption: str, width: int | None = None) -> str:
 # Sections
 
 
+def _limitations(stats: dict[str, Any]) -> str:
+    """The count of cases that hit a known limitation, with which ones (the most frequent
+    first) on hover: a limitation no one expected is worth a look even when it is no finding."""
+    hits = sorted(counts(stats.get("limitations")).items(), key=lambda kv: (-kv[1], kv[0]))
+    text = f"known limitations hit: {fmt(number(stats.get('unsupported')))} cases"
+    if not hits:
+        return esc(text)
+    listing = "\n".join(f"{fmt(n)} × {message}" for message, n in hits[:20])
+    return f'<span title="{esc(listing)}">{esc(text)}</span>'
+
+
 def header(summary: dict[str, Any], stats: dict[str, Any], entries: list[Any], hit: str) -> str:
     options = mapping(summary.get("options"))
     seconds = number(summary.get("seconds"))
@@ -213,7 +224,7 @@ def header(summary: dict[str, Any], stats: dict[str, Any], entries: list[Any], h
         f"seed {esc(options.get('seed'))}",
         f"{fmt(number(options.get('workers')))} worker(s)" if "workers" in options else "",
         f"backends {esc(backends)}",
-        f"known limitations hit: {esc(fmt(number(stats.get('unsupported'))))} cases",
+        _limitations(stats),
         f"invalid programs rejected by both: {esc(fmt(number(stats.get('rejected_agreed'))))}",
         f"NumPy/JAX ambiguities (not compiler bugs): {esc(fmt(number(stats.get('ambiguities'))))}",
     ]

@@ -75,6 +75,8 @@ class Stats:
     runs: dict[str, int] = field(default_factory=dict)  # backend -> backend runs
     # stage (or "llvm") -> backend runs that reused it from the compiler's in-process cache
     reused: dict[str, int] = field(default_factory=dict)
+    # "backend: message" of each known limitation (UnsupportedFeature) hit -> cases
+    limitations: dict[str, int] = field(default_factory=dict)
     # "backend|working dtype" -> histogram (``histogram_bin``) of each case's worst error in
     # ULPs, of its error / allowed (above 1 is a finding), and the largest finite error in ULPs.
     error_bins: dict[str, list[int]] = field(default_factory=dict)
@@ -83,7 +85,7 @@ class Stats:
 
     _COUNTS = ("cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities")
     _SECONDS = ("seconds_worker", "seconds_references")
-    _TABLES = ("cells", "kinds", "oracles", "runs", "reused")
+    _TABLES = ("cells", "kinds", "oracles", "runs", "reused", "limitations")
     _HISTOGRAMS = ("error_bins", "margin_bins")
 
     def merge(self, other: dict[str, Any]) -> None:
@@ -307,6 +309,9 @@ class Runner:
         s = self.stats
         s.findings += len(judgement.findings)
         s.unsupported += bool(judgement.unsupported)
+        for text in dict.fromkeys(judgement.unsupported):
+            key = text[:160]
+            s.limitations[key] = s.limitations.get(key, 0) + 1
         s.rejected_agreed += judgement.agreed_rejection
         s.ambiguities += len(judgement.ambiguities)
         for cell in self.last_cells:

@@ -63,6 +63,20 @@ def _failure(backend: str, error: BaseException) -> BackendResult:
     return result
 
 
+def _refused_by_tracing(fn: Any, inputs: list[np.ndarray]) -> bool:
+    """Whether tracing alone raises ``UnsupportedFeature`` (the frontend's or the primitive
+    table's limitation, shared by every backend) rather than one backend's compile or run."""
+    from compiler import UnsupportedFeature
+
+    try:
+        fn.trace(*inputs)
+    except UnsupportedFeature:
+        return True
+    except Exception:  # noqa: BLE001 - another failure is not a limitation of tracing
+        return False
+    return False
+
+
 def _perturbed(inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Other inputs of the same types (for the aliasing check)."""
     out = []
@@ -133,6 +147,8 @@ def run_backend(
             output = compiled(*inputs)
         except Exception as error:  # noqa: BLE001 - the harness classifies every failure
             results.append(_failure(backend, error))
+            if results[-1].status == "unsupported" and _refused_by_tracing(fn, inputs):
+                results[-1].stage = "trace"
             continue
         result = BackendResult(backend, "ok", output=output, seconds=time.perf_counter() - start)
         if index == 0:

@@ -61,6 +61,45 @@ def test_error_paths(matmul_case):
     assert j.findings == [] and j.unsupported
 
 
+def test_tracing_that_refuses_a_generated_program_is_a_finding(matmul_case):
+    """The generator builds only what the compiler's result rules accept, so a valid program
+    that tracing calls unsupported contradicts the primitive table (a frontend regression that
+    was counted as a known limitation, never seen); one backend's own limitation is not."""
+    refused = BackendResult(
+        "cpu-loops", "unsupported", error_type="UnsupportedFeature",
+        message="not supported by the compiler yet: NumPy ufunc np.greater_equal", stage="trace",
+    )  # fmt: skip
+    j = judge(matmul_case, {"a": refused})
+    assert [f.kind for f in j.findings] == ["wrong-error"] and not j.unsupported
+    assert "primitive table declares supported" in j.findings[0].detail
+    backend_only = BackendResult("cpu-loops", "unsupported", error_type="UnsupportedFeature")
+    assert judge(matmul_case, {"a": backend_only}).findings == []
+
+
+def test_an_invalid_program_is_judged_by_its_violation_even_when_unsupported(matmul_case):
+    """A limitation raised for an invalid program is judged against the violation's allowed
+    errors (it used to be counted as a limitation before the violation was looked at)."""
+    from dataclasses import replace
+
+    from strategies.model.invalid import InvalidProgram
+
+    def case(violation: str) -> Case:
+        subject = InvalidProgram(matmul_case.program, violation, None, matmul_case.program.inputs)
+        return replace(matmul_case, subject=subject)
+
+    refs = {
+        "numpy": Reference("numpy", np.zeros((3, 4), np.float32), None, ""),
+        "truth": Reference("truth", np.zeros((3, 4), np.float32), None, ""),
+    }
+    unsupported = BackendResult(
+        "cpu-loops", "unsupported", error_type="UnsupportedFeature", stage="trace"
+    )
+    j = oracles.judge_results(case("empty_slice"), [unsupported], refs)
+    assert j.findings == [] and j.agreed_rejection and j.unsupported
+    j = oracles.judge_results(case("unsupported_dtype"), [unsupported], refs)
+    assert [f.kind for f in j.findings] == ["wrong-error"]
+
+
 def test_invalid_program_must_be_rejected_alike(matmul_case):
     refs = {
         "numpy": Reference("numpy", None, "ValueError", "matmul: mismatch"),
@@ -175,3 +214,32 @@ def test_jax_caches_are_cleared_every_few_cases_whoever_evaluates(monkeypatch):
     assert cleared == []
     refs_module.jax_reference(case)
     assert cleared == [True]
+
+
+def test_the_worker_tells_a_limitation_of_tracing_from_one_of_a_backend(monkeypatch):
+    """``stage == "trace"`` exactly when tracing alone raises ``UnsupportedFeature``."""
+    from types import SimpleNamespace
+
+    import compiler
+    from compiler import UnsupportedFeature, backends
+    from harness.run.worker import run_backend
+
+    def refuses(x):
+        raise UnsupportedFeature("a planted refusal")
+
+    inputs = [np.ones((2, 3), np.float32)]
+    [traced] = run_backend(
+        SimpleNamespace(function=lambda xp: refuses), [inputs], "cpu-loops", False
+    )
+    assert (traced.status, traced.stage) == ("unsupported", "trace")
+
+    backend = backends.get("cpu-loops")
+
+    def no_compile(*args, **kwargs):
+        raise UnsupportedFeature("a planted backend limitation")
+
+    monkeypatch.setattr(type(backend), "compile", no_compile)
+    case = SimpleNamespace(function=lambda xp: (lambda x: x + 1))
+    [compiled] = run_backend(case, [inputs], "cpu-loops", False)
+    assert compiled.status == "unsupported" and compiled.stage != "trace", compiled
+    assert compiler.jit(lambda x: x + 1).trace(*inputs)  # tracing itself is fine

@@ -218,6 +218,7 @@ def test_untrusted_text_stays_escaped(tmp_path: Path) -> None:
     store.save(_entry(detail=EVIL, layer=EVIL))
     summary = _summary()
     summary["stats"]["kinds"] = {EVIL: 1}
+    summary["stats"]["limitations"] = {f"cpu-loops: {EVIL}": 3, EVIL: "x"}
     summary["stats"]["cells"] = {f"op:{EVIL}|{EVIL}|{EVIL}": 2, f"mlir:{EVIL}|{EVIL}": 1}
     summary["stats"]["error_bins"] = {f"{EVIL}|float32": [1] * HISTOGRAM_BINS, EVIL: "x"}
     summary["timeline"].append({"seconds": 3.0, "kind": EVIL, "backends": [EVIL], "path": EVIL})
