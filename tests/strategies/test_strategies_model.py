@@ -192,8 +192,9 @@ def test_inconsistent_nodes_are_refused(name: str) -> None:
 
 
 def test_types_are_numpys_even_where_the_compilers_rule_disagrees(monkeypatch) -> None:
-    """A compiler whose result rule wrongly rejects a valid program is still handed it (the
-    oracles judge the rejection); a wrongly typed rule does not change the program's types."""
+    """A compiler whose result rule wrongly rejects a valid program, or crashes on it, is still
+    handed it (the oracles judge the rejection); a wrongly typed rule does not change the
+    program's types."""
     import dataclasses
 
     from compiler import primitives
@@ -204,7 +205,10 @@ def test_types_are_numpys_even_where_the_compilers_rule_disagrees(monkeypatch) -
     def wrong(operands, attrs):
         return primitives.rules.ArrayType((7,), np.dtype("float64"))
 
-    for rule in (narrow, wrong):
+    def crashes(operands, attrs):  # a rule that fails with no rejection at all (a mutant's)
+        return "sum".shape
+
+    for rule in (narrow, wrong, crashes):
         planted = dataclasses.replace(primitives.get("sum"), infer=rule)
         monkeypatch.setitem(primitives.PRIMITIVES, "sum", planted)
         b = ProgramBuilder()
