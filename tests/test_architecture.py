@@ -112,3 +112,30 @@ def test_a_registered_primitive_and_backend_are_fuzzed(toys) -> None:
     x = np.linspace(-1, 1, 6)
     module = compiler.jit(lambda a: compiler.xp.expm1(a)).emit(x)
     assert "math.expm1" in module
+
+
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("reshape", lambda x: x.reshape(3, 2)),
+        ("transpose", lambda x: x.T),
+        ("permute_dims", lambda x: np.transpose(x, (1, 0))),
+        ("index", lambda x: x[1:, ::2]),
+    ],
+)
+def test_the_frontend_types_layout_ops_with_the_tables_rule(monkeypatch, name, call) -> None:
+    """One table: tracing takes each op's result type from its registered rule (layout ops
+    used to compute their shapes beside the table, so a broken rule misled only the generator)."""
+    import dataclasses
+
+    import compiler
+    from compiler import primitives
+
+    def planted(operands, attrs):
+        raise LookupError(f"planted rule of {name}")
+
+    monkeypatch.setitem(
+        primitives.PRIMITIVES, name, dataclasses.replace(primitives.get(name), infer=planted)
+    )
+    with pytest.raises(LookupError, match="planted"):
+        compiler.jit(call).trace(np.ones((2, 3), np.float32))

@@ -19,7 +19,7 @@ import numpy as np
 from .. import primitives
 from ..dtypes import BOOL, FLOAT16, FLOAT32, INT32, check_dtype, is_float
 from ..errors import UnsupportedFeature
-from ..primitives.rules import index_plan, normalize_axes, permutation, reshape_shape
+from ..primitives.rules import index_plan, normalize_axes, permutation
 from .graph import Node
 from .tensor import Tensor, as_operand
 from .trace import current_trace  # noqa: F401 - re-exported for the namespace
@@ -183,7 +183,7 @@ def reshape(x: Any, shape: Any, order: str = "C") -> Tensor:
         raise TypeError("reshape: expected a traced tensor")
     if order != "C":
         raise UnsupportedFeature(f"reshape with order={order!r}")
-    new = reshape_shape(x.shape, shape)
+    new = primitives.get("reshape").result([x], {"shape": shape}).shape
     if new == x.shape:
         return x
     return Tensor(Node("reshape", (x.node,), new, x.dtype))
@@ -194,25 +194,30 @@ def transpose(x: Any, axes: Any = None) -> Tensor:
     x = as_operand(x, "transpose")
     if not isinstance(x, Tensor):
         raise TypeError("transpose: expected a traced tensor")
+    # The result type from the primitive table's rule (x.T or permute_dims), like every op.
+    if axes is None:
+        out = primitives.get("transpose").result([x])
+    else:
+        out = primitives.get("permute_dims").result([x], {"axes": axes})
     perm = permutation(axes, x.ndim)
     if perm == tuple(range(x.ndim)):
         return x
     if x.node.op == "transpose":  # transpose of a transpose is one transpose
         inner = x.node.attrs["perm"]
         return transpose(Tensor(x.node.args[0]), tuple(inner[p] for p in perm))
-    shape = tuple(x.shape[p] for p in perm)
-    return Tensor(Node("transpose", (x.node,), shape, x.dtype, {"perm": perm}))
+    return Tensor(Node("transpose", (x.node,), out.shape, out.dtype, {"perm": perm}))
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
     """Static basic indexing: slices (positive steps), ints, None and Ellipsis."""
+    out = primitives.get("index").result([x], {"key": index})
     plan = index_plan(x.shape, index)
     result = x
     if not plan.is_identity(x.shape):
         attrs = {"offsets": plan.offsets, "sizes": plan.sizes, "strides": plan.strides}
         result = Tensor(Node("slice", (x.node,), plan.sliced_shape, x.dtype, attrs))
-    if result.shape != plan.shape:
-        result = reshape(result, plan.shape)
+    if result.shape != out.shape:
+        result = reshape(result, out.shape)
     return result
 
 
