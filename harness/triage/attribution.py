@@ -24,6 +24,7 @@ evidence; "the same failure" is ``Signature.matches`` (never a backend name).
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,19 @@ class Attribution:
             "mlir": self.mlir,
             "seconds": round(self.seconds, 2),
         }
+
+
+_UNRESOLVED = re.compile(r"Symbols not found: \[([^\]]*)\]")
+
+
+def unresolved_symbols(text: str) -> list[str]:
+    """The symbols LLVM's JIT reported it could not resolve (``JIT session error: Symbols not
+    found: [ __truncsfbf2 ]``): the process then crashes, or raises, at the first call, in
+    whichever variant runs the code, so bisection would blame the first layer it tries."""
+    found: list[str] = []
+    for match in _UNRESOLVED.finditer(text):
+        found += [s.strip(" ,") for s in match.group(1).split() if s.strip(" ,")]
+    return list(dict.fromkeys(found))
 
 
 def _interpreter_fails(finding: Finding) -> tuple[str, str]:
@@ -194,6 +208,15 @@ class Attributor:
             and (stage in PIPELINE_CRASH_STAGES or _pass_stage(backend, stage))
         ):
             return self._pin(case, finding, backend, stage)
+        symbols = unresolved_symbols(f"{finding.stderr}\n{finding.detail}")
+        if symbols and finding.kind in ("crash", "internal-error"):
+            return Attribution(
+                "runtime",
+                backend,
+                f"the JIT could not resolve {', '.join(symbols)}: the code calls a function no "
+                "library loaded into the execution engine defines (compiler/runtime.py: "
+                "runtime_libraries); the compiled module itself may be right",
+            )
         if finding.oracle == "isolation" and stage in ("trace", BUILT, "blas", LLVM):
             layer = {"trace": "frontend", BUILT: "mlir-parse", "blas": "blas", LLVM: "llvm"}[stage]
             return Attribution(layer, backend, f"the process died in stage {stage!r}")
@@ -373,4 +396,4 @@ class Attributor:
         )
 
 
-__all__ = ["Attribution", "Attributor", "known_issue"]
+__all__ = ["Attribution", "Attributor", "known_issue", "unresolved_symbols"]

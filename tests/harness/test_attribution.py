@@ -67,6 +67,11 @@ def _subtract(b):
     return b.build(b.node("subtract", b.input((3, 4), "float32"), b.input((3, 4), "float32")))
 
 
+def _bfloat16_add(b):
+    x = b.input((3, 4), "bfloat16")
+    return b.build(b.node("add", x, x))
+
+
 def _rank_reducing_slice(b):
     key = (Ellipsis, None, slice(None, None, 3), -2, slice(None, 1, 1))
     return b.build(b.node("index", b.input((1, 2, 1), "int32"), key=key))
@@ -130,6 +135,18 @@ PLANTS = {
         ["cpu-loops@O0"],
         "runtime",
     ),
+    "runtime-symbols": (  # the JIT crashes at the call: every variant would crash alike
+        Mutation(
+            "no-runtime-libraries",
+            "runtime.py",
+            "shared_libs=list(runtime_libraries())",
+            "shared_libs=[]",
+            "engines load no runtime library (bfloat16 conversions are calls into one)",
+        ),
+        _bfloat16_add,
+        ["cpu-loops"],
+        "runtime",
+    ),
     "mlir-pass": (
         Mutation(
             "rank-reducing-slices",
@@ -188,3 +205,13 @@ def test_a_relation_broken_by_the_graph_interpreter_is_not_called_a_frontend_bug
     differential = Finding("mismatch", ("cpu-loops",), "differential", "d", None)
     assert _interpreter_fails(relation)[0] == "relation" and "relation" in OWNERS
     assert _interpreter_fails(differential)[0] == "frontend"
+
+
+def test_unresolved_jit_symbols_are_read_from_the_workers_stderr() -> None:
+    from harness.triage.attribution import unresolved_symbols
+
+    text = "JIT session error: Symbols not found: [ __truncsfbf2 ]\nkilled by SIGSEGV"
+    assert unresolved_symbols(text) == ["__truncsfbf2"]
+    both = "JIT session error: Symbols not found: [ __truncsfbf2, __extendhfsf2 ]"
+    assert unresolved_symbols(both + "\n" + both) == ["__truncsfbf2", "__extendhfsf2"]
+    assert unresolved_symbols("killed by SIGSEGV [stage cpu-loops run]") == []
