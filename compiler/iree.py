@@ -23,10 +23,8 @@ a compiler crash is a ``CompilerError`` carrying its backtrace, never a dead wor
 compiler bindings (whose MLIR libraries clash with upstream MLIR's in one process) are never
 imported. A compile costs about 0.6 CPU-s whatever the module's size, which is why no default
 session runs IREE.
-``KNOWN_ISSUES`` lists the IREE bugs the research campaign found; ``known_issue`` recognizes
-them, for attribution and export. A wrong answer of a semantics-changing variant
-(``+fast-min-max``, ``+reassociate``) that is none of them is that variant's control
-(``CONTROLS``): expected, not an IREE bug.
+The IREE bugs the research campaign found, and their recognition, are ``compiler.iree_known``
+(its names are attributes of this module too).
 """
 
 from __future__ import annotations
@@ -49,7 +47,7 @@ import numpy as np
 
 from . import pipelines
 from .driver import Artifacts, notify
-from .dtypes import BOOL, finfo, is_float
+from .dtypes import BOOL
 from .errors import CompilerError
 from .frontend.graph import Graph
 from .lower import emit
@@ -431,6 +429,13 @@ class IreeCpuBackend:
         ``inputs`` the case's (a wrong answer that depends on subnormals is IREE's flushing).
         A wrong answer of a semantics-changing variant that is no known issue is its control
         (``CONTROLS``): expected, not a bug."""
+        from .iree_known import (
+            CONTROLS,
+            depends_on_subnormals,
+            known_issue,
+            sines_small_negative,
+        )
+
         values = not message and inputs is not None
         subnormal = values and depends_on_subnormals(graph, inputs)
         sine = values and sines_small_negative(graph, inputs)
@@ -473,271 +478,30 @@ def backend(name: str) -> IreeCpuBackend:
         return _VARIANTS[name]
 
 
-# --------------------------------------------------------------------------------------------
-# Known IREE issues (found by the research campaign; each is an open corpus entry)
+def __getattr__(name: str) -> Any:
+    """The known-issue names (``compiler.iree_known``) as attributes of this module too; loaded
+    on first use, so the backend does not import the diagnosis (nor it the backend) up front."""
+    from . import iree_known
 
-
-@dataclass(frozen=True)
-class KnownIssue:
-    """An IREE bug this project has met: where it is reported, where its root cause lives,
-    how to avoid it."""
-
-    name: str
-    upstream: str
-    cause: str
-    workaround: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "upstream": self.upstream,
-            "cause": self.cause,
-            "workaround": self.workaround,
-        }
-
-
-F64_LIBM_LINK = KnownIssue(
-    "f64-libm-link",
-    "iree-org/iree#20165 (open: the same class, f32 log10/trunc; earlier instances #8719 and "
-    "#12974 were fixed op by op): math functions without an implementation in IREE's embedded "
-    "runtime become libm calls the embedded linker cannot resolve",
-    "IREE (llvm-cpu embedded linking): f64 tanh, sin, cos, tan, atan and asin lower to libm "
-    "calls and iree-lld fails with 'undefined symbol'",
-    f"--iree-llvmcpu-link-embedded=false (the {NAME}+system-linker variant)",
-)
-RANK0_RESHAPE_CRASH = KnownIssue(
-    "rank0-reshape-crash",
-    "not reported upstream yet (no matching iree-org/iree issue found)",
-    "IREE (LLVMCPUCheckIRBeforeLLVMConversion): checkStackAllocationSize calls "
-    "getIntOrFloatBitWidth on the index element type of the tensor<0xindex> shape operand of "
-    "a tensor.reshape to rank 0, and iree-compile dies with SIGSEGV",
-    "emit tensor.collapse_shape %x [] instead of tensor.reshape to rank 0",
-)
-VECTORIZED_COUNT = KnownIssue(
-    "vectorized-count-reduction",
-    "not reported upstream yet (no matching llvm/llvm-project or iree-org/iree issue found)",
-    "upstream MLIR's Linalg vectorizer (linalg::vectorize, used by IREE's "
-    "GenericVectorizationPass): a reduction linalg.generic whose body does not read its input "
-    "(after IREE folds e.g. x >= x to true, a count: acc + 1) becomes one acc + 1 per vector "
-    "tile, so the result is ceil(n / vector length) instead of n; transform.structured."
-    "vectorize on such a generic does the same in upstream MLIR 22 (mlir-opt "
-    "--transform-interpreter)",
-    "none in IREE's flags (const-eval on or off both fail)",
-)
-F64_POWF_EXPANSION = KnownIssue(
-    "f64-powf-expansion",
-    "not reported upstream yet (iree-org/iree#14614 added the expansion to keep f32 powf "
-    "vectorized; no issue found about its accuracy in float64)",
-    "IREE (llvm-cpu, PolynomialApproximationPass): math.powf is expanded to exp(b * log(a)) "
-    "(MLIR's populateExpandPowFPattern) in float64 too, and the rounding of b * log(a) grows "
-    "with its size: 1.5 ** -1253 is 17 ulps off, and 4096 random float64 pairs with "
-    "|b log a| <= 700 were up to 848 ulps off (median 72; NumPy's pow: at most 1)",
-    "none found in IREE's flags",
-)
-DENORMAL_FLUSH = KnownIssue(
-    "denormal-flush",
-    "not a bug: IREE's CPU runtime flushes subnormals to zero by design (FTZ/DAZ, "
-    "iree-org/iree#7367)",
-    "IREE (runtime): subnormal inputs and results are zero, where NumPy keeps them; this case's "
-    "answer changes when they are flushed (e.g. float16 layer_norm of a constant row: its eps "
-    "1e-5 is subnormal in float16, so IREE divides by zero and gives nan)",
-    "inputs and constants away from the subnormal range; the same case on another backend tells "
-    "a real IREE bug",
-)
-SIN_SMALL_NEGATIVE = KnownIssue(
-    "sin-small-negative",
-    "not reported upstream yet (related: llvm/llvm-project#118784, sin under "
-    "--test-math-polynomial-approximation; iree-org/iree#19673, validating the approximations)",
-    "IREE (llvm-cpu, MLIR's polynomial approximation of math.sin): the quadrant is "
-    "floor(x * 2/pi), so for x in (-pi/2, 0) it is -1 and sin(x) is computed from x + pi/2 with "
-    "an absolute error of an ulp of pi/2: float32 sin(-1.78e-7) is 68% off, sin(-1e-3) 185 ulps "
-    "(positive arguments: within 1 ulp); tests/upstream/test_iree_3_13.py",
-    "none found in IREE's flags",
-)
-WORKGROUP_DISTRIBUTION = KnownIssue(
-    "workgroup-distribution",
-    "not reported upstream yet (the same error, other triggers: iree-org/iree#21504, #20723, "
-    "closed; #22684, open)",
-    "IREE (llvm-cpu codegen, workgroup distribution verification): 'write affecting operations "
-    "on global resources are restricted to workgroup distributed contexts' on valid input; "
-    "minimal: an i8 -> f32 broadcast generic, a stride-4 extract_slice of a unit dim, a "
-    "tensor.reshape (tests/upstream/inputs/iree_workgroup_distribution.mlir)",
-    "none found (a stride of 1, or tensor.collapse_shape instead of tensor.reshape, compiles)",
-)
-BF16_CONVERT_LINK = KnownIssue(
-    "bf16-convert-link",
-    "not reported upstream yet (the class of iree-org/iree#13499, closed: a plain f32 -> bf16 "
-    "truncf is decomposed now)",
-    "IREE (llvm-cpu): an integer -> f32 -> bf16 conversion (bool.astype(bfloat16)) is folded "
-    "into one LLVM conversion to bfloat, lowered to a __truncsfbf2 call that iree-lld cannot "
-    "resolve (tests/upstream/inputs/iree_bool_to_bf16.mlir)",
-    f"none: with the system linker ({NAME}+system-linker) the library links but fails to load "
-    "(the process dies: 'symbol lookup error: ... undefined symbol: __truncsfbf2'); cast to "
-    "float32 instead",
-)
-KNOWN_ISSUES = (
-    F64_LIBM_LINK, RANK0_RESHAPE_CRASH, VECTORIZED_COUNT, F64_POWF_EXPANSION, DENORMAL_FLUSH,
-    SIN_SMALL_NEGATIVE, WORKGROUP_DISTRIBUTION, BF16_CONVERT_LINK,
-)  # fmt: skip
-#: What a wrong answer of each semantics-changing option is: the control it was made for.
-CONTROLS = {
-    option: KnownIssue(
-        f"control:{option}",
-        "not a bug: a control variant that changes results on purpose",
-        f"the +{option} variant ({OPTIONS[option].description}: "
-        f"{' '.join(OPTIONS[option].flags)}) deviates from NumPy by design",
-        f"drop +{option}; the same case on {NAME} without it tells a real IREE bug",
-    )
-    for option in OPTIONS
-    if OPTIONS[option].semantics
-}
-
-_WORKGROUP = "restricted to workgroup distributed contexts"
-_TRUNCSFBF2 = "undefined symbol: __truncsfbf2"
-_F64_POWF = re.compile(r"math\.powf [^\n]*: f64\b")
-_LIBM = re.compile(r"undefined symbol: (tanh|sin|cos|tan|atan2?|asin|acos|erf|cbrt)\b")
-_RANK0_RESHAPE = re.compile(r"tensor\.reshape [^\n]*tensor<0xindex>\) -> tensor<[a-z0-9]+>")
-_GENERIC = re.compile(
-    r"linalg\.generic \{[^\n]*iterator_types = \[[^\]]*\"reduction\"[^\]]*\]\}[^\n]*\{\n"
-    r"\s*\^bb0\(([^)]*)\):\n(.*?)linalg\.yield",
-    re.S,
-)
-
-
-def ignores_input(dispatch_ir: str) -> bool:
-    """Does ``dispatch_ir`` hold a reduction ``linalg.generic`` whose body reads none of its
-    inputs (only its accumulator)? The shape of IR the vectorizer miscompiles."""
-    for arguments, body in _GENERIC.findall(dispatch_ir):
-        names = re.findall(r"(%[\w.$-]+):", arguments)
-        if len(names) >= 2 and not any(
-            re.search(re.escape(n) + r"(?![\w.$-])", body) for n in names[:-1]
-        ):
-            return True
-    return False
-
-
-def dispatch_ir(text: str, name: str = NAME) -> str:
-    """IREE's IR after dispatch creation, constant evaluation off (what the codegen gets)."""
-    flags = (*flags_of(name), "--iree-opt-const-eval=false", "--compile-to=dispatch-creation")
-    return run_compiler(text, flags, output="mlir").decode()
-
-
-def flushed(value: Any) -> Any:
-    """``value`` with its float subnormals replaced by zeros of the same sign."""
-    a = np.asarray(value)
-    if not is_float(a.dtype):
-        return value
-    with np.errstate(invalid="ignore"):
-        small = np.abs(a.astype(np.float64)) < float(finfo(a.dtype).tiny)
-    return np.where(small, np.copysign(np.zeros((), np.float64), a.astype(np.float64)), a).astype(
-        a.dtype
-    )
-
-
-def depends_on_subnormals(graph: Graph, inputs: list[np.ndarray]) -> bool:
-    """Does the graph's answer on ``inputs`` change when every subnormal input and result is
-    flushed to zero, as IREE's runtime does (``DENORMAL_FLUSH``)? Evaluated by NumPy."""
-    from .interpret import evaluate_graph, evaluate_values
-
-    plain = evaluate_graph(graph, list(inputs))
-    values = evaluate_values(graph, list(inputs), each=flushed)
-    for want, got in zip(plain, (values[id(n)] for n in graph.outputs), strict=True):
-        want, got = np.asarray(want), np.asarray(got)
-        if is_float(want.dtype):
-            a, b = want.astype(np.float64), got.astype(np.float64)
-            same = (a == b) | (np.isnan(a) & np.isnan(b))
-            ulp = float(finfo(want.dtype).eps) * np.abs(a)
-            with np.errstate(invalid="ignore"):
-                close = np.isfinite(a) & np.isfinite(b) & (np.abs(a - b) <= 4 * ulp)
-            if not np.all(same | close):
-                return True
-        elif not np.array_equal(want, got):
-            return True
-    return False
-
-
-def sines_small_negative(graph: Graph, inputs: list[np.ndarray]) -> bool:
-    """Does a float32 (or narrower) ``sin`` of the graph take an argument in (-pi/2, 0) on
-    ``inputs``, as NumPy evaluates it (``SIN_SMALL_NEGATIVE``)?"""
-    from .frontend.graph import topological
-    from .interpret import evaluate_values
-
-    sines = [
-        n for n in topological(graph.outputs)
-        if n.op == "elementwise" and n.prim.name == "sin" and np.dtype(n.dtype).itemsize <= 4
-    ]  # fmt: skip
-    if not sines:
-        return False
-    values = evaluate_values(graph, list(inputs))
-    for node in sines:
-        x = np.asarray(values[id(node.args[0])], np.float64)
-        if np.any((x < 0) & (x > -np.pi / 2)):
-            return True
-    return False
-
-
-def known_issue(
-    module: str,
-    message: str = "",
-    name: str = NAME,
-    subnormal_dependent: bool = False,
-    small_negative_sine: bool = False,
-) -> KnownIssue | None:
-    """The known IREE issue a failure of variant ``name`` on tensor-ABI ``module`` is, if any:
-    ``message`` is the compile error (empty for a wrong answer, which recompiles the module up
-    to dispatch creation to look for the vectorizer's shape of IR); ``subnormal_dependent``:
-    the case's answer changes when subnormals are flushed (a wrong answer then is IREE's
-    flushing, by design); ``small_negative_sine``: a float32 or float16 sine takes arguments in
-    (-pi/2, 0) (``sines_small_negative``)."""
-    if _LIBM.search(message):
-        return F64_LIBM_LINK
-    if _TRUNCSFBF2 in message:
-        return BF16_CONVERT_LINK
-    if _WORKGROUP in message:
-        return WORKGROUP_DISTRIBUTION
-    if "crashed" in message:
-        return RANK0_RESHAPE_CRASH if _RANK0_RESHAPE.search(module) else None
-    if message or not module:
-        return None
-    if subnormal_dependent:
-        return DENORMAL_FLUSH
-    if small_negative_sine:
-        return SIN_SMALL_NEGATIVE
-    if _F64_POWF.search(module):
-        return F64_POWF_EXPANSION
     try:
-        ir = dispatch_ir(module, name)
-    except Exception:  # noqa: BLE001 - no IR, no diagnosis
-        return None
-    return VECTORIZED_COUNT if ignores_input(ir) else None
+        return getattr(iree_known, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 __all__ = [
     "BASE_FLAGS",
-    "BF16_CONVERT_LINK",
-    "CONTROLS",
-    "DENORMAL_FLUSH",
-    "F64_POWF_EXPANSION",
-    "KNOWN_ISSUES",
     "LAYER",
     "LISTED",
     "NAME",
     "OPTIONS",
-    "SIN_SMALL_NEGATIVE",
-    "WORKGROUP_DISTRIBUTION",
     "Executable",
     "IreeCpuBackend",
-    "KnownIssue",
     "backend",
     "compile_command",
-    "depends_on_subnormals",
-    "flushed",
     "flags_of",
-    "ignores_input",
     "input_files",
-    "known_issue",
     "parse",
     "run_command",
-    "sines_small_negative",
     "write_inputs",
 ]
