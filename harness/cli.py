@@ -24,7 +24,8 @@ EXAMPLES = """examples:
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from .corpus import Corpus
     from .report import write_report
-    from .session.fuzz import FuzzOptions, session
+    from .session.fuzz import FuzzOptions
+    from .session.parent import session
     from .session.progress import Progress, summary_table
 
     if (args.shards or args.split_backends) and not args.scheduler:

@@ -24,7 +24,8 @@ from typing import Any
 
 from ..corpus import atomic_write
 from ..pending import PENDING, identity
-from ..session.fuzz import FuzzOptions, session
+from ..session.fuzz import FuzzOptions
+from ..session.parent import session
 from .merge import plain_name
 
 #: How long a starting shard waits for the client's handover.

@@ -6,8 +6,9 @@ function raises only for a failure not yet in the corpus, so Hypothesis shrinks 
 session goes on with the next round. A found failure is written to the corpus at once,
 unminimized (nothing is lost if the session dies while shrinking), and replaced by its minimized
 form when minimization ends. A failure that matches an entry marked ``fixed`` is a regression:
-the entry is marked ``regressed`` and the session reports it. ``--workers N`` runs N drivers;
-they share the corpus and the Hypothesis database, both safe for concurrent writers.
+the entry is marked ``regressed`` and the session reports it. ``--workers N`` runs N drivers
+(started and merged by ``parent.session``); they share the corpus and the Hypothesis database,
+both safe for concurrent writers.
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ import multiprocessing as mp
 import os
 import random
 import signal
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field, replace
-from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
@@ -526,33 +525,6 @@ def _send(connection: Any, message: Any) -> None:
         pass  # the session is gone
 
 
-GRACE_SECONDS = 1.0  # past the deadline, how long a driver may take to finish its case
-KILL_AFTER_SECONDS = 0.8  # after asking the drivers to stop, how long before they are killed
-
-
-class _Signals:
-    """SIGINT and SIGTERM in the session process: remembered, then handled as a stop."""
-
-    def __init__(self) -> None:
-        self.received: int | None = None
-        self.previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _Signals:
-        for number in (signal.SIGINT, signal.SIGTERM):
-            try:
-                self.previous[number] = signal.signal(number, self._handle)
-            except ValueError:  # not the main thread: the caller handles signals
-                pass
-        return self
-
-    def _handle(self, number: int, frame: Any) -> None:
-        self.received = self.received or number
-
-    def __exit__(self, *exc: object) -> None:
-        for number, handler in self.previous.items():
-            signal.signal(number, handler)
-
-
 def example_database(where: Path | str | None) -> Any:
     """Hypothesis's example database at ``where``: a folder (safe for concurrent writers on one
     machine), or ``redis://HOST:PORT[/DB]``, shared by every machine of a campaign."""
@@ -568,115 +540,4 @@ def example_database(where: Path | str | None) -> Any:
     return DirectoryBasedExampleDatabase(str(where))
 
 
-def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> dict[str, Any]:
-    """Run ``options.workers`` drivers for ``options.seconds``; returns the session summary.
-
-    The time box is kept to within two seconds: past the deadline a driver may finish the case in
-    hand for ``GRACE_SECONDS``, then it is asked to stop (at once on SIGINT/SIGTERM, which the
-    summary names in ``interrupted``), and killed if it has not stopped ``KILL_AFTER_SECONDS``
-    later. Whatever was in flight stays in its write-ahead
-    record and an unfinished minimization stays ``unminimized``: the next session resumes both.
-    Drivers report through pipes (no semaphores: nothing is left in /dev/shm).
-
-    ``relay(driver, kind, payload)``, for a shard of a Dask campaign (``options.relay``), gets
-    every driver message in order (write-aheads are acknowledged once it returns) and a ``tick``
-    (driver -1) each loop; a true answer to a tick stops the session.
-    """
-    context = mp.get_context("spawn")
-    start = time.perf_counter()
-    channels: dict[Any, int] = {}
-    processes = []
-    for i in range(options.workers):
-        receive, send = context.Pipe(duplex=options.relay)  # duplex: write-aheads are acked
-        process = context.Process(target=_drive, args=(options, i, send), daemon=False)
-        process.start()
-        send.close()
-        channels[receive] = i
-        processes.append(process)
-    from ..report.data import Throughput
-
-    stats = Stats()
-    throughput = Throughput(options.seconds)  # cases and backend runs per interval
-    timeline: list[dict[str, Any]] = []  # each finding when found: seconds, kind, backends, path
-    findings: list[dict[str, Any]] = []
-    regressions: list[dict[str, Any]] = []
-    errors: list[str] = []
-    ambiguities: list[str] = []
-    first: float | None = None
-    deadline = start + options.seconds if options.rounds is None else float("inf")
-    stopping_since: float | None = None
-
-    def stop() -> None:
-        nonlocal stopping_since
-        if stopping_since is None:
-            stopping_since = time.perf_counter()
-            for process in processes:
-                if process.is_alive():
-                    os.kill(process.pid, signal.SIGTERM)
-
-    with _Signals() as signals:
-        while channels:
-            now = time.perf_counter()
-            # A signal stops at once; at the deadline the drivers finish the case in hand (they
-            # watch the deadline too) and are told to stop only if that takes longer than GRACE.
-            if signals.received is not None or now >= deadline + GRACE_SECONDS:
-                stop()
-            if stopping_since is not None and now - stopping_since > KILL_AFTER_SECONDS:
-                break
-            for channel in wait(list(channels), timeout=0.1):
-                try:
-                    _, kind, payload = channel.recv()
-                except (EOFError, OSError):
-                    del channels[channel]
-                    continue
-                if relay is not None:  # a shard: every message goes on to the client, in order
-                    relay(channels[channel], kind, payload)
-                if kind == "ahead" and options.relay:
-                    _send(channel, "ack")  # the record has left this machine: run the case
-                if kind == "stats":
-                    stats.merge(payload)
-                    throughput.add(time.perf_counter() - start, payload, channels[channel])
-                elif kind == "found":
-                    timeline.append({"seconds": round(time.perf_counter() - start, 3), **payload})
-                elif kind == "finding":
-                    findings.append(payload)
-                    for item in timeline:  # the timeline links the minimized entry
-                        if item["path"] in payload.get("raw", ()):
-                            item["path"] = payload["path"]
-                    if options.stop_on_first:
-                        stop()
-                elif kind == "regression":
-                    regressions.append(payload)
-                elif kind == "first-finding":
-                    first = payload if first is None else min(first, payload)
-                elif kind == "harness-error":
-                    errors.append(payload)
-                elif kind == "ambiguities":
-                    ambiguities.extend(payload)
-                if on_event:
-                    on_event(kind, stats, findings)
-            if on_event:
-                on_event("tick", stats, findings)
-            if relay is not None and relay(-1, "tick", None):
-                stop()  # the campaign asked its shards to stop
-        for process in processes:
-            if process.is_alive():
-                process.kill()
-            process.join(timeout=5)
-    return {
-        "seconds": time.perf_counter() - start,
-        "stats": stats.to_dict(),
-        "findings": findings,
-        "regressions": regressions,
-        "harness_errors": errors,
-        "ambiguities": ambiguities,
-        "first_finding_seconds": first,
-        "timeline": timeline,
-        "throughput": throughput.to_dict(),
-        "interrupted": signal.Signals(signals.received).name if signals.received else None,
-        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()},
-        "python": sys.version.split()[0],
-    }
-
-
-__all__ = ["Driver", "FuzzOptions", "finding_entry", "session"]
+__all__ = ["Driver", "FuzzOptions", "describe_error", "example_database", "finding_entry"]
