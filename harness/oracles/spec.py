@@ -19,6 +19,8 @@ case gives it (``table_verdict``), a cheap check that runs on every valid case.
 
 from __future__ import annotations
 
+import os
+import traceback
 import warnings
 from typing import Any
 
@@ -258,7 +260,10 @@ class Spec(Oracle):
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
         refs = obs.refs
         truth = refs.get("truth")
-        if truth is None or not truth.ok or not refs["numpy"].ok:
+        if not refs["numpy"].ok:
+            detail = _definition_fails(obs)
+            return [Finding("spec", (DEFINITION,), self.name, detail, obs.case)] if detail else []
+        if truth is None or not truth.ok:
             return []
         try:
             detail = spec_verdict(obs.case, refs)
@@ -268,6 +273,38 @@ class Spec(Oracle):
         if detail is None:
             return []
         return [Finding("spec", (DEFINITION,), self.name, detail, obs.case)]
+
+
+def _raised_in_definition(error: BaseException | None) -> bool:
+    """Did ``error`` come out of a composite's shared definition (a frame of ``compiler/ops.py``)
+    rather than out of NumPy's rules for the rest of the program?"""
+    from compiler import ops
+
+    if error is None:
+        return False
+    definition = os.path.realpath(ops.__file__)
+    frames = traceback.walk_tb(error.__traceback__)
+    return any(os.path.realpath(f.f_code.co_filename) == definition for f, _ in frames)
+
+
+def _definition_fails(obs: Observation) -> str | None:
+    """Why a valid program whose NumPy evaluation raised is the shared definition's fault: the
+    program model took a composite's type from its result rule (its shape contract) because the
+    definition failed on it, and the independent implementation computes the program."""
+    case, numpy_ref = obs.case, obs.refs["numpy"]
+    composites = sorted({op for op in case.program.ops if op in COMPOSITES})
+    if not composites or not _raised_in_definition(numpy_ref.error):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            independent = independent_reference(case)
+    except Exception:  # noqa: BLE001 - the program is invalid for the independent side too
+        return None
+    return (
+        f"the shared definition of {', '.join(composites)} (compiler/ops.py) raises "
+        f"{numpy_ref.error_type}: {numpy_ref.message[:300]} on a program the composites' result "
+        f"rules accept; the independent implementation computes it (shape {independent.shape})"
+    )
 
 
 register(Spec())

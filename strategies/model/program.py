@@ -92,8 +92,20 @@ def result_type(spec: Primitive, types: Sequence[TensorType | Const], attrs: Any
     """The result type of an equation, as NumPy decides it, not as the compiler's result rule
     does: a compiler whose rule wrongly rejects a valid program (or types it wrongly) must
     still be handed that program, so the rule is consulted only for the limitations it declares
-    (``NotImplementedError``: programs the compiler does not support, not generated)."""
-    truth = numpy_result(spec, types, attrs)
+    (``NotImplementedError``: programs the compiler does not support, not generated).
+
+    A composite's NumPy evaluation is its shared definition (``compiler/ops.py``), itself under
+    test: where that definition fails on operands its result rule accepts (the composite's
+    shape contract), the rule's type is taken, and the spec oracle judges the definition (a
+    definition that crashed on valid shapes stopped case generation instead)."""
+    try:
+        truth = numpy_result(spec, types, attrs)
+    except NotImplementedError:
+        raise
+    except Exception:  # noqa: BLE001 - NumPy's own rejection, or the definition's failure
+        if spec.kind != "composite":
+            raise
+        return spec.result([_operand(t) for t in types], attrs)  # raises if it rejects too
     try:
         spec.result([_operand(t) for t in types], attrs)
     except NotImplementedError:

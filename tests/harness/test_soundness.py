@@ -72,6 +72,13 @@ SHARED_DEFINITION_BUGS = (
         "/ np.sqrt(depth + 1)",
         "attention scores scaled by the wrong depth",
     ),
+    Mutation(  # a definition that raises on valid shapes stopped case generation (mutant m07)
+        "attention-heads-merged-transposed",
+        "ops.py",
+        "(1, 0, 2)), (length, width))",
+        "(1, 0, 2)), (width, length))",
+        "attention merges its heads into a (width, length) context",
+    ),
 )
 
 _EVALUATE = """
@@ -97,6 +104,11 @@ _COMPOSITE_CASES = {
     "layer-norm-plus-mean": ("layer_norm", [[4, 6], [6], [6]], {}),
     "gelu-constant": ("gelu", [[3, 5]], {}),
     "attention-scale": ("attention", [[5, 6], [6, 18], [18], [6, 6], [6]], {"heads": 3}),
+    "attention-heads-merged-transposed": (
+        "attention",
+        [[5, 6], [6, 18], [18], [6, 6], [6]],
+        {"heads": 3},
+    ),
 }
 
 
@@ -353,3 +365,22 @@ def test_a_wrong_rule_in_the_primitive_table_is_a_spec_finding(monkeypatch) -> N
     assert spec(case.program.to_json(), case.inputs) == 1
     monkeypatch.undo()
     assert spec(case.program.to_json(), case.inputs) == 0
+
+
+def test_only_a_failure_inside_the_shared_definition_blames_it() -> None:
+    """The spec oracle calls a NumPy failure the definition's only when a frame of
+    ``compiler/ops.py`` raised it (a gather of an id out of range in the same program is not)."""
+    from compiler import ops
+    from harness.oracles.spec import _raised_in_definition
+
+    def raised(fn) -> BaseException:
+        try:
+            fn()
+        except Exception as error:  # noqa: BLE001
+            return error
+        raise AssertionError("no error")
+
+    inside = raised(lambda: ops.linear(np.zeros((2, 3)), np.zeros((4, 5)), np.zeros(5)))
+    outside = raised(lambda: np.zeros((2, 3)) @ np.zeros((4, 5)))
+    assert _raised_in_definition(inside) and not _raised_in_definition(outside)
+    assert not _raised_in_definition(None)

@@ -217,6 +217,30 @@ def test_types_are_numpys_even_where_the_compilers_rule_disagrees(monkeypatch) -
         assert program.output_type == TensorType((2,), "float32")
 
 
+def test_a_composite_whose_definition_fails_is_typed_by_its_contract(monkeypatch) -> None:
+    """A composite's NumPy evaluation is its shared definition, itself under test: where it
+    fails on shapes its result rule accepts, the rule types the node (the spec oracle judges
+    the definition); an ordinary op's NumPy rejection still stands."""
+    import dataclasses
+
+    from compiler import primitives
+
+    def broken(xp, args, attrs):
+        raise ValueError("planted: the definition reshapes wrongly")
+
+    b = ProgramBuilder()
+    healthy = b.build(b.node("gelu", b.input((2, 3), "float32"))).output_type
+    for name in ("gelu", "exp"):
+        planted = dataclasses.replace(primitives.get(name), evaluate=broken)
+        monkeypatch.setitem(primitives.PRIMITIVES, name, planted)
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    program = b.build(b.node("gelu", x))
+    assert program.output_type == healthy
+    with pytest.raises(ValueError, match="planted"):
+        b.node("exp", x)
+
+
 def test_bool_only_feeds_where_and_astype() -> None:
     b = ProgramBuilder()
     x = b.input((2, 3), "float32")
