@@ -46,6 +46,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         minimize_seconds=args.minimize_seconds,
         database=args.example_db or (None if args.no_database else Path(args.database)),
         disable_workarounds=tuple(sorted(set(args.disable_workaround))),
+        focus=not args.no_focus,
     )
     print(
         f"fuzzing {options.seconds:.0f} s on {', '.join(options.backends)} with "
@@ -310,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated oracles not to run (names, or prefixes such as 'metamorphic:')",
     )
     fuzz.add_argument("--stop-on-first", action="store_true", help="stop at the first finding")
+    fuzz.add_argument(
+        "--no-focus",
+        action="store_true",
+        help="no cases focused on the (op, dtype) pairs not exercised yet (to measure them)",
+    )
     fuzz.add_argument(
         "--disable-workaround",
         type=arg.workaround,

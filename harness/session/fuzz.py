@@ -60,6 +60,8 @@ class FuzzOptions:
     #: compiler workarounds for upstream bugs turned off on every case (``--disable-workaround``):
     #: the session then rediscovers the bugs they avoid, and its findings carry the setting.
     disable_workarounds: tuple[str, ...] = ()
+    #: a share of the cases start from an (op, dtype) pair not exercised yet (``focus_cases``)
+    focus: bool = True
 
 
 def describe_error(error: BaseException, limit: int = 4000) -> str:
@@ -162,6 +164,7 @@ class Driver:
         self.known = Known(self.corpus, announce=index == 0)
         self.saved: list[str] = []
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
+        self.exercised: set[tuple[str, str]] = set()  # (op, dtype) pairs judged so far
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -191,6 +194,19 @@ class Driver:
         self.ambiguities.extend(judgement.ambiguities[:1])
         self._steer(judgement)
         return judgement.findings
+
+    def focus_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The (op, dtype) pairs no case of this driver has exercised yet, this driver's share
+        of them first (driver i of n takes every n-th pair, so n drivers cover the table n
+        times faster); none once the table is covered, or with ``focus`` off."""
+        if not self.options.focus:
+            return ()
+        from strategies import op_dtype_pairs
+
+        pairs, workers = op_dtype_pairs(), max(1, self.options.workers)
+        left = [p for p in pairs if p not in self.exercised]
+        mine = [p for k, p in enumerate(pairs) if k % workers == self.index % workers]
+        return tuple(p for p in mine if p not in self.exercised) or tuple(left)
 
     def _steer(self, judgement: Any) -> None:
         """Point Hypothesis's target phase at the cases closest to failing (the largest error
@@ -244,16 +260,12 @@ class Driver:
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as hypothesis_seed
 
-        from .generate import cases
+        from .generate import cases, exercised_pairs
 
         self.recover_pending()
         self.resume_unminimized()
         self.replay_fixed()
         deadline = self.start + self.options.seconds
-        strategy = cases(self.options.backends, self.options.max_nodes, self.options.mix)
-        if self.options.disable_workarounds:
-            off = tuple(sorted(self.options.disable_workarounds))
-            strategy = strategy.map(lambda case: replace(case, workarounds_off=off))
         database = example_database(self.options.database)
         round_number = 0
         harness_errors = 0
@@ -265,6 +277,14 @@ class Driver:
         ):
             round_number += 1
             state: dict[str, Any] = {"target": None, "best": None, "found_at": None, "others": []}
+            # Fixed for the round (a replay while shrinking sees the same strategy).
+            strategy = cases(
+                self.options.backends, self.options.max_nodes, self.options.mix,
+                focus=self.focus_pairs(),
+            )  # fmt: skip
+            if self.options.disable_workarounds:
+                off = tuple(sorted(self.options.disable_workarounds))
+                strategy = strategy.map(lambda case: replace(case, workarounds_off=off))
 
             def test(case: Case) -> None:
                 nonlocal last_flush
@@ -277,6 +297,7 @@ class Driver:
                 elif now >= deadline and self.options.rounds is None:
                     return
                 findings = self.judge(case)
+                self.exercised |= exercised_pairs(case.program)
                 if now - last_flush > 1.0:
                     self._flush_stats()
                     last_flush = now

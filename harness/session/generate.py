@@ -4,10 +4,13 @@ Random programs (half the cases), transformer structures with the causality chec
 composites on their own so the metamorphic relations that need them (softmax shift, layer norm
 shift, head permutation) get exercised often, matmuls of strided views (the layouts the
 BLAS substitution must get right), invalid programs and a few jit sequences (one jitted
-function called in sequence): ``MIX_PERCENT``.
+function called in sequence): ``MIX_PERCENT``. A session also passes the (op, dtype) pairs it has
+not exercised yet; a quarter of its cases then start from one of them (``focus_cases``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from hypothesis import event
@@ -31,6 +34,33 @@ def program_cases(draw: st.DrawFn, backends: tuple[str, ...], max_nodes: int = 6
     drawn = draw(samples(strategy))
     event("origin:program")
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"programs/{drawn.regime}")
+
+
+@st.composite
+def focus_cases(
+    draw: st.DrawFn, backends: tuple[str, ...], pairs: tuple[tuple[str, str], ...]
+) -> Case:
+    """A small program whose first step is one (op, dtype) of ``pairs``: the session passes
+    those its cases have not exercised yet, so every op meets every dtype it takes early in a
+    session, however rarely random programs draw it (an int32 matmul was 3% of them)."""
+    op, dtype = draw(st.sampled_from(pairs))
+    drawn = draw(samples(programs(max_nodes=4, dtypes=[dtype], first=op)))
+    event("origin:focus")
+    return Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/{drawn.regime}")
+
+
+def exercised_pairs(program: Any) -> set[tuple[str, str]]:
+    """The (op, dtype) pairs a program exercises: each node's op with its first non-boolean
+    tensor operand's dtype (its result's, for a node without one: causal_mask)."""
+    found = set()
+    for equation in program.nodes:
+        dtypes = [t.dtype for t in program.arg_types(equation) if t.dtype != "bool"]
+        found.add((equation.op, dtypes[0] if dtypes else equation.type.dtype))
+    return found
+
+
+#: The share of cases focused on an (op, dtype) not exercised yet, while there is one.
+FOCUS_SHARE = 0.25
 
 
 @st.composite
@@ -177,14 +207,21 @@ def cases(
     max_nodes: int = 6,
     mix: str = "all",
     sampled: tuple[str, ...] | None = None,
+    focus: tuple[tuple[str, str], ...] = (),
 ) -> st.SearchStrategy[Case]:
     """The session's mix (``all``), or random programs only (``programs``), or jit sequences
     only (``sequences``); random programs come first so shrinking heads towards them.
     ``sampled`` backends (by default the shipped -O3 targets, when ``backends`` are the default
-    ones) join a share of the cases."""
+    ones) join a share of the cases. ``focus``: (op, dtype) pairs a share of the cases
+    (``FOCUS_SHARE``) start from (``focus_cases``; the coin shrinks toward the mix)."""
     if sampled is None:
         sampled = SAMPLED_BACKENDS if tuple(backends) == CPU_BACKENDS else ()
-    strategy = with_mlir_variants(_mix(backends, max_nodes, mix), backends)
+    mixed = _mix(backends, max_nodes, mix)
+    if focus and mix in ("all", "programs"):
+        last = round(1 / FOCUS_SHARE) - 1
+        focused, plain = focus_cases(backends, tuple(focus)), mixed
+        mixed = st.integers(0, last).flatmap(lambda coin: focused if coin == last else plain)
+    strategy = with_mlir_variants(mixed, backends)
     if not sampled:
         return strategy
     last = round(1 / SAMPLED_SHARE) - 1  # the coin shrinks toward 0: without them

@@ -48,6 +48,7 @@ def programs(
     max_rank: int = 3,
     max_side: int = 6,
     implicit_int_to_float: bool = True,
+    first: str | None = None,
 ) -> st.SearchStrategy[Program]:
     """Valid programs of at most ``max_nodes`` nodes, from at least ``min_nodes`` generation steps
     (dead-code removal can leave fewer nodes; raise ``min_nodes`` for bigger fuzzing programs,
@@ -56,7 +57,8 @@ def programs(
     ``ops`` limits the ops steps are drawn from (indispensable helpers may still appear: the
     comparison feeding a where, the where or astype consuming a comparison, the add or matmul
     consuming a causal mask); ``dtypes`` limits input and cast dtypes
-    (promotion, e.g. GELU's float64 constant, can still produce float64)."""
+    (promotion, e.g. GELU's float64 constant, can still produce float64). ``first``: the op of
+    the first step (a program focused on one op; the shrinker may still delete that step)."""
     order_all = generation_order()
     op_list = tuple(order_all if ops is None else ops)
     unknown = set(op_list) - set(order_all)
@@ -68,7 +70,11 @@ def programs(
     if not 1 <= min_nodes <= max_nodes or max_rank < 1 or max_side < 2:
         raise ValueError("need 1 <= min_nodes <= max_nodes, max_rank >= 1 and max_side >= 2")
     order = tuple(op for op in order_all if op in op_list)
-    cfg = Config(max_nodes, min_nodes, order, dtype_list, max_rank, max_side, implicit_int_to_float)
+    if first is not None and first not in order:
+        raise ValueError(f"first op {first!r} is not among the ops {order}")
+    cfg = Config(
+        max_nodes, min_nodes, order, dtype_list, max_rank, max_side, implicit_int_to_float, first
+    )
     if not any(primitives.get(op).cost <= max_nodes and cfg.op_dtypes(op) for op in order):
         raise ValueError(f"no op in {order} can be generated with dtypes {dtype_list}")
     return _programs(cfg)
@@ -130,7 +136,9 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
     ]
     if not choices:
         return None
-    op = draw(st.sampled_from(choices))
+    first = g.cfg.first if g.steps == 0 else None
+    op = first if first in choices else draw(st.sampled_from(choices))
+    g.steps += 1
     MAKERS[primitives.get(op).kind](g, op)
     return op
 
@@ -210,4 +218,18 @@ def samples(
     return Sample(program, inputs, chosen)
 
 
-__all__ = ["Sample", "generation_order", "programs", "samples"]
+def op_dtype_pairs() -> tuple[tuple[str, str], ...]:
+    """Every (op, dtype) a focused program can start with: ``programs(dtypes=[dtype],
+    first=op)`` (casts need two dtypes and are left out: every program's casts cover them)."""
+    found = []
+    for dtype in DTYPES:
+        cfg = Config(4, 1, generation_order(), (dtype,), 3, 6, True)
+        found += [
+            (op, dtype)
+            for op in cfg.ops
+            if op != "astype" and primitives.get(op).cost <= cfg.max_nodes and cfg.op_dtypes(op)
+        ]
+    return tuple(found)
+
+
+__all__ = ["Sample", "generation_order", "op_dtype_pairs", "programs", "samples"]

@@ -107,6 +107,7 @@ class Config:
     max_rank: int
     max_side: int
     implicit: bool
+    first: str | None = None  # the op of the first step (a focused program), if it can be drawn
 
     @property
     def floats(self) -> tuple[str, ...]:
@@ -166,6 +167,7 @@ class Gen:
     regime: str = "plain"  # the program's shape regime (shapes.SHAPE_REGIMES)
 
     reserve: int = 0  # nodes kept back from the steps for joining dead branches at the end
+    steps: int = 0  # generation steps taken
 
     @property
     def budget(self) -> int:

@@ -42,6 +42,56 @@ def test_random_programs_are_about_half_the_session_mix() -> None:
     assert set(origins) == set(MIX_PERCENT), origins
 
 
+def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
+    """A quarter of a session's cases start from an (op, dtype) pair no case has exercised
+    (``focus_cases``); each driver takes its share of the table first, and the pairs a case
+    exercised leave the focus (an int32 matmul, 3% of random programs, then comes early)."""
+    from collections import Counter
+
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from harness.session.fuzz import Driver
+    from harness.session.generate import cases, exercised_pairs
+    from strategies import op_dtype_pairs
+
+    pairs = op_dtype_pairs()
+    assert ("matmul", "int32") in pairs and ("greater_equal", "float16") in pairs
+    origins: Counter[str] = Counter()
+    started: list[bool] = []
+
+    @seed(5)
+    @settings(
+        max_examples=200, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(focus=(("matmul", "int32"),)))
+    def collect(case) -> None:
+        origin = case.origin.split("/")[0]
+        origins[origin] += 1
+        if origin == "focus":
+            started.append(("matmul", "int32") in exercised_pairs(case.program))
+
+    collect()
+    assert 0.15 <= origins["focus"] / sum(origins.values()) <= 0.35, origins
+    assert sum(started) >= 0.8 * len(started), started  # the shrinker may drop the first step
+
+    options = FuzzOptions(corpus=tmp_path, database=None, use_jax=False, workers=2)
+    drivers = [Driver(options, 0), Driver(options, 1)]
+    try:
+        first, second = (d.focus_pairs() for d in drivers)
+        assert not set(first) & set(second) and set(first) | set(second) == set(pairs)
+        drivers[0].exercised |= set(first)  # its share done: the rest of the table is next
+        assert set(drivers[0].focus_pairs()) == set(second)
+        drivers[0].exercised |= set(second)
+        assert drivers[0].focus_pairs() == ()
+        assert (
+            Driver(FuzzOptions(corpus=tmp_path, database=None, focus=False), 2).focus_pairs() == ()
+        )
+    finally:
+        for driver in drivers:
+            driver.close()
+
+
 def test_one_round_in_four_is_guided_unless_turned_off(monkeypatch) -> None:
     from harness.session.fuzz import GUIDED_EVERY, guided
 

@@ -252,3 +252,28 @@ def test_programs_are_mostly_more_than_one_node() -> None:
     collect()
     assert sum(sizes) / len(sizes) >= 2.5, Counter(sizes)
     assert sizes.count(1) <= 0.35 * len(sizes), Counter(sizes)
+
+
+@pytest.mark.parametrize("op, dtype", [("matmul", "int32"), ("greater_equal", "float16"),
+                                       ("softmax", "float64"), ("index", "bfloat16")])  # fmt: skip
+def test_a_focused_program_starts_from_its_op(op: str, dtype: str) -> None:
+    """``programs(first=op)``: the first step is ``op`` (on ``dtype``, the only dtype allowed),
+    so a session can exercise a rare (op, dtype) pair on purpose."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    from strategies import programs
+
+    seen: list[bool] = []
+
+    @settings(
+        max_examples=10, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(programs(max_nodes=3, dtypes=[dtype], first=op))
+    def check(program) -> None:
+        seen.append(op in program.ops)
+
+    check()
+    assert sum(seen) >= 0.8 * len(seen), seen  # a later step may leave the first one dead
+    with pytest.raises(ValueError, match="first op"):
+        programs(ops=["add"], first="matmul")
