@@ -16,6 +16,7 @@ import numpy as np
 from hypothesis import event
 from hypothesis import strategies as st
 
+from compiler import primitives
 from strategies import invalid_programs, programs, samples
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
@@ -44,7 +45,9 @@ def focus_cases(
     those its cases have not exercised yet, so every op meets every dtype it takes early in a
     session, however rarely random programs draw it (an int32 matmul was 3% of them)."""
     op, dtype = draw(st.sampled_from(pairs))
-    drawn = draw(samples(programs(max_nodes=4, dtypes=[dtype], first=op)))
+    # One step beyond what the op needs: more steps leave the first one dead more often.
+    budget = primitives.get(op).cost + 1
+    drawn = draw(samples(programs(max_nodes=budget, dtypes=[dtype], first=op)))
     event("origin:focus")
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/{drawn.regime}")
 

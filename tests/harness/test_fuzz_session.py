@@ -73,7 +73,7 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
 
     collect()
     assert 0.15 <= origins["focus"] / sum(origins.values()) <= 0.35, origins
-    assert sum(started) >= 0.8 * len(started), started  # the shrinker may drop the first step
+    assert sum(started) >= 0.6 * len(started), started  # a later step may leave the first dead
 
     options = FuzzOptions(corpus=tmp_path, database=None, use_jax=False, workers=2)
     drivers = [Driver(options, 0), Driver(options, 1)]
