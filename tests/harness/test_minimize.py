@@ -50,3 +50,27 @@ def test_minimizes_to_the_pattern_with_small_dims() -> None:
     assert all(d <= 4 for inp in small.inputs for d in inp.shape), str(small)
     assert planted(result.case) is not None
     assert all(np.array_equal(a, np.round(a)) for a in result.case.inputs)
+
+
+def test_extents_shrink_by_the_largest_reduction_that_still_fails() -> None:
+    """A failure at every extent goes straight to extent 1; one that needs 8 lanes or more
+    still gets there by halving. One less first made a 31-wide case take 30 evaluations (41 s
+    of a minimization) to reach 1."""
+    b = ProgramBuilder()
+    x = b.input((31, 17), "float32")
+    case = Case(b.build(b.node("exp", x)), [np.ones((31, 17), np.float32)], ("cpu-loops",))
+    finding = Finding("mismatch", ("cpu-loops",), "differential", "planted", case)
+
+    def always(candidate: Case) -> Finding | None:
+        return Finding("mismatch", ("cpu-loops",), "differential", "planted", candidate)
+
+    result = minimize(case, finding, always, budget_seconds=30)
+    assert result.case.program.inputs[0].shape == (1, 1), result.steps
+    assert result.evaluations <= 8, result.steps
+
+    def wide(candidate: Case) -> Finding | None:
+        return always(candidate) if candidate.program.inputs[0].shape[0] >= 8 else None
+
+    result = minimize(case, finding, wide, budget_seconds=30)
+    assert result.case.program.inputs[0].shape[0] == 8, result.steps
+    assert result.evaluations <= 40, (result.evaluations, result.steps)
