@@ -103,9 +103,19 @@ def _unfused_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     multiply-adds of NumPy's BLAS. Where products overflow to +inf and -inf, BLAS's FMA gives
     inf (the exact product stays finite inside an FMA) and a sum of rounded products nan: a
     float64 feedforward on values near 1e306 gave inf in NumPy and nan on cpu-loops, both
-    correct. None where NumPy's own matmul should run (no float operands, too large)."""
-    if not (is_float(a.dtype) and is_float(b.dtype)) or a.ndim == 0 or b.ndim == 0:
+    correct. An integer or boolean operand meeting a float one is cast to the result dtype
+    first, as NumPy does (an int32 @ float64 with products of +-inf: NumPy -inf, cpu-loops nan).
+    None where NumPy's own matmul should run (no float result, too large)."""
+    if a.ndim == 0 or b.ndim == 0:
         return None
+    if not (is_float(a.dtype) and is_float(b.dtype)):
+        try:
+            dtype = np.result_type(a.dtype, b.dtype)
+        except TypeError:  # no common dtype (ml_dtypes' bfloat16 with int32)
+            return None
+        if not is_float(dtype) or not (is_float(a.dtype) or is_float(b.dtype)):
+            return None
+        a, b = a.astype(dtype), b.astype(dtype)
     left = a[None, :] if a.ndim == 1 else a
     right = b[:, None] if b.ndim == 1 else b
     shape = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])

@@ -217,6 +217,31 @@ def test_a_nan_from_opposite_infinite_products_is_a_correct_order():
     assert not judge_output(case, wrong, backend="cpu-loops@O0").ok
 
 
+def test_an_int_float_matmul_with_opposite_infinite_products_is_judged_alike():
+    """A 10-minute clean-compiler session (seed 1201): an int32 @ float64 matmul whose products
+    overflow to +inf and -inf. NumPy casts the int32 operand and runs BLAS (-inf); cpu-loops
+    sums rounded products (nan). The perturbed runs' products-then-sums matmul took float
+    operands only, so that correct order was not among them for a mixed-dtype matmul."""
+    import json
+    from pathlib import Path
+
+    import compiler
+    from harness.case import Case
+    from harness.verdict import judge_output
+
+    fixture = Path(__file__).parent / "fixtures" / "int_float_matmul_opposite_infinities_case.json"
+    case = Case.from_dict(json.loads(fixture.read_text()))
+    assert {i.dtype for i in case.program.inputs} == {"int32", "float64"}
+    actual = compiler.jit(case.function(compiler.xp))(*case.inputs, target="cpu-loops@O0")
+    assert np.isnan(actual).any()
+    assert judge_output(case, actual, backend="cpu-loops@O0").ok
+    expected = case.function(np)(*case.inputs)
+    both = np.argwhere((expected == -np.inf) & (actual == -np.inf))[0]
+    wrong = actual.copy()
+    wrong[tuple(both)] = np.inf  # the other sign where every order agrees
+    assert not judge_output(case, wrong, backend="cpu-loops@O0").ok
+
+
 def test_a_perturbed_run_keeps_exact_zeros():
     """``log(x - x)`` is -inf in every correct evaluation: a perturbed run must not move the
     zero to a subnormal (log of it is finite), or a backend's finite answer would pass."""
