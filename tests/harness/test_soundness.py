@@ -384,3 +384,25 @@ def test_only_a_failure_inside_the_shared_definition_blames_it() -> None:
     outside = raised(lambda: np.zeros((2, 3)) @ np.zeros((4, 5)))
     assert _raised_in_definition(inside) and not _raised_in_definition(outside)
     assert not _raised_in_definition(None)
+
+
+def test_spec_leaves_a_cast_of_nan_to_an_integer_alone() -> None:
+    """A 10-minute clean-compiler session (seed 1201): ``astype(log(linear(x ** 2, w, b)),
+    int32)`` with a negative linear output. NumPy casts the NaN to INT_MIN, JAX to 0: the cast
+    is undefined, so the shared and the independent definitions cannot be told apart there."""
+    import json
+    from pathlib import Path
+
+    from harness.case import Case
+    from harness.oracles.spec import casts_undefined_values, spec_verdict
+    from harness.run.references import references
+    from strategies.model import ProgramBuilder
+
+    fixture = Path(__file__).parent / "fixtures" / "linear_log_nan_to_int32_case.json"
+    case = Case.from_dict(json.loads(fixture.read_text()))
+    assert casts_undefined_values(case)
+    assert spec_verdict(case, references(case)) is None
+    b = ProgramBuilder()
+    x = b.input((3,), "float64")
+    plain = Case(b.build(b.node("astype", b.node("gelu", x), dtype="int32")), [np.ones(3)])
+    assert not casts_undefined_values(plain)
