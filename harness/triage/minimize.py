@@ -12,7 +12,7 @@ every step. A jit-sequence finding shrinks its sequence instead: fewer calls, th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -98,9 +98,9 @@ def _cropped(array: np.ndarray, axis_sizes: dict[int, int]) -> np.ndarray:
     return np.require(array[index], requirements="C")
 
 
-def _variants_shapes(case: Case) -> list[tuple[str, Case]]:
-    """The same program with one input dimension made smaller (where the program allows it)."""
-    found = []
+def _variants_shapes(case: Case) -> Iterator[tuple[str, Case]]:
+    """The same program with one input dimension made smaller (where the program allows it);
+    built as the greedy loop asks for them (it stops at the first that still fails)."""
     for i, inp in enumerate(case.program.inputs):
         if inp.bound is not None:
             continue
@@ -114,10 +114,7 @@ def _variants_shapes(case: Case) -> list[tuple[str, Case]]:
                     continue
                 inputs = list(case.inputs)
                 inputs[i] = _cropped(inputs[i], {axis: smaller})
-                found.append(
-                    (f"input {i} axis {axis}: {extent} -> {smaller}", _with(case, subject, inputs))
-                )
-    return found
+                yield f"input {i} axis {axis}: {extent} -> {smaller}", _with(case, subject, inputs)
 
 
 def _smaller(extent: int) -> list[int]:
@@ -129,10 +126,11 @@ def _smaller(extent: int) -> list[int]:
     return sorted(e for e in candidates if 1 <= e < extent)
 
 
-def _variants_joint(case: Case) -> list[tuple[str, Case]]:
+def _variants_joint(case: Case) -> Iterator[tuple[str, Case]]:
     """One extent made smaller in every input at once: the dims are distinct (rectangular), so
-    an extent names one logical dimension, and shrinking it everywhere keeps the program valid."""
-    found = []
+    an extent names one logical dimension, and shrinking it everywhere keeps the program valid
+    (a matmul's contracted extent shrinks only this way). Every smaller extent is offered, the
+    largest reduction first, built as the greedy loop asks for them."""
     inputs_meta = case.program.inputs
     extents = sorted({d for inp in inputs_meta for d in inp.shape if d > 1}, reverse=True)
     for extent in extents:
@@ -147,11 +145,7 @@ def _variants_joint(case: Case) -> list[tuple[str, Case]]:
                 subject = _reshaped(case.subject, shapes)
             except _BUILD_ERRORS:
                 continue
-            found.append(
-                (f"extent {extent} -> {smaller} in every input", _with(case, subject, inputs))
-            )
-            break
-    return found
+            yield f"extent {extent} -> {smaller} in every input", _with(case, subject, inputs)
 
 
 def _variants_values(case: Case) -> list[tuple[str, Case]]:

@@ -74,3 +74,25 @@ def test_extents_shrink_by_the_largest_reduction_that_still_fails() -> None:
     result = minimize(case, finding, wide, budget_seconds=30)
     assert result.case.program.inputs[0].shape[0] == 8, result.steps
     assert result.evaluations <= 40, (result.evaluations, result.steps)
+
+
+def test_a_contracted_extent_that_must_stay_wide_shrinks_to_its_minimum() -> None:
+    """A matmul's contracted extent shrinks only in every input at once; a failure that needs
+    it at 8 or more must still get there (the joint variant once offered only its first
+    candidate, extent 1, and the case stayed 31 wide)."""
+    b = ProgramBuilder()
+    x, w = b.input((5, 31), "float32"), b.input((31, 6), "float32")
+    inputs = [np.ones((5, 31), np.float32), np.ones((31, 6), np.float32)]
+    case = Case(b.build(b.node("matmul", x, w)), inputs, ("cpu-loops",))
+    finding = Finding("mismatch", ("cpu-loops",), "differential", "planted", case)
+
+    def wide(candidate: Case) -> Finding | None:
+        program = candidate.program
+        if not program.nodes or program.nodes[0].op != "matmul":
+            return None
+        if program.inputs[0].shape[-1] < 8:
+            return None
+        return Finding("mismatch", ("cpu-loops",), "differential", "planted", candidate)
+
+    result = minimize(case, finding, wide, budget_seconds=30)
+    assert [i.shape for i in result.case.program.inputs] == [(1, 8), (8, 1)], result.steps
