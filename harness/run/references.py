@@ -41,18 +41,26 @@ class Reference:
     message: str = ""
     error: BaseException | None = None
     adapted: bool = False  # JAX given NumPy's dtypes where its own promotion differs
+    # NumPy cast a NaN, an infinity or an out-of-range float to an integer ("invalid value
+    # encountered in cast"): that element is undefined (NumPy gives INT_MIN on x86, JAX 0).
+    undefined_cast: bool = False
 
     @property
     def ok(self) -> bool:
         return self.output is not None
 
 
-def _evaluate(name: str, fn: Any, inputs: list[Any]) -> Reference:
+def _evaluate(name: str, fn: Any, inputs: list[Any], watch_casts: bool = False) -> Reference:
+    """``fn(*inputs)`` as a reference, floating-point warnings silenced; ``watch_casts``: they
+    are recorded instead, to tell an undefined cast to an integer (``undefined_cast``)."""
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            out = fn(*inputs)
-        return Reference(name, np.asarray(out))
+        with warnings.catch_warnings(record=watch_casts) as caught:
+            warnings.simplefilter("always" if watch_casts else "ignore")
+            with np.errstate(all="warn" if watch_casts else "ignore"):
+                out = fn(*inputs)
+        reference = Reference(name, np.asarray(out))
+        reference.undefined_cast = any("in cast" in str(w.message) for w in caught or ())
+        return reference
     except Exception as error:  # noqa: BLE001 - a reference's failure is data for the oracles
         return Reference(name, None, type(error).__name__, str(error)[:2000], error)
 
@@ -74,7 +82,7 @@ EXTENDED = _Extended()
 
 
 def numpy_reference(case: Case) -> Reference:
-    return _evaluate("numpy", case.function(np), case.inputs)
+    return _evaluate("numpy", case.function(np), case.inputs, watch_casts=True)
 
 
 def truth_reference(case: Case) -> Reference:
