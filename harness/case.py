@@ -18,6 +18,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from compiler.primitives import SPELLINGS
 from strategies.model import InvalidProgram, Program, Subject, canonical
 from strategies.model.sequence import JitSequence
 
@@ -167,9 +168,34 @@ class Case:
         """The valid program (an invalid program's valid part)."""
         return self.subject.program if isinstance(self.subject, InvalidProgram) else self.subject
 
+    @property
+    def spelling(self) -> str:
+        """How the program is written (``compiler.primitives.SPELLINGS``; ``extra["spelling"]``,
+        absent for the default "array-api"): the compiler traces it so, its reproducer prints it
+        so, and every reference evaluates the same text over its own namespace."""
+        spelling = self.extra.get("spelling", SPELLINGS[0])
+        if spelling not in SPELLINGS:
+            raise ValueError(f"unknown spelling {spelling!r} (one of {SPELLINGS})")
+        return spelling
+
     def function(self, namespace: Any) -> Any:
-        """The case's function over ``namespace``."""
-        return self.subject.as_function(namespace)
+        """The case's function with ``xp`` bound to ``namespace`` (a reference's)."""
+        return self.subject.as_function(namespace, self.spelling)
+
+    def traced_function(self) -> Any:
+        """The function ``compiler.jit`` traces: ``xp`` is the traced tensors' namespace, or
+        NumPy's module in the "numpy" spelling (which traced tensors take over)."""
+        return self.subject.as_function(None, self.spelling)
+
+    def respelled(self, spelling: str) -> Case:
+        """The same case written in ``spelling``."""
+        extra = {k: v for k, v in self.extra.items() if k != "spelling"}
+        if spelling != SPELLINGS[0]:
+            extra["spelling"] = spelling
+        copy = replace(self, extra=extra)
+        if "_sequence" in self.__dict__:
+            copy.__dict__["_sequence"] = self.__dict__["_sequence"]
+        return copy
 
     @property
     def sequence(self) -> JitSequence | None:

@@ -139,3 +139,67 @@ def test_the_frontend_types_layout_ops_with_the_tables_rule(monkeypatch, name, c
     )
     with pytest.raises(LookupError, match="planted"):
         compiler.jit(call).trace(np.ones((2, 3), np.float32))
+
+
+def test_every_table_entry_evaluates_what_it_prints() -> None:
+    """One definition per primitive: its evaluation runs its printed text, in each spelling, so
+    a reproducer printed from the table calls the compiler as the failing case did (a table
+    whose evaluation said ``np.greater_equal`` while it printed ``>=`` gave a reproducer that
+    passed on the very bug it was written for)."""
+    from compiler import primitives
+
+    for prim in primitives.PRIMITIVES.values():
+        if prim.name == "expm1":  # the toy extension's, when loaded
+            continue
+        for spelling in primitives.SPELLINGS:
+            evaluate, render = prim.spelled(spelling)
+            assert evaluate.render is render, (prim.name, spelling)
+        if prim.call:  # an operator or attribute; NumPy's spelling calls the function
+            assert callable(getattr(np, prim.call)), prim.name
+            assert prim.spelled("numpy")[1](["a", "b"][: prim.arity], {}).startswith(
+                f"xp.{prim.call}("
+            )
+    greater_equal = primitives.get("greater_equal")
+    assert greater_equal.render(["a", "b"], {}) == "a >= b"
+    assert greater_equal.spelled("numpy")[1](["a", "b"], {}) == "xp.greater_equal(a, b)"
+    x = np.array([1.0, np.nan, 3.0])
+    for spelling in primitives.SPELLINGS:
+        got = greater_equal.spelled(spelling)[0](np, [x, 2.0], {})
+        np.testing.assert_array_equal(got, x >= 2.0)
+    with pytest.raises(ValueError, match="unknown spelling"):
+        greater_equal.spelled("fortran")
+
+
+@pytest.mark.parametrize("spelling", ["array-api", "numpy"])
+def test_the_spelling_is_how_the_compiler_is_called(monkeypatch, spelling) -> None:
+    """The "numpy" spelling reaches the traced tensor's ufunc dispatch; the default spelling
+    its operators: a dispatch table that lost ``np.greater_equal`` is seen only by the first."""
+    import compiler
+    from compiler import UnsupportedFeature
+    from compiler.frontend import tensor
+    from harness.case import Case
+    from strategies.model import ProgramBuilder
+
+    real = tensor._ufuncs
+
+    def lost() -> dict:
+        table = dict(real())
+        del table["greater_equal"]
+        return table
+
+    monkeypatch.setattr(tensor, "_ufuncs", lost)
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    program = b.build(b.node("where", b.node("greater_equal", x, 0.5), x, 0.0))
+    case = Case(program, [np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)])
+    case = case.respelled(spelling)
+    assert case.spelling == spelling
+    expected = np.where(case.inputs[0] >= 0.5, case.inputs[0], np.float32(0.0))
+    np.testing.assert_array_equal(case.function(np)(*case.inputs), expected)
+    traced = compiler.jit(case.traced_function())
+    if spelling == "numpy":
+        with pytest.raises(UnsupportedFeature, match="greater_equal"):
+            traced.trace(*case.inputs)
+    else:
+        traced.trace(*case.inputs)
+    assert case.respelled("array-api").extra == {}  # the default is not stored

@@ -3,7 +3,9 @@
 Each :class:`Primitive` owns
 
 - its NumPy result rule (``infer``: shape, dtype and errors, from :mod:`.rules`),
-- how a program calls it on an array namespace (``evaluate``) and prints it (``render``),
+- how a program prints it (``render``) and so calls it on an array namespace (``evaluate``, which
+  runs exactly the printed text: a reproducer is the program that ran), in each spelling
+  (``SPELLINGS``: the array namespace and Python's operators, or NumPy's own functions),
 - for elementwise primitives, its scalar lowering to MLIR (``scalar``), which the emitter applies
   inside a ``linalg.generic``; structural primitives are lowered by the frontend's trace rules,
 - metadata the harness reads: scalar operands allowed, float-only, error depth (for the error
@@ -17,6 +19,7 @@ package imports nothing of the compiler but its dtypes, errors and the composite
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +38,12 @@ REQUIRED = object()
 #: Kinds of primitive. Elementwise kinds are lowered by the emitter from ``Primitive.scalar``.
 ELEMENTWISE_KINDS = ("unary", "binary", "compare", "select", "cast", "copy")
 KINDS = (*ELEMENTWISE_KINDS, "reduction", "matmul", "layout", "source", "gather", "composite")
+
+#: How a program is written. "array-api": the inputs' own namespace (``x.__array_namespace__()``,
+#: the traced namespace under ``jit``) and Python's operators (``a + b``, ``a.T``). "numpy":
+#: NumPy's own functions and ufuncs (``np.add(a, b)``, ``np.sum(a, axis=0)``), which traced
+#: tensors take over through ``__array_ufunc__``/``__array_function__``: NumPy-style user code.
+SPELLINGS = ("array-api", "numpy")
 
 #: Attribute kinds: how a static attribute is checked, stored (JSON) and printed.
 ATTR_KINDS = ("axis", "bool", "shape", "axes", "index", "dtype", "positive")
@@ -70,6 +79,41 @@ Infer = Callable[[Sequence[Operand], Mapping[str, Any]], ArrayType]
 Evaluate = Callable[[Any, Sequence[Any], Mapping[str, Any]], Any]
 Render = Callable[[Sequence[str], Mapping[str, Any]], str]
 Depth = Callable[[Sequence[ArrayType], Mapping[str, Any]], float]
+
+
+@functools.cache
+def _scope() -> dict[str, Any]:
+    import ml_dtypes
+
+    from .. import ops
+
+    return {"np": np, "ops": ops, "ml_dtypes": ml_dtypes}
+
+
+@functools.lru_cache(maxsize=16384)
+def _compiled(text: str) -> Any:
+    return compile(text, "<primitive>", "eval")
+
+
+def rendered(render: Render) -> Evaluate:
+    """The evaluation rule that runs what ``render`` prints (with ``xp`` the namespace, ``np``,
+    ``ops`` and ``ml_dtypes`` in scope): one definition per primitive, so a reproducer printed
+    from the table calls the compiler exactly as the case that failed did."""
+
+    def evaluate(xp: Any, args: Sequence[Any], attrs: Mapping[str, Any]) -> Any:
+        names = [f"_{i}" for i in range(len(args))]
+        local = dict(zip(names, args, strict=True))
+        local["xp"] = xp
+        return eval(_compiled(render(names, attrs)), _scope(), local)  # noqa: S307 - our text
+
+    evaluate.render = render  # type: ignore[attr-defined]
+    return evaluate
+
+
+def printed(render: Render) -> tuple[Evaluate, Render]:
+    """``(evaluate, render)`` for a :class:`Primitive` from its printed form alone (see
+    :func:`rendered`): ``Primitive(name, kind, arity, infer, *printed(render), ...)``."""
+    return rendered(render), render
 
 
 def _one_step(types: Sequence[ArrayType], attrs: Mapping[str, Any]) -> float:
@@ -110,6 +154,9 @@ class Primitive:
     keeps: str = ""
     #: Drawn by the program generator (False for entries the frontend uses internally only).
     generate: bool = True
+    #: NumPy's function for an entry printed as a Python operator or attribute (``a + b``,
+    #: ``-a``, ``a.T``): the "numpy" spelling calls it instead.
+    call: str = ""
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -124,6 +171,14 @@ class Primitive:
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
+
+    def spelled(self, spelling: str) -> tuple[Evaluate, Render]:
+        """(evaluate, render) in ``spelling`` (see ``SPELLINGS``)."""
+        if spelling not in SPELLINGS:
+            raise ValueError(f"unknown spelling {spelling!r} (one of {SPELLINGS})")
+        if spelling == "numpy" and self.call:
+            return _numpy_call(self.call)
+        return self.evaluate, self.render
 
     def __reduce__(self) -> tuple:  # pickles by name: the table is the identity
         return (get, (self.name,))
@@ -153,6 +208,14 @@ class Primitive:
 
     def depth(self, types: Sequence[ArrayType], attrs: Mapping[str, Any]) -> float:
         return float(self.error_depth(types, attrs))
+
+
+@functools.cache
+def _numpy_call(name: str) -> tuple[Evaluate, Render]:
+    def render(args: Sequence[str], attrs: Mapping[str, Any]) -> str:
+        return f"xp.{name}({', '.join(args)})"
+
+    return rendered(render), render
 
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -200,6 +263,7 @@ __all__ = [
     "KINDS",
     "PRIMITIVES",
     "REQUIRED",
+    "SPELLINGS",
     "ArrayType",
     "Attr",
     "InvalidIndex",
@@ -213,7 +277,9 @@ __all__ = [
     "is_float",
     "names",
     "of_kind",
+    "printed",
     "register",
+    "rendered",
     "rules",
     "unregister",
 ]

@@ -9,7 +9,6 @@ their result rule here; the frontend's trace rules build their graphs.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ import numpy as np
 from .. import ops as composites
 from ..dtypes import BOOL
 from ..dtypes import source as dtype_source
-from . import Attr, Primitive, contraction_depth, register, results, scalar
+from . import Attr, Primitive, contraction_depth, printed, register, results, scalar
 from .results import compare_dtype
 from .rules import ArrayType, normalize_axes
 
@@ -28,26 +27,12 @@ from .rules import ArrayType, normalize_axes
 
 def _call(name: str):
     """``xp.name(args)``."""
-
-    def evaluate(xp: Any, args: Sequence[Any], attrs: Mapping[str, Any]) -> Any:
-        return getattr(xp, name)(*args)
-
-    def render(args: Sequence[str], attrs: Mapping[str, Any]) -> str:
-        return f"xp.{name}({', '.join(args)})"
-
-    return evaluate, render
+    return printed(lambda args, attrs: f"xp.{name}({', '.join(args)})")
 
 
-def _infix(function: Any, symbol: str):
+def _infix(symbol: str):
     """``a <symbol> b`` (Python's operator, so reflected operators and scalars work)."""
-
-    def evaluate(xp: Any, args: Sequence[Any], attrs: Mapping[str, Any]) -> Any:
-        return function(*args)
-
-    def render(args: Sequence[str], attrs: Mapping[str, Any]) -> str:
-        return f"{args[0]} {symbol} {args[1]}"
-
-    return evaluate, render
+    return printed(lambda args, attrs: f"{args[0]} {symbol} {args[1]}")
 
 
 def _elementwise(
@@ -56,7 +41,7 @@ def _elementwise(
     ufunc: Any,
     lowering: Any,
     *,
-    infix: tuple[Any, str] | None = None,
+    infix: str = "",
     **meta: Any,
 ) -> Primitive:
     infer = {
@@ -64,7 +49,7 @@ def _elementwise(
         "binary": results.binary_infer,
         "compare": results.compare_infer,
     }[kind]
-    evaluate, render = _infix(*infix) if infix else _call(name)
+    evaluate, render = _infix(infix) if infix else _call(name)
     arity = 1 if kind == "unary" else 2
     return register(
         Primitive(
@@ -76,7 +61,8 @@ def _elementwise(
             render,
             ufunc=ufunc,
             scalar=lowering,
-            consts=meta.pop("consts", infix is not None),
+            consts=meta.pop("consts", bool(infix)),
+            call=name if infix else "",
             operand_dtypes=(
                 (lambda ops, out: [compare_dtype(ops)] * 2) if kind == "compare" else None
             ),
@@ -143,10 +129,7 @@ def _reduction(name: str, fn: Any, depth_factor: float, **meta: Any) -> None:
             "reduction",
             1,
             results.reduction_infer(name, fn),
-            lambda xp, a, attrs: getattr(xp, name)(
-                a[0], axis=attrs["axis"], keepdims=attrs["keepdims"]
-            ),
-            lambda a, attrs: f"xp.{name}({a[0]}{_kwargs(attrs, _REDUCTION_ATTRS)})",
+            *printed(lambda a, attrs: f"xp.{name}({a[0]}{_kwargs(attrs, _REDUCTION_ATTRS)})"),
             attrs=_REDUCTION_ATTRS,
             ufunc=fn,
             error_depth=_depth_reduction(depth_factor),
@@ -156,11 +139,8 @@ def _reduction(name: str, fn: Any, depth_factor: float, **meta: Any) -> None:
 
 
 def _composite(name: str, arity: int, infer: Any, attrs: Mapping[str, Attr], depth: Any, **meta):
-    fn = getattr(composites, name)
+    getattr(composites, name)  # defined there
     keywords = tuple(attrs)
-
-    def evaluate(xp: Any, a: Sequence[Any], values: Mapping[str, Any]) -> Any:
-        return fn(*a, **{k: values[k] for k in keywords})
 
     def render(a: Sequence[str], values: Mapping[str, Any]) -> str:
         kw = "".join(f", {k}={values[k]!r}" for k in keywords)
@@ -172,8 +152,7 @@ def _composite(name: str, arity: int, infer: Any, attrs: Mapping[str, Attr], dep
             "composite",
             arity,
             infer,
-            evaluate,
-            render,
+            *printed(render),
             attrs=attrs,
             float_only=True,
             error_depth=depth,
@@ -188,15 +167,13 @@ _LAYOUT = {"keeps": "values"}
 # --------------------------------------------------------------------------------------------
 # The table, in generation order (the generator's shrinker prefers earlier entries)
 
-_elementwise(
-    "add", "binary", np.add, scalar.op("arith.addf", "arith.addi"), infix=(operator.add, "+")
-)
+_elementwise("add", "binary", np.add, scalar.op("arith.addf", "arith.addi"), infix="+")
 _elementwise(
     "multiply",
     "binary",
     np.multiply,
     scalar.op("arith.mulf", "arith.muli"),
-    infix=(operator.mul, "*"),
+    infix="*",
 )
 _elementwise("negative", "unary", np.negative, scalar.negative, keeps="bounds")
 _elementwise("exp", "unary", np.exp, scalar.op("math.exp"), result_range="nonnegative")
@@ -218,8 +195,8 @@ register(
         "layout",
         1,
         results.transpose_infer,
-        lambda xp, a, attrs: a[0].T,
-        lambda a, attrs: f"{a[0]}.T",
+        *printed(lambda a, attrs: f"{a[0]}.T"),
+        call="transpose",
         doc="x.T: all axes reversed",
         **_LAYOUT,
     )
@@ -230,7 +207,7 @@ _elementwise(
     "binary",
     np.subtract,
     scalar.op("arith.subf", "arith.subi"),
-    infix=(operator.sub, "-"),
+    infix="-",
 )
 _elementwise(
     "abs",
@@ -253,8 +230,7 @@ register(
         "layout",
         1,
         results.permute_infer,
-        lambda xp, a, attrs: xp.permute_dims(a[0], attrs["axes"]),
-        lambda a, attrs: f"xp.permute_dims({a[0]}, {attrs['axes']!r})",
+        *printed(lambda a, attrs: f"xp.permute_dims({a[0]}, {attrs['axes']!r})"),
         attrs={"axes": Attr("axes")},
         **_LAYOUT,
     )
@@ -265,8 +241,7 @@ register(
         "layout",
         1,
         results.reshape_infer,
-        lambda xp, a, attrs: xp.reshape(a[0], attrs["shape"]),
-        lambda a, attrs: f"xp.reshape({a[0]}, {attrs['shape']!r})",
+        *printed(lambda a, attrs: f"xp.reshape({a[0]}, {attrs['shape']!r})"),
         attrs={"shape": Attr("shape")},
         **_LAYOUT,
     )
@@ -277,8 +252,7 @@ register(
         "layout",
         1,
         results.index_infer,
-        lambda xp, a, attrs: a[0][attrs["key"]],
-        lambda a, attrs: f"{a[0]}[{format_key(attrs['key'])}]",
+        *printed(lambda a, attrs: f"{a[0]}[{format_key(attrs['key'])}]"),
         attrs={"key": Attr("index")},
         doc="static basic indexing: slices (positive steps), ints, None and Ellipsis",
         **_LAYOUT,
@@ -294,8 +268,7 @@ register(
         "cast",
         1,
         results.astype_infer,
-        lambda xp, a, attrs: xp.astype(a[0], np.dtype(attrs["dtype"])),
-        lambda a, attrs: f"xp.astype({a[0]}, {dtype_source(attrs['dtype'])})",
+        *printed(lambda a, attrs: f"xp.astype({a[0]}, {dtype_source(attrs['dtype'])})"),
         attrs={"dtype": Attr("dtype")},
         scalar=scalar.cast,
         operand_dtypes=lambda ops, out: [np.dtype(ops[0].dtype)],
@@ -319,26 +292,24 @@ register(
         doc="np.where(condition, a, b): a nonzero condition selects a",
     )
 )
-for _name, _ufunc, _python, _symbol, _float_predicate, _int_predicate in (
-    ("greater", np.greater, operator.gt, ">", "ogt", "sgt"),
-    ("less", np.less, operator.lt, "<", "olt", "slt"),
-    ("greater_equal", np.greater_equal, operator.ge, ">=", "oge", "sge"),
-    ("less_equal", np.less_equal, operator.le, "<=", "ole", "sle"),
-    ("equal", np.equal, operator.eq, "==", "oeq", "eq"),
-    ("not_equal", np.not_equal, operator.ne, "!=", "une", "ne"),
+for _name, _ufunc, _symbol, _float_predicate, _int_predicate in (
+    ("greater", np.greater, ">", "ogt", "sgt"),
+    ("less", np.less, "<", "olt", "slt"),
+    ("greater_equal", np.greater_equal, ">=", "oge", "sge"),
+    ("less_equal", np.less_equal, "<=", "ole", "sle"),
+    ("equal", np.equal, "==", "oeq", "eq"),
+    ("not_equal", np.not_equal, "!=", "une", "ne"),
 ):
     _elementwise(
         _name,
         "compare",
         _ufunc,
         scalar.predicate(_float_predicate, _int_predicate),
-        infix=(_python, _symbol),
+        infix=_symbol,
         cost=2,
     )
-_elementwise(
-    "divide", "binary", np.true_divide, scalar.op("arith.divf"), infix=(operator.truediv, "/")
-)
-_elementwise("power", "binary", np.power, scalar.power, infix=(operator.pow, "**"))
+_elementwise("divide", "binary", np.true_divide, scalar.op("arith.divf"), infix="/")
+_elementwise("power", "binary", np.power, scalar.power, infix="**")
 _elementwise("log", "unary", np.log, scalar.op("math.log"), domain="nonnegative", cost=2)
 _elementwise(
     "sqrt",
@@ -357,11 +328,11 @@ register(
         "unary",
         1,
         results.unary_infer("negative", np.negative),
-        lambda xp, a, attrs: -a[0],
-        lambda a, attrs: f"-{a[0]}",
+        *printed(lambda a, attrs: f"-{a[0]}"),
         ufunc=np.negative,
         scalar=scalar.negative,
         keeps="bounds",
+        call="negative",
         doc="-x (the operator; the same lowering as negative)",
     )
 )
@@ -371,8 +342,9 @@ register(
         "source",
         0,
         results.mask_infer,
-        lambda xp, a, attrs: composites.causal_mask(attrs["size"], np.dtype(attrs["dtype"]), xp),
-        lambda a, attrs: (f"ops.causal_mask({attrs['size']}, {dtype_source(attrs['dtype'])}, xp)"),
+        *printed(
+            lambda a, attrs: f"ops.causal_mask({attrs['size']}, {dtype_source(attrs['dtype'])}, xp)"
+        ),
         attrs={"size": Attr("positive"), "dtype": Attr("dtype")},
         float_only=True,
         cost=2,
@@ -385,8 +357,7 @@ register(
         "gather",
         2,
         results.gather_infer,
-        lambda xp, a, attrs: composites.gather(a[0], a[1]),
-        lambda a, attrs: f"ops.gather({a[0]}, {a[1]})",
+        *printed(lambda a, attrs: f"ops.gather({a[0]}, {a[1]})"),
         keeps="values",
         doc="table[ids] along axis 0 (an embedding lookup); out-of-range ids raise when run",
     )
@@ -415,8 +386,7 @@ register(
         "copy",
         1,
         results.broadcast_to_infer,
-        lambda xp, a, attrs: xp.broadcast_to(a[0], attrs["shape"]),
-        lambda a, attrs: f"xp.broadcast_to({a[0]}, {attrs['shape']!r})",
+        *printed(lambda a, attrs: f"xp.broadcast_to({a[0]}, {attrs['shape']!r})"),
         attrs={"shape": Attr("shape")},
         scalar=scalar.copy,
         operand_dtypes=lambda ops, out: [np.dtype(ops[0].dtype)],

@@ -190,7 +190,11 @@ def reproducer(case: Case, finding: Any) -> str:
         ]
     try:
         text = case.subject.to_python(
-            None, target=backend, footer=footer, input_lines=input_lines(case)
+            None,
+            target=backend,
+            footer=footer,
+            input_lines=input_lines(case),
+            spelling=case.spelling,
         )
     except Exception as error:  # noqa: BLE001 - a reproducer is documentation, not the record
         return header + f"# no standalone reproducer: {error!r}\n"

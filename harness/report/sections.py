@@ -361,11 +361,19 @@ def values_section(families: dict[str, dict[str, float]], cells: list[str]) -> s
     regime_names = sorted({c[7:] for c in cells if c.startswith("regime:")} | set(regimes))
     shapes = families.get("shape", {})
     shape_names = list(SHAPE_FEATURES) + sorted(set(shapes) - set(SHAPE_FEATURES))
+    spelled = families.get("spelling", {})
+    spelled_names = sorted({c[9:] for c in cells if c.startswith("spelling:")} | set(spelled))
     return (
         '<section id="values"><h2>Coverage: value regimes, special values, shapes</h2>'
         + '<div class="row">'
         + _bars("value regimes (cases)", regime_names, regimes, "regime-table")
         + _bars("shape and layout features (cases)", shape_names, shapes, "shape-table")
+        + _bars(
+            "ops written with NumPy's functions (cases; spelling|op)",
+            spelled_names,
+            spelled,
+            "spelling-table",
+        )
         + "</div><h3>Special values × ops</h3>"
         + _hit_line(special, special_cells, "special values × ops")
         + "<p class='note'>Cases whose inputs held the special value, by op of the program.</p>"

@@ -136,7 +136,7 @@ def run_backend(
 
     mark = mark or (lambda backend, stage: None)
     shared = fn is not None
-    fn = fn if shared else compiler.jit(case.function(compiler.xp))
+    fn = fn if shared else compiler.jit(case.traced_function())
     results = []
     for index, inputs in enumerate(input_sets):
         start = time.perf_counter()
@@ -222,7 +222,7 @@ def artifacts(task: Task) -> dict[str, Any]:
 
     case = task.case
     backend = backends.get(task.backends[0])
-    fn = compiler.jit(case.function(compiler.xp))
+    fn = compiler.jit(case.traced_function())
     _, graph, _ = fn.trace(*case.inputs)
     data: dict[str, Any] = {"backend": backend.name, "module": fn.emit(*case.inputs)}
     try:
@@ -270,7 +270,7 @@ def _execute(task: Task) -> TaskResult:
         import compiler
 
         results: list[BackendResult] = []
-        fn = compiler.jit(task.case.function(compiler.xp))
+        fn = compiler.jit(task.case.traced_function())
         try:
             for backend in task.backends:
                 recompile = backend == task.recompile

@@ -224,13 +224,34 @@ def cases(
         last = round(1 / FOCUS_SHARE) - 1
         focused, plain = focus_cases(backends, tuple(focus)), mixed
         mixed = st.integers(0, last).flatmap(lambda coin: focused if coin == last else plain)
-    strategy = with_mlir_variants(mixed, backends)
+    strategy = with_spellings(with_mlir_variants(mixed, backends))
     if not sampled:
         return strategy
     last = round(1 / SAMPLED_SHARE) - 1  # the coin shrinks toward 0: without them
     return st.tuples(strategy, st.integers(0, last)).map(
         lambda pair: pair[0].on(tuple(pair[0].backends) + sampled) if pair[1] == last else pair[0]
     )
+
+
+#: The share of cases written in NumPy's own functions (``np.add(a, b)``, ``np.sum(a)``), the
+#: "numpy" spelling: the frontend's ``__array_ufunc__``/``__array_function__`` dispatch, which
+#: NumPy-style user code goes through and the array-namespace spelling never reaches.
+NUMPY_SPELLING_SHARE = 0.25
+
+
+def with_spellings(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
+    """A share of the cases (``NUMPY_SPELLING_SHARE``; not jit sequences, which spell their
+    own calls) respelled with NumPy's functions; the coin shrinks toward the default."""
+    last = round(1 / NUMPY_SPELLING_SHARE) - 1
+
+    def spell(pair: tuple[Case, int]) -> Case:
+        case, coin = pair
+        if coin != last or "sequence" in case.extra:
+            return case
+        event("spelling:numpy")
+        return case.respelled("numpy")
+
+    return st.tuples(strategy, st.integers(0, last)).map(spell)
 
 
 def _mix(backends: tuple[str, ...], max_nodes: int, mix: str) -> st.SearchStrategy[Case]:

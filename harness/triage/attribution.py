@@ -130,7 +130,7 @@ def known_issue(case: Case, backend: str, message: str = "") -> dict[str, str] |
         return None
     import compiler
 
-    _, graph, _ = compiler.jit(case.function(compiler.xp)).trace(*case.inputs)
+    _, graph, _ = compiler.jit(case.traced_function()).trace(*case.inputs)
     return explain(graph, message, inputs=list(case.inputs))
 
 

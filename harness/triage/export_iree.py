@@ -46,7 +46,7 @@ def iree_inputs(entry: Entry) -> tuple[str, list[np.ndarray]]:
     from ..case import Case
 
     case = Case.from_dict(entry.case["case"])
-    trace, graph, _ = compiler.jit(case.function(compiler.xp)).trace(*case.inputs)
+    trace, graph, _ = compiler.jit(case.traced_function()).trace(*case.inputs)
     arrays = [np.asarray(a) for a in case.inputs]
     arrays += [np.asarray(array) for array, _ in trace.captured.values()]
     stored = [_stages(entry).get("module", ""), entry.mlir.get("module", "")]

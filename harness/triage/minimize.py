@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from compiler.primitives import SPELLINGS
 from strategies.model import REJECTIONS, Input, InvalidProgram, Program, Ref, Subject
 from strategies.model.rewrites import drop_unused_subject_inputs, rewrite_subject
 from strategies.model.sequence import valid
@@ -209,13 +210,27 @@ def _variants_pipeline(case: Case) -> list[tuple[str, Case]]:
     return found
 
 
+def _variants_spelling(case: Case) -> list[tuple[str, Case]]:
+    """The program written in the default spelling (the array namespace and Python's
+    operators): what is left in NumPy's spelling is a failure that needs its dispatch."""
+    default = SPELLINGS[0]
+    if case.spelling == default:
+        return []
+    return [(f"spelled {default}", case.respelled(default))]
+
+
 GENERATORS = (
-    _variants_pipeline, _variants_structure, _variants_joint, _variants_shapes, _variants_values
-)  # fmt: skip
+    _variants_spelling,
+    _variants_pipeline,
+    _variants_structure,
+    _variants_joint,
+    _variants_shapes,
+    _variants_values,
+)
 #: A jit-sequence finding shrinks its sequence (its calls' programs are derived from it).
 SEQUENCE_GENERATORS = (_variants_pipeline, _variants_sequence, _variants_sequence_values)
 # Generators whose candidates are no smaller by ``Case.size`` (values; a shorter pipeline).
-_VALUES = (_variants_values, _variants_sequence_values, _variants_pipeline)
+_VALUES = (_variants_values, _variants_sequence_values, _variants_pipeline, _variants_spelling)
 
 
 def generators(case: Case, finding: Finding) -> tuple[Callable[[Case], list], ...]:

@@ -26,10 +26,18 @@ def function(
     namespace: Any = None,
     extra: RawEquation | None = None,
     overrides: dict[str, Callable[..., Any]] | None = None,
+    spelling: str = "array-api",
 ) -> Callable:
     """``fn(*inputs)`` evaluating ``program`` (then ``extra``, an unchecked equation whose result
-    is returned instead of the output: how an invalid program is evaluated). ``overrides`` give
-    other evaluation rules for some ops (``rule(xp, args, attrs)``): independent references."""
+    is returned instead of the output: how an invalid program is evaluated), written in
+    ``spelling`` (``primitives.SPELLINGS``): its printed form, op by op. ``namespace`` binds
+    ``xp`` (default: the inputs' own namespace, or NumPy's module in the "numpy" spelling, which
+    is what the compiler traces). ``overrides`` give other evaluation rules for some ops
+    (``rule(xp, args, attrs)``): independent references."""
+    rules = {name: p.spelled(spelling)[0] for name, p in primitives.PRIMITIVES.items()}
+    rules.update(overrides or {})
+    if namespace is None and spelling == "numpy":
+        namespace = np
     nodes = program.nodes
     n_inputs = len(program.inputs)
     output = program.output
@@ -47,8 +55,6 @@ def function(
                 return arg.py()
             return args[arg.index] if arg.kind == "input" else values[arg.index]
 
-        rules = {name: p.evaluate for name, p in primitives.PRIMITIVES.items()}
-        rules.update(overrides or {})
         for node in nodes:
             values.append(rules[node.op](xp, [get(a) for a in node.args], node.attrs))
         if extra is not None:

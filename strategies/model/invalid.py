@@ -92,8 +92,8 @@ class InvalidProgram:
     def digest(self) -> str:
         return codec.digest(self.to_dict())
 
-    def as_function(self, namespace: Any = None) -> Callable[..., Any]:
-        return function(self.program, namespace, self.node)
+    def as_function(self, namespace: Any = None, spelling: str = "array-api") -> Callable[..., Any]:
+        return function(self.program, namespace, self.node, spelling=spelling)
 
     def with_program(
         self, program: Program, inputs: Sequence[Input] | None = None

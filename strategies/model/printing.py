@@ -1,7 +1,8 @@
 """Printing programs: a readable listing, and standalone Python reproducers.
 
 A reproducer defines the program as a plain function written against the array namespace of its
-first input (so NumPy, ``jax.numpy`` and the compiler's traced namespace all run it), sets its
+first input (so NumPy, ``jax.numpy`` and the compiler's traced namespace all run it), or against
+NumPy's own functions (the "numpy" spelling: traced tensors dispatch them), sets its
 inputs (exact values, or a seeded generator), evaluates it with NumPy and, optionally, through the
 compiler. How the compiler's answer is *judged* is the caller's ``footer``: the harness prints its
 own error model there, so a reproducer fails exactly when the oracle does.
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
     from .program import Program
 
 
-def render(op: str, args: Sequence[str], attrs: Any) -> str:
-    return primitives.PRIMITIVES[op].render([str(a) for a in args], attrs)
+def render(op: str, args: Sequence[str], attrs: Any, spelling: str = "array-api") -> str:
+    """One equation's right-hand side in ``spelling`` (what evaluation runs, too)."""
+    return primitives.PRIMITIVES[op].spelled(spelling)[1]([str(a) for a in args], attrs)
 
 
 def describe(program: Program) -> str:
@@ -56,19 +58,25 @@ def literal(array: np.ndarray) -> str:
     return f"np.array({one(array.tolist())}, dtype={primitives.dtype_source(array.dtype)})"
 
 
-def function_source(program: Program, extra: RawEquation | None = None) -> list[str]:
-    """``def program(x0, ...)``: the program as a function over its inputs' namespace."""
+def function_source(
+    program: Program, extra: RawEquation | None = None, spelling: str = "array-api"
+) -> list[str]:
+    """``def program(x0, ...)``: the program as a function, written in ``spelling`` over its
+    inputs' namespace ("array-api") or NumPy's module ("numpy")."""
     names = [f"x{i}" for i in range(len(program.inputs))]
     body: list[str] = []
     for i, node in enumerate(program.nodes):
-        body.append(f"    v{i} = {render(node.op, node.args, node.attrs)}  # {node.type}")
+        line = render(node.op, node.args, node.attrs, spelling)
+        body.append(f"    v{i} = {line}  # {node.type}")
     if extra is not None:
-        body.append(f"    return {render(extra.op, extra.args, extra.attrs)}  # invalid")
+        body.append(f"    return {render(extra.op, extra.args, extra.attrs, spelling)}  # invalid")
     else:
         body.append(f"    return {program.output}")
     uses_xp = any("xp." in line or ", xp)" in line for line in body)
     lines = [f"def program({', '.join(names)}):"]
-    if uses_xp:
+    if uses_xp and spelling == "numpy":
+        lines.append("    xp = np  # NumPy's functions: traced tensors dispatch them")
+    elif uses_xp:
         lines.append(f"    xp = {names[0]}.__array_namespace__()" if names else "    xp = np")
     return lines + body
 
@@ -103,6 +111,7 @@ def python_source(
     rejects: Sequence[type[BaseException]] | None = None,
     footer: Sequence[str] | None = None,
     input_lines: Sequence[str] | None = None,
+    spelling: str = "array-api",
 ) -> str:
     """Reproducer source.
 
@@ -111,11 +120,12 @@ def python_source(
     default checks shape and dtype and prints the largest difference: judging values is the
     harness's job); ``input_lines`` replace the input definitions. ``rejects`` set: the program
     is invalid (``extra`` is its unchecked last equation, ``inputs`` its possibly mistyped
-    inputs) and the compiler must raise one of those.
+    inputs) and the compiler must raise one of those. ``spelling`` is how the program is written
+    (``primitives.SPELLINGS``), as the case ran it.
     """
     inputs = program.inputs if inputs is None else inputs
     names = ", ".join(f"x{i}" for i in range(len(inputs)))
-    function = function_source(program, extra)
+    function = function_source(program, extra, spelling)
     uses_ops = any("ops." in line for line in function)
     title = header or f"Reproducer for program {program.digest()[:12]}"
     lines = [f'"""{title} (format v{FORMAT_VERSION})."""', "import numpy as np", ""]

@@ -373,11 +373,12 @@ class Program:
 
     # ---- evaluation, printing, rewriting (in their own modules)
 
-    def as_function(self, namespace: Any = None) -> Callable[..., Any]:
-        """``fn(*inputs)`` evaluating the program with ``namespace`` (default: the inputs' own)."""
+    def as_function(self, namespace: Any = None, spelling: str = "array-api") -> Callable[..., Any]:
+        """``fn(*inputs)`` evaluating the program with ``namespace`` (default: the inputs' own),
+        written in ``spelling`` (``primitives.SPELLINGS``)."""
         from .evaluate import function
 
-        return function(self, namespace)
+        return function(self, namespace, spelling=spelling)
 
     def __str__(self) -> str:
         from .printing import describe

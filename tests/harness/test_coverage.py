@@ -83,6 +83,9 @@ def test_universe_includes_cells_never_hit_and_every_hit_op_cell() -> None:
     assert "op:exp|float32|cpu-blas" in cells and "blas:fallback" in cells
     hit = case_cells(_case([("exp", {})], np.ones(3, np.float32)))
     assert {c for c in hit if c.startswith(("op:", "shape:", "regime:"))} <= cells
+    spelled = case_cells(_case([("exp", {})], np.ones(3, np.float32)).respelled("numpy"))
+    assert "spelling:numpy|exp" in spelled and "spelling:numpy|exp" in cells
+    assert not any(c.startswith("spelling:") for c in hit)
 
 
 def test_novelty_prefers_rare_cells() -> None:

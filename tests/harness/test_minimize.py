@@ -96,3 +96,25 @@ def test_a_contracted_extent_that_must_stay_wide_shrinks_to_its_minimum() -> Non
 
     result = minimize(case, finding, wide, budget_seconds=30)
     assert [i.shape for i in result.case.program.inputs] == [(1, 8), (8, 1)], result.steps
+
+
+def test_the_numpy_spelling_stays_only_when_the_failure_needs_it() -> None:
+    """A failure of any spelling is handed back in the default one (operators and the array
+    namespace); one that needs NumPy's dispatch keeps it, so the reproducer shows the cause."""
+    b = ProgramBuilder()
+    x = b.input((3, 4), "float32")
+    t = b.node("permute_dims", b.node("exp", x), axes=(1, 0))
+    program = b.build(b.node("matmul", t, b.input((3, 2), "float32")))
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal((3, 4)), rng.standard_normal((3, 2))]
+    case = Case(program, [a.astype(np.float32) for a in inputs], ("cpu-loops",))
+    spelled = case.respelled("numpy")
+
+    result = minimize(spelled, planted(spelled), planted, budget_seconds=30)
+    assert result.case.spelling == "array-api" and "spelled array-api" in result.steps
+
+    def needs_dispatch(candidate: Case) -> Finding | None:
+        return planted(candidate) if candidate.spelling == "numpy" else None
+
+    kept = minimize(spelled, planted(spelled), needs_dispatch, budget_seconds=30)
+    assert kept.case.spelling == "numpy" and planted(kept.case) is not None

@@ -229,7 +229,7 @@ def test_the_worker_tells_a_limitation_of_tracing_from_one_of_a_backend(monkeypa
 
     inputs = [np.ones((2, 3), np.float32)]
     [traced] = run_backend(
-        SimpleNamespace(function=lambda xp: refuses), [inputs], "cpu-loops", False
+        SimpleNamespace(traced_function=lambda: refuses), [inputs], "cpu-loops", False
     )
     assert (traced.status, traced.stage) == ("unsupported", "trace")
 
@@ -239,7 +239,7 @@ def test_the_worker_tells_a_limitation_of_tracing_from_one_of_a_backend(monkeypa
         raise UnsupportedFeature("a planted backend limitation")
 
     monkeypatch.setattr(type(backend), "compile", no_compile)
-    case = SimpleNamespace(function=lambda xp: (lambda x: x + 1))
+    case = SimpleNamespace(traced_function=lambda: (lambda x: x + 1))
     [compiled] = run_backend(case, [inputs], "cpu-loops", False)
     assert compiled.status == "unsupported" and compiled.stage != "trace", compiled
     assert compiler.jit(lambda x: x + 1).trace(*inputs)  # tracing itself is fine

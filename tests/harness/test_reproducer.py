@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -33,6 +34,7 @@ def test_a_single_element_perturbation_fails_the_oracle_and_the_verdict(matmul_c
 
 _MAKE = """
 import sys
+import ml_dtypes
 import numpy as np
 from harness.case import Case
 from harness.report.reproducer import reproducer
@@ -95,5 +97,89 @@ def test_an_invalid_program_reproducer_prints_the_violation() -> None:
         assert f"Invalid program ({invalid.violation})" in text
         if invalid.node is not None:
             assert "# invalid" in text  # the violating equation is printed, not just the program
+
+    check()
+
+
+_MAKE_SPELLED = """
+import sys
+import ml_dtypes
+import numpy as np
+from harness.case import Case
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+x = b.input((2, 3), "float32")
+program = b.build(b.node("where", b.node("greater_equal", x, 0.5), x, 0.0))
+case = Case(program, [np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)], ("cpu-loops",))
+with Runner(None, use_jax=False) as runner:
+    assert not runner.evaluate(case).findings  # the operator spelling does not reach the bug
+    spelled = case.respelled("numpy")
+    (finding,) = runner.evaluate(spelled).findings
+open(sys.argv[1], "w").write(reproducer(spelled, finding))
+"""
+
+
+@pytest.mark.slow
+def test_a_reproducer_calls_the_compiler_as_the_failing_case_did(tmp_path: Path) -> None:
+    """A bug in NumPy's dispatch (``np.greater_equal`` on a traced tensor refused) is found by a
+    case written with NumPy's functions, and its reproducer is written so too: it fails on the
+    bug and passes without it (one printed with ``>=`` passed on the bug)."""
+    mutation = Mutation(
+        "lost-ufunc-dispatch",
+        "frontend/tensor.py",
+        "table.setdefault(prim.ufunc.__name__, _elementwise_function(prim.name))",
+        "prim.name == 'greater_equal' or table.setdefault(prim.ufunc.__name__, "
+        "_elementwise_function(prim.name))",
+        "np.greater_equal on a traced tensor is refused",
+    )
+    scratch = apply(mutation, tmp_path / "src")
+    planted = scratch_environment(scratch)
+    script = tmp_path / "reproducer.py"
+    made = subprocess.run(
+        [sys.executable, "-c", _MAKE_SPELLED, str(script)],
+        cwd=tmp_path, env=planted, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    text = script.read_text()
+    assert "xp = np" in text and "xp.greater_equal(x0, 0.5)" in text, text
+    with_bug = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=planted, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert with_bug.returncode != 0 and "greater_equal" in with_bug.stderr, with_bug.stderr[-2000:]
+    clean = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
+
+
+def test_the_printed_function_is_the_evaluated_one() -> None:
+    """For generated cases in both spellings, the reproducer's function (its printed text,
+    executed) computes exactly what the case's own evaluation does."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from harness.session.generate import cases
+    from strategies.model.printing import function_source
+
+    @settings(max_examples=40, database=None, suppress_health_check=list(HealthCheck))
+    @given(cases(("cpu-loops",), mix="programs"), st.sampled_from(["array-api", "numpy"]))
+    def check(case, spelling):
+        case = case.respelled(spelling)
+        scope = {"np": np, "ops": __import__("compiler.ops").ops, "ml_dtypes": ml_dtypes}
+        exec("\n".join(function_source(case.program, spelling=spelling)), scope)
+        with np.errstate(all="ignore"):
+            try:
+                expected = case.function(np)(*case.inputs)
+            except (ValueError, TypeError, FloatingPointError) as error:
+                with pytest.raises(type(error)):
+                    scope["program"](*case.inputs)
+                return
+            printed = scope["program"](*case.inputs)
+        assert np.asarray(printed).dtype == np.asarray(expected).dtype
+        np.testing.assert_array_equal(printed, expected)
 
     check()

@@ -138,7 +138,7 @@ def test_xla_sine_of_a_huge_exp_is_not_a_finding():
     from harness.verdict import judge_output
 
     case = _sin_exp_case([0.25, 1.0, 42.620306275813974])
-    actual = compiler.jit(case.function(compiler.xp))(*case.inputs, target="xla-cpu")
+    actual = compiler.jit(case.traced_function())(*case.inputs, target="xla-cpu")
     verdict = judge_output(case, actual, backend="xla-cpu")
     assert verdict.ok, verdict.reason
 
@@ -160,7 +160,7 @@ def test_a_composites_internal_roundings_bound_its_elements():
 
     fixture = Path(__file__).parent / "fixtures" / "attend_float32_rounding_case.json"
     case = Case.from_dict(json.loads(fixture.read_text()))
-    actual = compiler.jit(case.function(compiler.xp))(*case.inputs, target="cpu-loops@O0")
+    actual = compiler.jit(case.traced_function())(*case.inputs, target="cpu-loops@O0")
     verdict = judge_output(case, actual, backend="cpu-loops@O0")
     assert verdict.ok, verdict.reason
     wrong = actual.copy()
@@ -208,7 +208,7 @@ def test_a_nan_from_opposite_infinite_products_is_a_correct_order():
 
     fixture = Path(__file__).parent / "fixtures" / "feedforward_opposite_infinities_case.json"
     case = Case.from_dict(json.loads(fixture.read_text()))
-    actual = compiler.jit(case.function(compiler.xp))(*case.inputs, target="cpu-loops@O0")
+    actual = compiler.jit(case.traced_function())(*case.inputs, target="cpu-loops@O0")
     assert np.isnan(actual).any()
     verdict = judge_output(case, actual, backend="cpu-loops@O0")
     assert verdict.ok, verdict.reason
@@ -232,7 +232,7 @@ def test_an_int_float_matmul_with_opposite_infinite_products_is_judged_alike():
     fixture = Path(__file__).parent / "fixtures" / "int_float_matmul_opposite_infinities_case.json"
     case = Case.from_dict(json.loads(fixture.read_text()))
     assert {i.dtype for i in case.program.inputs} == {"int32", "float64"}
-    actual = compiler.jit(case.function(compiler.xp))(*case.inputs, target="cpu-loops@O0")
+    actual = compiler.jit(case.traced_function())(*case.inputs, target="cpu-loops@O0")
     assert np.isnan(actual).any()
     assert judge_output(case, actual, backend="cpu-loops@O0").ok
     with np.errstate(all="ignore"):

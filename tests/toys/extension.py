@@ -13,7 +13,8 @@ from compiler.lower.emit import build
 from compiler.primitives import Primitive, scalar
 from compiler.primitives.results import unary_infer
 
-# The whole of a new elementwise primitive: its NumPy rule, its evaluation, its MLIR body.
+# The whole of a new elementwise primitive: its NumPy rule, its printed form (which evaluation
+# runs), its MLIR body.
 if "expm1" not in primitives.PRIMITIVES:
     primitives.register(
         Primitive(
@@ -21,8 +22,7 @@ if "expm1" not in primitives.PRIMITIVES:
             "unary",
             1,
             unary_infer("expm1", np.expm1),
-            lambda xp, a, attrs: xp.expm1(a[0]),
-            lambda a, attrs: f"xp.expm1({a[0]})",
+            *primitives.printed(lambda a, attrs: f"xp.expm1({a[0]})"),
             ufunc=np.expm1,
             scalar=scalar.op("math.expm1"),
         )
