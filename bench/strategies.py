@@ -20,7 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from strategies import cases, invalid_programs, programs  # noqa: E402
+from harness.session.generate import cases  # noqa: E402
+from strategies import invalid_programs, programs  # noqa: E402
 
 
 def measure(strategy: st.SearchStrategy[Any], examples: int) -> tuple[float, Counter[int]]:
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
         ("programs(max_nodes=16)", lambda: programs(max_nodes=16)),
         ("programs(min_nodes=4, max_nodes=12)", lambda: programs(min_nodes=4, max_nodes=12)),
         ("cases()", cases),
-        ("cases(programs(max_nodes=16))", lambda: cases(programs(max_nodes=16))),
+        ("cases(max_nodes=16)", lambda: cases(max_nodes=16)),
         ("invalid_programs()", invalid_programs),
     ]
     print(f"{'strategy':40} {'per second':>12} {'mean nodes':>11}")
