@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.session.fuzz import FuzzOptions, session  # noqa: E402
+from harness.session.fuzz import FuzzOptions  # noqa: E402
+from harness.session.parent import session  # noqa: E402
 
 
 def _options(seconds: float, workers: int, relations: bool, corpus: Path) -> FuzzOptions:

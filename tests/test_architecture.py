@@ -203,3 +203,16 @@ def test_the_spelling_is_how_the_compiler_is_called(monkeypatch, spelling) -> No
     else:
         traced.trace(*case.inputs)
     assert case.respelled("array-api").extra == {}  # the default is not stored
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench").glob("*.py")))
+def test_every_bench_script_still_imports(script: str) -> None:
+    """The benches are run by hand, not by the suite: two of them had stopped importing after
+    modules moved. ``--help`` imports everything and exits before measuring."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--help"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
