@@ -145,8 +145,13 @@ def case_cells(case: Case, backends: list[str] | None = None) -> set[str]:
         for op in set(case.subject.ops):
             cells.add(f"special:{special}|{op}")
     cells.update(f"shape:{feature}" for feature in _shape_features(program))
-    if case.spelling != primitives.SPELLINGS[0]:  # each op reached through NumPy's dispatch
-        cells.update(f"spelling:{case.spelling}|{op}" for op in set(case.subject.ops))
+    spelling = case.spelling  # each op the spelling reaches another way (dispatch, a method)
+    if spelling != primitives.SPELLINGS[0]:
+        cells.update(
+            f"spelling:{spelling}|{op}"
+            for op in set(case.subject.ops)
+            if primitives.get(op).respelled(spelling)
+        )
     return cells
 
 
@@ -181,7 +186,12 @@ def universe(
     cells |= {f"regime:{r}" for r in regimes}
     cells |= {f"special:{s}|{op}" for s in SPECIAL_NAMES for op in ops}
     cells |= {f"shape:{f}" for f in SHAPE_FEATURES}
-    cells |= {f"spelling:{s}|{op}" for s in primitives.SPELLINGS[1:] for op in ops}
+    cells |= {
+        f"spelling:{s}|{op}"
+        for s in primitives.SPELLINGS[1:]
+        for op in ops
+        if primitives.get(op).respelled(s)
+    }
     if any("blas" in b for b in backends):
         cells |= {f"blas:{p}" for p in ("gemm", "gemm-ld", "gemm-transposed", "fallback")}
     return cells

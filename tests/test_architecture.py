@@ -159,6 +159,22 @@ def test_every_table_entry_evaluates_what_it_prints() -> None:
             assert prim.spelled("numpy")[1](["a", "b"][: prim.arity], {}).startswith(
                 f"xp.{prim.call}("
             )
+    methods = {p.name for p in primitives.PRIMITIVES.values() if p.method is not None}
+    assert {"matmul", "sum", "reshape", "permute_dims", "astype", "abs"} <= methods
+    x = np.arange(6.0).reshape(2, 3)
+    for name, attrs, expected in [
+        ("sum", {"axis": 0, "keepdims": True}, x.sum(axis=0, keepdims=True)),
+        ("reshape", {"shape": (3, 2)}, x.reshape(3, 2)),
+        ("reshape", {"shape": (6,)}, x.reshape(6)),
+        ("permute_dims", {"axes": (1, 0)}, x.T),
+        ("astype", {"dtype": "int32"}, x.astype(np.int32)),
+    ]:
+        evaluate, render = primitives.get(name).spelled("methods")
+        assert render(["x"], attrs).startswith("x."), render(["x"], attrs)
+        got = evaluate(np, [x], attrs)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+    assert primitives.get("matmul").spelled("methods")[1](["a", "b"], {}) == "a @ b"
     greater_equal = primitives.get("greater_equal")
     assert greater_equal.render(["a", "b"], {}) == "a >= b"
     assert greater_equal.spelled("numpy")[1](["a", "b"], {}) == "xp.greater_equal(a, b)"
@@ -170,10 +186,11 @@ def test_every_table_entry_evaluates_what_it_prints() -> None:
         greater_equal.spelled("fortran")
 
 
-@pytest.mark.parametrize("spelling", ["array-api", "numpy"])
+@pytest.mark.parametrize("spelling", ["array-api", "numpy", "methods"])
 def test_the_spelling_is_how_the_compiler_is_called(monkeypatch, spelling) -> None:
-    """The "numpy" spelling reaches the traced tensor's ufunc dispatch; the default spelling
-    its operators: a dispatch table that lost ``np.greater_equal`` is seen only by the first."""
+    """The "numpy" spelling reaches the traced tensor's ufunc dispatch, "methods" its methods,
+    the default its operators and namespace: a dispatch table that lost ``np.greater_equal`` is
+    seen only by the first, a broken ``Tensor.sum`` only by the second."""
     import compiler
     from compiler import UnsupportedFeature
     from compiler.frontend import tensor
@@ -187,21 +204,28 @@ def test_the_spelling_is_how_the_compiler_is_called(monkeypatch, spelling) -> No
         del table["greater_equal"]
         return table
 
+    def no_sum(self, *args, **kwargs):
+        raise UnsupportedFeature("a planted Tensor.sum")
+
     monkeypatch.setattr(tensor, "_ufuncs", lost)
+    monkeypatch.setattr(tensor.Tensor, "sum", no_sum)
     b = ProgramBuilder()
     x = b.input((2, 3), "float32")
-    program = b.build(b.node("where", b.node("greater_equal", x, 0.5), x, 0.0))
+    chosen = b.node("where", b.node("greater_equal", x, 0.5), x, 0.0)
+    program = b.build(b.node("sum", chosen, axis=0))
     case = Case(program, [np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)])
     case = case.respelled(spelling)
     assert case.spelling == spelling
-    expected = np.where(case.inputs[0] >= 0.5, case.inputs[0], np.float32(0.0))
+    expected = np.where(case.inputs[0] >= 0.5, case.inputs[0], np.float32(0.0)).sum(axis=0)
     np.testing.assert_array_equal(case.function(np)(*case.inputs), expected)
     traced = compiler.jit(case.traced_function())
-    if spelling == "numpy":
-        with pytest.raises(UnsupportedFeature, match="greater_equal"):
-            traced.trace(*case.inputs)
-    else:
+    if spelling == "array-api":
         traced.trace(*case.inputs)
+    else:
+        with pytest.raises(
+            UnsupportedFeature, match={"numpy": "greater_equal"}.get(spelling, "sum")
+        ):
+            traced.trace(*case.inputs)
     assert case.respelled("array-api").extra == {}  # the default is not stored
 
 
@@ -211,8 +235,9 @@ def test_every_bench_script_still_imports(script: str) -> None:
     modules moved. ``--help`` imports everything and exits before measuring."""
     import subprocess
 
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_PLUGINS"}  # the toys' fixture
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / script), "--help"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        capture_output=True, text=True, cwd=ROOT, timeout=120, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

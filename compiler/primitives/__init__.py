@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,10 +44,24 @@ KINDS = (*ELEMENTWISE_KINDS, "reduction", "matmul", "layout", "source", "gather"
 #: the traced namespace under ``jit``) and Python's operators (``a + b``, ``a.T``). "numpy":
 #: NumPy's own functions and ufuncs (``np.add(a, b)``, ``np.sum(a, axis=0)``), which traced
 #: tensors take over through ``__array_ufunc__``/``__array_function__``: NumPy-style user code.
-SPELLINGS = ("array-api", "numpy")
+#: "methods": the array's methods and operators where an entry has them (``a @ b``,
+#: ``x.sum(axis=0)``, ``x.reshape(2, 3)``, ``x.transpose(1, 0)``, ``x.astype(...)``, ``abs(x)``).
+SPELLINGS = ("array-api", "numpy", "methods")
 
 #: Attribute kinds: how a static attribute is checked, stored (JSON) and printed.
 ATTR_KINDS = ("axis", "bool", "shape", "axes", "index", "dtype", "positive")
+
+
+#: A valid value of each attribute kind, to print an entry without a program.
+_SAMPLE_ATTR = {
+    "axis": 0,
+    "bool": False,
+    "shape": (1,),
+    "axes": (0,),
+    "index": (),
+    "dtype": "float32",
+    "positive": 1,
+}
 
 
 @dataclass(frozen=True)
@@ -157,6 +172,9 @@ class Primitive:
     #: NumPy's function for an entry printed as a Python operator or attribute (``a + b``,
     #: ``-a``, ``a.T``): the "numpy" spelling calls it instead.
     call: str = ""
+    #: Its printed form as the array's method or operator, where it has one (``x.sum(...)``,
+    #: ``a @ b``): the "methods" spelling prints (and so evaluates) this instead.
+    method: Render | None = None
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -172,12 +190,26 @@ class Primitive:
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
 
+    def respelled(self, spelling: str) -> bool:
+        """Does ``spelling`` reach the compiler another way for this entry (another function,
+        method or namespace than the default spelling's)? An index ``x[k]`` and a composite
+        ``ops.gelu(x)`` are written alike in every spelling."""
+        evaluate, render = self.spelled(spelling)
+        if render is not self.render:
+            return True
+        sample = {name: _SAMPLE_ATTR[attr.kind] for name, attr in self.attrs.items()}
+        return spelling == "numpy" and bool(
+            re.search(r"\bxp\b", render(["_0"] * self.arity, sample))
+        )
+
     def spelled(self, spelling: str) -> tuple[Evaluate, Render]:
         """(evaluate, render) in ``spelling`` (see ``SPELLINGS``)."""
         if spelling not in SPELLINGS:
             raise ValueError(f"unknown spelling {spelling!r} (one of {SPELLINGS})")
         if spelling == "numpy" and self.call:
             return _numpy_call(self.call)
+        if spelling == "methods" and self.method is not None:
+            return _method(self.method)
         return self.evaluate, self.render
 
     def __reduce__(self) -> tuple:  # pickles by name: the table is the identity
@@ -215,6 +247,11 @@ def _numpy_call(name: str) -> tuple[Evaluate, Render]:
     def render(args: Sequence[str], attrs: Mapping[str, Any]) -> str:
         return f"xp.{name}({', '.join(args)})"
 
+    return rendered(render), render
+
+
+@functools.cache
+def _method(render: Render) -> tuple[Evaluate, Render]:
     return rendered(render), render
 
 

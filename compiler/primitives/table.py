@@ -130,6 +130,7 @@ def _reduction(name: str, fn: Any, depth_factor: float, **meta: Any) -> None:
             1,
             results.reduction_infer(name, fn),
             *printed(lambda a, attrs: f"xp.{name}({a[0]}{_kwargs(attrs, _REDUCTION_ATTRS)})"),
+            method=lambda a, attrs: f"{a[0]}.{name}({_kwargs(attrs, _REDUCTION_ATTRS)[2:]})",
             attrs=_REDUCTION_ATTRS,
             ufunc=fn,
             error_depth=_depth_reduction(depth_factor),
@@ -185,6 +186,7 @@ register(
         results.matmul_infer,
         *_call("matmul"),
         ufunc=np.matmul,
+        method=lambda a, attrs: f"{a[0]} @ {a[1]}",
         error_depth=_depth_contraction,
         doc="np.matmul: 1-D operands, 2-D, and broadcast batch dimensions of any rank",
     )
@@ -197,6 +199,7 @@ register(
         results.transpose_infer,
         *printed(lambda a, attrs: f"{a[0]}.T"),
         call="transpose",
+        method=lambda a, attrs: f"{a[0]}.transpose()",
         doc="x.T: all axes reversed",
         **_LAYOUT,
     )
@@ -216,6 +219,7 @@ _elementwise(
     scalar.op("math.absf", "math.absi"),
     result_range="nonnegative",
     keeps="bounds",
+    method=lambda a, attrs: f"abs({a[0]})",
 )
 _elementwise("tanh", "unary", np.tanh, scalar.op("math.tanh"), result_range="bounded")
 _elementwise(
@@ -231,6 +235,7 @@ register(
         1,
         results.permute_infer,
         *printed(lambda a, attrs: f"xp.permute_dims({a[0]}, {attrs['axes']!r})"),
+        method=lambda a, attrs: f"{a[0]}.transpose({', '.join(map(str, attrs['axes']))})",
         attrs={"axes": Attr("axes")},
         **_LAYOUT,
     )
@@ -242,6 +247,7 @@ register(
         1,
         results.reshape_infer,
         *printed(lambda a, attrs: f"xp.reshape({a[0]}, {attrs['shape']!r})"),
+        method=lambda a, attrs: f"{a[0]}.reshape({', '.join(map(str, attrs['shape'])) or '()'})",
         attrs={"shape": Attr("shape")},
         **_LAYOUT,
     )
@@ -269,6 +275,7 @@ register(
         1,
         results.astype_infer,
         *printed(lambda a, attrs: f"xp.astype({a[0]}, {dtype_source(attrs['dtype'])})"),
+        method=lambda a, attrs: f"{a[0]}.astype({dtype_source(attrs['dtype'])})",
         attrs={"dtype": Attr("dtype")},
         scalar=scalar.cast,
         operand_dtypes=lambda ops, out: [np.dtype(ops[0].dtype)],

@@ -141,9 +141,52 @@ def _unfused_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     return out
 
 
+def _sequential_sum(
+    a: np.ndarray,
+    reverse: bool,
+    axis: Any = None,
+    dtype: Any = None,
+    keepdims: bool = False,
+    **rest: Any,
+) -> np.ndarray | None:
+    """``np.add.reduce`` as one running sum along the reduced elements (last to first when
+    ``reverse``): another correct order than NumPy's pairwise one, whose error a vectorized or
+    looping backend may have. Adding 0.1 to partial sums of 2**52 loses it in one order and keeps
+    it in another: a float64 mean of such values was 0.0012 in NumPy and 0.0 on cpu-vector, both
+    correct. None where NumPy's own reduction should run (no float, empty, other arguments)."""
+    if rest.get("initial", np._NoValue) is not np._NoValue or rest.get("where", True) is not True:
+        return None
+    if set(rest) - {"initial", "where"}:
+        return None
+    a = np.asarray(a)
+    work = np.dtype(dtype) if dtype is not None else a.dtype
+    if not is_float(work) or a.ndim == 0 or a.size == 0:
+        return None
+    if axis is None:
+        axes = tuple(range(a.ndim))
+    else:
+        axes = tuple(np.lib.array_utils.normalize_axis_tuple(axis, a.ndim))
+    if not axes:
+        return None
+    moved = np.moveaxis(a.astype(work, copy=False), axes, range(-len(axes), 0))
+    flat = moved.reshape(moved.shape[: a.ndim - len(axes)] + (-1,))
+    if reverse:
+        flat = flat[..., ::-1]
+    try:
+        total = np.add.accumulate(flat, axis=-1)[..., -1]
+    except TypeError:  # a dtype without an accumulate loop: NumPy's own order
+        return None
+    if keepdims:
+        total = np.expand_dims(total, tuple(sorted(axes)))
+    return np.asarray(total, dtype=work)
+
+
 class _Rounding(np.ndarray):
     """An array whose every ufunc result (arithmetic, matmul, reductions) is passed through
-    ``move``: NumPy's own code for a composite, evaluated with each rounding step perturbed."""
+    ``move``: NumPy's own code for a composite, evaluated with each rounding step perturbed;
+    sums run in one sequential order (``reverse``: last to first) instead of pairwise."""
+
+    reverse = False
 
     @staticmethod
     def move(value: Any) -> Any:
@@ -159,6 +202,8 @@ class _Rounding(np.ndarray):
         result = None
         if ufunc is np.matmul and method == "__call__" and out is None and len(plain) == 2:
             result = _unfused_matmul(np.asarray(plain[0]), np.asarray(plain[1]))
+        elif ufunc is np.add and method == "reduce" and out is None and len(plain) == 1:
+            result = _sequential_sum(plain[0], self.reverse, **kwargs)
         if result is None:
             result = getattr(ufunc, method)(*plain, **kwargs)
         if out is not None:  # moved in place: NumPy's own code may read ``out`` afterwards
@@ -178,8 +223,9 @@ class _Rounding(np.ndarray):
 def perturbed_reference(case: Case, run: int) -> Reference:
     """The program in NumPy in its own dtypes, each finite nonzero float result of each
     operation (inside composites, reductions and matmuls: of each of their steps) moved one ulp
-    up or down at random (seeded by the inputs and ``run``): a correct evaluation that rounds
-    differently. NumPy's own error is the error model's measure of how hard an element
+    up or down at random (seeded by the inputs and ``run``), every sum added up in one running
+    order (first to last in odd runs, last to first in even ones: ``_sequential_sum``): a
+    correct evaluation that rounds differently. NumPy's own error is the error model's measure of how hard an element
     is, and at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``, ``exp``
     is 3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in [-1, 1],
     yet NumPy happened to land near the truth and XLA's answer was rejected. Where an element
@@ -216,7 +262,9 @@ def perturbed_reference(case: Case, run: int) -> Reference:
         # every arithmetic result inside it is moved instead (a float32 attention block whose
         # internals moved by an ulp moved one output element by up to 8.8e-5 while NumPy's
         # own error there was 3.2e-7: a correct backend was rejected).
-        rounding = type("Rounding", (_Rounding,), {"move": staticmethod(perturb)})
+        rounding = type(
+            "Rounding", (_Rounding,), {"move": staticmethod(perturb), "reverse": run % 2 == 0}
+        )
 
         def inside(xp: Any, operands: list[Any], attrs: dict[str, Any]) -> Any:
             wrapped = [o.view(rounding) if type(o) is np.ndarray else o for o in operands]

@@ -164,7 +164,7 @@ class Driver:
         self.known = Known(self.corpus, announce=index == 0)
         self.saved: list[str] = []
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
-        self.exercised: set[tuple[str, str]] = set()  # (op, dtype) pairs judged so far
+        self.exercised: set[tuple[str, str]] = set()  # focus items judged so far
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -196,14 +196,15 @@ class Driver:
         return judgement.findings
 
     def focus_pairs(self) -> tuple[tuple[str, str], ...]:
-        """The (op, dtype) pairs no case of this driver has exercised yet, this driver's share
+        """The focus items (``generate.focus_items``: (op, dtype) pairs, then ops a spelling
+        writes another way) no case of this driver has exercised yet, this driver's share
         of them first (driver i of n takes every n-th pair, so n drivers cover the table n
         times faster); none once the table is covered, or with ``focus`` off."""
         if not self.options.focus:
             return ()
-        from strategies import op_dtype_pairs
+        from .generate import focus_items
 
-        pairs, workers = op_dtype_pairs(), max(1, self.options.workers)
+        pairs, workers = focus_items(), max(1, self.options.workers)
         left = [p for p in pairs if p not in self.exercised]
         mine = [p for k, p in enumerate(pairs) if k % workers == self.index % workers]
         return tuple(p for p in mine if p not in self.exercised) or tuple(left)
@@ -260,7 +261,7 @@ class Driver:
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as hypothesis_seed
 
-        from .generate import cases, exercised_pairs
+        from .generate import cases, exercised_items
 
         self.recover_pending()
         self.resume_unminimized()
@@ -297,7 +298,7 @@ class Driver:
                 elif now >= deadline and self.options.rounds is None:
                     return
                 findings = self.judge(case)
-                self.exercised |= exercised_pairs(case.program)
+                self.exercised |= exercised_items(case)
                 if now - last_flush > 1.0:
                     self._flush_stats()
                     last_flush = now

@@ -10,6 +10,7 @@ not exercised yet; a quarter of its cases then start from one of them (``focus_c
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from compiler import primitives
-from strategies import invalid_programs, programs, samples
+from strategies import invalid_programs, op_dtype_pairs, programs, samples
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
 from strategies.gen.values import input_values
@@ -44,12 +45,40 @@ def focus_cases(
     """A small program whose first step is one (op, dtype) of ``pairs``: the session passes
     those its cases have not exercised yet, so every op meets every dtype it takes early in a
     session, however rarely random programs draw it (an int32 matmul was 3% of them)."""
-    op, dtype = draw(st.sampled_from(pairs))
+    op, item = draw(st.sampled_from(pairs))
+    spelling = item[len(SPELLED) :] if item.startswith(SPELLED) else None
+    dtype = _first_dtypes()[op] if spelling else item
     # One step beyond what the op needs: more steps leave the first one dead more often.
     budget = primitives.get(op).cost + 1
     drawn = draw(samples(programs(max_nodes=budget, dtypes=[dtype], first=op)))
     event("origin:focus")
-    return Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/{drawn.regime}")
+    case = Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/{drawn.regime}")
+    return case.respelled(spelling) if spelling else case
+
+
+#: The second member of a focus item that names a spelling instead of a dtype.
+SPELLED = "spelling:"
+
+
+@functools.cache
+def _first_dtypes() -> dict[str, str]:
+    first: dict[str, str] = {}
+    for op, dtype in op_dtype_pairs():
+        first.setdefault(op, dtype)
+    return first
+
+
+def focus_items() -> tuple[tuple[str, str], ...]:
+    """What focused cases start from: every (op, dtype) pair of the table, then
+    (op, "spelling:<name>") for each op a non-default spelling reaches another way (NumPy's
+    dispatch of ``np.sum``, the method ``x.sum``): 200 pairs and 43 spelled ops today."""
+    spelled = [
+        (op, SPELLED + spelling)
+        for spelling in primitives.SPELLINGS[1:]
+        for op in _first_dtypes()
+        if primitives.get(op).respelled(spelling)
+    ]
+    return (*op_dtype_pairs(), *spelled)
 
 
 def exercised_pairs(program: Any) -> set[tuple[str, str]]:
@@ -59,6 +88,20 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
     for equation in program.nodes:
         dtypes = [t.dtype for t in program.arg_types(equation) if t.dtype != "bool"]
         found.add((equation.op, dtypes[0] if dtypes else equation.type.dtype))
+    return found
+
+
+def exercised_items(case: Case) -> set[tuple[str, str]]:
+    """The focus items (``focus_items``) a case exercises: its program's (op, dtype) pairs and,
+    in a non-default spelling, (op, "spelling:<name>") for each op it writes another way."""
+    found = exercised_pairs(case.program)
+    spelling = case.spelling
+    if spelling != primitives.SPELLINGS[0]:
+        found |= {
+            (op, SPELLED + spelling)
+            for op in set(case.program.ops)
+            if primitives.get(op).respelled(spelling)
+        }
     return found
 
 
@@ -233,25 +276,28 @@ def cases(
     )
 
 
-#: The share of cases written in NumPy's own functions (``np.add(a, b)``, ``np.sum(a)``), the
-#: "numpy" spelling: the frontend's ``__array_ufunc__``/``__array_function__`` dispatch, which
-#: NumPy-style user code goes through and the array-namespace spelling never reaches.
-NUMPY_SPELLING_SHARE = 0.25
+#: The share of cases in each spelling but the default (``compiler.primitives.SPELLINGS``):
+#: "numpy" (``np.add(a, b)``, ``np.sum(a)``: the frontend's ``__array_ufunc__`` and
+#: ``__array_function__`` dispatch, which NumPy-style user code goes through) and "methods"
+#: (``a @ b``, ``x.sum(axis=0)``, ``x.reshape(2, 3)``: the traced tensor's methods), which the
+#: array-namespace spelling never reaches.
+SPELLING_SHARE = {"numpy": 1 / 3, "methods": 1 / 3}
 
 
 def with_spellings(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
-    """A share of the cases (``NUMPY_SPELLING_SHARE``; not jit sequences, which spell their
-    own calls) respelled with NumPy's functions; the coin shrinks toward the default."""
-    last = round(1 / NUMPY_SPELLING_SHARE) - 1
+    """Shares of the cases (``SPELLING_SHARE``; not jit sequences, which spell their own calls)
+    respelled; the draw shrinks toward the default spelling."""
+    slots = round(1 / min(SPELLING_SHARE.values()))
+    spelled = {slots - 1 - i: name for i, name in enumerate(SPELLING_SHARE)}
 
     def spell(pair: tuple[Case, int]) -> Case:
         case, coin = pair
-        if coin != last or "sequence" in case.extra:
+        if coin not in spelled or "sequence" in case.extra:
             return case
-        event("spelling:numpy")
-        return case.respelled("numpy")
+        event(f"spelling:{spelled[coin]}")
+        return case.respelled(spelled[coin])
 
-    return st.tuples(strategy, st.integers(0, last)).map(spell)
+    return st.tuples(strategy, st.integers(0, slots - 1)).map(spell)
 
 
 def _mix(backends: tuple[str, ...], max_nodes: int, mix: str) -> st.SearchStrategy[Case]:

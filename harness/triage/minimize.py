@@ -212,7 +212,7 @@ def _variants_pipeline(case: Case) -> list[tuple[str, Case]]:
 
 def _variants_spelling(case: Case) -> list[tuple[str, Case]]:
     """The program written in the default spelling (the array namespace and Python's
-    operators): what is left in NumPy's spelling is a failure that needs its dispatch."""
+    operators): a spelling left is one the failure needs (NumPy's dispatch, a method)."""
     default = SPELLINGS[0]
     if case.spelling == default:
         return []

@@ -51,7 +51,7 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from harness.session.fuzz import Driver
-    from harness.session.generate import cases, exercised_pairs
+    from harness.session.generate import cases, exercised_pairs, focus_items
     from strategies import op_dtype_pairs
 
     pairs = op_dtype_pairs()
@@ -79,7 +79,8 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
     drivers = [Driver(options, 0), Driver(options, 1)]
     try:
         first, second = (d.focus_pairs() for d in drivers)
-        assert not set(first) & set(second) and set(first) | set(second) == set(pairs)
+        assert not set(first) & set(second) and set(first) | set(second) == set(focus_items())
+        assert set(pairs) < set(focus_items())
         drivers[0].exercised |= set(first)  # its share done: the rest of the table is next
         assert set(drivers[0].focus_pairs()) == set(second)
         drivers[0].exercised |= set(second)
@@ -90,6 +91,39 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
     finally:
         for driver in drivers:
             driver.close()
+
+
+def test_focus_items_reach_each_op_in_each_spelling() -> None:
+    """Beyond (op, dtype) pairs, the focus names each op a spelling writes another way (NumPy's
+    dispatch, a method): a focused case then starts from it in that spelling, and exercising it
+    there takes it out of the focus."""
+    from collections import Counter
+
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from harness.session.generate import SPELLED, cases, exercised_items, focus_items
+
+    items = focus_items()
+    assert ("sum", SPELLED + "methods") in items and ("sum", SPELLED + "numpy") in items
+    assert ("exp", SPELLED + "numpy") in items and ("exp", SPELLED + "methods") not in items
+    assert ("gelu", SPELLED + "numpy") not in items  # written ops.gelu(x) in every spelling
+    spellings: Counter[str] = Counter()
+    started: list[bool] = []
+
+    @seed(7)
+    @settings(
+        max_examples=120, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(mix="programs", focus=(("sum", SPELLED + "methods"),)))
+    def collect(case) -> None:
+        if case.origin.startswith("focus"):
+            spellings[case.spelling] += 1
+            started.append(("sum", SPELLED + "methods") in exercised_items(case))
+
+    collect()
+    assert spellings["methods"] >= 0.6 * sum(spellings.values()), spellings
+    assert sum(started) >= 0.5 * len(started), started
 
 
 def test_one_round_in_four_is_guided_unless_turned_off(monkeypatch) -> None:

@@ -286,3 +286,30 @@ def test_an_exported_script_accepts_the_non_finite_values_the_oracle_accepts():
     assert status(np.array([np.inf, 1.0, 2.0])) == 0
     assert status(np.array([-np.inf, 1.0, 2.0])) != 0
     assert status(np.array([5.0, 1.0, 2.0])) != 0
+
+
+def test_a_sum_in_another_order_is_judged_correct():
+    """A 3-minute session (seed 1; found by a planted-bug run, on the clean compiler): a float64
+    mean of 84 values holding +-2.8e306 pairs and eight 2**52, whose true mean 0.1/84 survives
+    NumPy's pairwise order (and cpu-loops's forward one) by luck; cpu-vector's lanes add 0.1 to
+    partial sums of 2**52, where it is lost: 0.0, as correct as NumPy's. The perturbed runs now
+    sum in one sequential order each (forward, reversed), so that conditioning is measured."""
+    import json
+    from pathlib import Path
+
+    import compiler
+    from harness.case import Case
+    from harness.run.references import perturbed_reference
+    from harness.verdict import judge_output
+
+    fixture = Path(__file__).parent / "fixtures" / "mean_of_cancelling_extremes_case.json"
+    case = Case.from_dict(json.loads(fixture.read_text()))
+    assert case.program.ops == ("mean",)
+    actual = compiler.jit(case.traced_function())(*case.inputs, target="cpu-vector@O0")
+    expected = case.function(np)(*case.inputs)
+    reversed_run = perturbed_reference(case, 2).output
+    assert abs(reversed_run.item() - expected.item()) > 1e10  # another order, another answer
+    for answer in (actual, expected, reversed_run):
+        verdict = judge_output(case, np.asarray(answer), backend="cpu-vector@O0")
+        assert verdict.ok, verdict.reason
+    assert not judge_output(case, np.full_like(actual, np.nan), backend="cpu-vector@O0").ok
