@@ -13,8 +13,9 @@ with it within the differential oracle's error model; if not, the finding is of 
 the definition under test is wrong, whatever every backend computes.
 
 The primitive table's elementwise rules are shared the same way (the compiler traces through
-them, every reference evaluates them): each is checked against NumPy's own ufunc on the values a
-case gives it (``table_verdict``), a cheap check that runs on every valid case.
+them, every reference evaluates them): each is checked against NumPy's own ufunc, and every
+rule against its other spellings (the compiler traces the case's, the references evaluate the
+default), on the values a case gives it (``table_verdict``), a cheap check on every valid case.
 """
 
 from __future__ import annotations
@@ -199,34 +200,53 @@ def definition_verdict(case: Any, refs: dict[str, Any]) -> str | None:
 
 
 def table_verdict(case: Any) -> str | None:
-    """Each elementwise node's rule in the primitive table (the NumPy evaluation that the
-    compiler's tracing and every reference share) against NumPy's own ufunc for it, on the values
-    this case gives the node; why they differ, or None. A wrong rule is wrong in the compiler and
-    in every reference alike, so no comparison of the two can see it: a mutant that made
-    ``unary_minus``'s rule ``a`` instead of ``-a`` survived 60 s of fuzzing."""
+    """Each node's rule in the primitive table (the printed form that the compiler's tracing
+    and every reference evaluate) against NumPy's own ufunc for it, and against the node's other
+    spellings (``np.add(a, b)`` for ``a + b``, ``x.sum(axis=0)`` for ``xp.sum(x, axis=0)``), on
+    the values this case gives the node; why they differ, or None. A wrong rule is wrong in the
+    compiler and in every reference alike, so no comparison of the two can see it: a mutant that
+    made ``unary_minus``'s rule ``a`` instead of ``-a`` survived 60 s of fuzzing."""
     from compiler import primitives
 
     from ..run.references import adapted
 
     found: list[str] = []
 
+    def differs(label: str, prim: Any, out: Any, compute: Any) -> None:
+        try:
+            other = compute()
+        except Exception as error:  # noqa: BLE001 - one spelling raising is the difference
+            found.append(f"the table's rule for {prim.name} computes, {label} raises {error!r}")
+            return
+        a, b = np.asarray(out), np.asarray(other)
+        same = a.dtype == b.dtype and a.shape == b.shape
+        if not (same and np.array_equal(a, b, equal_nan=is_float(a.dtype))):
+            found.append(
+                f"the table's rule for {prim.name} gives {a.dtype}{list(a.shape)} "
+                f"{np.array2string(a.ravel()[:4])}, {label} gives "
+                f"{b.dtype}{list(b.shape)} {np.array2string(b.ravel()[:4])}"
+            )
+
     def checked(prim: Any) -> Any:
         rule = prim.evaluate
-        if not (prim.elementwise and isinstance(prim.ufunc, np.ufunc)):
+        ufunc = prim.ufunc if prim.elementwise and isinstance(prim.ufunc, np.ufunc) else None
+        spelled = [
+            (spelling, *prim.spelled(spelling))
+            for spelling in primitives.SPELLINGS[1:]
+            if prim.spelled(spelling)[1] is not prim.render
+        ]
+        if ufunc is None and not spelled:
             return rule
 
         def run(xp: Any, operands: list[Any], attrs: dict[str, Any]) -> Any:
             out = rule(xp, operands, attrs)
-            if not found:
-                other = prim.ufunc(*operands)
-                a, b = np.asarray(out), np.asarray(other)
-                same = a.dtype == b.dtype and a.shape == b.shape
-                if not (same and np.array_equal(a, b, equal_nan=is_float(a.dtype))):
-                    found.append(
-                        f"the table's rule for {prim.name} gives {a.dtype}{list(a.shape)} "
-                        f"{np.array2string(a.ravel()[:4])}, np.{prim.ufunc.__name__} gives "
-                        f"{b.dtype}{list(b.shape)} {np.array2string(b.ravel()[:4])}"
-                    )
+            if ufunc is not None and not found:
+                differs(f"np.{ufunc.__name__}", prim, out, lambda: ufunc(*operands))
+            for spelling, evaluate, render in spelled:
+                if not found:
+                    text = render([f"_{i}" for i in range(len(operands))], attrs)
+                    label = f"its {spelling} spelling ({text})"
+                    differs(label, prim, out, lambda e=evaluate: e(xp, operands, attrs))
             return out
 
         return run

@@ -106,8 +106,9 @@ INTERNALLY_ROUNDED = ("composite", "reduction", "matmul")
 UNFUSED_MATMUL_LIMIT = 1 << 22
 
 
-def _unfused_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-    """``a @ b`` as products, then their sum: another correct order, without the fused
+def _unfused_matmul(a: np.ndarray, b: np.ndarray, reverse: bool = False) -> np.ndarray | None:
+    """``a @ b`` as products, then their running sum (``_sequential_sum``, last to first when
+    ``reverse``), as a loop nest adds them: another correct order, without the fused
     multiply-adds of NumPy's BLAS. Where products overflow to +inf and -inf, BLAS's FMA gives
     inf (the exact product stays finite inside an FMA) and a sum of rounded products nan: a
     float64 feedforward on values near 1e306 gave inf in NumPy and nan on cpu-loops, both
@@ -131,9 +132,12 @@ def _unfused_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     if size > UNFUSED_MATMUL_LIMIT or left.shape[-1] != right.shape[-2]:
         return None
     try:
-        out = (left[..., :, :, None] * right[..., None, :, :]).sum(axis=-2)
+        products = left[..., :, :, None] * right[..., None, :, :]
     except TypeError:  # a dtype without these loops: NumPy's matmul, unperturbed order
         return None
+    out = _sequential_sum(products, reverse, axis=-2)
+    if out is None:
+        out = products.sum(axis=-2)
     if b.ndim == 1:
         out = out[..., 0]
     if a.ndim == 1:
@@ -168,7 +172,9 @@ def _sequential_sum(
         axes = tuple(np.lib.array_utils.normalize_axis_tuple(axis, a.ndim))
     if not axes:
         return None
-    moved = np.moveaxis(a.astype(work, copy=False), axes, range(-len(axes), 0))
+    # float16 and bfloat16 add up in float32 and round once, as NumPy's own loops do
+    running = np.dtype(np.float32) if work.itemsize < 4 else work
+    moved = np.moveaxis(a.astype(running, copy=False), axes, range(-len(axes), 0))
     flat = moved.reshape(moved.shape[: a.ndim - len(axes)] + (-1,))
     if reverse:
         flat = flat[..., ::-1]
@@ -178,7 +184,7 @@ def _sequential_sum(
         return None
     if keepdims:
         total = np.expand_dims(total, tuple(sorted(axes)))
-    return np.asarray(total, dtype=work)
+    return np.asarray(total).astype(work)
 
 
 class _Rounding(np.ndarray):
@@ -201,7 +207,7 @@ class _Rounding(np.ndarray):
             )
         result = None
         if ufunc is np.matmul and method == "__call__" and out is None and len(plain) == 2:
-            result = _unfused_matmul(np.asarray(plain[0]), np.asarray(plain[1]))
+            result = _unfused_matmul(np.asarray(plain[0]), np.asarray(plain[1]), self.reverse)
         elif ufunc is np.add and method == "reduce" and out is None and len(plain) == 1:
             result = _sequential_sum(plain[0], self.reverse, **kwargs)
         if result is None:
@@ -225,11 +231,12 @@ def perturbed_reference(case: Case, run: int) -> Reference:
     operation (inside composites, reductions and matmuls: of each of their steps) moved one ulp
     up or down at random (seeded by the inputs and ``run``), every sum added up in one running
     order (first to last in odd runs, last to first in even ones: ``_sequential_sum``): a
-    correct evaluation that rounds differently. NumPy's own error is the error model's measure of how hard an element
-    is, and at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``, ``exp``
-    is 3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in [-1, 1],
-    yet NumPy happened to land near the truth and XLA's answer was rejected. Where an element
-    is well-conditioned a perturbed run stays within an ulp or two of NumPy, so it widens
+    correct evaluation that rounds differently. NumPy's own error is the error model's measure
+    of how hard an element is, and at one element it can be small by luck: for ``sin(exp(x))``
+    at ``x = 42.6``, ``exp`` is 3.2e18 with an ulp of 512, so any ulp of difference moves the
+    sine anywhere in [-1, 1], yet NumPy happened to land near the truth and XLA's answer was
+    rejected. Where an element is well-conditioned a perturbed run stays within an ulp or two of
+    NumPy, so it widens
     nothing there."""
     from compiler import primitives
 

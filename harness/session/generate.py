@@ -285,15 +285,15 @@ SPELLING_SHARE = {"numpy": 1 / 3, "methods": 1 / 3}
 
 
 def with_spellings(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
-    """Shares of the cases (``SPELLING_SHARE``; not jit sequences, which spell their own calls)
-    respelled; the draw shrinks toward the default spelling."""
+    """Shares of the cases (``SPELLING_SHARE``; not jit sequences, which spell their own calls,
+    nor cases already spelled) respelled; the draw shrinks toward the default spelling."""
     slots = round(1 / min(SPELLING_SHARE.values()))
     spelled = {slots - 1 - i: name for i, name in enumerate(SPELLING_SHARE)}
 
     def spell(pair: tuple[Case, int]) -> Case:
         case, coin = pair
-        if coin not in spelled or "sequence" in case.extra:
-            return case
+        if coin not in spelled or "sequence" in case.extra or "spelling" in case.extra:
+            return case  # a focused case keeps the spelling it was drawn for
         event(f"spelling:{spelled[coin]}")
         return case.respelled(spelled[coin])
 

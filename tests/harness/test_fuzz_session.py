@@ -122,8 +122,8 @@ def test_focus_items_reach_each_op_in_each_spelling() -> None:
             started.append(("sum", SPELLED + "methods") in exercised_items(case))
 
     collect()
-    assert spellings["methods"] >= 0.6 * sum(spellings.values()), spellings
-    assert sum(started) >= 0.5 * len(started), started
+    assert set(spellings) == {"methods"}, spellings  # the session's coin leaves it spelled
+    assert sum(started) >= 0.8 * len(started), started
 
 
 def test_one_round_in_four_is_guided_unless_turned_off(monkeypatch) -> None:

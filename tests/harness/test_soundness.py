@@ -367,6 +367,35 @@ def test_a_wrong_rule_in_the_primitive_table_is_a_spec_finding(monkeypatch) -> N
     assert spec(case.program.to_json(), case.inputs) == 0
 
 
+def test_a_spelling_of_a_table_entry_that_computes_otherwise_is_a_spec_finding(monkeypatch):
+    """Each spelling of an entry (``x.sum(axis=0, keepdims=True)`` for ``xp.sum(...)``,
+    ``np.add(a, b)`` for ``a + b``) must compute what its default rule does: the compiler traces
+    the case's spelling while the references evaluate the default one, so a method render that
+    drops ``keepdims`` would otherwise read as the compiler's fault."""
+    import dataclasses
+
+    from compiler import primitives
+    from harness.oracles.spec import table_verdict
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    program = b.build(b.node("sum", b.node("add", x, 1.0), axis=0, keepdims=True))
+    case = Case(program, [np.arange(6, dtype=np.float32).reshape(2, 3)])
+    assert table_verdict(case) is None
+    dropped = dataclasses.replace(
+        primitives.get("sum"), method=lambda a, attrs: f"{a[0]}.sum(axis={attrs['axis']})"
+    )
+    monkeypatch.setitem(primitives.PRIMITIVES, "sum", dropped)
+    detail = table_verdict(case)
+    assert detail is not None and "sum" in detail and "methods spelling" in detail, detail
+    monkeypatch.undo()
+    wrong_call = dataclasses.replace(primitives.get("add"), call="subtract")
+    monkeypatch.setitem(primitives.PRIMITIVES, "add", wrong_call)
+    detail = table_verdict(case)
+    assert detail is not None and "xp.subtract" in detail, detail
+
+
 def test_only_a_failure_inside_the_shared_definition_blames_it() -> None:
     """The spec oracle calls a NumPy failure the definition's only when a frame of
     ``compiler/ops.py`` raised it (a gather of an id out of range in the same program is not)."""
