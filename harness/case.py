@@ -201,6 +201,35 @@ class Case:
         return copy
 
     @property
+    def layouts(self) -> tuple[str, ...]:
+        """The memory layout each input is handed to the compiler in (``run/layouts.py``;
+        ``extra["layouts"]``, absent when every input is a plain C-contiguous array)."""
+        from .run.layouts import DEFAULT, LAYOUTS
+
+        names = tuple(self.extra.get("layouts", ()))
+        if len(names) > len(self.inputs) or any(n != DEFAULT and n not in LAYOUTS for n in names):
+            raise ValueError(f"bad input layouts {names!r} for {len(self.inputs)} inputs")
+        return names
+
+    def with_layouts(self, names: tuple[str, ...] | list[str]) -> Case:
+        """The same case with inputs handed over in ``names`` (all default: none stored)."""
+        from .run.layouts import DEFAULT
+
+        extra = {k: v for k, v in self.extra.items() if k != "layouts"}
+        if any(n != DEFAULT for n in names):
+            extra["layouts"] = list(names)
+        copy = replace(self, extra=extra)
+        if "_sequence" in self.__dict__:
+            copy.__dict__["_sequence"] = self.__dict__["_sequence"]
+        return copy
+
+    def arranged(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """``inputs`` (the case's, or a set of the same types) in the case's layouts."""
+        from .run.layouts import arranged
+
+        return arranged(list(inputs), self.layouts)
+
+    @property
     def sequence(self) -> JitSequence | None:
         """The jit sequence the case also runs (``extra["sequence"]``; its first call is the
         subject on the inputs), or None. A malformed stored sequence is a ValueError."""
@@ -230,13 +259,12 @@ class Case:
 
     def with_subject(self, subject: Subject, inputs: list[np.ndarray] | None = None) -> Case:
         """A copy running ``subject`` (on ``inputs``); recipes and a jit sequence no longer
-        apply."""
-        return replace(
-            self.without_sequence(),
-            subject=subject,
-            inputs=list(self.inputs if inputs is None else inputs),
-            recipes=[],
-        )
+        apply, nor input layouts when the inputs are others in number."""
+        inputs = list(self.inputs if inputs is None else inputs)
+        copy = replace(self.without_sequence(), subject=subject, inputs=inputs, recipes=[])
+        if len(inputs) != len(self.inputs) and "layouts" in copy.extra:
+            copy = copy.with_layouts(())
+        return copy
 
     def on(self, backends: tuple[str, ...]) -> Case:
         copy = replace(self, backends=tuple(backends))

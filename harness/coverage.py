@@ -27,6 +27,7 @@ import numpy as np
 from compiler import primitives
 
 from .case import Case
+from .run.layouts import DEFAULT, LAYOUTS
 
 SPECIAL_NAMES = ("nan", "inf", "-inf", "-0.0")
 SHAPE_FEATURES = (
@@ -145,6 +146,7 @@ def case_cells(case: Case, backends: list[str] | None = None) -> set[str]:
         for op in set(case.subject.ops):
             cells.add(f"special:{special}|{op}")
     cells.update(f"shape:{feature}" for feature in _shape_features(program))
+    cells.update(f"input-layout:{name}" for name in set(case.layouts) - {DEFAULT})
     spelling = case.spelling  # each op the spelling reaches another way (dispatch, a method)
     if spelling != primitives.SPELLINGS[0]:
         cells.update(
@@ -186,6 +188,7 @@ def universe(
     cells |= {f"regime:{r}" for r in regimes}
     cells |= {f"special:{s}|{op}" for s in SPECIAL_NAMES for op in ops}
     cells |= {f"shape:{f}" for f in SHAPE_FEATURES}
+    cells |= {f"input-layout:{name}" for name in LAYOUTS}
     cells |= {
         f"spelling:{s}|{op}"
         for s in primitives.SPELLINGS[1:]

@@ -52,7 +52,7 @@ def _dtype(array: np.ndarray) -> str:
 
 
 def input_lines(case: Case) -> list[str]:
-    """Python lines defining x0, x1, ... exactly as the case has them."""
+    """Python lines defining x0, x1, ... exactly as the case has them (values and layouts)."""
     from strategies.model.printing import literal
 
     lines = []
@@ -73,6 +73,10 @@ def input_lines(case: Case) -> list[str]:
             )
     if any("zlib." in line for line in lines):
         lines.insert(0, "import base64, zlib")
+    from ..run.layouts import source
+
+    for i, name in enumerate(case.layouts):  # handed to the compiler as the case did
+        lines += source(f"x{i}", case.inputs[i], name)
     return lines
 
 

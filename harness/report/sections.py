@@ -361,6 +361,8 @@ def values_section(families: dict[str, dict[str, float]], cells: list[str]) -> s
     regime_names = sorted({c[7:] for c in cells if c.startswith("regime:")} | set(regimes))
     shapes = families.get("shape", {})
     shape_names = list(SHAPE_FEATURES) + sorted(set(shapes) - set(SHAPE_FEATURES))
+    laid_out = families.get("input-layout", {})
+    layout_names = sorted({c[13:] for c in cells if c.startswith("input-layout:")} | set(laid_out))
     spelled = families.get("spelling", {})
     spelled_names = sorted({c[9:] for c in cells if c.startswith("spelling:")} | set(spelled))
     return (
@@ -368,8 +370,9 @@ def values_section(families: dict[str, dict[str, float]], cells: list[str]) -> s
         + '<div class="row">'
         + _bars("value regimes (cases)", regime_names, regimes, "regime-table")
         + _bars("shape and layout features (cases)", shape_names, shapes, "shape-table")
+        + _bars("input layouts (cases)", layout_names, laid_out, "layout-table")
         + _bars(
-            "ops written with NumPy's functions (cases; spelling|op)",
+            "ops in another spelling (cases; spelling|op)",
             spelled_names,
             spelled,
             "spelling-table",

@@ -138,7 +138,9 @@ def run_backend(
     shared = fn is not None
     fn = fn if shared else compiler.jit(case.traced_function())
     results = []
+    arrange = getattr(case, "arranged", list)  # the case's input layouts (run/layouts.py)
     for index, inputs in enumerate(input_sets):
+        inputs = arrange(inputs)
         start = time.perf_counter()
         try:
             mark(backend, "trace")

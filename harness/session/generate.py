@@ -267,7 +267,7 @@ def cases(
         last = round(1 / FOCUS_SHARE) - 1
         focused, plain = focus_cases(backends, tuple(focus)), mixed
         mixed = st.integers(0, last).flatmap(lambda coin: focused if coin == last else plain)
-    strategy = with_spellings(with_mlir_variants(mixed, backends))
+    strategy = with_layouts(with_spellings(with_mlir_variants(mixed, backends)))
     if not sampled:
         return strategy
     last = round(1 / SAMPLED_SHARE) - 1  # the coin shrinks toward 0: without them
@@ -298,6 +298,33 @@ def with_spellings(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]
         return case.respelled(spelled[coin])
 
     return st.tuples(strategy, st.integers(0, slots - 1)).map(spell)
+
+
+#: The share of cases whose inputs reach the compiler in other memory layouts (Fortran order,
+#: negative strides, strided views, unaligned starts, read-only: ``run/layouts.py``).
+LAYOUT_SHARE = 0.25
+
+
+def with_layouts(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
+    """A share of the valid program cases (``LAYOUT_SHARE``) with a layout drawn per input (the
+    default among the choices: each shrinks toward a plain array)."""
+    from ..run.layouts import DEFAULT, applicable
+
+    last = round(1 / LAYOUT_SHARE) - 1
+
+    @st.composite
+    def laid_out(draw: st.DrawFn) -> Case:
+        case = draw(strategy)
+        if draw(st.integers(0, last)) != last or "sequence" in case.extra or case.invalid:
+            return case
+        names = [draw(st.sampled_from([DEFAULT, *applicable(a)])) for a in case.inputs]
+        if all(name == DEFAULT for name in names):
+            return case
+        for name in set(names) - {DEFAULT}:
+            event(f"input-layout:{name}")
+        return case.with_layouts(names)
+
+    return laid_out()
 
 
 def _mix(backends: tuple[str, ...], max_nodes: int, mix: str) -> st.SearchStrategy[Case]:

@@ -25,6 +25,7 @@ from strategies.model.sequence import valid
 from ..case import Case
 from ..oracles.base import Finding
 from ..oracles.sequence import NAME as SEQUENCE_ORACLE
+from ..run.layouts import DEFAULT
 
 Predicate = Callable[[Case], Finding | None]
 _BUILD_ERRORS = (*REJECTIONS, KeyError)
@@ -219,8 +220,23 @@ def _variants_spelling(case: Case) -> list[tuple[str, Case]]:
     return [(f"spelled {default}", case.respelled(default))]
 
 
+def _variants_layouts(case: Case) -> list[tuple[str, Case]]:
+    """Every input a plain array, then each input that is not one made plain: the layouts left
+    are those the failure needs."""
+    names = case.layouts
+    if not names:
+        return []
+    found = [("plain inputs", case.with_layouts(()))]
+    for i, name in enumerate(names):
+        if name != DEFAULT and sum(n != DEFAULT for n in names) > 1:
+            plain = tuple(DEFAULT if j == i else n for j, n in enumerate(names))
+            found.append((f"input {i} plain (not {name})", case.with_layouts(plain)))
+    return found
+
+
 GENERATORS = (
     _variants_spelling,
+    _variants_layouts,
     _variants_pipeline,
     _variants_structure,
     _variants_joint,
@@ -230,7 +246,13 @@ GENERATORS = (
 #: A jit-sequence finding shrinks its sequence (its calls' programs are derived from it).
 SEQUENCE_GENERATORS = (_variants_pipeline, _variants_sequence, _variants_sequence_values)
 # Generators whose candidates are no smaller by ``Case.size`` (values; a shorter pipeline).
-_VALUES = (_variants_values, _variants_sequence_values, _variants_pipeline, _variants_spelling)
+_VALUES = (
+    _variants_values,
+    _variants_sequence_values,
+    _variants_pipeline,
+    _variants_spelling,
+    _variants_layouts,
+)
 
 
 def generators(case: Case, finding: Finding) -> tuple[Callable[[Case], list], ...]:

@@ -1,0 +1,164 @@
+"""Input layouts: the same values in Fortran order, with negative strides, as a strided view, at
+an unaligned start, read-only; the compiler must take each as the values it holds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from harness.case import Case
+from harness.oracles.base import Finding
+from harness.run.layouts import DEFAULT, LAYOUTS, applicable, arrange, source
+from harness.selftest import Mutation, apply, scratch_environment
+from harness.triage.minimize import minimize
+from strategies.model import ProgramBuilder
+
+DTYPES = [np.float32, np.float64, np.int32, np.bool_, ml_dtypes.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_layout_keeps_the_values_and_the_reproducer_line_does_the_same(dtype) -> None:
+    a = (np.arange(12).reshape(3, 4) % 5).astype(dtype)
+    for name in LAYOUTS:
+        b = arrange(a, name)
+        assert b.dtype == a.dtype and b.shape == a.shape
+        assert np.array_equal(b.astype(np.float64), a.astype(np.float64)), name
+        scope = {"np": np, "x0": a}
+        exec("\n".join(source("x0", a, name)), scope)
+        printed = scope["x0"]
+        assert printed.strides == b.strides and printed.flags.writeable == b.flags.writeable
+        assert np.array_equal(printed.astype(np.float64), a.astype(np.float64)), name
+    assert np.asfortranarray(a).flags.f_contiguous and not arrange(a, "fortran").flags.c_contiguous
+    assert all(s < 0 for s in arrange(a, "reversed").strides)
+    assert not arrange(a, "strided").flags.c_contiguous
+    assert arrange(a, "offset").ctypes.data % 16 != 0
+    assert not arrange(a, "readonly").flags.writeable
+
+
+def test_layouts_apply_by_rank_and_the_default_is_the_array_itself() -> None:
+    scalar, vector = np.float32(2.0).reshape(()), np.arange(3.0)
+    assert applicable(scalar) == ["offset", "readonly"]
+    assert "fortran" not in applicable(vector) and "strided" in applicable(vector)
+    assert applicable(np.zeros((0, 3))) == []
+    assert arrange(vector, DEFAULT) is vector and arrange(vector, "fortran") is vector
+    with pytest.raises(ValueError, match="unknown input layout"):
+        arrange(vector, "diagonal")
+
+
+def _case() -> Case:
+    b = ProgramBuilder()
+    x, y = b.input((3, 4), "float32"), b.input((4, 2), "float32")
+    program = b.build(b.node("add", b.node("matmul", x, y), 1.0))
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (4, 2))]
+    return Case(program, inputs, ("cpu-loops",))
+
+
+def test_a_case_keeps_its_layouts_through_storage_and_drops_them_with_other_inputs() -> None:
+    case = _case().with_layouts(("fortran", "strided"))
+    again = Case.from_dict(case.to_dict())
+    assert again.layouts == ("fortran", "strided") and again.digest() == case.digest()
+    assert _case().with_layouts(("c", "c")).extra == {} and _case().digest() != case.digest()
+    arranged = case.arranged(case.inputs)
+    assert arranged[0].flags.f_contiguous and not arranged[1].flags.c_contiguous
+    assert case.with_subject(case.subject).layouts == case.layouts
+    fewer = case.with_subject(case.subject, case.inputs[:1])
+    assert fewer.layouts == ()
+    with pytest.raises(ValueError, match="bad input layouts"):
+        _ = Case(case.subject, case.inputs, extra={"layouts": ["sideways", "c"]}).layouts
+
+
+def test_the_minimizer_keeps_only_the_layout_the_failure_needs() -> None:
+    def needs_strided_second(candidate: Case) -> Finding | None:
+        if candidate.layouts[1:2] == ("strided",):
+            return Finding("mismatch", ("cpu-loops",), "differential", "planted", candidate)
+        return None
+
+    case = _case().with_layouts(("fortran", "strided"))
+    result = minimize(case, needs_strided_second(case), needs_strided_second, budget_seconds=30)
+    assert result.case.layouts == ("c", "strided"), result.steps
+
+
+def test_a_share_of_generated_cases_hand_their_inputs_over_in_other_layouts() -> None:
+    from collections import Counter
+
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from harness.session.generate import cases
+
+    seen: Counter[str] = Counter()
+
+    @seed(3)
+    @settings(
+        max_examples=200, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(("cpu-loops",), mix="programs"))
+    def collect(case: Case) -> None:
+        seen["laid out" if case.layouts else "plain"] += 1
+        seen.update(n for n in case.layouts if n != DEFAULT)
+
+    collect()
+    share = seen["laid out"] / (seen["laid out"] + seen["plain"])
+    assert 0.1 <= share <= 0.35, seen
+    assert {"fortran", "strided", "reversed", "offset", "readonly"} <= set(seen), seen
+
+
+_MAKE = """
+import sys
+import numpy as np
+from harness.case import Case
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+x, y = b.input((3, 4), "float32"), b.input((4, 2), "float32")
+program = b.build(b.node("add", b.node("matmul", x, y), 1.0))
+rng = np.random.default_rng(0)
+inputs = [rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (4, 2))]
+case = Case(program, inputs, ("cpu-loops",))
+with Runner(None, use_jax=False) as runner:
+    assert not runner.evaluate(case).findings  # plain arrays do not reach the bug
+    laid_out = case.with_layouts(("fortran", "c"))
+    (finding,) = runner.evaluate(laid_out).findings
+open(sys.argv[1], "w").write(reproducer(laid_out, finding))
+"""
+
+
+@pytest.mark.slow
+def test_arguments_passed_with_their_own_strides_are_found_and_reproduced(tmp_path: Path) -> None:
+    """A planted ABI bug (arguments no longer made C-contiguous before the call: the kernel
+    reads a Fortran-ordered array as if it were C-ordered) is invisible to plain inputs; a case
+    whose input is Fortran-ordered finds it, and its reproducer orders it so too: it fails on
+    the bug and passes without it."""
+    mutation = Mutation(
+        "abi-no-contiguous",
+        "api.py",
+        'array = np.require(np.asarray(value), requirements="C")',
+        "array = np.asarray(value)",
+        "arguments passed with their own strides",
+    )
+    scratch = apply(mutation, tmp_path / "src")
+    planted = scratch_environment(scratch)
+    script = tmp_path / "reproducer.py"
+    made = subprocess.run(
+        [sys.executable, "-c", _MAKE, str(script)],
+        cwd=tmp_path, env=planted, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    assert "x0 = np.asfortranarray(x0)" in script.read_text()
+    with_bug = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=planted, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert with_bug.returncode == 1 and "FAILS" in with_bug.stderr, with_bug.stderr[-2000:]
+    clean = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
