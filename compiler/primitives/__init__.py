@@ -5,7 +5,8 @@ Each :class:`Primitive` owns
 - its NumPy result rule (``infer``: shape, dtype and errors, from :mod:`.rules`),
 - how a program prints it (``render``) and so calls it on an array namespace (``evaluate``, which
   runs exactly the printed text: a reproducer is the program that ran), in each spelling
-  (``SPELLINGS``: the array namespace and Python's operators, or NumPy's own functions),
+  (``SPELLINGS``: the array namespace and Python's operators, NumPy's own functions, or the
+  array's methods),
 - for elementwise primitives, its scalar lowering to MLIR (``scalar``), which the emitter applies
   inside a ``linalg.generic``; structural primitives are lowered by the frontend's trace rules,
 - metadata the harness reads: scalar operands allowed, float-only, error depth (for the error
@@ -194,7 +195,7 @@ class Primitive:
         """Does ``spelling`` reach the compiler another way for this entry (another function,
         method or namespace than the default spelling's)? An index ``x[k]`` and a composite
         ``ops.gelu(x)`` are written alike in every spelling."""
-        evaluate, render = self.spelled(spelling)
+        _, render = self.spelled(spelling)
         if render is not self.render:
             return True
         sample = {name: _SAMPLE_ATTR[attr.kind] for name, attr in self.attrs.items()}
