@@ -29,6 +29,7 @@ import numpy as np
 
 from compiler.dtypes import is_float
 
+from ..run.references import perturbed_outputs
 from . import tolerance
 from .base import Finding, Observation, Oracle, register
 from .differential import reference_outputs, yardstick
@@ -143,6 +144,19 @@ def shared_in_float64(case: Any) -> np.ndarray:
         return np.asarray(function(case.program, np)(*widened), dtype=np.float64)
 
 
+def perturbed_in_float64(case: Any) -> list[np.ndarray]:
+    """The perturbed evaluations (``references.perturbed_reference``) of the program on its
+    float inputs widened to float64: how far float64 rounding and order alone move it."""
+    from dataclasses import replace
+
+    from ..run.references import PERTURBED_RUNS, perturbed_reference
+
+    widened = [a.astype(np.float64) if is_float(a.dtype) else a for a in case.inputs]
+    laid = replace(case, inputs=widened)
+    runs = [perturbed_reference(laid, run) for run in range(1, PERTURBED_RUNS + 1)]
+    return [np.asarray(r.output, np.float64) for r in runs if r.ok]
+
+
 def definition_verdict(case: Any, refs: dict[str, Any]) -> str | None:
     """Why the shared definition (its truth, ``refs``) disagrees with the independent
     implementation beyond the error model, or None when it agrees. Raises whatever the
@@ -182,6 +196,19 @@ def definition_verdict(case: Any, refs: dict[str, Any]) -> str | None:
             np.isfinite(shared) != np.isfinite(independent)
         )
         independent = np.where(overflowed | precision, shared, independent)
+    # The perturbed evaluations (each rounding one ulp off, sums in other orders), in the
+    # program's dtypes and in float64, measure each element's conditioning as for a backend:
+    # float32 inputs of +-5.3e36 gave attention scores near 1e75 in float64 that tie in exact
+    # arithmetic, so rounding alone picks the softmax's winner; the independent float64 side
+    # picked another key than the shared definition's float64 and extended evaluations (a
+    # clean-compiler session, seed 1301), while the float32 program itself overflowed to nan.
+    # Measured against the shared definition's own truth, like ``errors``: against the
+    # independent side they would carry the very definition error under test.
+    with np.errstate(invalid="ignore", over="ignore"):
+        local = [
+            np.abs(p - shared)
+            for p in perturbed_outputs(refs, shared.shape) + perturbed_in_float64(case)
+        ]
     verdict = tolerance.compare(
         shared,
         independent,
@@ -189,6 +216,7 @@ def definition_verdict(case: Any, refs: dict[str, Any]) -> str | None:
         tolerance.error_steps(case.program),
         tolerance.working_dtype(case.program),
         errors=errors,
+        local_errors=local,
     )
     if verdict.ok:
         return None

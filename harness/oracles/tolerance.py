@@ -125,11 +125,13 @@ def bound(
     errors: Sequence[np.ndarray] = (),
     finite: np.ndarray | None = None,
     local: Sequence[np.ndarray] = (),
+    local_errors: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
     """The allowed ``|got - truth|`` of each element (meaningful where ``finite``, by default
     where the truth and every reference are finite): the formula of the module docstring.
-    ``local`` are the perturbed evaluations (element by element only). An exported reproducer
-    embeds it, so it fails exactly where ``compare`` does."""
+    ``local`` are the perturbed evaluations (element by element only); ``local_errors`` such
+    errors already measured against their own truth. An exported reproducer embeds it, so it
+    fails exactly where ``compare`` does."""
     truth = np.asarray(truth, np.float64)
     refs = [np.asarray(r, np.float64) for r in references]
     if finite is None:
@@ -157,6 +159,10 @@ def bound(
             with np.errstate(invalid="ignore", over="ignore"):
                 e = np.abs(p - truth)
             conditioning = np.maximum(conditioning, np.where(np.isfinite(e), e, 0.0))
+    for e in local_errors:
+        e = np.asarray(e, np.float64)
+        if e.shape == truth.shape:
+            conditioning = np.maximum(conditioning, np.where(np.isfinite(e), e, 0.0))
     return FACTOR * conditioning + SPREAD * float(reference_error.max(initial=0.0)) + floor
 
 
@@ -168,6 +174,7 @@ def compare(
     dtype: np.dtype | None = None,
     errors: Sequence[np.ndarray] = (),
     local: Sequence[np.ndarray] = (),
+    local_errors: Sequence[np.ndarray] = (),
 ) -> Verdict:
     """Judge ``got`` (a backend's output) against the float64 ``truth`` and the references.
 
@@ -176,7 +183,8 @@ def compare(
     expected non-finite pattern. ``errors`` are further reference errors, each measured against
     its own truth (a metamorphic relation's derived case): they widen the bound, never excuse a
     nan or inf. ``local`` are the perturbed evaluations: they widen the bound element by
-    element only (``bound``).
+    element only (``bound``); ``local_errors`` are perturbed errors measured against their own
+    truth (element by element, never excusing a nan or inf).
     """
     got = np.asarray(got)
     dtype = np.dtype(dtype or got.dtype)
@@ -222,7 +230,7 @@ def compare(
         return Verdict(True)
     with np.errstate(invalid="ignore", over="ignore"):
         error = np.where(finite, np.abs(got64 - truth), 0.0)
-    allowed = bound(truth, refs, steps, dtype, errors, finite, local)
+    allowed = bound(truth, refs, steps, dtype, errors, finite, local, local_errors)
     scale = float(np.abs(np.where(finite, truth, 0.0)).max())
     tiny = float(finfo(dtype).tiny)
     ratio = np.where(finite, error / allowed, 0.0)

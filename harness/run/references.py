@@ -187,10 +187,33 @@ def _sequential_sum(
     return np.asarray(total).astype(work)
 
 
+#: Ufuncs whose float results are exact in every correct evaluation (no rounding: a maximum, a
+#: negation, a comparison): a perturbed run does not move them. A moved maximum made a softmax
+#: of scores near 1e147 compute exp(x - max) = exp(+1 ulp of 1e147) = inf, then inf / inf: a
+#: nan no correct evaluation gives, which would also have excused a backend's nan there.
+EXACT_UFUNCS = frozenset(
+    {
+        np.maximum, np.minimum, np.fmax, np.fmin, np.negative, np.positive, np.absolute,
+        np.sign, np.copysign, np.equal, np.not_equal, np.less, np.less_equal, np.greater,
+        np.greater_equal, np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+        np.isnan, np.isinf, np.isfinite, np.floor, np.ceil, np.trunc, np.rint,
+    }
+)  # fmt: skip
+
+
+def exact_primitive(prim: Any) -> bool:
+    """Is every float result of this table entry exact (a layout op, a selection, a maximum, a
+    negation: ``keeps`` "bounds", or values moved as they are)? Casts round, so they are not."""
+    if prim.kind in ("layout", "select", "compare", "copy", "gather", "source"):
+        return True
+    return prim.keeps == "bounds" and prim.kind != "composite"
+
+
 class _Rounding(np.ndarray):
-    """An array whose every ufunc result (arithmetic, matmul, reductions) is passed through
-    ``move``: NumPy's own code for a composite, evaluated with each rounding step perturbed;
-    sums run in one sequential order (``reverse``: last to first) instead of pairwise."""
+    """An array whose every rounded ufunc result (arithmetic, matmul, sums; not the exact ones,
+    ``EXACT_UFUNCS``) is passed through ``move``: NumPy's own code for a composite, evaluated
+    with each rounding step perturbed; sums run in one sequential order (``reverse``: last to
+    first) instead of pairwise."""
 
     reverse = False
 
@@ -217,12 +240,14 @@ class _Rounding(np.ndarray):
                 if isinstance(given, np.ndarray):
                     given[...] = self.move(given)
             return out[0] if len(out) == 1 else out
+        if ufunc in EXACT_UFUNCS:
+            return self._wrapped(result, exact=True)
         if isinstance(result, tuple):
             return tuple(self._wrapped(r) for r in result)
         return self._wrapped(result)
 
-    def _wrapped(self, value: Any) -> Any:
-        moved = self.move(value)
+    def _wrapped(self, value: Any, exact: bool = False) -> Any:
+        moved = value if exact else self.move(value)
         return moved.view(type(self)) if isinstance(moved, np.ndarray) else moved
 
 
@@ -263,6 +288,8 @@ def perturbed_reference(case: Case, run: int) -> Reference:
 
     def perturbing(prim: Any) -> Any:
         rule = prim.evaluate
+        if exact_primitive(prim):
+            return rule  # a transpose, a maximum, a where: no rounding to move
         if prim.kind not in INTERNALLY_ROUNDED:
             return lambda xp, operands, attrs: perturb(rule(xp, operands, attrs))
         # A composite (or a multi-step reduction) is one op of the program but many roundings:

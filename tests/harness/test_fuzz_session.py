@@ -123,7 +123,7 @@ def test_focus_items_reach_each_op_in_each_spelling() -> None:
 
     collect()
     assert set(spellings) == {"methods"}, spellings  # the session's coin leaves it spelled
-    assert sum(started) >= 0.8 * len(started), started
+    assert sum(started) >= 0.5 * len(started), started  # a later step may leave it dead
 
 
 def test_one_round_in_four_is_guided_unless_turned_off(monkeypatch) -> None:

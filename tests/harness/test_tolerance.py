@@ -313,3 +313,51 @@ def test_a_sum_in_another_order_is_judged_correct():
         verdict = judge_output(case, np.asarray(answer), backend="cpu-vector@O0")
         assert verdict.ok, verdict.reason
     assert not judge_output(case, np.full_like(actual, np.nan), backend="cpu-vector@O0").ok
+
+
+def test_a_perturbed_run_leaves_exact_operations_exact():
+    """Layout ops, maxima, negations and selections do not round in any correct evaluation, so
+    a perturbed run keeps them exact: a moved row maximum made a softmax of scores near 1e147
+    give inf / inf = nan, which no correct evaluation gives (and which would have excused a
+    backend's nan at that element)."""
+    from harness.case import Case
+    from harness.run.references import numpy_reference, perturbed_reference
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((3, 4), "float64")
+    turned = b.node("permute_dims", x, axes=(1, 0))
+    exact = b.node("maximum", b.node("negative", turned), turned)
+    program = b.build(b.node("max", exact, axis=0, keepdims=False))
+    case = Case(program, [np.random.default_rng(0).standard_normal((3, 4))])
+    for run in (1, 2):
+        assert np.array_equal(perturbed_reference(case, run).output, numpy_reference(case).output)
+
+    b = ProgramBuilder()
+    y = b.input((2, 5), "float64")
+    huge = Case(b.build(b.node("softmax", y, axis=-1)), [np.full((2, 5), 1e147)])
+    for run in (1, 2):
+        out = perturbed_reference(huge, run).output
+        assert np.all(np.isfinite(out)) and np.allclose(out.sum(axis=-1), 1.0)
+
+
+def test_the_spec_oracle_leaves_attention_scores_that_tie_exactly():
+    """A clean-compiler session (seed 1301): float32 inputs of +-5.3e36 give attention scores
+    near 1e117 and 1e147 that tie exactly (the same extreme value repeats), so rounding alone
+    picks each softmax's winner; the independent float64 side picked another key than the
+    shared definition's float64 and extended evaluations, and the float32 program itself is nan.
+    The perturbed float64 evaluations break the ties other ways and measure that."""
+    import json
+    from pathlib import Path
+
+    from harness.case import Case
+    from harness.oracles.spec import definition_verdict, perturbed_in_float64
+    from harness.run.references import references
+
+    fixture = Path(__file__).parent / "fixtures" / "attend_exact_score_ties_case.json"
+    case = Case.from_dict(json.loads(fixture.read_text()))
+    assert case.program.ops == ("attend",)
+    refs = references(case, use_jax=False)
+    assert np.isnan(refs["numpy"].output).all() and np.isfinite(refs["truth"].output).all()
+    assert any(np.isfinite(p).all() for p in perturbed_in_float64(case))
+    assert definition_verdict(case, refs) is None
