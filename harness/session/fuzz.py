@@ -326,11 +326,13 @@ class Driver:
             except (_Found, _ShrinkBudgetSpent):
                 pass
             except Exception as error:  # noqa: BLE001 - a harness bug: report, do not spin
+                # Reported even while a finding was being shrunk: saving a finding that raised
+                # used to vanish here (the case counted as a finding, no entry, no error).
+                self.publish("harness-error", describe_error(error))
+                harness_errors += 1
+                if harness_errors >= 3:
+                    break
                 if state["target"] is None:
-                    self.publish("harness-error", describe_error(error))
-                    harness_errors += 1
-                    if harness_errors >= 3:
-                        break
                     continue
             best = [state["best"]] if state["best"] else []
             for case, finding, raw in best + state["others"]:
@@ -347,8 +349,9 @@ class Driver:
             if target is None:
                 if not self.is_new(finding):
                     continue
+                raw = self.record_raw(case, finding)  # raising here is a harness error
                 state.update(target=finding, found_at=time.perf_counter())
-                state["best"] = (case, finding, self.record_raw(case, finding))
+                state["best"] = (case, finding, raw)
                 raise _Found(finding.kind)
             if finding.signature.matches(target.signature):
                 if case.size < state["best"][0].size:

@@ -238,3 +238,34 @@ def test_an_unminimized_record_names_the_known_bug_it_is(tmp_path, monkeypatch) 
     finally:
         first.close()
         second.close()
+
+
+def test_a_finding_that_fails_to_save_is_a_harness_error(tmp_path, monkeypatch) -> None:
+    """Saving a finding's raw record raised (a reproducer that could not be printed) while the
+    round's target was already set: the error vanished, the case counted as a finding, and a
+    10-minute session ended with 420 instances, no entry and no error."""
+    from harness.oracles.base import Finding
+    from harness.session.fuzz import Driver
+
+    events: list[tuple[str, object]] = []
+    options = FuzzOptions(
+        corpus=tmp_path, database=None, use_jax=False, rounds=1, examples_per_round=3,
+        mix="programs",
+    )  # fmt: skip
+    driver = Driver(options, 0)
+
+    def judge(case):
+        return [Finding("mismatch", ("cpu-loops",), "differential", "planted", case)]
+
+    def record_raw(case, finding):
+        raise RuntimeError("planted: the record cannot be written")
+
+    monkeypatch.setattr(driver, "judge", judge)
+    monkeypatch.setattr(driver, "record_raw", record_raw)
+    monkeypatch.setattr(driver, "publish", lambda kind, payload: events.append((kind, payload)))
+    try:
+        driver.run()
+    finally:
+        driver.close()
+    errors = [payload for kind, payload in events if kind == "harness-error"]
+    assert errors and "planted: the record cannot be written" in str(errors[0]), events
