@@ -10,7 +10,6 @@ not exercised yet; a quarter of its cases then start from one of them (``focus_c
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -60,8 +59,7 @@ def focus_cases(
 SPELLED = "spelling:"
 
 
-@functools.cache
-def _first_dtypes() -> dict[str, str]:
+def _first_dtypes() -> dict[str, str]:  # read each time: a plugin's entries take part
     first: dict[str, str] = {}
     for op, dtype in op_dtype_pairs():
         first.setdefault(op, dtype)
