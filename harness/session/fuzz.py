@@ -103,6 +103,14 @@ class _ShrinkBudgetSpent(Exception):
     """Raised for every example once shrinking has used its budget, so Hypothesis stops."""
 
 
+def _only_found(error: BaseException) -> bool:
+    """Is ``error`` (or every exception of its group: Hypothesis's ``FlakyFailure`` when a
+    replay met another finding) one of the session's own signals?"""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_only_found(e) for e in error.exceptions)
+    return isinstance(error, (_Found, _ShrinkBudgetSpent))
+
+
 def finding_entry(
     case: Case,
     finding: Finding,
@@ -326,12 +334,13 @@ class Driver:
             except (_Found, _ShrinkBudgetSpent):
                 pass
             except Exception as error:  # noqa: BLE001 - a harness bug: report, do not spin
-                # Reported even while a finding was being shrunk: saving a finding that raised
-                # used to vanish here (the case counted as a finding, no entry, no error).
-                self.publish("harness-error", describe_error(error))
-                harness_errors += 1
-                if harness_errors >= 3:
-                    break
+                if not _only_found(error):  # "flaky": replays met other findings, no error
+                    # Reported even while a finding was being shrunk: saving a finding that
+                    # raised used to vanish here (the case counted as a finding, no entry).
+                    self.publish("harness-error", describe_error(error))
+                    harness_errors += 1
+                    if harness_errors >= 3:
+                        break
                 if state["target"] is None:
                     continue
             best = [state["best"]] if state["best"] else []

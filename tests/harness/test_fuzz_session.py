@@ -269,3 +269,17 @@ def test_a_finding_that_fails_to_save_is_a_harness_error(tmp_path, monkeypatch) 
         driver.close()
     errors = [payload for kind, payload in events if kind == "harness-error"]
     assert errors and "planted: the record cannot be written" in str(errors[0]), events
+
+
+def test_a_flaky_replay_of_findings_is_not_a_harness_error() -> None:
+    """Hypothesis raises ``FlakyFailure`` (an exception group) when a replay while shrinking
+    meets another finding than the first run did; its members are the session's own signals,
+    so it is no harness error (three of them had stopped a driver of a clean session)."""
+    from hypothesis.errors import FlakyFailure
+
+    from harness.session.fuzz import _Found, _only_found, _ShrinkBudgetSpent
+
+    flaky = FlakyFailure("inconsistent", [_Found("wrong-error"), _ShrinkBudgetSpent()])
+    assert _only_found(flaky) and _only_found(_Found("x"))
+    assert not _only_found(FlakyFailure("inconsistent", [_Found("x"), KeyError("bug")]))
+    assert not _only_found(RuntimeError("bug"))
