@@ -131,9 +131,13 @@ class Tensor:
         return lang.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
 
     def transpose(self, *axes: Any) -> Tensor:
+        if not axes:  # x.transpose(): every axis reversed
+            return lang.transpose(self, None)
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return lang.transpose(self, axes or None)
+            axes = axes[0]  # x.transpose((1, 0)), x.transpose(None)
+        # An explicit empty permutation is one, as in NumPy: valid on a 0-d tensor only (it
+        # was taken for "reverse every axis", so x.transpose(()) of a vector compiled).
+        return lang.transpose(self, None if axes is None else tuple(axes))
 
     def astype(self, dtype: Any, copy: bool = True) -> Tensor:
         return lang.astype(self, dtype)

@@ -235,7 +235,8 @@ register(
         1,
         results.permute_infer,
         *printed(lambda a, attrs: f"xp.permute_dims({a[0]}, {attrs['axes']!r})"),
-        method=lambda a, attrs: f"{a[0]}.transpose({', '.join(map(str, attrs['axes']))})",
+        # x.transpose() reverses every axis: an empty permutation is passed as one
+        method=lambda a, attrs: f"{a[0]}.transpose({', '.join(map(str, attrs['axes'])) or '()'})",
         attrs={"axes": Attr("axes")},
         **_LAYOUT,
     )

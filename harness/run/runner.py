@@ -281,8 +281,8 @@ class Runner:
 
         def refs_of(other: Case) -> dict[str, Reference]:
             # A derived case's references bound its error as a whole (the metamorphic
-            # relations), not element by element: no perturbed evaluations.
-            return self.references(other, with_jax, perturbed=False)
+            # relations): each one's largest error, the perturbed evaluations' included.
+            return self.references(other, with_jax)
 
         obs = Observation(case, result.results, self.references(case, with_jax), judgement, refs_of)
         for oracle in chosen:

@@ -283,3 +283,32 @@ def test_a_flaky_replay_of_findings_is_not_a_harness_error() -> None:
     assert _only_found(flaky) and _only_found(_Found("x"))
     assert not _only_found(FlakyFailure("inconsistent", [_Found("x"), KeyError("bug")]))
     assert not _only_found(RuntimeError("bug"))
+
+
+def test_an_invalid_case_is_respelled_only_where_numpy_rejects_it_alike(monkeypatch) -> None:
+    """The error-path oracle asks NumPy in the default spelling; a spelling that makes the
+    violation valid (``x.transpose()`` for an empty permutation, as the method render first
+    printed it) would make the compiler's correct acceptance a finding."""
+    import dataclasses
+
+    import numpy as np
+
+    from compiler import primitives
+    from harness.case import Case
+    from harness.session.generate import _rejected_alike
+    from strategies.model import InvalidProgram, ProgramBuilder, Ref
+    from strategies.model.types import RawEquation
+
+    b = ProgramBuilder()
+    x = b.input((3,), "float32")
+    program = b.build(b.node("exp", x))
+    node = RawEquation("permute_dims", (Ref("node", 0),), {"axes": ()})
+    invalid = InvalidProgram(program, "not_a_permutation", node, program.inputs)
+    case = Case(invalid, [np.ones(3, np.float32)])
+    assert _rejected_alike(case, case.respelled("methods"))
+    assert _rejected_alike(case, case.respelled("numpy"))
+    loose = dataclasses.replace(
+        primitives.get("permute_dims"), method=lambda a, attrs: f"{a[0]}.transpose()"
+    )
+    monkeypatch.setitem(primitives.PRIMITIVES, "permute_dims", loose)
+    assert not _rejected_alike(case, case.respelled("methods"))
