@@ -65,10 +65,30 @@ def item_runs(item: dict[str, Any]) -> bool:
     return bool(item.get("run"))
 
 
+def _spelling(index: int) -> str:
+    """The spelling sample item ``index`` is written in: each in turn, so the frontend's NumPy
+    dispatch and its methods are reached (and compared) like its array namespace."""
+    from compiler.primitives import SPELLINGS
+
+    return SPELLINGS[index % len(SPELLINGS)]
+
+
+def _arranged(index: int, inputs: list[Any]) -> list[Any]:
+    """The inputs of run ``index``, every other run's in a memory layout (each layout in turn),
+    so the argument handling is compared on what the fuzzer hands over too."""
+    from harness.run.layouts import LAYOUTS, arrange
+
+    if index % 2 == 0:
+        return list(inputs)
+    names = list(LAYOUTS)
+    return [arrange(a, names[(index // 2 + k) % len(names)]) for k, a in enumerate(inputs)]
+
+
 def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """``(key, digest)`` for the sample: every program's emitted module first (cheap), then
     stages and outputs on each backend of the op sweep's programs and of ``runs`` other valid
-    programs (spread over the sample)."""
+    programs (spread over the sample). Items are written in each spelling in turn, and every
+    other run hands its inputs over in another memory layout."""
     import compiler
     from strategies.model import InvalidProgram, Program
 
@@ -78,7 +98,7 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
         try:
             cls = Program if item["kind"] == "program" else InvalidProgram
             subject = cls.from_dict(item["subject"])
-            fn = compiler.jit(subject.as_function(compiler.xp))
+            fn = compiler.jit(subject.as_function(None, _spelling(i)))
             value: Any = fn.emit(*item["inputs"])
         except Exception as error:  # noqa: BLE001 - a mutant may raise anything
             value = _error(error)
@@ -87,12 +107,13 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
     valid = [i for i, item in enumerate(sample["items"]) if item["kind"] == "program"]
     swept = [i for i in valid if item_runs(sample["items"][i])]
     rest = [i for i in valid if not item_runs(sample["items"][i])]
-    for i in swept + rest[:: max(1, len(rest) // max(1, sample["runs"]))][: sample["runs"]]:
-        inputs = sample["items"][i]["inputs"]
+    chosen = swept + rest[:: max(1, len(rest) // max(1, sample["runs"]))][: sample["runs"]]
+    for position, i in enumerate(chosen):
+        inputs = _arranged(position, sample["items"][i]["inputs"])
         for backend in sample["backends"]:
             stages: Any
             try:
-                fn = compiler.jit(subjects[i].as_function(compiler.xp))
+                fn = compiler.jit(subjects[i].as_function(None, _spelling(i)))
                 compiled = fn.specialize(*inputs, target=backend)
                 stages = list(compiled.stages.items())
                 outputs: Any = compiled(*inputs)

@@ -153,6 +153,10 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     emit = (ROOT / "compiler/lower/emit.py").read_text().splitlines()
     header = next(i for i, text in enumerate(emit, 1) if "func.func @{KERNEL}" in text)
     assert checker.reached("compiler/lower/emit.py", header, "")
+    # The NumPy spelling's ufunc dispatch, which the array-namespace spelling never reaches.
+    tensor = (ROOT / "compiler/frontend/tensor.py").read_text().splitlines()
+    dispatch = next(i for i, text in enumerate(tensor, 1) if "handler = _ufuncs()" in text)
+    assert checker.reached("compiler/frontend/tensor.py", dispatch, "")
     iree = (ROOT / "compiler/iree.py").read_text().splitlines()
     command = next(i for i, text in enumerate(iree, 1) if "proc = subprocess.run(" in text)
     assert not checker.reached("compiler/iree.py", command, "")
@@ -163,6 +167,8 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
         "stillborn": ("compiler/runtime.py", "import", "imprt"),
         # Only the IR: the kernel's symbol (the runtime looks it up by the same constant).
         "ir-only": ("compiler/lower/emit.py", 'KERNEL = "', 'KERNEL = "renamed_'),
+        # Arguments keep their strides: wrong only on the inputs the runs lay out otherwise.
+        "abi": ("compiler/api.py", 'np.require(np.asarray(value), requirements="C")', "value"),
     }
     verdicts = {}
     for name, (file, old, new) in cases.items():
@@ -173,6 +179,7 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     assert verdicts["addf"].status == "live", verdicts["addf"]
     assert verdicts["stillborn"].status == "stillborn", verdicts["stillborn"]
     assert verdicts["ir-only"].status == "live", verdicts["ir-only"]
+    assert verdicts["abi"].status == "live", verdicts["abi"]
     for name, expected in (("ir-only", "outputs identical"), ("addf", "outputs differ")):
         scratch, mutant = _by_hand(baseline, *cases[name], name + "-outputs")
         assert checker.outputs_differ(scratch, [mutant.module], name).startswith(expected)
