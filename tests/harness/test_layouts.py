@@ -3,18 +3,17 @@ an unaligned start, read-only; the compiler must take each as the values it hold
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
+from planted_reproducer import run_with_and_without
 
 from harness.case import Case
 from harness.oracles.base import Finding
 from harness.run.layouts import DEFAULT, LAYOUTS, applicable, arrange, source
-from harness.selftest import Mutation, apply, scratch_environment
+from harness.selftest import Mutation
 from harness.triage.minimize import minimize
 from strategies.model import ProgramBuilder
 
@@ -144,21 +143,7 @@ def test_arguments_passed_with_their_own_strides_are_found_and_reproduced(tmp_pa
         "array = np.asarray(value)",
         "arguments passed with their own strides",
     )
-    scratch = apply(mutation, tmp_path / "src")
-    planted = scratch_environment(scratch)
-    script = tmp_path / "reproducer.py"
-    made = subprocess.run(
-        [sys.executable, "-c", _MAKE, str(script)],
-        cwd=tmp_path, env=planted, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr[-2000:]
-    assert "x0 = np.asfortranarray(x0)" in script.read_text()
-    with_bug = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, env=planted, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
+    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE)
+    assert "x0 = np.asfortranarray(x0)" in text
     assert with_bug.returncode == 1 and "FAILS" in with_bug.stderr, with_bug.stderr[-2000:]
-    clean = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
-    )
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]

@@ -3,19 +3,18 @@ standalone reproducer of a planted bug fails where the bug is and passes where i
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
+from planted_reproducer import run_with_and_without
 
 from harness import oracles
 from harness.case import Case
 from harness.run.references import references
 from harness.run.task import BackendResult
-from harness.selftest import Mutation, apply, scratch_environment
+from harness.selftest import Mutation
 from harness.verdict import judge_output
 
 
@@ -60,23 +59,9 @@ def test_a_reproducer_fails_exactly_where_the_oracle_does(tmp_path: Path) -> Non
         "{fmt(tuple(max(o - 1, 0) for o in a['offsets']))}",
         "extract_slice starts one element early",
     )
-    scratch = apply(mutation, tmp_path / "src")
-    planted = scratch_environment(scratch)
-    script = tmp_path / "reproducer.py"
-    made = subprocess.run(
-        [sys.executable, "-c", _MAKE, str(script)],
-        cwd=tmp_path, env=planted, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr[-2000:]
-    assert "harness.verdict" in script.read_text()
-    with_bug = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, env=planted, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
+    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE)
+    assert "harness.verdict" in text
     assert with_bug.returncode == 1 and "FAILS" in with_bug.stderr, with_bug.stderr[-2000:]
-    clean = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
-    )
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
 
 
@@ -135,24 +120,9 @@ def test_a_reproducer_calls_the_compiler_as_the_failing_case_did(tmp_path: Path)
         "_elementwise_function(prim.name))",
         "np.greater_equal on a traced tensor is refused",
     )
-    scratch = apply(mutation, tmp_path / "src")
-    planted = scratch_environment(scratch)
-    script = tmp_path / "reproducer.py"
-    made = subprocess.run(
-        [sys.executable, "-c", _MAKE_SPELLED, str(script)],
-        cwd=tmp_path, env=planted, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr[-2000:]
-    text = script.read_text()
+    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE_SPELLED)
     assert "xp = np" in text and "xp.greater_equal(x0, 0.5)" in text, text
-    with_bug = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, env=planted, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
     assert with_bug.returncode != 0 and "greater_equal" in with_bug.stderr, with_bug.stderr[-2000:]
-    clean = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
-    )
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
 
 

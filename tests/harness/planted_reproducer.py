@@ -1,0 +1,34 @@
+"""A planted bug's reproducer, run with the bug and without it (the slow tests that check "a
+reproducer fails exactly where the oracle does" for one layer each)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.selftest import Mutation, apply, scratch_environment
+
+
+def run_with_and_without(
+    tmp_path: Path, mutation: Mutation, make: str
+) -> tuple[str, subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """Plant ``mutation`` in a scratch compiler, run ``make`` (Python source that writes a
+    reproducer to ``sys.argv[1]``) against it, then run that reproducer with the bug and on the
+    real compiler: (its text, the run with the bug, the clean run)."""
+    scratch = apply(mutation, tmp_path / "src")
+    planted = scratch_environment(scratch)
+    script = tmp_path / "reproducer.py"
+    made = subprocess.run(
+        [sys.executable, "-c", make, str(script)],
+        cwd=tmp_path, env=planted, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    with_bug = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=planted, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    clean = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    return script.read_text(), with_bug, clean
