@@ -1,8 +1,9 @@
 """Printing programs: a readable listing, and standalone Python reproducers.
 
 A reproducer defines the program as a plain function written against the array namespace of its
-first input (so NumPy, ``jax.numpy`` and the compiler's traced namespace all run it), or against
-NumPy's own functions (the "numpy" spelling: traced tensors dispatch them), sets its
+first input (so NumPy, ``jax.numpy`` and the compiler's traced namespace all run it), against
+NumPy's own functions (the "numpy" spelling: traced tensors dispatch them) or with the array's
+methods (the "methods" spelling), sets its
 inputs (exact values, or a seeded generator), evaluates it with NumPy and, optionally, through the
 compiler. How the compiler's answer is *judged* is the caller's ``footer``: the harness prints its
 own error model there, so a reproducer fails exactly when the oracle does.
@@ -62,7 +63,7 @@ def function_source(
     program: Program, extra: RawEquation | None = None, spelling: str = "array-api"
 ) -> list[str]:
     """``def program(x0, ...)``: the program as a function, written in ``spelling`` over its
-    inputs' namespace ("array-api") or NumPy's module ("numpy")."""
+    inputs' namespace ("array-api", "methods") or NumPy's module ("numpy")."""
     names = [f"x{i}" for i in range(len(program.inputs))]
     body: list[str] = []
     for i, node in enumerate(program.nodes):
