@@ -27,6 +27,11 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
+from compiler.primitives import SPELLINGS
+
+from .run.layouts import DEFAULT as LAYOUT_DEFAULT
+from .run.layouts import LAYOUTS
+
 #: The validation keywords implemented by ``problems``; the schema uses no others.
 KEYWORDS = frozenset(
     {
@@ -50,6 +55,8 @@ ANNOTATIONS = frozenset(
 )
 
 STATUSES = ("open", "fixed", "regressed")
+#: How a stored program may be written, and the layouts its inputs may be handed over in.
+INPUT_LAYOUTS = (LAYOUT_DEFAULT, *LAYOUTS)
 #: The plain numeric dtypes a stored array may have (no objects, strings, structured or void).
 ARRAY_DTYPES = (
     "bool",
@@ -202,7 +209,15 @@ CASE: dict[str, Any] = {
         "checks": _STRINGS,
         "check": _STRING,
         "origin": _STRING,
-        "extra": {"type": "object"},
+        "extra": {
+            "description": "case options: a jit sequence, a value regime, how the program is "
+            "written (spelling) and the memory layout each input is handed over in",
+            "type": "object",
+            "properties": {
+                "spelling": {"enum": list(SPELLINGS)},
+                "layouts": {"type": "array", "items": {"enum": list(INPUT_LAYOUTS)}},
+            },
+        },
         "workarounds_off": {
             "description": "compiler workarounds for upstream bugs turned off while the case "
             "compiles (compiler/workarounds.py); a name no longer registered is off for good",

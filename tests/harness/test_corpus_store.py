@@ -378,3 +378,22 @@ def test_a_file_that_cannot_be_opened_is_named(tmp_path: Path, monkeypatch) -> N
     with pytest.raises(CorpusError, match=r"cannot read \(Permission denied\)") as caught:
         load(path)
     assert caught.value.path == path
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({"spelling": "fortran"}, "extra.spelling: 'fortran' is not one of array-api, numpy"),
+        ({"layouts": ["sideways"]}, "extra.layouts[0]: 'sideways' is not one of c, fortran"),
+        ({"layouts": "fortran"}, "extra.layouts: expected array"),
+    ],
+)
+def test_a_case_option_is_checked_at_load(tmp_path: Path, extra: dict, message: str) -> None:
+    """How the program is written and how its inputs are laid out are part of the case: a
+    stored value the harness does not know is the file's error, named at load time."""
+    data = entry(3).to_json()
+    data["case"]["case"]["extra"] = extra
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(CorpusError) as caught:
+        load(tmp_path / "bad.json")
+    assert message in caught.value.problem, caught.value.problem
