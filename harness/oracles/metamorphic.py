@@ -253,6 +253,7 @@ class Relation(Oracle):
         shape = np.shape(yardstick(refs))
         others = [related.select(o) for o in reference_outputs(refs, shape, backend)]
         errors = []
+        local: list[np.ndarray] = []
         if own and own["numpy"].ok:
             own_truth = yardstick(own)
             with np.errstate(invalid="ignore", over="ignore"):
@@ -262,6 +263,11 @@ class Relation(Oracle):
                 # of the allowed; a clean-compiler session, seed 1302).
                 shape = np.shape(own_truth)
                 outputs = reference_outputs(own, shape, backend) + perturbed_outputs(own, shape)
+                # Each is a correct evaluation of the derived program, so its non-finite values
+                # are possible answers there: a shift that rounds a row's tiny spread away makes
+                # (x - mean) exactly 0 and 0 * inf gain nan, where the original gives inf (a
+                # float64 layer norm with an infinite gain; the README's 60 s session).
+                local = [np.asarray(o, np.float64) for o in outputs]
                 for output in outputs:
                     error = np.abs(np.asarray(output, np.float64) - own_truth)
                     # The shift's rounding (x + c) conditions every element alike; which element
@@ -278,6 +284,7 @@ class Relation(Oracle):
             tolerance.error_steps(related.case.program),
             tolerance.working_dtype(related.case.program),
             errors=errors,
+            local=local,
         )
         return "" if verdict.ok else verdict.reason
 

@@ -113,3 +113,23 @@ def test_softmax_shift_bound_takes_the_perturbed_runs_of_the_derived_case(runner
     judgement = runner.evaluate(case, ("metamorphic:softmax-shift",))
     assert "metamorphic:softmax-shift" in judgement.oracles
     assert judgement.findings == [], [f.detail for f in judgement.findings]
+
+
+def test_a_shift_that_rounds_a_spread_away_may_turn_inf_into_nan(runner) -> None:
+    """The README's 60 s session on the clean compiler: a float64 layer norm with gain -inf of
+    a row [-8.1e-45, 3.9e-130]. Shifted by 64 the row is [64, 64], so (x - mean) is exactly 0
+    and 0 * -inf is nan, where the original row gives inf: every correct evaluation of the
+    derived program says nan there, so the relation accepts it."""
+    import json
+    from pathlib import Path
+
+    data = json.loads(
+        (
+            Path(__file__).parent / "fixtures" / "layer_norm_shift_infinite_gain_case.json"
+        ).read_text()
+    )
+    case = Case.from_dict(data)
+    assert case.program.ops == ("layer_norm",) and np.isinf(case.inputs[1]).all()
+    judgement = runner.evaluate(case, ("metamorphic:layer-norm-shift",))
+    assert "metamorphic:layer-norm-shift" in judgement.oracles
+    assert judgement.findings == [], [f.detail for f in judgement.findings]
