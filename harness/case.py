@@ -192,13 +192,7 @@ class Case:
 
     def respelled(self, spelling: str) -> Case:
         """The same case written in ``spelling``."""
-        extra = {k: v for k, v in self.extra.items() if k != "spelling"}
-        if spelling != SPELLINGS[0]:
-            extra["spelling"] = spelling
-        copy = replace(self, extra=extra)
-        if "_sequence" in self.__dict__:
-            copy.__dict__["_sequence"] = self.__dict__["_sequence"]
-        return copy
+        return self._with_option("spelling", spelling if spelling != SPELLINGS[0] else None)
 
     @property
     def layouts(self) -> tuple[str, ...]:
@@ -215,10 +209,19 @@ class Case:
         """The same case with inputs handed over in ``names`` (all default: none stored)."""
         from .run.layouts import DEFAULT
 
-        extra = {k: v for k, v in self.extra.items() if k != "layouts"}
-        if any(n != DEFAULT for n in names):
-            extra["layouts"] = list(names)
-        copy = replace(self, extra=extra)
+        return self._with_option("layouts", list(names) if set(names) - {DEFAULT} else None)
+
+    def _with_option(self, key: str, value: Any) -> Case:
+        """A copy whose ``extra[key]`` is ``value`` (absent for None: the default is not stored,
+        so cases without the option keep their digests)."""
+        extra = {k: v for k, v in self.extra.items() if k != key}
+        if value is not None:
+            extra[key] = value
+        return self._carrying_sequence(replace(self, extra=extra))
+
+    def _carrying_sequence(self, copy: Case) -> Case:
+        """``copy`` with this case's decoded jit sequence (its ``extra["sequence"]`` is the same
+        object, so the decoding still applies)."""
         if "_sequence" in self.__dict__:
             copy.__dict__["_sequence"] = self.__dict__["_sequence"]
         return copy
@@ -267,10 +270,7 @@ class Case:
         return copy
 
     def on(self, backends: tuple[str, ...]) -> Case:
-        copy = replace(self, backends=tuple(backends))
-        if "_sequence" in self.__dict__:  # the same extra: the decoded sequence still applies
-            copy.__dict__["_sequence"] = self.__dict__["_sequence"]
-        return copy
+        return self._carrying_sequence(replace(self, backends=tuple(backends)))
 
     # ---- identity
 

@@ -210,7 +210,7 @@ class Primitive:
         if spelling == "numpy" and self.call:
             return _numpy_call(self.call)
         if spelling == "methods" and self.method is not None:
-            return _method(self.method)
+            return _printed_once(self.method)
         return self.evaluate, self.render
 
     def __reduce__(self) -> tuple:  # pickles by name: the table is the identity
@@ -245,15 +245,11 @@ class Primitive:
 
 @functools.cache
 def _numpy_call(name: str) -> tuple[Evaluate, Render]:
-    def render(args: Sequence[str], attrs: Mapping[str, Any]) -> str:
-        return f"xp.{name}({', '.join(args)})"
-
-    return rendered(render), render
+    return _printed_once(lambda args, attrs: f"xp.{name}({', '.join(args)})")
 
 
-@functools.cache
-def _method(render: Render) -> tuple[Evaluate, Render]:
-    return rendered(render), render
+#: ``printed`` once per render: a spelling's rules keep their identity (and their cache).
+_printed_once = functools.cache(printed)
 
 
 PRIMITIVES: dict[str, Primitive] = {}

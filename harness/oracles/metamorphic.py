@@ -261,8 +261,9 @@ class Relation(Oracle):
                 # small by luck (a float64 softmax shifted by 800 feeding a linear with weights
                 # near 100: 300 ulps on cpu-loops and cpu-vector, NumPy's largest error a tenth
                 # of the allowed; a clean-compiler session, seed 1302).
-                shape = np.shape(own_truth)
-                outputs = reference_outputs(own, shape, backend) + perturbed_outputs(own, shape)
+                own_shape = np.shape(own_truth)
+                outputs = reference_outputs(own, own_shape, backend)
+                outputs += perturbed_outputs(own, own_shape)
                 # Each is a correct evaluation of the derived program, so its non-finite values
                 # are possible answers there: a shift that rounds a row's tiny spread away makes
                 # (x - mean) exactly 0 and 0 * inf gain nan, where the original gives inf (a

@@ -135,13 +135,17 @@ def independent_reference(case: Any) -> np.ndarray:
 DEFINITION = "definition"
 
 
+def _widened(case: Any) -> list[np.ndarray]:
+    """The case's inputs, floats widened to float64."""
+    return [a.astype(np.float64) if is_float(a.dtype) else a for a in case.inputs]
+
+
 def shared_in_float64(case: Any) -> np.ndarray:
     """The program with the shared definitions, in float64 (NumPy, float inputs widened)."""
     from strategies.model.evaluate import function
 
-    widened = [a.astype(np.float64) if is_float(a.dtype) else a for a in case.inputs]
     with np.errstate(all="ignore"):
-        return np.asarray(function(case.program, np)(*widened), dtype=np.float64)
+        return np.asarray(function(case.program, np)(*_widened(case)), dtype=np.float64)
 
 
 def perturbed_in_float64(case: Any) -> list[np.ndarray]:
@@ -151,9 +155,8 @@ def perturbed_in_float64(case: Any) -> list[np.ndarray]:
 
     from ..run.references import PERTURBED_RUNS, perturbed_reference
 
-    widened = [a.astype(np.float64) if is_float(a.dtype) else a for a in case.inputs]
-    laid = replace(case, inputs=widened)
-    runs = [perturbed_reference(laid, run) for run in range(1, PERTURBED_RUNS + 1)]
+    widened = replace(case, inputs=_widened(case))
+    runs = [perturbed_reference(widened, run) for run in range(1, PERTURBED_RUNS + 1)]
     return [np.asarray(r.output, np.float64) for r in runs if r.ok]
 
 
@@ -258,11 +261,8 @@ def table_verdict(case: Any) -> str | None:
     def checked(prim: Any) -> Any:
         rule = prim.evaluate
         ufunc = prim.ufunc if prim.elementwise and isinstance(prim.ufunc, np.ufunc) else None
-        spelled = [
-            (spelling, *prim.spelled(spelling))
-            for spelling in primitives.SPELLINGS[1:]
-            if prim.spelled(spelling)[1] is not prim.render
-        ]
+        others = [(spelling, *prim.spelled(spelling)) for spelling in primitives.SPELLINGS[1:]]
+        spelled = [other for other in others if other[2] is not prim.render]
         if ufunc is None and not spelled:
             return rule
 

@@ -8,13 +8,14 @@ a case may name a layout per input (``Case.layouts``, ``extra["layouts"]``); the
 the inputs so right before each call, the references keep the plain arrays (NumPy's values do
 not depend on the layout), and the reproducer prints the same arrangement.
 
-Every layout keeps the values exactly; ``arrange(a, name)`` and ``source(var, a, name)`` (the
-Python line that does the same to variable ``var``) are the only definitions.
+Every layout keeps the values exactly. Each is defined once, as the Python lines that arrange a
+variable (``source``); ``arrange`` runs those lines, so the reproducer prints what ran.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from typing import Any
 
 import numpy as np
 
@@ -22,36 +23,9 @@ import numpy as np
 DEFAULT = "c"
 
 
-def _fortran(a: np.ndarray) -> np.ndarray:
-    return np.asfortranarray(a)
-
-
-def _reversed(a: np.ndarray) -> np.ndarray:
-    return np.flip(np.flip(a).copy())  # negative strides on every axis, same values
-
-
-def _strided(a: np.ndarray) -> np.ndarray:
-    """Every other element of a buffer twice as long on the last axis; the elements between hold
-    a sentinel (NaN for floats, the dtype's maximum otherwise), so reading them shows."""
-    buffer = np.full(a.shape[:-1] + (2 * a.shape[-1],), _sentinel(a.dtype), dtype=a.dtype)
-    buffer[..., ::2] = a
-    return buffer[..., ::2]
-
-
-def _offset(a: np.ndarray) -> np.ndarray:
-    """C-contiguous, starting one element into its allocation: not aligned beyond its dtype."""
-    buffer = np.empty(a.size + 1, dtype=a.dtype)
-    buffer[1:] = a.ravel()
-    return buffer[1:].reshape(a.shape)
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    view = a.copy()
-    view.setflags(write=False)
-    return view
-
-
 def _sentinel(dtype: np.dtype) -> object:
+    """What a strided layout leaves between the elements: NaN for floats, the dtype's maximum
+    otherwise, so reading them shows."""
     if dtype.kind in "fV":  # float16/32/64 and ml_dtypes' bfloat16
         return np.nan
     if dtype.kind == "b":
@@ -59,15 +33,16 @@ def _sentinel(dtype: np.dtype) -> object:
     return np.iinfo(dtype).max
 
 
-#: name -> (arrange, the smallest rank it changes anything for)
-LAYOUTS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], int]] = {
-    "fortran": (_fortran, 2),
-    "reversed": (_reversed, 1),
-    "strided": (_strided, 1),
-    "offset": (_offset, 0),
-    "readonly": (_readonly, 0),
+#: name -> the smallest rank it changes anything for
+LAYOUTS: dict[str, int] = {
+    "fortran": 2,
+    "reversed": 1,
+    "strided": 1,
+    "offset": 0,
+    "readonly": 0,
 }
 
+#: name -> the Python lines that arrange variable ``{v}``: what runs and what is printed.
 _SOURCE = {
     "fortran": "{v} = np.asfortranarray({v})",
     "reversed": "{v} = np.flip(np.flip({v}).copy())  # negative strides",
@@ -89,22 +64,30 @@ def applicable(array: np.ndarray) -> list[str]:
     """The layouts that change anything for ``array`` (none for an empty one)."""
     if array.size == 0:
         return []
-    return [name for name, (_, rank) in LAYOUTS.items() if array.ndim >= rank]
+    return [name for name, rank in LAYOUTS.items() if array.ndim >= rank]
 
 
 def arrange(array: np.ndarray, name: str) -> np.ndarray:
     """``array``'s values in layout ``name`` (``DEFAULT``, or one that does not apply to it:
-    the array itself)."""
-    if name == DEFAULT or name not in applicable(array):
-        if name != DEFAULT and name not in LAYOUTS:
-            raise ValueError(f"unknown input layout {name!r} (one of {[DEFAULT, *LAYOUTS]})")
+    the array itself), by running the lines ``source`` prints."""
+    if name != DEFAULT and name not in LAYOUTS:
+        raise ValueError(f"unknown input layout {name!r} (one of {[DEFAULT, *LAYOUTS]})")
+    lines = source("x", array, name)
+    if not lines:
         return array
-    return LAYOUTS[name][0](array)
+    scope = {"np": np, "x": array}
+    exec(_compiled("\n".join(lines)), scope)  # noqa: S102 - our own text
+    return scope["x"]
 
 
 def arranged(arrays: list[np.ndarray], names: tuple[str, ...]) -> list[np.ndarray]:
     """Each array in its layout (arrays beyond ``names`` as they are)."""
     return [arrange(a, names[i]) if i < len(names) else a for i, a in enumerate(arrays)]
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(text: str) -> Any:
+    return compile(text, "<layout>", "exec")
 
 
 def source(var: str, array: np.ndarray, name: str) -> list[str]:

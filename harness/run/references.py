@@ -257,12 +257,12 @@ def perturbed_reference(case: Case, run: int) -> Reference:
     the exact ones, a transpose or a maximum) moved one ulp up or down at random (seeded by the
     inputs and ``run``), every sum added up in one running order (first to last in odd runs,
     last to first in even ones: ``_sequential_sum``): a correct evaluation that rounds
-    differently. NumPy's own error is the error model's measure
-    of how hard an element is, and at one element it can be small by luck: for ``sin(exp(x))``
-    at ``x = 42.6``, ``exp`` is 3.2e18 with an ulp of 512, so any ulp of difference moves the
-    sine anywhere in [-1, 1], yet NumPy happened to land near the truth and XLA's answer was
-    rejected. Where an element is well-conditioned a perturbed run stays within an ulp or two of
-    NumPy, so it widens nothing there."""
+    differently. NumPy's own error is the error model's measure of how hard an element is, and
+    at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``, ``exp`` is
+    3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in [-1, 1], yet
+    NumPy happened to land near the truth and XLA's answer was rejected. Where an element is
+    well-conditioned a perturbed run stays within an ulp or two of NumPy, so it widens nothing
+    there."""
     from compiler import primitives
 
     digest = hashlib.sha256(f"perturbed:{run}".encode())

@@ -227,8 +227,10 @@ def _variants_layouts(case: Case) -> list[tuple[str, Case]]:
     if not names:
         return []
     found = [("plain inputs", case.with_layouts(()))]
+    if sum(n != DEFAULT for n in names) < 2:
+        return found  # one laid-out input: "plain inputs" is the only smaller choice
     for i, name in enumerate(names):
-        if name != DEFAULT and sum(n != DEFAULT for n in names) > 1:
+        if name != DEFAULT:
             plain = tuple(DEFAULT if j == i else n for j, n in enumerate(names))
             found.append((f"input {i} plain (not {name})", case.with_layouts(plain)))
     return found
