@@ -85,6 +85,8 @@ class GraphInterpreterBackend:
 
     name = "graph-numpy"
     description = "the traced graph interpreted by NumPy (no MLIR): a reference for triage"
+    # Where its failures live (triage): tracing and the graph, nothing compiles the program.
+    layer = "frontend"
 
     def unavailable(self) -> str | None:
         return None

@@ -4,7 +4,9 @@
 ``causal`` the attention-like cases that ask for it; ``jit-sequence`` the cases that carry a
 sequence of calls of one jitted function; each metamorphic relation
 (``metamorphic:<name>``) where it fits; ``spec`` every program with a composite (its shared
-definition against independent implementations). A new oracle is one module that subclasses
+definition against independent implementations); ``spelling`` every valid program that another
+spelling reaches through other frontend code (that spelling's traced graph, interpreted by
+NumPy). A new oracle is one module that subclasses
 :class:`~harness.oracles.base.Oracle` and calls ``register``; the runner finds it here.
 """
 
@@ -14,6 +16,7 @@ from . import (  # noqa: F401 - registration
     metamorphic,
     sequence,
     spec,
+    spelling,
     structural,
 )
 from .base import (

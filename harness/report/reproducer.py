@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..case import INLINE_LIMIT, Case
+from ..oracles.spelling import failing_spelling
 
 VERSIONED = (
     "numpy",
@@ -163,6 +164,10 @@ def reproducer(case: Case, finding: Any) -> str:
         except Exception as error:  # noqa: BLE001 - a reproducer is documentation
             return header + f"# no standalone reproducer: {error!r}\n"
     footer = None
+    spelling = failing_spelling(finding.oracle)
+    if spelling is not None:
+        # The case passed in its own spelling; the failure is the program written in this one.
+        case = case.respelled(spelling)
     if finding.oracle == "spec" and case.invalid is None:
         names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
         return header + "\n".join(
@@ -183,7 +188,10 @@ def reproducer(case: Case, finding: Any) -> str:
                 "",
             ]
         )
-    if finding.oracle == "differential" and case.invalid is None:
+    judged_by_differential = finding.oracle == "differential" or (
+        spelling is not None and finding.kind in ("mismatch", "wrong-shape", "wrong-dtype")
+    )
+    if judged_by_differential and case.invalid is None:
         names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
         footer = [
             "# Judged by the fuzzer's own error model (harness/oracles/tolerance.py).",

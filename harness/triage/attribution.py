@@ -34,6 +34,7 @@ from compiler.pipelines import BUILT, LLVM, pipeline_steps, split_level, step_na
 
 from ..case import Case
 from ..oracles.base import Finding
+from ..oracles.spelling import failing_spelling
 from ..run.task import Task
 from .signature import backend_family
 
@@ -179,6 +180,16 @@ class Attributor:
             )
         if finding.oracle == "error-path" and finding.kind == "wrong-error":
             return Attribution("frontend", detail="error paths are decided while tracing")
+        spelling = failing_spelling(finding.oracle)
+        if spelling is not None:
+            return Attribution(
+                "frontend",
+                finding.backends[0] if finding.backends else "",
+                f"the program written in the {spelling} spelling traces to a graph that fails "
+                f"already interpreted by NumPy, while in the case's own spelling every backend "
+                f"passes: the {spelling} spelling's dispatch (compiler/frontend/tensor.py: the "
+                "tensor's methods, __array_ufunc__ and __array_function__)",
+            )
         if finding.oracle == "jit-sequence" and finding.kind in JIT_KINDS:
             return Attribution(
                 "jit",

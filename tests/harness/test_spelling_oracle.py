@@ -1,0 +1,105 @@
+"""The spelling oracle: every case's program is traced in the spellings it was not drawn in, so a
+bug in one spelling's dispatch shows on any case that uses the op, not only on the rare case
+drawn in that spelling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.case import Case
+from harness.oracles.spelling import failing_spelling, other_spellings
+from harness.selftest import Mutation, apply, scratch_environment
+from strategies.model import ProgramBuilder
+
+
+def _sum_case(spelling: str | None = None) -> Case:
+    b = ProgramBuilder()
+    program = b.build(b.node("sum", b.input((2, 3), "float32"), axis=1, keepdims=True))
+    case = Case(program, [np.arange(6, dtype=np.float32).reshape(2, 3)], ("cpu-loops@O0",))
+    return case.respelled(spelling) if spelling else case
+
+
+def test_other_spellings_are_those_that_reach_other_frontend_code() -> None:
+    assert other_spellings(_sum_case()) == ["numpy", "methods"]
+    assert other_spellings(_sum_case("methods")) == ["array-api", "numpy"]
+    b = ProgramBuilder()
+    gelu = b.build(b.node("gelu", b.input((4,), "float32")))
+    # A composite is written ops.gelu(x) in every spelling: nothing else to trace.
+    assert other_spellings(Case(gelu, [np.ones(4, np.float32)], ("cpu-loops@O0",))) == []
+
+
+def test_failing_spelling_reads_the_oracle_name() -> None:
+    assert failing_spelling("spelling[methods]") == "methods"
+    assert failing_spelling("spelling") is None
+    assert failing_spelling("metamorphic:softmax-shift") is None
+
+
+def test_a_clean_compiler_passes_in_every_spelling() -> None:
+    from harness.run.runner import Runner
+
+    with Runner(None, use_jax=False) as runner:
+        judgement = runner.evaluate(_sum_case())
+    assert "spelling" in judgement.oracles
+    assert not judgement.findings, [f.detail for f in judgement.findings]
+
+
+_EVALUATE = """
+import json
+import numpy as np
+from harness.case import Case
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from harness.triage.attribution import Attributor
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+program = b.build(b.node("sum", b.input((2, 3), "float32"), axis=1, keepdims=True))
+case = Case(program, [np.arange(6, dtype=np.float32).reshape(2, 3)], ("cpu-loops@O0",))
+with Runner(None, use_jax=False) as runner:
+    findings = runner.evaluate(case).findings
+    layers = [Attributor(runner).attribute(case, f).layer for f in findings]
+open("reproducer.py", "w").write(reproducer(case, findings[0]) if findings else "")
+print(json.dumps([[f.kind, f.oracle, f.backends, layer] for f, layer in zip(findings, layers)]))
+"""
+
+
+@pytest.mark.slow
+def test_a_method_that_drops_keepdims_is_found_from_a_case_in_another_spelling(
+    tmp_path: Path,
+) -> None:
+    """``x.sum(axis=1, keepdims=True)`` traced without keepdims: a case drawn in the default
+    spelling passes every backend, the spelling oracle finds the methods spelling's wrong shape,
+    attributes it to the frontend, and the reproducer prints the method call: it fails on the
+    bug and passes on the real compiler."""
+    mutation = Mutation(
+        "method-sum-keepdims",
+        "frontend/tensor.py",
+        '        return lang.reduce("sum", self, axis, keepdims, **kw)',
+        '        return lang.reduce("sum", self, axis, False, **kw)',
+        "x.sum(...) drops keepdims",
+    )
+    scratch = apply(mutation, tmp_path / "src")
+    proc = subprocess.run(
+        [sys.executable, "-c", _EVALUATE], cwd=tmp_path, env=scratch_environment(scratch),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    findings = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert findings == [["wrong-shape", "spelling[methods]", ["graph-numpy"], "frontend"]]
+    script = tmp_path / "reproducer.py"
+    assert ".sum(axis=1, keepdims=True)" in script.read_text(), script.read_text()
+    with_bug = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=scratch_environment(scratch),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    clean = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert with_bug.returncode != 0, with_bug.stdout + with_bug.stderr[-2000:]
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
