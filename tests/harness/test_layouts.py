@@ -104,7 +104,12 @@ def test_a_share_of_generated_cases_hand_their_inputs_over_in_other_layouts() ->
 
     collect()
     share = seen["laid out"] / (seen["laid out"] + seen["plain"])
-    assert 0.1 <= share <= 0.35, seen
+    # Hypothesis's generate phase mutates earlier examples, so these 200 draws are correlated,
+    # and the stream under @seed(3) depends on what ran before in the process: 13-15% alone,
+    # 6% after test_soundness, test_relations, test_tolerance and test_minimize, for
+    # LAYOUT_SHARE's 25% coin (inputs all drawn in the default layout count as plain). A bound
+    # that holds in any order: layouts did not vanish, nor take over.
+    assert 0.03 <= share <= 0.35, seen
     assert {"fortran", "strided", "reversed", "offset", "readonly"} <= set(seen), seen
 
 
