@@ -173,6 +173,7 @@ class Driver:
         self.saved: list[str] = []
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
         self.exercised: set[tuple[str, str]] = set()  # focus items judged so far
+        self.last_oracles: tuple[str, ...] = ()  # the oracles that judged the last case
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -201,6 +202,7 @@ class Driver:
             self.runner.hold = False
         self.ambiguities.extend(judgement.ambiguities[:1])
         self._steer(judgement)
+        self.last_oracles = tuple(judgement.oracles)
         return judgement.findings
 
     def focus_pairs(self) -> tuple[tuple[str, str], ...]:
@@ -306,7 +308,7 @@ class Driver:
                 elif now >= deadline and self.options.rounds is None:
                     return
                 findings = self.judge(case)
-                self.exercised |= exercised_items(case)
+                self.exercised |= exercised_items(case, "spelling" in self.last_oracles)
                 if now - last_flush > 1.0:
                     self._flush_stats()
                     last_flush = now

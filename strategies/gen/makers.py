@@ -209,17 +209,28 @@ def _layout(g: Gen, op: str) -> None:
 
 
 def _astype(g: Gen, op: str) -> None:
+    # bool too: NumPy's nonzero test (NaN and -0.0 included), which no other op lowers; a bool
+    # is no program's output, so that cast takes a second node (a budget the joins of dead
+    # branches would otherwise lose: programs came out smaller).
+    to_bool = ("bool",) if g.budget >= 2 else ()
+
     def targets(v: Value) -> list[str]:
         return [
             d
-            for d in g.cfg.dtypes
+            for d in (*g.cfg.dtypes, *to_bool)
             if d != v.dtype and (d != "int32" or v.dtype == "int32" or v.bounded)
         ]
 
     p = g.primary(op, lambda v: bool(targets(v)))
     dtype = g.draw(st.sampled_from(targets(p)))
     event(f"cast:{p.dtype}->{dtype}")
-    g.node(op, p, dtype=dtype)
+    cast = g.node(op, p, dtype=dtype)
+    if dtype == "bool":  # a program's output is numeric: consumed as a comparison's result is
+        if g.draw(st.booleans()):
+            g.node("astype", cast, dtype=g.draw(st.sampled_from(g.cfg.dtypes)), nonneg=True,
+                   bounded=True)  # fmt: skip
+        else:
+            _where_on(g, cast, p)
 
 
 def _causal_mask(g: Gen, op: str) -> None:

@@ -19,7 +19,7 @@ test that compares with unadapted JAX.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -48,7 +48,7 @@ def programs(
     max_rank: int = 3,
     max_side: int = 6,
     implicit_int_to_float: bool = True,
-    first: str | None = None,
+    first: str | Sequence[str] | None = None,
 ) -> st.SearchStrategy[Program]:
     """Valid programs of at most ``max_nodes`` nodes, from at least ``min_nodes`` generation steps
     (dead-code removal can leave fewer nodes; raise ``min_nodes`` for bigger fuzzing programs,
@@ -58,22 +58,27 @@ def programs(
     comparison feeding a where, the where or astype consuming a comparison, the add or matmul
     consuming a causal mask); ``dtypes`` limits input and cast dtypes
     (promotion, e.g. GELU's float64 constant, can still produce float64). ``first``: the op of
-    the first step (a program focused on one op; the shrinker may still delete that step)."""
+    the first step, or the ops of the first steps in order (a program focused on those ops; the
+    shrinker may still delete those steps)."""
     order_all = generation_order()
     op_list = tuple(order_all if ops is None else ops)
     unknown = set(op_list) - set(order_all)
     if unknown:
         raise ValueError(f"unknown ops {sorted(unknown)}; choose from {order_all}")
     dtype_list = tuple(DTYPES if dtypes is None else (np.dtype(d).name for d in dtypes))
+    if not implicit_int_to_float:  # ml_dtypes' promotions (composites of bfloat16 to float32)
+        dtype_list = tuple(d for d in dtype_list if d not in LOW_PRECISION_DTYPES) or dtype_list
     if set(dtype_list) - set(DTYPES) or not dtype_list:
         raise ValueError(f"dtypes must be a non-empty subset of {DTYPES}, got {dtype_list}")
     if not 1 <= min_nodes <= max_nodes or max_rank < 1 or max_side < 2:
         raise ValueError("need 1 <= min_nodes <= max_nodes, max_rank >= 1 and max_side >= 2")
     order = tuple(op for op in order_all if op in op_list)
-    if first is not None and first not in order:
-        raise ValueError(f"first op {first!r} is not among the ops {order}")
+    firsts = (first,) if isinstance(first, str) else tuple(first or ())
+    for op in firsts:
+        if op not in order:
+            raise ValueError(f"first op {op!r} is not among the ops {order}")
     cfg = Config(
-        max_nodes, min_nodes, order, dtype_list, max_rank, max_side, implicit_int_to_float, first
+        max_nodes, min_nodes, order, dtype_list, max_rank, max_side, implicit_int_to_float, firsts
     )
     if not any(primitives.get(op).cost <= max_nodes and cfg.op_dtypes(op) for op in order):
         raise ValueError(f"no op in {order} can be generated with dtypes {dtype_list}")
@@ -136,7 +141,7 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
     ]
     if not choices:
         return None
-    first = g.cfg.first if g.steps == 0 else None
+    first = g.cfg.first[g.steps] if g.steps < len(g.cfg.first) else None
     op = first if first in choices else draw(st.sampled_from(choices))
     g.steps += 1
     MAKERS[primitives.get(op).kind](g, op)

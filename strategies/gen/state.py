@@ -107,7 +107,8 @@ class Config:
     max_rank: int
     max_side: int
     implicit: bool
-    first: str | None = None  # the op of the first step (a focused program), if it can be drawn
+    # The ops of the first steps, in order (a focused program), each where it can be drawn.
+    first: tuple[str, ...] = ()
 
     @property
     def floats(self) -> tuple[str, ...]:
@@ -316,6 +317,10 @@ class Gen:
             choices: list[int | float] = [0.0, 0.5, -1.0, 0, 2, 2**40, -(2**33), 1e10]
         else:
             choices = [2.0, 0.5, -1.5, 3.0, 2, -3, 1e10]
+        if not self.cfg.implicit and dtype == "int32":
+            # JAX keeps a weak float next to int32 weak (float32 further on; NumPy: float64),
+            # and an int beyond int32 overflows there.
+            choices = [c for c in choices if isinstance(c, int) and abs(c) <= INT32_MAX]
         value = self.draw(st.sampled_from(choices))
         strong = [
             d

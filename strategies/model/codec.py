@@ -82,8 +82,8 @@ def _dtype(value: Any) -> str:
         name = dtype_name(value)
     except TypeError:
         raise TypeError(f"not a dtype: {value!r}") from None
-    if name not in DTYPES:
-        raise TypeError(f"unsupported dtype {name} (supported: {DTYPES})")
+    if name not in DTYPES and name != "bool":  # bool: a cast's target (x.astype(bool))
+        raise TypeError(f"unsupported dtype {name} (supported: {DTYPES} and bool)")
     return name
 
 

@@ -237,19 +237,23 @@ def test_every_op_and_dtype_is_reachable() -> None:
 def test_programs_are_mostly_more_than_one_node() -> None:
     """Op coverage per case: with ``st.lists`` of steps (Hypothesis explores a list one 50/50
     choice at a time) and operands often drawn afresh, two thirds of the programs were a single
-    node after dead-code removal (mean 1.8 of a 6-node budget)."""
+    node after dead-code removal (mean 1.8 of a 6-node budget). Three seeds: one seed's draws
+    are correlated (Hypothesis mutates earlier examples), and its mean wandered from 3.0 to 2.4
+    with an unrelated change of the generator, while ten other seeds' stayed at 2.7."""
     sizes: list[int] = []
 
-    @seed(11)
-    @settings(
-        max_examples=300, phases=[Phase.generate], database=None, deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
-    @given(programs(max_nodes=6))
-    def collect(program: Program) -> None:
-        sizes.append(len(program))
+    for number in (11, 12, 13):
 
-    collect()
+        @seed(number)
+        @settings(
+            max_examples=200, phases=[Phase.generate], database=None, deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )  # fmt: skip
+        @given(programs(max_nodes=6))
+        def collect(program: Program) -> None:
+            sizes.append(len(program))
+
+        collect()
     assert sum(sizes) / len(sizes) >= 2.5, Counter(sizes)
     assert sizes.count(1) <= 0.35 * len(sizes), Counter(sizes)
 
