@@ -42,4 +42,19 @@ class CompilerError(RuntimeError):
         return (type(self), (self.stage, self.pipeline, self.message, self.module_text))
 
 
-__all__ = ["UnsupportedFeature", "InvalidIndex", "CompilerError"]
+class DefinitionError(RuntimeError):
+    """A composite's shared definition (``compiler/ops.py``) failed on minimal stand-ins of
+    operands its shape contract accepts: the definition is broken, not the program (a compiler
+    bug). ``shape`` is the contract's result shape and ``dtype`` the operands' common dtype,
+    which a model of NumPy's types falls back to so that such programs are still made."""
+
+    def __init__(self, message: str, shape: tuple[int, ...], dtype: str) -> None:
+        super().__init__(message)
+        self.shape = tuple(shape)
+        self.dtype = dtype
+
+    def __reduce__(self) -> tuple:  # pickles (across worker processes) as it was raised
+        return (type(self), (str(self), self.shape, self.dtype))
+
+
+__all__ = ["UnsupportedFeature", "InvalidIndex", "CompilerError", "DefinitionError"]

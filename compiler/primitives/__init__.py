@@ -31,7 +31,7 @@ import numpy as np
 
 from ..dtypes import finfo, is_float
 from ..dtypes import source as dtype_source
-from ..errors import InvalidIndex, UnsupportedFeature
+from ..errors import DefinitionError, InvalidIndex, UnsupportedFeature
 from . import rules
 from .rules import ArrayType, Operand
 
@@ -300,6 +300,7 @@ __all__ = [
     "SPELLINGS",
     "ArrayType",
     "Attr",
+    "DefinitionError",
     "InvalidIndex",
     "UnsupportedFeature",
     "Primitive",

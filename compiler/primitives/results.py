@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import ops as composites
 from ..dtypes import BOOL, FLOAT64, INT32, check_dtype, is_float
-from ..errors import UnsupportedFeature
+from ..errors import DefinitionError, UnsupportedFeature
 from .rules import (
     ArrayType,
     arrays,
@@ -178,9 +178,29 @@ def gather_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType
 # stand-ins (so the NEP 50 promotions inside them, e.g. GELU's float64 constant, are NumPy's).
 
 
-def _composite_dtype(fn: Any, tensors: Sequence[ArrayType], shapes: Sequence, **kw: Any):
-    stand = [np.ones(s, t.dtype) for t, s in zip(tensors, shapes, strict=True)]
-    return numpy_dtype(lambda *a: fn(*a, **kw), stand, fn.__name__)
+def _composite_type(
+    fn: Any, tensors: Sequence[ArrayType], stand_shapes: Sequence, shape: Sequence[int], **kw: Any
+) -> ArrayType:
+    """``shape`` (the contract's) with the dtype the definition computes on stand-ins of
+    ``stand_shapes``. The contract was checked: a definition that fails here other than on a
+    promotion (TypeError) is broken, a ``DefinitionError``."""
+    stand = [np.ones(s, t.dtype) for t, s in zip(tensors, stand_shapes, strict=True)]
+    try:
+        dtype = numpy_dtype(lambda *a: fn(*a, **kw), stand, fn.__name__)
+    except (TypeError, NotImplementedError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the definition's own failure
+        try:
+            common = np.result_type(*(t.dtype for t in tensors), np.float32)
+        except Exception:  # noqa: BLE001 - ml_dtypes' pairs without a common type
+            common = np.dtype(np.float32)
+        raise DefinitionError(
+            f"{fn.__name__}: the shared definition (compiler/ops.py) fails on operands its "
+            f"shape contract accepts: {type(error).__name__}: {error}",
+            tuple(shape),
+            np.dtype(common).name,
+        ) from error
+    return ArrayType(tuple(shape), dtype)
 
 
 def _exact(t: ArrayType, shape: tuple[int, ...], what: str) -> None:
@@ -194,7 +214,7 @@ def _tensors(operands: Sequence[Any], what: str) -> list[ArrayType]:
 
 def gelu_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
     (x,) = _tensors(operands, "gelu")
-    return ArrayType(x.shape, _composite_dtype(composites.gelu, [x], [()]))
+    return _composite_type(composites.gelu, [x], [()], x.shape)
 
 
 def softmax_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
@@ -202,7 +222,7 @@ def softmax_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayTyp
     if x.ndim == 0:
         raise ValueError("softmax: operand must be at least 1-D")
     normalize_axes(attrs.get("axis", -1), x.ndim, "softmax")
-    return ArrayType(x.shape, _composite_dtype(composites.softmax, [x], [(1,)]))
+    return _composite_type(composites.softmax, [x], [(1,)], x.shape)
 
 
 def layer_norm_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
@@ -210,14 +230,13 @@ def layer_norm_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> Array
     if x.ndim == 0:
         raise ValueError("layer_norm: operand must be at least 1-D")
     shape = broadcast_shapes(x.shape, gain.shape, bias.shape, what="layer_norm")
-    dtype = _composite_dtype(composites.layer_norm, [x, gain, bias], [(1,)] * 3)
-    return ArrayType(shape, dtype)
+    return _composite_type(composites.layer_norm, [x, gain, bias], [(1,)] * 3, shape)
 
 
 def linear_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
     x, w, b = _tensors(operands, "linear")
     shape = broadcast_shapes(matmul_shape(x, w), b.shape, what="linear bias")
-    return ArrayType(shape, _composite_dtype(composites.linear, [x, w, b], [(1,), (1, 1), (1,)]))
+    return _composite_type(composites.linear, [x, w, b], [(1,), (1, 1), (1,)], shape)
 
 
 def _check_attention(ts: Sequence[ArrayType], heads: int, what: str) -> tuple[int, int]:
@@ -240,8 +259,7 @@ _ATTENTION_STAND_IN = [(1, 1), (1, 3), (3,), (1, 1), (1,)]
 def attention_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
     tensors = _tensors(operands, "attention")
     shape = _check_attention(tensors, attrs["heads"], "attention")
-    dtype = _composite_dtype(composites.attention, tensors, _ATTENTION_STAND_IN, heads=1)
-    return ArrayType(shape, dtype)
+    return _composite_type(composites.attention, tensors, _ATTENTION_STAND_IN, shape, heads=1)
 
 
 def attend_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
@@ -251,7 +269,7 @@ def attend_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType
     _exact(gain, (shape[1],), "attend gain")
     _exact(bias, (shape[1],), "attend bias")
     stand = [(1, 1), (1,), (1,), *_ATTENTION_STAND_IN[1:]]
-    return ArrayType(shape, _composite_dtype(composites.attend, tensors, stand, heads=1))
+    return _composite_type(composites.attend, tensors, stand, shape, heads=1)
 
 
 def feedforward_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
@@ -268,7 +286,7 @@ def feedforward_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> Arra
     _exact(down_w, (hidden, width), "feedforward down weight")
     _exact(down_b, (width,), "feedforward down bias")
     stand = [(1, 1), (1,), (1,), (1, 1), (1,), (1, 1), (1,)]
-    return ArrayType(x.shape, _composite_dtype(composites.feedforward, tensors, stand))
+    return _composite_type(composites.feedforward, tensors, stand, x.shape)
 
 
 __all__ = [

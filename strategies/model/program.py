@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from compiler import primitives
-from compiler.primitives import REQUIRED, Primitive
+from compiler.primitives import REQUIRED, DefinitionError, Primitive
 
 from . import codec
 from .types import (
@@ -105,7 +105,13 @@ def result_type(spec: Primitive, types: Sequence[TensorType | Const], attrs: Any
     except Exception:  # noqa: BLE001 - NumPy's own rejection, or the definition's failure
         if spec.kind != "composite":
             raise
-        return spec.result([_operand(t) for t in types], attrs)  # raises if it rejects too
+        try:
+            return spec.result([_operand(t) for t in types], attrs)  # raises if it rejects too
+        except DefinitionError as error:
+            # The rule types a composite by running the definition too, which fails on any
+            # operands: the program is still made (its shape is the contract's), so that the
+            # compiler's failure on it and the spec oracle are seen (it stopped generation).
+            return np.empty(error.shape, error.dtype)
     try:
         spec.result([_operand(t) for t in types], attrs)
     except NotImplementedError:

@@ -241,6 +241,30 @@ def test_a_composite_whose_definition_fails_is_typed_by_its_contract(monkeypatch
         b.node("exp", x)
 
 
+def test_a_composite_whose_shared_definition_fails_everywhere_is_still_made(monkeypatch) -> None:
+    """A broken ``compiler/ops.py`` composite fails NumPy's evaluation and the compiler's result
+    rule alike (the rule asks the definition for the dtype): the rule says so with a
+    ``DefinitionError`` carrying the contract's shape, and the model still makes the program
+    (it stopped generation, a harness error instead of the spec oracle's finding)."""
+    from compiler import primitives
+
+    def broken(*args, **kwargs):
+        raise ValueError("planted: axis 3 is out of bounds")
+
+    monkeypatch.setattr(cops, "attention", broken)
+    b = ProgramBuilder()
+    x = b.input((4, 6), "float32")
+    rest = [b.input(s, "float32") for s in [(6, 18), (18,), (6, 6), (6,)]]
+    program = b.build(b.node("attention", x, *rest, heads=3))
+    assert program.output_type == TensorType((4, 6), "float32")
+    types = [i.type for i in program.inputs]
+    with pytest.raises(primitives.DefinitionError, match="planted") as raised:
+        primitives.get("attention").result(types, {"heads": 3})
+    assert raised.value.shape == (4, 6) and raised.value.dtype == "float32"
+    with pytest.raises(ValueError, match="not divisible"):  # a contract violation stays one
+        b.node("attention", x, *rest, heads=4)
+
+
 def test_bool_only_feeds_where_and_astype() -> None:
     b = ProgramBuilder()
     x = b.input((2, 3), "float32")
