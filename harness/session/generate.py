@@ -38,8 +38,8 @@ def program_cases(draw: st.DrawFn, backends: tuple[str, ...], max_nodes: int = 6
 
 
 #: The focus items one focused case starts from (its first steps, each joined into the output
-#: where its branch would be dead): the table is covered about that many times faster. A 60 s
-#: session reached about a quarter of the 243 items one at a time; an item whose step ends up
+#: where its branch would be dead): a 60 s single-driver session met 95 of the 243 items with
+#: one a case (on a quarter of the cases), 189 with three (on half). An item whose step ends up
 #: dead stays in focus.
 FOCUS_ITEMS_PER_CASE = 3
 
