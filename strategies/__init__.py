@@ -8,7 +8,7 @@ compiler; it never imports ``harness``.
 """
 
 from .gen.invalid import invalid_programs
-from .gen.programs import Sample, op_dtype_pairs, programs, samples
+from .gen.programs import Sample, cast_pairs, op_dtype_pairs, programs, samples
 from .gen.shapes import (
     MATMUL_KINDS,
     AttentionConfig,
@@ -84,6 +84,7 @@ __all__ = [
     "matmul_shapes",
     "mutually_broadcastable_shapes",
     "permutations",
+    "cast_pairs",
     "op_dtype_pairs",
     "programs",
     "reductions",

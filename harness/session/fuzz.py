@@ -172,7 +172,8 @@ class Driver:
         self.known = Known(self.corpus, announce=index == 0)
         self.saved: list[str] = []
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
-        self.exercised: set[tuple[str, str]] = set()  # focus items judged so far
+        self.exercised: set[tuple[str, str]] = set()  # focus items done (FOCUS_REPEATS cases)
+        self.exercise_counts: dict[tuple[str, str], int] = {}  # cases that exercised each
         self.last_oracles: tuple[str, ...] = ()  # the oracles that judged the last case
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
@@ -207,9 +208,9 @@ class Driver:
 
     def focus_pairs(self) -> tuple[tuple[str, str], ...]:
         """The focus items (``generate.focus_items``: (op, dtype) pairs, then ops a spelling
-        writes another way) no case of this driver has exercised yet, this driver's share
-        of them first (driver i of n takes every n-th pair, so n drivers cover the table n
-        times faster); none once the table is covered, or with ``focus`` off."""
+        writes another way) not yet exercised by ``FOCUS_REPEATS`` of this driver's cases, its
+        share of them first (driver i of n takes every n-th pair, so n drivers cover the table
+        n times faster); none once the table is covered, or with ``focus`` off."""
         if not self.options.focus:
             return ()
         from .generate import focus_items
@@ -218,6 +219,16 @@ class Driver:
         left = [p for p in pairs if p not in self.exercised]
         mine = [p for k, p in enumerate(pairs) if k % workers == self.index % workers]
         return tuple(p for p in mine if p not in self.exercised) or tuple(left)
+
+    def note_exercised(self, items: set[tuple[str, str]]) -> None:
+        """Count one more case for each focus item it exercised; an item leaves the focus at
+        ``FOCUS_REPEATS``."""
+        from .generate import FOCUS_REPEATS
+
+        for item in items:
+            count = self.exercise_counts[item] = self.exercise_counts.get(item, 0) + 1
+            if count >= FOCUS_REPEATS:
+                self.exercised.add(item)
 
     def _steer(self, judgement: Any) -> None:
         """Point Hypothesis's target phase at the cases closest to failing (the largest error
@@ -308,7 +319,7 @@ class Driver:
                 elif now >= deadline and self.options.rounds is None:
                     return
                 findings = self.judge(case)
-                self.exercised |= exercised_items(case, "spelling" in self.last_oracles)
+                self.note_exercised(exercised_items(case, "spelling" in self.last_oracles))
                 if now - last_flush > 1.0:
                     self._flush_stats()
                     last_flush = now

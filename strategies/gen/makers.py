@@ -221,8 +221,12 @@ def _astype(g: Gen, op: str) -> None:
             if d != v.dtype and (d != "int32" or v.dtype == "int32" or v.bounded)
         ]
 
+    wanted, g.cast_to = g.cast_to, ""  # a focused step's target, where this value takes it
     p = g.primary(op, lambda v: bool(targets(v)))
-    dtype = g.draw(st.sampled_from(targets(p)))
+    allowed = targets(p)
+    if wanted and wanted != p.dtype and (wanted != "int32" or p.bounded):
+        allowed = [wanted]  # to bool too: its consumer may take one node beyond the budget
+    dtype = g.draw(st.sampled_from(allowed))
     event(f"cast:{p.dtype}->{dtype}")
     cast = g.node(op, p, dtype=dtype)
     if dtype == "bool":  # a program's output is numeric: consumed as a comparison's result is

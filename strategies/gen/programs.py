@@ -74,9 +74,9 @@ def programs(
         raise ValueError("need 1 <= min_nodes <= max_nodes, max_rank >= 1 and max_side >= 2")
     order = tuple(op for op in order_all if op in op_list)
     firsts = (first,) if isinstance(first, str) else tuple(first or ())
-    for op in firsts:
-        if op not in order:
-            raise ValueError(f"first op {op!r} is not among the ops {order}")
+    for step in firsts:  # an op, or "astype->DTYPE" (a cast to that dtype)
+        if step.partition("->")[0] not in order:
+            raise ValueError(f"first op {step!r} is not among the ops {order}")
     cfg = Config(
         max_nodes, min_nodes, order, dtype_list, max_rank, max_side, implicit_int_to_float, firsts
     )
@@ -141,7 +141,8 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
     ]
     if not choices:
         return None
-    first = g.cfg.first[g.steps] if g.steps < len(g.cfg.first) else None
+    first = g.cfg.first[g.steps] if g.steps < len(g.cfg.first) else ""
+    first, _, g.cast_to = first.partition("->")
     op = first if first in choices else draw(st.sampled_from(choices))
     g.steps += 1
     MAKERS[primitives.get(op).kind](g, op)
@@ -223,9 +224,20 @@ def samples(
     return Sample(program, inputs, chosen)
 
 
+def cast_pairs() -> tuple[tuple[str, str], ...]:
+    """Every cast a focused program can start with, as ("astype", "SOURCE->TARGET"):
+    ``programs(dtypes=[SOURCE], first="astype->TARGET")``; bool among the targets."""
+    return tuple(
+        ("astype", f"{source}->{target}")
+        for source in DTYPES
+        for target in (*DTYPES, "bool")
+        if target != source
+    )
+
+
 def op_dtype_pairs() -> tuple[tuple[str, str], ...]:
     """Every (op, dtype) a focused program can start with: ``programs(dtypes=[dtype],
-    first=op)`` (casts need two dtypes and are left out: every program's casts cover them)."""
+    first=op)`` (casts need two dtypes: ``cast_pairs``)."""
     found = []
     for dtype in DTYPES:
         cfg = Config(4, 1, generation_order(), (dtype,), 3, 6, True)
@@ -237,4 +249,4 @@ def op_dtype_pairs() -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
-__all__ = ["Sample", "generation_order", "op_dtype_pairs", "programs", "samples"]
+__all__ = ["Sample", "cast_pairs", "generation_order", "op_dtype_pairs", "programs", "samples"]

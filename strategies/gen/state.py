@@ -107,7 +107,8 @@ class Config:
     max_rank: int
     max_side: int
     implicit: bool
-    # The ops of the first steps, in order (a focused program), each where it can be drawn.
+    # The ops of the first steps, in order (a focused program), each where it can be drawn;
+    # "astype->DTYPE" casts to DTYPE.
     first: tuple[str, ...] = ()
 
     @property
@@ -128,7 +129,8 @@ class Config:
         return _meets(op, a, b)
 
     def op_dtypes(self, op: str) -> tuple[str, ...]:
-        if op == "astype" and len(self.dtypes) < 2:
+        casting = any(step.startswith("astype->") for step in self.first)  # a focused cast
+        if op == "astype" and len(self.dtypes) < 2 and not casting:
             return ()
         floats_only = _int_to_float(op) and not self.implicit
         return tuple(
@@ -169,6 +171,7 @@ class Gen:
 
     reserve: int = 0  # nodes kept back from the steps for joining dead branches at the end
     steps: int = 0  # generation steps taken
+    cast_to: str = ""  # the target a focused first step casts to ("astype->bool"), if any
 
     @property
     def budget(self) -> int:

@@ -82,6 +82,11 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
         first, second = (d.focus_pairs() for d in drivers)
         assert not set(first) & set(second) and set(first) | set(second) == set(focus_items())
         assert set(pairs) < set(focus_items())
+        item = second[0]
+        drivers[1].note_exercised({item})  # once: often degenerate (int32 a > b on zeros)
+        assert item in drivers[1].focus_pairs()
+        drivers[1].note_exercised({item})
+        assert item not in drivers[1].focus_pairs()  # FOCUS_REPEATS == 2 cases
         drivers[0].exercised |= set(first)  # its share done: the rest of the table is next
         assert set(drivers[0].focus_pairs()) == set(second)
         drivers[0].exercised |= set(second)

@@ -436,3 +436,25 @@ def test_spec_leaves_a_cast_of_nan_to_an_integer_alone() -> None:
     x = b.input((3,), "float64")
     plain = Case(b.build(b.node("astype", b.node("gelu", x), dtype="int32")), [np.ones(3)])
     assert not references(plain)["numpy"].undefined_cast
+
+
+def test_references_keep_nan_times_false() -> None:
+    """``layer_norm(x) * (x <= y).astype(float64)`` with ``x = -inf``: the layer norm is NaN and
+    NaN times 0 is NaN, but XLA's algebraic simplifier turns a product with a converted mask
+    into a select (jax-ml/jax#12233), so the jitted independent reference said 0 and the spec
+    oracle reported the shared layer norm as wrong (a session on a clean compiler, focused on
+    special values). The references compile without that pass."""
+    from harness.oracles.spec import spec_verdict
+    from harness.run.references import references
+
+    b = ProgramBuilder()
+    x, y = b.input((1, 1, 1), "float64"), b.input((2, 1, 1), "float64")
+    gain, bias = b.input((1,), "float64"), b.input((1,), "float64")
+    mask = b.node("astype", b.node("less_equal", x, y), dtype="float64")
+    program = b.build(b.node("multiply", b.node("layer_norm", x, gain, bias), mask))
+    inf = np.float64(np.inf)
+    inputs = [np.full((1, 1, 1), -inf), np.array([0.0, np.nan]).reshape(2, 1, 1)]
+    case = Case(program, inputs + [np.array([-inf]), np.array([-inf])])
+    refs = references(case)
+    assert np.isnan(refs["jax"].output).all() and np.isnan(refs["numpy"].output).all()
+    assert spec_verdict(case, refs) is None
