@@ -120,17 +120,37 @@ def focus_items() -> tuple[tuple[str, str], ...]:
 
 
 def exercised_pairs(program: Any) -> set[tuple[str, str]]:
-    """The (op, dtype) pairs a program exercises: each node's op with its first non-boolean
-    tensor operand's dtype (its result's, for a node without one: causal_mask), and each cast
-    as ("astype", "SOURCE->TARGET")."""
+    """The (op, dtype) pairs a program exercises: each node's op with the dtype it computes in
+    (``_computed_in``; its result's, for a node without a tensor operand: causal_mask), and
+    each cast as ("astype", "SOURCE->TARGET")."""
     found = set()
     for equation in program.nodes:
         types = program.arg_types(equation)
         dtypes = [t.dtype for t in types if t.dtype != "bool"]
-        found.add((equation.op, dtypes[0] if dtypes else equation.type.dtype))
+        found.add((equation.op, _computed_in(program, equation, dtypes) or equation.type.dtype))
         if equation.op == "astype":
             found.add(("astype", f"{types[0].dtype}->{equation.type.dtype}"))
     return found
+
+
+def _computed_in(program: Any, equation: Any, dtypes: list[str]) -> str | None:
+    """The dtype an arithmetic or comparison node computes in, as NumPy promotes its operands
+    (``float32_scalar > int32_tensor`` compares floats: it is no int32 ``>``); for other nodes
+    their first non-boolean tensor operand's."""
+    from strategies.model.types import Const
+
+    if not dtypes:
+        return None
+    if primitives.get(equation.op).kind not in ("binary", "compare"):
+        return dtypes[0]
+    try:
+        stand = [
+            a.py() if isinstance(a, Const) else np.empty((), program.type_of(a).dtype)
+            for a in equation.args
+        ]
+        return np.result_type(*stand).name
+    except (TypeError, ValueError):  # ml_dtypes' pairs without a common type
+        return dtypes[0]
 
 
 def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, str]]:
