@@ -210,8 +210,7 @@ def _layout(g: Gen, op: str) -> None:
 
 def _astype(g: Gen, op: str) -> None:
     # bool too: NumPy's nonzero test (NaN and -0.0 included), which no other op lowers; a bool
-    # is no program's output, so that cast takes a second node (a budget the joins of dead
-    # branches would otherwise lose: programs came out smaller).
+    # is no program's output, so that cast takes a second node, where the budget has one.
     to_bool = ("bool",) if g.budget >= 2 else ()
 
     def targets(v: Value) -> list[str]:

@@ -143,7 +143,9 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
         return None
     first = g.cfg.first[g.steps] if g.steps < len(g.cfg.first) else ""
     first, _, g.cast_to = first.partition("->")
-    op = first if first in choices else draw(st.sampled_from(choices))
+    if first not in choices:  # not drawable here (the budget): a step like any other
+        first = g.cast_to = ""
+    op = first or draw(st.sampled_from(choices))
     g.steps += 1
     MAKERS[primitives.get(op).kind](g, op)
     return op

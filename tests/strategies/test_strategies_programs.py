@@ -237,9 +237,9 @@ def test_every_op_and_dtype_is_reachable() -> None:
 def test_programs_are_mostly_more_than_one_node() -> None:
     """Op coverage per case: with ``st.lists`` of steps (Hypothesis explores a list one 50/50
     choice at a time) and operands often drawn afresh, two thirds of the programs were a single
-    node after dead-code removal (mean 1.8 of a 6-node budget). Three seeds: one seed's draws
-    are correlated (Hypothesis mutates earlier examples), and its mean wandered from 3.0 to 2.4
-    with an unrelated change of the generator, while ten other seeds' stayed at 2.7."""
+    node after dead-code removal (mean 1.8 of a 6-node budget). Three seeds pooled, and bounds
+    with room: one seed's 200 draws are correlated (Hypothesis mutates earlier examples), and
+    over ten seeds their means ran 2.34-3.0 and their single-node shares 23-47%."""
     sizes: list[int] = []
 
     for number in (11, 12, 13):
@@ -254,8 +254,8 @@ def test_programs_are_mostly_more_than_one_node() -> None:
             sizes.append(len(program))
 
         collect()
-    assert sum(sizes) / len(sizes) >= 2.5, Counter(sizes)
-    assert sizes.count(1) <= 0.35 * len(sizes), Counter(sizes)
+    assert sum(sizes) / len(sizes) >= 2.3, Counter(sizes)
+    assert sizes.count(1) <= 0.45 * len(sizes), Counter(sizes)
 
 
 @pytest.mark.parametrize("op, dtype", [("matmul", "int32"), ("greater_equal", "float16"),
