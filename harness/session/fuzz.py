@@ -174,7 +174,6 @@ class Driver:
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
         self.exercised: set[tuple[str, str]] = set()  # focus items done (FOCUS_REPEATS cases)
         self.exercise_counts: dict[tuple[str, str], int] = {}  # cases that exercised each
-        self.last_oracles: tuple[str, ...] = ()  # the oracles that judged the last case
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -195,7 +194,10 @@ class Driver:
 
     # -- evaluation ---------------------------------------------------------------------------
     def judge(self, case: Case) -> list[Finding]:
-        """All oracles on ``case``; its write-ahead record stays until ``runner.release()``."""
+        """All oracles on ``case``; its write-ahead record stays until ``runner.release()``. The
+        focus items it exercised are counted (in every spelling where the spelling oracle ran)."""
+        from .generate import exercised_items
+
         self.runner.hold = True
         try:
             judgement = self.runner.evaluate(case)
@@ -203,7 +205,7 @@ class Driver:
             self.runner.hold = False
         self.ambiguities.extend(judgement.ambiguities[:1])
         self._steer(judgement)
-        self.last_oracles = tuple(judgement.oracles)
+        self.note_exercised(exercised_items(case, "spelling" in judgement.oracles))
         return judgement.findings
 
     def focus_pairs(self) -> tuple[tuple[str, str], ...]:
@@ -282,7 +284,7 @@ class Driver:
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as hypothesis_seed
 
-        from .generate import cases, exercised_items
+        from .generate import cases
 
         self.recover_pending()
         self.resume_unminimized()
@@ -319,7 +321,6 @@ class Driver:
                 elif now >= deadline and self.options.rounds is None:
                     return
                 findings = self.judge(case)
-                self.note_exercised(exercised_items(case, "spelling" in self.last_oracles))
                 if now - last_flush > 1.0:
                     self._flush_stats()
                     last_flush = now

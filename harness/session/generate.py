@@ -85,7 +85,7 @@ def focus_cases(
     steps = [_first_step(item) for item in (first, *more)]
     # One step beyond what the ops need (a cast to bool takes a consumer): more steps leave the
     # first ones dead more often.
-    budget = sum(primitives.get(op).cost for op, _ in more) + primitives.get(first[0]).cost + 1
+    budget = sum(primitives.get(op).cost for op, _ in (first, *more)) + 1
     budget += sum(step.endswith("->bool") for step in steps)
     strategy = programs(max_nodes=budget, min_nodes=len(steps), dtypes=[dtype], first=steps)
     drawn = draw(samples(strategy))
@@ -134,23 +134,18 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
 
 
 def _computed_in(program: Any, equation: Any, dtypes: list[str]) -> str | None:
-    """The dtype an arithmetic or comparison node computes in, as NumPy promotes its operands
-    (``float32_scalar > int32_tensor`` compares floats: it is no int32 ``>``); for other nodes
-    their first non-boolean tensor operand's."""
+    """The dtype an arithmetic or comparison node computes in, NumPy's (the primitive table's
+    ``numpy_dtypes``: ``float32_scalar > int32_tensor`` compares floats, it is no int32 ``>``);
+    for other nodes their first non-boolean tensor operand's."""
     from strategies.model.types import Const
 
     if not dtypes:
         return None
-    if primitives.get(equation.op).kind not in ("binary", "compare"):
+    prim = primitives.get(equation.op)
+    if prim.kind not in ("binary", "compare"):
         return dtypes[0]
-    try:
-        stand = [
-            a.py() if isinstance(a, Const) else np.empty((), program.type_of(a).dtype)
-            for a in equation.args
-        ]
-        return np.result_type(*stand).name
-    except (TypeError, ValueError):  # ml_dtypes' pairs without a common type
-        return dtypes[0]
+    types = [a.py() if isinstance(a, Const) else program.type_of(a) for a in equation.args]
+    return np.dtype(prim.numpy_dtypes(types, equation.type)[0]).name
 
 
 def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, str]]:

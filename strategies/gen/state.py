@@ -129,9 +129,9 @@ class Config:
         return _meets(op, a, b)
 
     def op_dtypes(self, op: str) -> tuple[str, ...]:
-        casting = any(step.startswith("astype->") for step in self.first)  # a focused cast
-        if op == "astype" and len(self.dtypes) < 2 and not casting:
-            return ()
+        if op == "astype" and len(self.dtypes) < 2:
+            if not any(step.startswith("astype->") for step in self.first):  # a focused cast
+                return ()
         floats_only = _int_to_float(op) and not self.implicit
         return tuple(
             d
