@@ -67,6 +67,8 @@ class Stats:
     unsupported: int = 0
     rejected_agreed: int = 0
     ambiguities: int = 0
+    # focused cases not run: every focus item they exercise was already done (Driver.stale_focus)
+    focus_skipped: int = 0
     seconds_worker: float = 0.0
     seconds_references: float = 0.0
     cells: dict[str, int] = field(default_factory=dict)  # coverage cell -> cases (see coverage)
@@ -83,7 +85,10 @@ class Stats:
     margin_bins: dict[str, list[int]] = field(default_factory=dict)
     error_max: dict[str, float] = field(default_factory=dict)
 
-    _COUNTS = ("cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities")
+    _COUNTS = (
+        "cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities",
+        "focus_skipped",
+    )  # fmt: skip
     _SECONDS = ("seconds_worker", "seconds_references")
     _TABLES = ("cells", "kinds", "oracles", "runs", "reused", "limitations")
     _HISTOGRAMS = ("error_bins", "margin_bins")

@@ -222,6 +222,17 @@ class Driver:
         mine = [p for k, p in enumerate(pairs) if k % workers == self.index % workers]
         return tuple(p for p in mine if p not in self.exercised) or tuple(left)
 
+    def stale_focus(self, case: Case, focus: tuple[tuple[str, str], ...]) -> bool:
+        """Whether ``case`` is a focused case whose focus items were all done since its round
+        began: Hypothesis's generate phase replays near-copies of recent examples, so a 60 s
+        session judged the same focused int32 ``-x`` seven times in a row while (int32, ``>``)
+        waited. Skipping it costs a generation, not a compile and run on every backend."""
+        from .generate import exercised_items
+
+        if not case.origin.startswith("focus/"):
+            return False
+        return not (exercised_items(case, every_spelling=True) & set(focus)) - self.exercised
+
     def note_exercised(self, items: set[tuple[str, str]]) -> None:
         """Count one more case for each focus item it exercised; an item leaves the focus at
         ``FOCUS_REPEATS``."""
@@ -302,10 +313,10 @@ class Driver:
             round_number += 1
             state: dict[str, Any] = {"target": None, "best": None, "found_at": None, "others": []}
             # Fixed for the round (a replay while shrinking sees the same strategy).
+            focus = self.focus_pairs()
             strategy = cases(
-                self.options.backends, self.options.max_nodes, self.options.mix,
-                focus=self.focus_pairs(),
-            )  # fmt: skip
+                self.options.backends, self.options.max_nodes, self.options.mix, focus=focus
+            )
             if self.options.disable_workarounds:
                 off = tuple(sorted(self.options.disable_workarounds))
                 strategy = strategy.map(lambda case: replace(case, workarounds_off=off))
@@ -319,6 +330,9 @@ class Driver:
                     if now - state["found_at"] > self.options.shrink_seconds:
                         raise _ShrinkBudgetSpent()
                 elif now >= deadline and self.options.rounds is None:
+                    return
+                elif self.stale_focus(case, focus):
+                    self.runner.stats.focus_skipped += 1
                     return
                 findings = self.judge(case)
                 if now - last_flush > 1.0:

@@ -55,6 +55,7 @@ def summary_table(summary: dict[str, Any]) -> str:
         f"{'known limitations hit':28} {stats['unsupported']}",
         f"{'invalid, rejected by both':28} {stats['rejected_agreed']}",
         f"{'NumPy/JAX ambiguities':28} {stats['ambiguities']}",
+        f"{'focused cases skipped':28} {stats.get('focus_skipped', 0)} (their items were done)",
         f"{'findings (instances)':28} "
         + (", ".join(f"{k} {v}" for k, v in sorted(stats["kinds"].items())) or "none"),
         f"{'corpus entries added':28} {sum(1 for f in summary['findings'] if f['new'])}",

@@ -222,7 +222,9 @@ def _astype(g: Gen, op: str) -> None:
 
     wanted, g.cast_to = g.cast_to, ""  # a focused step's target, where this value takes it
     p = g.primary(op, lambda v: bool(targets(v)))
-    allowed = targets(p)
+    # A fresh input can have no target: a one-dtype program (focused) on its last node. Its cast
+    # to bool then takes its consumer beyond the budget, as a focused cast does.
+    allowed = targets(p) or ["bool"]
     if wanted and wanted != p.dtype and (wanted != "int32" or p.bounded):
         allowed = [wanted]  # to bool too: its consumer may take one node beyond the budget
     dtype = g.draw(st.sampled_from(allowed))

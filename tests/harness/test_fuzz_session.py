@@ -318,3 +318,35 @@ def test_an_invalid_case_is_respelled_only_where_numpy_rejects_it_alike(monkeypa
     )
     monkeypatch.setitem(primitives.PRIMITIVES, "permute_dims", loose)
     assert not _rejected_alike(case, case.respelled("methods"))
+
+
+def test_a_focused_case_whose_items_are_done_is_skipped(tmp_path) -> None:
+    """Hypothesis replays near-copies of recent examples: a focused case whose focus items all
+    left the focus since its round began is not run (``Driver.stale_focus``), counted as skipped;
+    a plain case with the same program is run."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.session.fuzz import Driver
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, y = b.input((2, 3), "int32"), b.input((2, 3), "int32")
+    program = b.build(b.node("astype", b.node("greater", x, y), dtype="int32"))
+    inputs = [np.zeros((2, 3), np.int32), np.ones((2, 3), np.int32)]
+    focused = Case(program, inputs, ("cpu-loops",), origin="focus/ordinary")
+    plain = Case(program, inputs, ("cpu-loops",), origin="programs/ordinary")
+    focus = (("greater", "int32"), ("astype", "bool->int32"), ("matmul", "int32"))
+    driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
+    try:
+        assert not driver.stale_focus(focused, focus)
+        driver.note_exercised({("greater", "int32")})
+        driver.note_exercised({("greater", "int32")})
+        assert not driver.stale_focus(focused, focus)  # its cast is still in focus
+        driver.exercised.add(("astype", "bool->int32"))
+        assert driver.stale_focus(focused, focus)
+        assert not driver.stale_focus(plain, focus)
+        # a focused case exercising none of its round's items (its first steps ended up dead)
+        assert driver.stale_focus(focused, (("matmul", "int32"),))
+    finally:
+        driver.close()

@@ -281,3 +281,33 @@ def test_a_focused_program_starts_from_its_op(op: str, dtype: str) -> None:
     assert sum(seen) >= 0.8 * len(seen), seen  # a later step may leave the first one dead
     with pytest.raises(ValueError, match="first op"):
         programs(ops=["add"], first="matmul")
+
+
+def test_a_cast_in_a_one_dtype_program_always_has_a_target() -> None:
+    """A focused float16 program whose first cast goes to int32 and whose next step is another
+    cast: a fresh float16 input has no other dtype to go to on the last node (the budget leaves
+    no consumer for a cast to bool). It casts to bool beyond the budget instead of stopping the
+    session with a harness error (seen in a 60 s session)."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from strategies import programs
+
+    casts: list[int] = []
+
+    @seed(1)
+    @settings(
+        max_examples=300, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(
+        st.integers(2, 4).flatmap(
+            lambda n: programs(
+                max_nodes=n, min_nodes=2, dtypes=["float16"], first=["astype->int32", "astype"]
+            )
+        )
+    )
+    def check(program) -> None:
+        casts.append(program.ops.count("astype"))
+
+    check()
+    assert sum(c >= 2 for c in casts) >= 0.5 * len(casts), Counter(casts)
