@@ -241,22 +241,84 @@ def composite_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"composite/{op}")
 
 
+#: How a strided-matmul operand reaches the matmul: each is a path of the BLAS substitution
+#: (``compiler/lower/blas.py``) or of the loops it falls back to (a view the lowering does not
+#: copy first); each but "contiguous" is a view of a larger input.
+OPERAND_LAYOUTS = (
+    "leading-dimension",  # rows padded: gemm with lda > columns
+    "transposed",  # a transposed view: gemm's transposition flag
+    "inner-step",  # x[:, ::2]: no gemm layout, the loop fallback
+    "negative-step",  # x[::-1] or x[:, ::-2]: the fallback, from the far end
+    "offset",  # a view starting inside its input, unit strides
+    "contiguous",
+)
+
+
+def _operand_view(
+    draw: st.DrawFn,
+    b: ProgramBuilder,
+    batch: tuple[int, ...],
+    shape: tuple[int, int],
+    dtype: str,
+    layouts: tuple[str, ...] = OPERAND_LAYOUTS,
+) -> tuple[Any, str]:
+    """A (batch +) ``shape`` operand in one of ``layouts``: an input and the index (and
+    transposition) that view it so."""
+    # Uniform: ``sampled_from`` favoured the first layouts and repeated the left operand's on
+    # the right (of 40 cases, 3 reached the loop fallback); a wide integer modulo the count is
+    # near uniform and still shrinks toward the first layout.
+    layout = layouts[draw(st.integers(0, 2**16 - 1)) % len(layouts)]
+    # A transposed view is copied before the BLAS stage (a plain gemm): one in eight.
+    transposed = layout == "transposed" or (layout != "contiguous" and draw(st.integers(0, 7)) == 0)
+    rows, cols = shape[::-1] if transposed else shape
+    steps = [1, 1]
+    if layout == "inner-step":
+        steps[1] = draw(st.integers(2, 3))
+    elif layout == "negative-step":
+        steps = [draw(st.sampled_from([-1, 1, -2])), draw(st.sampled_from([-1, 1, -2]))]
+        steps[draw(st.integers(0, 1))] = -draw(st.integers(1, 2))  # one at least
+    pads = [0, 0]
+    if layout in ("leading-dimension", "offset", "negative-step", "inner-step"):
+        pads = [draw(st.integers(0, 2)), draw(st.integers(1, 3))]
+    if layout == "offset":
+        pads[0] = draw(st.integers(1, 2))
+    extents = (rows, cols)
+    base = tuple((e - 1) * abs(st_) + 1 + p for e, st_, p in zip(extents, steps, pads, strict=True))
+    x = b.input(batch + base, dtype)
+    if layout == "contiguous":
+        view = x
+    else:
+        key = []
+        for extent, step, pad, n in zip(extents, steps, pads, base, strict=True):
+            start = pad if layout == "offset" else draw(st.integers(0, pad))
+            if step > 0:
+                key.append(slice(start, start + (extent - 1) * step + 1, step))
+            else:
+                first = n - 1 - start
+                stop = first + extent * step
+                key.append(slice(first, stop if stop >= 0 else None, step))
+        view = b.node("index", x, key=(slice(None),) * len(batch) + tuple(key))
+    if transposed:
+        view = b.node("permute_dims", view, axes=(0, 2, 1)) if batch else b.node("transpose", view)
+    return view, layout + ("+T" if transposed and layout != "transposed" else "")
+
+
 @st.composite
 def strided_matmul_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
-    """matmul of sliced views: operands whose row stride is not their width, so the BLAS
-    substitution must pass leading dimensions (or fall back) correctly."""
+    """matmul of views in the layouts of ``OPERAND_LAYOUTS`` (rows padded, transposed, inner and
+    negative steps, offsets), so the BLAS substitution must pass leading dimensions and
+    transposition flags, or fall back to loops, correctly on each operand. At least one
+    operand is not a plain input."""
     dtype = draw(st.sampled_from(["float32", "float64"]))
     m, k, n = draw(st.lists(st.integers(2, 7), min_size=3, max_size=3, unique=True))
     batch = draw(st.sampled_from([(), (2,)]))
-    pads = draw(st.lists(st.integers(0, 3), min_size=4, max_size=4))
     b = ProgramBuilder()
-    x = b.input(batch + (m + pads[0], k + pads[1]), dtype)
-    w = b.input(batch + (k + pads[2], n + pads[3]), dtype)
-    lead = (slice(None),) * len(batch)
-    left = b.node("index", x, key=lead + (slice(pads[0], pads[0] + m), slice(pads[1], None)))
-    right = b.node("index", w, key=lead + (slice(0, k), slice(0, n)))
+    left, left_layout = _operand_view(draw, b, batch, (m, k), dtype)
+    views = OPERAND_LAYOUTS if left_layout != "contiguous" else OPERAND_LAYOUTS[:-1]
+    right, right_layout = _operand_view(draw, b, batch, (k, n), dtype, views)
     out = b.node("matmul", left, right)
     event(f"origin:strided-matmul:rank{len(batch) + 2}")
+    event(f"strided-matmul:{left_layout}@{right_layout}")
     program = b.build(out)
     seed = draw(st.integers(0, 2**31 - 1))
     rng = np.random.default_rng(seed)
