@@ -11,7 +11,8 @@ A cell is a string ``family:key``. Families:
   ``negative-step``, ``uneven-step``, ``cycle-permutation``, ``split-merge-reshape``,
   ``middle-broadcast``, ``odd-extent``, ``vector-extent``...);
 - ``mlir``: ``mlir:<stage>|<op>``, an MLIR operation reaching a pipeline stage (from the worker);
-- ``blas``: the path each matmul took through the BLAS stage (``blas:gemm``, ``blas:fallback``).
+- ``blas``: the path each matmul took through the BLAS stage (``blas:gemm``, ``blas:fallback``);
+- ``unvectorized``: a structured op ``cpu-vector`` left as loops (``oracles/schedule.py``).
 
 The session counts cells (``Stats.cells``); the generator is steered toward rare ones
 (``hypothesis.target`` on novelty); the report shows the matrices including the cells never hit.
@@ -168,12 +169,16 @@ def stage_cells(stages: dict[str, str]) -> set[str]:
     compiled; a stage that is not MLIR text contributes nothing)."""
     from compiler.lower import blas
 
+    from .oracles.schedule import PREFIX, STAGE, left_as_loops
+
     cells = set()
     for stage, text in stages.items():
         if stage.split(":")[0] in _COUNTED_STAGES or stage.startswith("stage#"):
             cells.update(f"mlir:{stage}|{op}" for op in _OP.findall(text))
     if "blas" in stages and "bufferized" in stages:
         cells.update(f"blas:{path}" for path in blas.paths(stages["bufferized"]))
+    if STAGE in stages:  # cpu-vector: the ops it left as loops (the schedule oracle's)
+        cells.update(PREFIX + op for op in left_as_loops(stages[STAGE]))
     return cells
 
 

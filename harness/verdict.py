@@ -83,4 +83,22 @@ def spec(program_json: str, inputs: list[np.ndarray]) -> int:
     return 1
 
 
-__all__ = ["differential", "judge_output", "spec"]
+def vectorized(compiled: Any) -> int:
+    """Print the schedule oracle's verdict on a ``cpu-vector`` compilation (``compiled``, from
+    ``compiler.jit(f).compile(...)``): return 1 if a structured op the target promises to
+    vectorize is left as scalar loops after its ``vectorized`` stage, else 0."""
+    from .oracles.schedule import STAGE, left_as_loops
+
+    text = compiled.stages.get(STAGE, "")
+    if not text:
+        print(f"no {STAGE!r} stage: not a cpu-vector target", file=sys.stderr)
+        return 1
+    left = left_as_loops(text)
+    if not left:
+        print("ok: every structured op vectorized (or exempt)")
+        return 0
+    print(f"FAILS the schedule oracle: left as loops: {'; '.join(left)}", file=sys.stderr)
+    return 1
+
+
+__all__ = ["differential", "judge_output", "spec", "vectorized"]

@@ -188,6 +188,16 @@ def reproducer(case: Case, finding: Any) -> str:
                 "",
             ]
         )
+    if finding.oracle == "schedule" and case.invalid is None:
+        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+        footer = [
+            "# Judged as the schedule oracle does (harness/oracles/schedule.py): the structured",
+            "# ops left as loops after cpu-vector's vectorized stage. Exit 1: some are.",
+            "from harness.verdict import vectorized",
+            "",
+            f"compiled = compiler.jit(program).compile({names}, target={backend!r})",
+            "raise SystemExit(vectorized(compiled))",
+        ]
     judged_by_differential = finding.oracle == "differential" or (
         spelling is not None and finding.kind in ("mismatch", "wrong-shape", "wrong-dtype")
     )

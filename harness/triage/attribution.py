@@ -178,6 +178,20 @@ class Attributor:
                 detail="the composites' shared definition (compiler/ops.py) disagrees with an "
                 "independent implementation; every backend and reference evaluates it",
             )
+        if finding.oracle == "schedule":
+            refused = "|refused" in finding.detail
+            return Attribution(
+                "vectorizer" if refused else "vector-planner",
+                finding.backends[0] if finding.backends else "",
+                (
+                    "planned, and MLIR's vectorizer (transform.structured.vectorize in the "
+                    "vectorized stage, failures suppressed) declined it; it runs as scalar loops"
+                    if refused
+                    else "compiler/vector/schedule.py "
+                    "(plan_vectors: the vector-planned stage) left a structured op out of the "
+                    "schedule; it runs as scalar loops"
+                ),
+            )
         if finding.oracle == "error-path" and finding.kind == "wrong-error":
             return Attribution("frontend", detail="error paths are decided while tracing")
         spelling = failing_spelling(finding.oracle)

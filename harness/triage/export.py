@@ -41,6 +41,10 @@ OWNERS = {
     "(harness/oracles/metamorphic.py), else compiler/frontend or compiler/ops.py",
     "builder": "this project: compiler/lower/emit.py (the MLIR the compiler builds)",
     "blas": "this project: compiler/lower/blas.py (the BLAS stage)",
+    "vector-planner": "this project: compiler/vector/schedule.py (cpu-vector's tiling and "
+    "vectorization plan)",
+    "vectorizer": "LLVM/MLIR upstream or this project: MLIR's linalg vectorizer declined an op "
+    "cpu-vector planned (a limitation to confirm upstream, or a plan it cannot take)",
     "runtime": "this project: compiler/runtime.py (the calling convention)",
     "xla": "XLA upstream (github.com/openxla/xla: the CPU compiler behind jax.jit)",
     "iree": "IREE upstream (github.com/iree-org/iree: iree-compile's llvm-cpu target or its "
@@ -285,6 +289,7 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
         "relation",
         "builder",
         "blas",
+        "vector-planner",
         "runtime",
     )
     lines = [f"# {title}", ""]
