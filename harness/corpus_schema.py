@@ -107,6 +107,7 @@ SIGNATURE: dict[str, Any] = {
                 "aliasing",
                 "metamorphic",
                 "spec",
+                "not-vectorized",
             ],
         },
         "backend": _STRING,
