@@ -248,15 +248,16 @@ def composite_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"composite/{op}")
 
 
-#: How a strided-matmul operand reaches the matmul: each is a path of the BLAS substitution
-#: (``compiler/lower/blas.py``) or of the loops it falls back to (a view the lowering does not
-#: copy first); each but "contiguous" is a view of a larger input.
+#: How a strided-matmul operand reaches the matmul (each but "contiguous" a view of a larger
+#: input), and the path it took through the BLAS stage (``compiler/lower/blas.py``; measured on
+#: the bufferized modules): a view the lowering passes on as it is reaches gemm with a leading
+#: dimension or the loop fallback; one it copies first reaches a plain gemm on the copy.
 OPERAND_LAYOUTS = (
     "leading-dimension",  # rows padded: gemm with lda > columns
-    "transposed",  # a transposed view: gemm's transposition flag
+    "transposed",  # a transposed view: copied (a plain gemm)
     "inner-step",  # x[:, ::2]: no gemm layout, the loop fallback
-    "negative-step",  # x[::-1] or x[:, ::-2]: the fallback, from the far end
-    "offset",  # a view starting inside its input, unit strides
+    "negative-step",  # x[::-1] or x[:, ::-2]: copied (a plain gemm)
+    "offset",  # a view starting inside its input, unit strides: gemm with a leading dimension
     "contiguous",
 )
 
@@ -313,9 +314,10 @@ def _operand_view(
 @st.composite
 def strided_matmul_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     """matmul of views in the layouts of ``OPERAND_LAYOUTS`` (rows padded, transposed, inner and
-    negative steps, offsets), so the BLAS substitution must pass leading dimensions and
-    transposition flags, or fall back to loops, correctly on each operand. At least one
-    operand is not a plain input."""
+    negative steps, offsets), so the BLAS substitution must pass leading dimensions, or fall
+    back to loops, correctly on each operand, and the lowering copy the views it must copy
+    (column-major operands reach gemm's transposition flag through Fortran-ordered inputs:
+    ``with_layouts``). At least one operand is not a plain input."""
     dtype = draw(st.sampled_from(["float32", "float64"]))
     m, k, n = draw(st.lists(st.integers(2, 7), min_size=3, max_size=3, unique=True))
     batch = draw(st.sampled_from([(), (2,)]))
