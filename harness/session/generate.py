@@ -315,9 +315,8 @@ def _operand_view(
 def strided_matmul_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     """matmul of views in the layouts of ``OPERAND_LAYOUTS`` (rows padded, transposed, inner and
     negative steps, offsets), so the BLAS substitution must pass leading dimensions, or fall
-    back to loops, correctly on each operand, and the lowering copy the views it must copy
-    (column-major operands reach gemm's transposition flag through Fortran-ordered inputs:
-    ``with_layouts``). At least one operand is not a plain input."""
+    back to loops, correctly on each operand, and the lowering copy the views it must copy. At
+    least one operand is not a plain input."""
     dtype = draw(st.sampled_from(["float32", "float64"]))
     m, k, n = draw(st.lists(st.integers(2, 7), min_size=3, max_size=3, unique=True))
     batch = draw(st.sampled_from([(), (2,)]))
