@@ -25,8 +25,9 @@ import re
 
 from .base import Finding, Observation, Oracle, register
 
-#: The stage whose text is checked, and the attribute the planner tags planned ops with.
-STAGE = "vectorized"
+#: The stage whose text is checked, the planner's stage before it, and the attribute the planner
+#: tags planned ops with.
+STAGE, PLANNER_STAGE = "vectorized", "vector-planned"
 _TAG = "vec.id"
 _STRUCTURED = re.compile(
     r"=\s*linalg\.(generic|reduce|transpose|map|broadcast|matmul|batch_matmul|elementwise)\b"
@@ -97,13 +98,16 @@ class Schedule(Oracle):
                 + " (untagged: compiler/vector/schedule.py's planner left it out; refused: "
                 "planned, and MLIR's vectorizer declined it)"
             )
+            # The stage it lives in: the planner's where it left an op untagged, else the
+            # vectorizer's (attribution reads it; the corpus entry keeps it as evidence).
+            untagged = any(item.endswith("|untagged") for item in left)
             findings.append(
                 Finding("not-vectorized", (result.backend,), self.name, detail, obs.case,
-                        result=result, stage=STAGE)  # fmt: skip
+                        result=result, stage=PLANNER_STAGE if untagged else STAGE)  # fmt: skip
             )
         return findings
 
 
 register(Schedule())
 
-__all__ = ["PREFIX", "STAGE", "Schedule", "left_as_loops"]
+__all__ = ["PLANNER_STAGE", "PREFIX", "STAGE", "Schedule", "left_as_loops"]

@@ -34,6 +34,7 @@ from compiler.pipelines import BUILT, LLVM, pipeline_steps, split_level, step_na
 
 from ..case import Case
 from ..oracles.base import Finding
+from ..oracles.schedule import STAGE as VECTORIZED
 from ..oracles.spelling import failing_spelling
 from ..run.task import Task
 from .signature import backend_family
@@ -179,7 +180,7 @@ class Attributor:
                 "independent implementation; every backend and reference evaluates it",
             )
         if finding.oracle == "schedule":
-            refused = "|refused" in finding.detail
+            refused = finding.stage == VECTORIZED  # the schedule oracle names the stage it lives in
             return Attribution(
                 "vectorizer" if refused else "vector-planner",
                 finding.backends[0] if finding.backends else "",

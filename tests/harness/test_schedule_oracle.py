@@ -91,3 +91,27 @@ def test_a_planner_that_vectorizes_nothing_is_found_and_reproduced(tmp_path: Pat
     assert "from harness.verdict import vectorized" in text
     assert with_bug.returncode == 1 and "FAILS the schedule" in with_bug.stderr, with_bug.stderr
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
+
+
+def test_a_finding_names_the_stage_it_lives_in_and_attribution_follows_it() -> None:
+    """An op left untagged is the planner's (``vector-planned``), even beside one the vectorizer
+    refused; ops only refused are the vectorizer's (``vectorized``)."""
+    from harness.case import Case
+    from harness.oracles.base import Judgement, Observation
+    from harness.oracles.schedule import PREFIX, Schedule
+    from harness.run.task import BackendResult
+    from harness.triage.attribution import Attributor
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("exp", b.input((4, 9), "float32")))
+    case = Case(program, [np.ones((4, 9), np.float32)], ("cpu-vector@O0",))
+    expected = {
+        ("linalg.generic|f32|untagged", "linalg.matmul|i32|refused"): ("vector-planned", "planner"),
+        ("linalg.matmul|i32|refused",): ("vectorized", "vectorizer"),
+    }
+    for left, (stage, layer) in expected.items():
+        result = BackendResult("cpu-vector@O0", "ok", cells=[PREFIX + item for item in left])
+        (finding,) = Schedule().judge(Observation(case, [result], {}, Judgement()), [])
+        assert finding.stage == stage, finding
+        assert Attributor(None).attribute(case, finding).layer.endswith(layer)
