@@ -10,6 +10,7 @@ not exercised yet; a quarter of its cases then start from one of them (``focus_c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,13 @@ def program_cases(draw: st.DrawFn, backends: tuple[str, ...], max_nodes: int = 6
     drawn = draw(samples(strategy))
     event("origin:program")
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"programs/{drawn.regime}")
+
+
+def uniform(draw: st.DrawFn, items: Sequence[Any]) -> Any:
+    """One of ``items``, near uniformly: ``sampled_from`` favours the first ones and repeats
+    recent picks, which starves the tail of a table drawn from; a wide integer modulo the count
+    still shrinks toward the first item."""
+    return items[draw(st.integers(0, 2**16 - 1)) % len(items)]
 
 
 #: The focus items one focused case starts from (its first steps, each joined into the output
@@ -71,10 +79,9 @@ def focus_cases(
     have not exercised yet, so every op meets every dtype it takes early in a session, however
     rarely random programs draw it (an int32 matmul was 3% of them, int32 ``a > b`` none of
     400)."""
-    # Uniform over the items left: ``sampled_from`` favours the table's first ones (float32 before
-    # int32 and float16); with it (int32, ``>``) was met by 150 cases in 1 of 8 simulated drivers,
-    # now 6 of 8 (items done: 75 -> 81 of 134).
-    first = pairs[draw(st.integers(0, 2**16 - 1)) % len(pairs)]
+    # Uniform over the items left: with ``sampled_from`` (int32, ``>``) was met by 150 cases in
+    # 1 of 8 simulated drivers, now 6 of 8 (items done: 75 -> 81 of 134).
+    first = uniform(draw, pairs)
     first_dtypes = _first_dtypes()
     dtype, spelling = _item_dtype_and_spelling(first, first_dtypes)
     alike = [
@@ -272,10 +279,9 @@ def _operand_view(
 ) -> tuple[Any, str]:
     """A (batch +) ``shape`` operand in one of ``layouts``: an input and the index (and
     transposition) that view it so."""
-    # Uniform: ``sampled_from`` favoured the first layouts and repeated the left operand's on
-    # the right (of 40 cases, 3 reached the loop fallback); a wide integer modulo the count is
-    # near uniform and still shrinks toward the first layout.
-    layout = layouts[draw(st.integers(0, 2**16 - 1)) % len(layouts)]
+    # Uniform: with ``sampled_from`` the right operand often repeated the left's layout (of 40
+    # cases, 3 reached the loop fallback).
+    layout = uniform(draw, layouts)
     # A transposed view is copied before the BLAS stage (a plain gemm): one in eight.
     transposed = layout == "transposed" or (layout != "contiguous" and draw(st.integers(0, 7)) == 0)
     rows, cols = shape[::-1] if transposed else shape
