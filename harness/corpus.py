@@ -27,6 +27,7 @@ import os
 import secrets
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +39,12 @@ from strategies.model import digest
 
 from .case import decode_array
 from .corpus_schema import ENTRY_SCHEMA, first_problem
+from .pending import alive, identity
 
 FORMAT = 1
 SUFFIX = ".json"
+#: Prefix of ``atomic_write``'s temporary files, followed by the writer's ``pending.identity``.
+TEMPORARY = ".tmp-"
 
 #: Largest corpus file read (checked with fstat before reading, and again while reading). Real
 #: entries are kilobytes; inline inputs are at most ``case.INLINE_LIMIT`` elements.
@@ -73,8 +77,9 @@ def atomic_write(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_NOFOLLOW") | _flag("O_CLOEXEC")
+    owner = identity()
     for _ in range(100):
-        tmp = path.parent / f".tmp-{secrets.token_hex(8)}{path.suffix}"
+        tmp = path.parent / f"{TEMPORARY}{owner}--{secrets.token_hex(8)}{path.suffix}"
         try:
             fd = os.open(tmp, flags, 0o644)
             break
@@ -95,6 +100,39 @@ def atomic_write(path: Path, text: str) -> None:
             pass
         raise
     _fsync_directory(path.parent)
+
+
+def sweep_temporaries(directory: Path | str) -> list[Path]:
+    """Remove the temporary files that dead writers left in ``directory`` and return them.
+
+    A ``kill -9`` between ``atomic_write``'s create and its rename leaves the temporary file
+    behind (nothing can catch that signal). Its name carries its writer's identity (host, pid,
+    start time), so the next session deletes exactly the leftovers of writers that are gone and
+    never a live writer's file in progress. A name without an owner (an older harness) is
+    removed once it is an hour old.
+    """
+    directory = Path(directory)
+    removed = []
+    try:
+        candidates = [p for p in directory.iterdir() if p.name.startswith(TEMPORARY)]
+    except OSError:
+        return removed
+    for path in candidates:
+        owner = path.name[len(TEMPORARY) :].partition("--")[0]
+        if "--" in path.name and owner.count(".") >= 2:
+            stale = not alive(owner)
+        else:
+            try:
+                stale = time.time() - path.lstat().st_mtime > 3600
+            except OSError:
+                continue
+        if stale:
+            try:
+                path.unlink()
+                removed.append(path)
+            except FileNotFoundError:
+                pass
+    return removed
 
 
 def _flag(name: str) -> int:

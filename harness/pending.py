@@ -103,9 +103,12 @@ def claim(corpus_dir: Path | str) -> Iterator[tuple[Path, dict[str, Any] | None]
     """Take each orphaned record (atomically, by renaming it into this process's namespace) and
     yield (claimed path, record or None if unreadable). The caller deletes the claimed path once
     the case has been re-run (``release``); if this process dies first, the claim is itself an
-    orphan for the next session."""
-    from .corpus import CorpusError, parse_json, read_limited
+    orphan for the next session. Dead writers' temporary files (a ``kill -9`` inside
+    ``corpus.atomic_write``) in the corpus and its records' directory are removed first."""
+    from .corpus import CorpusError, parse_json, read_limited, sweep_temporaries
 
+    for directory in (Path(corpus_dir), Path(corpus_dir) / PENDING):
+        sweep_temporaries(directory)
     me = identity()
     for path in orphans(corpus_dir):
         base = path.name

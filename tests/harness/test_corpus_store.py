@@ -165,6 +165,38 @@ def _dead_owner_record(tmp_path: Path, name: str, record: dict) -> Path:
     return path
 
 
+def test_a_dead_writers_temporary_file_is_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
+    """A kill -9 inside atomic_write leaves its temporary file; the next claim removes it, but
+    never the file a live writer is filling."""
+    import os
+    import subprocess
+    import sys
+
+    from harness.corpus import TEMPORARY
+    from harness.pending import claim, identity
+
+    # A writer that dies between creating its temporary file and renaming it.
+    code = (
+        "import os, sys; from harness import corpus; "
+        "corpus.os.replace = lambda *a: os._exit(9); "
+        "corpus.atomic_write(corpus.Path(sys.argv[1]), 'torn')"
+    )
+    for target in (tmp_path / "entry.json", tmp_path / ".pending" / "rec.json"):
+        done = subprocess.run([sys.executable, "-c", code, str(target)])
+        assert done.returncode == 9
+    dead = sorted(tmp_path.rglob(f"{TEMPORARY}*"))
+    assert len(dead) == 2 and all(p.read_text() == "torn" for p in dead)
+    live = tmp_path / f"{TEMPORARY}{identity()}--0123abcd.json"
+    live.write_text("in progress")
+    old_style = tmp_path / f"{TEMPORARY}0123456789abcdef.json"
+    old_style.write_text("no owner")
+    list(claim(tmp_path))
+    assert sorted(tmp_path.rglob(f"{TEMPORARY}*")) == sorted([live, old_style])
+    os.utime(old_style, (0, 0))  # an ownerless name is swept once it is an hour old
+    list(claim(tmp_path))
+    assert list(tmp_path.rglob(f"{TEMPORARY}*")) == [live]
+
+
 # ---- the schema and the loader's checks
 
 
