@@ -174,6 +174,10 @@ class Driver:
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
         self.exercised: set[tuple[str, str]] = set()  # focus items done (FOCUS_REPEATS cases)
         self.exercise_counts: dict[tuple[str, str], int] = {}  # cases that exercised each
+        # the kinds judged held at MIX_PERCENT (Hypothesis's mutants keep their example's kind)
+        from .generate import MixBalance
+
+        self.mix = MixBalance() if options.mix == "all" else None
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -333,6 +337,9 @@ class Driver:
                     return
                 elif self.stale_focus(case, focus):
                     self.runner.stats.focus_skipped += 1
+                    return
+                elif self.mix is not None and not self.mix.admit(case):
+                    self.runner.stats.mix_skipped += 1
                     return
                 findings = self.judge(case)
                 if now - last_flush > 1.0:

@@ -56,6 +56,7 @@ def summary_table(summary: dict[str, Any]) -> str:
         f"{'invalid, rejected by both':28} {stats['rejected_agreed']}",
         f"{'NumPy/JAX ambiguities':28} {stats['ambiguities']}",
         f"{'focused cases skipped':28} {stats.get('focus_skipped', 0)} (their items were done)",
+        f"{'mix cases skipped':28} {stats.get('mix_skipped', 0)} (kind ahead of its share)",
         f"{'findings (instances)':28} "
         + (", ".join(f"{k} {v}" for k, v in sorted(stats["kinds"].items())) or "none"),
         f"{'corpus entries added':28} {sum(1 for f in summary['findings'] if f['new'])}",
