@@ -251,7 +251,7 @@ class _Rounding(np.ndarray):
         return moved.view(type(self)) if isinstance(moved, np.ndarray) else moved
 
 
-def perturbed_reference(case: Case, run: int) -> Reference:
+def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
     """The program in NumPy in its own dtypes, each finite nonzero float result of each
     rounding operation (inside composites, reductions and matmuls: of each of their steps; not
     the exact ones, a transpose or a maximum) moved one ulp up or down at random (seeded by the
@@ -262,7 +262,7 @@ def perturbed_reference(case: Case, run: int) -> Reference:
     3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in [-1, 1], yet
     NumPy happened to land near the truth and XLA's answer was rejected. Where an element is
     well-conditioned a perturbed run stays within an ulp or two of NumPy, so it widens nothing
-    there."""
+    there. ``hook``: as ``adapted``'s (a trace of each node's value)."""
     from compiler import primitives
 
     digest = hashlib.sha256(f"perturbed:{run}".encode())
@@ -308,7 +308,7 @@ def perturbed_reference(case: Case, run: int) -> Reference:
 
     program = case.program
     rules = {n.op: perturbing(primitives.get(n.op)) for n in program.nodes}
-    fn = adapted(program, np, lambda operand, dtype: operand, rules)
+    fn = adapted(program, np, lambda operand, dtype: operand, rules, hook)
     return _evaluate(f"perturbed:{run}", fn, case.inputs)
 
 
@@ -340,11 +340,14 @@ def adapted(
     xp: Any,
     adapt: Any,
     overrides: dict[str, Any] | None = None,
+    hook: Any = None,
 ) -> Any:
     """``fn(*inputs)`` evaluating ``program`` over ``xp``, each operation's operands first passed
     through ``adapt(operand, dtype)`` with the dtype NumPy 2 computes that operand in (the
     primitive table's one rule, ``Primitive.numpy_dtypes``; None where it has none);
-    ``overrides`` replace some ops' evaluation (the spec oracle's independent composites)."""
+    ``overrides`` replace some ops' evaluation (the spec oracle's independent composites);
+    ``hook(index, operands, value)``, where given, sees each node's value and returns the one
+    kept (``decisions``: traces, flipped decisions)."""
     from compiler import primitives
     from strategies.model import Const
 
@@ -363,7 +366,8 @@ def adapted(
             wanted = prim.numpy_dtypes(types, node.type)
             operands = [adapt(o, d) for o, d in zip(operands, wanted, strict=True)]
             rule = (overrides or {}).get(node.op) or prim.evaluate
-            values.append(rule(xp, operands, node.attrs))
+            value = rule(xp, operands, node.attrs)
+            values.append(value if hook is None else hook(len(values), operands, value))
         return get(program.output)
 
     return fn
@@ -458,10 +462,16 @@ def wants_jax(case: Case) -> bool:
 def references(case: Case, use_jax: bool = True, perturbed: bool = True) -> dict[str, Reference]:
     """NumPy, the extended-precision truth, the perturbed evaluations (when ``perturbed``: only
     a local error bound uses them) and (for valid programs, when ``use_jax``) jax.jit."""
+    from . import decisions
+
     refs = {"numpy": numpy_reference(case), "truth": truth_reference(case)}
     if perturbed and case.invalid is None and refs["numpy"].ok:
+        traces = decisions.Traces(case)
         for run in range(1, PERTURBED_RUNS + 1):
-            refs[f"perturbed:{run}"] = perturbed_reference(case, run)
+            refs[f"perturbed:{run}"] = perturbed_reference(case, run, traces.recorder())
+        flipped = traces.flipped_reference()
+        if flipped is not None:
+            refs[flipped.name] = flipped
     if use_jax and case.invalid is None:
         refs["jax"] = jax_reference(case)
     return refs

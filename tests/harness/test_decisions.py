@@ -1,0 +1,132 @@
+"""A float that decides a discrete result within its own error goes either way (``run.decisions``);
+a decision on exact values, and any answer that is neither side, is still judged."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.case import Case
+from harness.oracles import tolerance
+from harness.oracles.differential import reference_outputs, yardstick
+from harness.run.decisions import FLIPPED, deciding_nodes
+from harness.run.references import perturbed_outputs, references
+from strategies.model import ProgramBuilder
+
+# A float64 row whose mean is 2.7e-19 (the truth), -1.2e-275 in NumPy's order and exactly 0 in
+# a four-lane order ((a + c) + (b + d)): cpu-vector's answer, once reported as a mismatch.
+ROW = [float.fromhex(h) for h in ("0x1.4ab6479cdfe8dp-60", "-0x1.8p+1", "0x1.8p+1",
+                                  "-0x1.b21ef56a4d8a4p-912")]  # fmt: skip
+
+
+def _judge(case: Case, got: np.ndarray) -> tolerance.Verdict:
+    """The differential oracle's comparison of one backend's output."""
+    refs = references(case, use_jax=False)
+    shape = refs["numpy"].output.shape
+    return tolerance.compare(
+        np.asarray(got, refs["numpy"].output.dtype),
+        yardstick(refs),
+        reference_outputs(refs, shape),
+        tolerance.error_steps(case.program),
+        tolerance.working_dtype(case.program),
+        local=perturbed_outputs(refs, shape),
+    )
+
+
+def _where_of_a_mean(row: list[float]) -> Case:
+    b = ProgramBuilder()
+    x, y = b.input((2, 4), "float64"), b.input((1, 1), "float64")
+    m = b.node("mean", x, axis=-1, keepdims=True)
+    program = b.build(b.node("where", m, m, y))
+    inputs = [np.array([row, [1.0, 2.0, 3.0, 4.0]]), np.array([[7.0]])]
+    return Case(program, inputs, ("cpu-loops",), origin="programs/ordinary")
+
+
+def test_a_where_on_a_mean_that_cancels_takes_either_branch() -> None:
+    case = _where_of_a_mean(ROW)
+    assert deciding_nodes(case.program) == {1: "where"}
+    refs = references(case, use_jax=False)
+    assert FLIPPED in refs and refs[FLIPPED].ok
+    truth = float(yardstick(refs)[0, 0])
+    assert 2e-19 < truth < 3e-19
+    assert _judge(case, [[truth], [2.5]])  # the truth's branch
+    assert _judge(case, [[7.0], [2.5]])  # y, where a reassociated sum is exactly 0
+    # The flip widens that element's bound as a perturbed run would (FACTOR times its distance
+    # from the truth), not the other row's: a wrong answer there, or far off, is a finding.
+    assert not _judge(case, [[7.0], [7.0]])
+    assert not _judge(case, [[100.0], [2.5]])
+
+
+def test_a_condition_computed_exactly_is_not_ambiguous() -> None:
+    """Zeros of an input, and of a mean that every order computes exactly, stay decided."""
+    b = ProgramBuilder()
+    x, y = b.input((2, 3), "float64"), b.input((2, 3), "float64")
+    case = Case(
+        b.build(b.node("where", x, x, y)),
+        [np.array([[0.0, 1e-300, -2.0], [3.0, 0.0, 5.0]]), np.full((2, 3), 9.0)],
+        ("cpu-loops",),
+    )
+    assert FLIPPED not in references(case, use_jax=False)
+    assert not _judge(case, [[0.0, 1e-300, -2.0], [3.0, 0.0, 5.0]])  # took x where x is 0
+    exact = _where_of_a_mean([1.0, -3.0, 3.0, -1.0])  # mean exactly 0 in every order
+    assert FLIPPED not in references(exact, use_jax=False)
+    assert not _judge(exact, [[0.0], [2.5]])
+    # The perturbed runs move every result an ulp, exact ones too (10 / 4 = 2.5): a tie that the
+    # truth and NumPy both compute exactly is no decision to flip.
+    b = ProgramBuilder()
+    x, z = b.input((1, 4), "float64"), b.input((1, 1), "float64")
+    m = b.node("mean", x, axis=-1, keepdims=True)
+    tie = Case(
+        b.build(b.node("astype", b.node("greater", m, z), dtype="int32")),
+        [np.array([[1.0, 2.0, 3.0, 4.0]]), np.array([[2.5]])],
+        ("cpu-loops",),
+    )
+    assert FLIPPED not in references(tie, use_jax=False)
+
+
+def test_a_comparison_decided_by_a_cancelling_sum_goes_either_way() -> None:
+    b = ProgramBuilder()
+    x, z = b.input((2, 4), "float64"), b.input((2, 1), "float64")
+    m = b.node("mean", x, axis=-1, keepdims=True)
+    case = Case(
+        b.build(b.node("astype", b.node("greater", m, z), dtype="int32")),
+        [np.array([ROW, [1.0, 2.0, 3.0, 4.0]]), np.array([[0.0], [2.0]])],
+        ("cpu-loops",),
+    )
+    assert deciding_nodes(case.program) == {1: "compare"}
+    assert _judge(case, [[1], [1]])  # the truth: 2.7e-19 > 0
+    assert _judge(case, [[0], [1]])  # an exact 0 is not > 0
+    assert not _judge(case, [[1], [0]])  # 2.5 > 2.0 decides nothing
+
+
+def test_an_integer_cast_of_a_value_near_an_integer_goes_either_way() -> None:
+    """0.1 + 0.2 + 0.7 is 1 in one order and 0.9999999999999999 in another."""
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float64")
+    s = b.node("sum", x, axis=-1)
+    case = Case(
+        b.build(b.node("astype", s, dtype="int32")),
+        [np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 1.0]])],
+        ("cpu-loops",),
+    )
+    assert deciding_nodes(case.program) == {1: "to-int"}
+    assert _judge(case, [1, 1]) and _judge(case, [0, 1])
+    assert not _judge(case, [2, 1]) and not _judge(case, [1, 2])
+
+
+def test_the_reproducer_accepts_what_the_oracle_accepts(tmp_path) -> None:
+    """The exported script's ALLOWED holds the other side of a boolean it embeds."""
+    from harness.triage.export import _embedded_verdict
+
+    b = ProgramBuilder()
+    x, z = b.input((2, 4), "float64"), b.input((2, 1), "float64")
+    m = b.node("mean", x, axis=-1, keepdims=True)
+    case = Case(
+        b.build(b.node("astype", b.node("greater", m, z), dtype="int32")),
+        [np.array([ROW, [1.0, 2.0, 3.0, 4.0]]), np.array([[0.0], [2.0]])],
+        ("cpu-loops",),
+    )
+    lines = _embedded_verdict(case)
+    scope: dict = {"np": np}
+    exec("\n".join(lines), {"np": np, "array": np.array}, scope)  # noqa: S102 - our own text
+    assert scope["ALLOWED"].tolist() == [[1.0], [0.0]]
+    assert scope["NUMPY"].tolist() == [[0], [1]]  # NumPy's -1.2e-275 is not > 0
