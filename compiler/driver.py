@@ -155,9 +155,12 @@ def _digest(text: str) -> bytes:
 
 
 def _stage_key(stage: Stage, text: str) -> tuple:
+    """A stage's output is a function of its input text, its passes and, for a Python stage,
+    the workarounds on (the cpu-vector planner asks them)."""
     transform = stage.transform
     name = f"{transform.__module__}.{transform.__qualname__}" if transform is not None else ""
-    return (stage.name, stage.pipeline, name, _digest(text))
+    state = workarounds.state() if transform is not None else ()
+    return (stage.name, stage.pipeline, name, state, _digest(text))
 
 
 #: Compiles per MLIR context before a thread starts a new one: creating a context costs about as

