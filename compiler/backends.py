@@ -66,9 +66,12 @@ class MlirCpuBackend:
 
     def stage_texts(self, graph: Graph, before: str) -> Artifacts:
         """Every stage's text up to (not including) stage ``before``, without the JIT: the input
-        of a stage that crashed, rebuilt without running it."""
+        of a stage that crashed, rebuilt without running it (``llvm``, the JIT: every stage)."""
         names = self.target.stage_names()
-        stages = self.target.stages[: names.index(before)] if before in names else ()
+        if before == pipelines.LLVM:
+            stages = self.target.stages
+        else:
+            stages = self.target.stages[: names.index(before)] if before in names else ()
         truncated = pipelines.Target(self.target.name, tuple(stages), self.target.opt_level)
         return compile_graph(graph, truncated, native=False)
 

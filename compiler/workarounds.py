@@ -72,6 +72,16 @@ register(
 )
 
 
+register(
+    "unmasked-minmax",
+    "llvm/llvm-project PR #222275 (fixed on main, after MLIR 22.1.8)",
+    "cpu-vector never masks a max or min reduction (chunks that divide the row): "
+    "convert-vector-to-llvm gives a masked vector.reduction <maximumf>/<minimumf> the neutral "
+    "-1.4e-45 / 1.4e-45 instead of -inf / +inf, so a float32 max of 300 negative numbers was "
+    "-1e-45 and a masked bfloat16 max -0.0",
+)
+
+
 def check(names: Iterable[str]) -> tuple[str, ...]:
     """``names`` (sorted, distinct), each a registered workaround; else a ValueError that
     lists the known ones."""

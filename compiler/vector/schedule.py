@@ -14,8 +14,11 @@ Tile policy (``plan``), for 512-bit vectors (AVX-512; narrower hardware splits t
 - innermost dim a reduction: the whole row in one vector up to ``REDUCTION_MAX``, else chunks;
 - every other dim: tile 1; matmuls that do not go to BLAS (ints): ``MATMUL_TILES``;
 - an op on bfloat16 gets vector sizes that are powers of two (masked past the extent): LLVM 22
-  aborts on bfloat16 vector arithmetic of 9-15, 17, 31, 33... lanes where the CPU has BF16
-  conversions (``workarounds``: ``bf16-power-of-two-vectors``);
+  aborts on bfloat16 vector arithmetic, compares and selects of 9-15, 17, 31, 33... lanes where
+  the CPU has BF16 conversions (``workarounds``: ``bf16-power-of-two-vectors``);
+- a max or min reduction is never masked: its row goes in chunks that divide it, since MLIR
+  22.1.8 gives a masked ``vector.reduction <maximumf>`` the neutral -1.4e-45 instead of -inf
+  (a float32 max of 300 negative numbers was -1e-45; ``unmasked-minmax``, llvm PR #222275);
 - only static, non-zero extents are planned (a zero or negative vector size aborts the process
   in MLIR's vectorizer, an assertion rather than an error).
 """
@@ -156,18 +159,45 @@ def plan(op: Any) -> tuple[list[int], list[int]] | None:
     for i in range(last):
         if sizes[i] == 1:
             tiles[i] = 0
-    if _touches_bf16(op) and workarounds.enabled("bf16-power-of-two-vectors"):
-        vectors = [1 << (v - 1).bit_length() for v in vectors]  # masked beyond the extent
+    bf16 = _touches_bf16(op) and workarounds.enabled("bf16-power-of-two-vectors")
+    unmasked = iters[last] == "reduction" and _minmax(op) and workarounds.enabled("unmasked-minmax")
+    if unmasked:
+        # No mask on a max/min reduction: chunks that divide the row (of a power of two where
+        # bfloat16 is touched: bf16-power-of-two-vectors).
+        n = sizes[last]
+        cap = REDUCTION_CHUNK if n > REDUCTION_MAX else n
+        chunk = max(d for d in range(1, cap + 1) if n % d == 0 and (not bf16 or d & (d - 1) == 0))
+        tiles[last], vectors[last] = (0 if chunk == n else chunk), chunk
+    if bf16:  # masked past the extent
+        vectors = [
+            v if unmasked and i == last else 1 << (v - 1).bit_length()
+            for i, v in enumerate(vectors)
+        ]
     return tiles, vectors
 
 
-def _touches_bf16(op: Any) -> bool:
+def _element(value: Any) -> str:
     from mlir import ir
 
-    return any(
-        isinstance(v.type, ir.ShapedType) and str(ir.ShapedType(v.type).element_type) == "bf16"
-        for v in op.operands
-    )
+    ty = value.type
+    return str(ir.ShapedType(ty).element_type) if isinstance(ty, ir.ShapedType) else str(ty)
+
+
+def _body_ops(op: Any) -> list[Any]:
+    return [inner for region in op.regions for block in region.blocks for inner in block]
+
+
+def _touches_bf16(op: Any) -> bool:
+    """Whether ``op`` reads or writes bfloat16. Its body may compute in float32 between
+    conversions, but LLVM's InstCombine narrows ``fptrunc(fsub(fpext a, fpext b))`` back to a
+    bfloat16 ``fsub``, so any op that touches bfloat16 may compute on bfloat16 vectors."""
+    return any(_element(v) == "bf16" for v in op.operands)
+
+
+def _minmax(op: Any) -> bool:
+    """A float max or min in the body (a reduction's combiner, when the last dim reduces)."""
+    names = ("arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf")
+    return any(inner.name in names for inner in _body_ops(op))
 
 
 def blas_bound(op: Any) -> bool:
