@@ -243,6 +243,8 @@ class Attributor:
                 "library loaded into the execution engine defines (compiler/runtime.py: "
                 "runtime_libraries); the compiled module itself may be right",
             )
+        if finding.oracle == "isolation" and stage == LLVM:
+            return self._pin_llvm(case, backend)
         if finding.oracle == "isolation" and stage in ("trace", BUILT, "blas", LLVM):
             layer = {"trace": "frontend", BUILT: "mlir-parse", "blas": "blas", LLVM: "llvm"}[stage]
             return Attribution(layer, backend, f"the process died in stage {stage!r}")
@@ -347,6 +349,58 @@ class Attributor:
             f"mlir-pass:{name}",
             backend,
             f"{pinned.get('kind')} in {name} ({stage} stage of {backend_family(backend)})",
+            mlir=info,
+        )
+
+    def _pin_llvm(self, case: Case, backend: str) -> Attribution:
+        """A process that died in the JIT (stage ``llvm``): LLVM's tools replay its steps on
+        the rebuilt lowered module to name the one that dies (``llvm_crash.pin``), then
+        ``llvm-reduce`` shrinks that step's input and the command is made portable."""
+        from . import llvm_crash
+
+        target = _ours(backend).target
+        task = Task(case, (backend_family(backend),), kind="artifacts", before=LLVM)
+        outcome = self.runner.worker.run(task)
+        texts = outcome.value.artifacts.get("stages", {}) if outcome.status == "ok" else {}
+        if not texts:
+            return Attribution(
+                "llvm", backend, "the process died in stage 'llvm' (the lowered module could "
+                "not be rebuilt to replay it with LLVM's tools)",
+            )  # fmt: skip
+        lowered = list(texts.values())[-1]
+        info: dict[str, Any] = {"failing_stage": LLVM, "stage_input": lowered}
+        pinned = llvm_crash.pin(lowered, target.opt_level)
+        if "tool" not in pinned:
+            info["llvm_replay"] = {k: v for k, v in pinned.items() if k != "input"}
+            return Attribution(
+                "llvm", backend, "the process died in stage 'llvm', but LLVM's tools "
+                "(mlir-translate, opt, llc -mcpu=native) pass on its lowered module",
+                mlir=info,
+            )  # fmt: skip
+        tool = pinned["tool"]
+        info.update(
+            tool=tool,
+            assertion=pinned["message"],
+            frames=pinned["frames"],
+            llvm_input=pinned["input"],
+            llvm_input_suffix=pinned["input_suffix"],
+            command=llvm_crash.command(tool, pinned["arguments"], "input" + pinned["input_suffix"]),
+        )
+        if pinned.get("signature"):
+            reduced = llvm_crash.reduce(pinned, self.budget)
+            info.update(
+                reduced_llvm=reduced["module"],
+                command=reduced["command"],
+                reduction={k: reduced.get(k) for k in ("input_lines", "output_lines", "seconds")},
+            )
+            if reduced.get("reduction_error"):
+                info["reduction_error"] = reduced["reduction_error"]
+        step = {"mlir-translate": "translate", "opt": "opt", "llc": "codegen"}[tool]
+        return Attribution(
+            f"llvm:{step}",
+            backend,
+            f"{tool} dies on the JIT's {step} input ({backend_family(backend)}): "
+            f"{pinned['message']}",
             mlir=info,
         )
 

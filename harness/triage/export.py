@@ -70,6 +70,7 @@ def minimal_module(entry: Entry) -> tuple[str, str]:
     """(module text, what it is) of the smallest IR the entry has."""
     mlir = attribution_of(entry).get("mlir", {})
     for key, what in (
+        ("reduced_llvm", "LLVM IR reduced with llvm-reduce"),
         ("reduced_module", "reduced with mlir-reduce and a structural reducer"),
         ("pre_pass_module", "the IR right before the failing pass"),
         ("stage_input", "the input of the failing stage"),
@@ -188,7 +189,8 @@ def workaround_section(off: list[dict[str, str]]) -> list[str]:
         "Our compiler avoids this bug unless the workaround is off. The finding was made with it "
         f"off, and everything here turns it off: the Python reproducer sets `{ENV}={names}`, "
         "`python -m harness replay FILE` turns it off around compiling the case, and the "
-        "`mlir-opt` command needs nothing (its input is what the compiler emits with it off).",
+        "tool command (`mlir-opt`, `llc`) needs nothing (its input is what the compiler emits "
+        "with it off).",
         "",
         "While the upstream bug is present, `python -m harness replay` says `still-open` for "
         "this entry. The day it says `fixed-now` (a wheel with the fix), the workaround can go: "
@@ -196,6 +198,16 @@ def workaround_section(off: list[dict[str, str]]) -> list[str]:
         "entry fixed (`python -m harness replay --update`).",
     ]
     return lines
+
+
+def _is_llvm(command: str) -> bool:
+    return command.split(" ", 1)[0] in ("mlir-translate", "opt", "llc")
+
+
+def _names_a_tool(command: str) -> bool:
+    """Does ``command`` start with a tool of the MLIR/LLVM wheels (run by ``python -m compiler
+    tools``)?"""
+    return command.split(" ", 1)[0] in ("mlir-opt", "mlir-translate", "opt", "llc")
 
 
 def verifies(module: str) -> str:
@@ -250,7 +262,7 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
         except Exception as error:  # noqa: BLE001 - the report is documentation
             script = f"# no standalone XLA script: {error!r}\n"
     runnable = ""
-    if command.startswith("mlir-opt "):
+    if _names_a_tool(command):
         runnable = "python -m compiler tools " + command
     # The assertion without its source path and line (they move between LLVM builds).
     summary = crash_needle(mlir["assertion"]) if mlir.get("assertion") else ""
@@ -268,7 +280,11 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
         "module_is": what,
         "command": command,
         "command_from_this_project": runnable,
-        "verifies": verifies(module) if module and not foreign and not iree else "",
+        "verifies": (
+            verifies(module)
+            if module and not foreign and not iree and not mlir.get("reduced_llvm")
+            else ""
+        ),
         "xla_script": script,
         "iree_check": check,
         "known_issue": mlir.get("known_issue", {}),
@@ -312,7 +328,8 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
             "passes); the compiler behind this backend computes it wrongly."
         )
     if module:
-        lines += ["", f"## Minimal input ({what})", "", "```mlir", module.rstrip(), "```"]
+        fence = "llvm" if mlir.get("reduced_llvm") and module == mlir["reduced_llvm"] else "mlir"
+        lines += ["", f"## Minimal input ({what})", "", f"```{fence}", module.rstrip(), "```"]
         if facts["verifies"]:
             lines += ["", f"Verifies on its own: {facts['verifies']}"]
     if script:
@@ -383,6 +400,9 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
         "stage_input.mlir": mlir.get("stage_input"),
         "pre.mlir": mlir.get("pre_pass_module"),
         "min.mlir": mlir.get("reduced_module"),
+        # A crash in LLVM's tools (llvm_crash): the failing tool's input and its reduction.
+        "input" + mlir.get("llvm_input_suffix", ".ll"): mlir.get("llvm_input"),
+        "min.ll": mlir.get("reduced_llvm"),
     }
     stages = _stages(entry)
     if attribution_of(entry).get("layer", "").split(":")[0] == "iree":
@@ -418,8 +438,10 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
         commands.append(command)
     if mlir.get("command"):
         command = mlir["command"]
-        commands.append("# the failing pass alone")
-        prefix = "python -m compiler tools " if command.startswith("mlir-opt ") else ""
+        commands.append(
+            "# the failing LLVM tool alone" if _is_llvm(command) else "# the failing pass alone"
+        )
+        prefix = "python -m compiler tools " if _names_a_tool(command) else ""
         commands.append(prefix + command)
     if entry.reproducer:
         (directory / "reproducer.py").write_text(entry.reproducer)
