@@ -390,3 +390,25 @@ def test_a_focused_case_whose_items_are_done_is_skipped(tmp_path) -> None:
         assert driver.stale_focus(focused, (("matmul", "int32"),))
     finally:
         driver.close()
+
+
+def test_some_random_programs_have_rows_past_the_vector_planners_whole_row_limit() -> None:
+    """Sides of at most 6 never reached cpu-vector's chunked (masked) reductions, where MLIR's
+    wrong neutral for a masked max (llvm PR #222275) hid; a long-row program (rank 1, sides up
+    to LONG_SIDE) is one random program in eight."""
+    from hypothesis import HealthCheck, Phase, find, settings
+
+    from compiler.vector.schedule import REDUCTION_MAX
+    from harness.case import CPU_BACKENDS
+    from harness.session.generate import LONG_SIDE, program_cases
+
+    assert LONG_SIDE > REDUCTION_MAX
+    long_row = find(
+        program_cases(CPU_BACKENDS),
+        lambda case: any(a.ndim == 1 and a.shape[0] > REDUCTION_MAX for a in case.inputs),
+        settings=settings(
+            max_examples=2000, phases=[Phase.generate], database=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )  # fmt: skip
+    assert long_row.origin.startswith("programs/")
