@@ -87,3 +87,29 @@ def test_a_crash_on_this_cpu_gets_a_command_for_any_x86_cpu() -> None:
     assert pinned["crashed"] and pinned["arguments"] == ["-O3", "-mcpu=native"]
     reduced = llvm_crash.reduce(pinned, budget_s=120)
     assert reduced["arguments"] in (["-O3", "-mtriple=x86_64--", f"-mattr=+{f}"] for f in HOST_BF16)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HOST_BF16, reason="this CPU has no BF16 conversions: the JIT passes here")
+def test_a_jit_crash_is_attributed_to_llvm_codegen_with_a_portable_command() -> None:
+    """The corpus entry of the bfloat16 crash (its workaround off), attributed afresh."""
+    from harness.case import Case
+    from harness.corpus import load
+    from harness.run.runner import Runner
+    from harness.triage.attribution import Attributor
+
+    root = Path(__file__).resolve().parents[2] / "corpus"
+    entry = next(load(p) for p in sorted(root.glob("crash-442b5f5548-*.json")))
+    case = Case.from_dict(entry.case["case"])
+    assert case.workarounds_off == ("bf16-power-of-two-vectors",)
+    with Runner(None, use_jax=False) as runner:
+        case = case.on(("cpu-vector",))
+        findings = runner.evaluate(case).findings
+        assert findings and findings[0].kind == "crash" and findings[0].stage == "llvm"
+        found = Attributor(runner, budget_seconds=90).attribute(case, findings[0])
+    assert found.layer == "llvm:codegen", found.detail
+    command = found.mlir["command"]
+    assert command.startswith("llc -O3 -mtriple=x86_64-- -mattr=+") and command.endswith(
+        "min.ll -o /dev/null"
+    )
+    assert len(found.mlir["reduced_llvm"].splitlines()) <= 12
