@@ -41,6 +41,16 @@ def _where_of_a_mean(row: list[float]) -> Case:
     return Case(program, inputs, ("cpu-loops",), origin="programs/ordinary")
 
 
+def _mean_compared(rows: list, against: list) -> Case:
+    """``int32(mean(x, axis=-1) > z)``: a comparison that decides an integer output."""
+    b = ProgramBuilder()
+    x = b.input((len(rows), len(rows[0])), "float64")
+    z = b.input((len(against), 1), "float64")
+    m = b.node("mean", x, axis=-1, keepdims=True)
+    program = b.build(b.node("astype", b.node("greater", m, z), dtype="int32"))
+    return Case(program, [np.array(rows), np.array(against)], ("cpu-loops",))
+
+
 def test_a_where_on_a_mean_that_cancels_takes_either_branch() -> None:
     case = _where_of_a_mean(ROW)
     assert deciding_nodes(case.program) == {1: "where"}
@@ -72,26 +82,12 @@ def test_a_condition_computed_exactly_is_not_ambiguous() -> None:
     assert not _judge(exact, [[0.0], [2.5]])
     # The perturbed runs move every result an ulp, exact ones too (10 / 4 = 2.5): a tie that the
     # truth and NumPy both compute exactly is no decision to flip.
-    b = ProgramBuilder()
-    x, z = b.input((1, 4), "float64"), b.input((1, 1), "float64")
-    m = b.node("mean", x, axis=-1, keepdims=True)
-    tie = Case(
-        b.build(b.node("astype", b.node("greater", m, z), dtype="int32")),
-        [np.array([[1.0, 2.0, 3.0, 4.0]]), np.array([[2.5]])],
-        ("cpu-loops",),
-    )
+    tie = _mean_compared([[1.0, 2.0, 3.0, 4.0]], [[2.5]])
     assert FLIPPED not in references(tie, use_jax=False)
 
 
 def test_a_comparison_decided_by_a_cancelling_sum_goes_either_way() -> None:
-    b = ProgramBuilder()
-    x, z = b.input((2, 4), "float64"), b.input((2, 1), "float64")
-    m = b.node("mean", x, axis=-1, keepdims=True)
-    case = Case(
-        b.build(b.node("astype", b.node("greater", m, z), dtype="int32")),
-        [np.array([ROW, [1.0, 2.0, 3.0, 4.0]]), np.array([[0.0], [2.0]])],
-        ("cpu-loops",),
-    )
+    case = _mean_compared([ROW, [1.0, 2.0, 3.0, 4.0]], [[0.0], [2.0]])
     assert deciding_nodes(case.program) == {1: "compare"}
     assert _judge(case, [[1], [1]])  # the truth: 2.7e-19 > 0
     assert _judge(case, [[0], [1]])  # an exact 0 is not > 0
@@ -117,14 +113,7 @@ def test_the_reproducer_accepts_what_the_oracle_accepts(tmp_path) -> None:
     """The exported script's ALLOWED holds the other side of a boolean it embeds."""
     from harness.triage.export import _embedded_verdict
 
-    b = ProgramBuilder()
-    x, z = b.input((2, 4), "float64"), b.input((2, 1), "float64")
-    m = b.node("mean", x, axis=-1, keepdims=True)
-    case = Case(
-        b.build(b.node("astype", b.node("greater", m, z), dtype="int32")),
-        [np.array([ROW, [1.0, 2.0, 3.0, 4.0]]), np.array([[0.0], [2.0]])],
-        ("cpu-loops",),
-    )
+    case = _mean_compared([ROW, [1.0, 2.0, 3.0, 4.0]], [[0.0], [2.0]])
     lines = _embedded_verdict(case)
     scope: dict = {"np": np}
     exec("\n".join(lines), {"np": np, "array": np.array}, scope)  # noqa: S102 - our own text
