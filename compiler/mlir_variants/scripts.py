@@ -46,7 +46,7 @@ def features(text: str) -> set[str]:
     for body in re.findall(r"\b(?:tensor|memref)<([^<>,]*)", text):
         parts = body.split("x")
         dims, element = parts[:-1], parts[-1].strip()
-        if not re.fullmatch(r"[fi]\d+", element):
+        if not re.fullmatch(r"(?:[fi]\d+|bf16)", element):  # bf16 is a number too
             continue
         if not dims:
             found.add("rank0")
