@@ -11,11 +11,11 @@ element is accepted when
     floor = eps(dtype) * ULPS_PER_STEP * steps * (|truth| + RELATIVE_SCALE * max|truth|)
 
 ``perturbed`` are NumPy evaluations whose every operation rounds differently (each float result
-one ulp up or down, sums in one sequential order, forward or reversed, and matmuls as products
-then sums: ``references.perturbed_reference``): they measure each element's conditioning where
-NumPy's single evaluation was close to the truth by luck (sin of a huge argument, a sum whose
-small terms survive pairwise addition beside 2**52), and count element by element only, never in
-the spread.
+one ulp up or down, sums in another order: forward, reversed or in four interleaved lanes;
+matmuls as products then sums: ``references.perturbed_reference``): they measure each
+element's conditioning where NumPy's single evaluation was close to the truth by luck (sin of a
+huge argument, a sum whose small terms survive pairwise addition beside 2**52), and count
+element by element only, never in the spread.
 
 ``steps`` is the program's error depth: the sum of each equation's depth as the primitive table
 gives it (one step per elementwise op, plus log2 of each contraction length; composites declare

@@ -4,10 +4,10 @@
 - ``truth``: the program evaluated by NumPy in extended precision (``np.longdouble``: every float
   input and float cast widened), rounded to float64 — the yardstick of the error model; integer
   parts stay exact;
-- ``perturbed:1``, ``perturbed:2``: NumPy in the program's own dtypes with every float result of
-  every operation moved one ulp up or down at random: two correct evaluations that round
-  differently, whose spread from the truth says how ill-conditioned each element is
-  (``perturbed_reference``);
+- ``perturbed:1`` .. ``perturbed:3``: NumPy in the program's own dtypes with every float result
+  of every operation moved one ulp up or down at random, sums in other orders: three correct
+  evaluations that round differently, whose spread from the truth says how ill-conditioned
+  each element is (``perturbed_reference``);
 - ``jax``: ``jax.jit`` of the program over ``jax.numpy`` with x64 enabled (an independent
   implementation; XLA's backend optimizations off, ``XLA_OPTIONS``). Where JAX promotes
   differently from NumPy 2 (int32 meeting float32 is float64 in NumPy, float32 in JAX; the
@@ -96,7 +96,9 @@ def truth_reference(case: Case) -> Reference:
 
 
 #: The perturbed evaluations per case (``perturbed_reference``); names ``perturbed:1``...
-PERTURBED_RUNS = 2
+#: Their sums run first to last, last to first, and in four interleaved lanes (``SUM_ORDERS``).
+PERTURBED_RUNS = 3
+SUM_ORDERS = ("forward", "reverse", "lanes")
 
 
 #: Primitive kinds whose evaluation is many roundings: perturbed inside, each arithmetic step.
@@ -106,7 +108,7 @@ INTERNALLY_ROUNDED = ("composite", "reduction", "matmul")
 UNFUSED_MATMUL_LIMIT = 1 << 22
 
 
-def _unfused_matmul(a: np.ndarray, b: np.ndarray, reverse: bool = False) -> np.ndarray | None:
+def _unfused_matmul(a: np.ndarray, b: np.ndarray, reverse: bool | str = False) -> np.ndarray | None:
     """``a @ b`` as products, then their running sum (``_sequential_sum``, last to first when
     ``reverse``), as a loop nest adds them: another correct order, without the fused
     multiply-adds of NumPy's BLAS. Where products overflow to +inf and -inf, BLAS's FMA gives
@@ -147,17 +149,18 @@ def _unfused_matmul(a: np.ndarray, b: np.ndarray, reverse: bool = False) -> np.n
 
 def _sequential_sum(
     a: np.ndarray,
-    reverse: bool,
+    reverse: bool | str,
     axis: Any = None,
     dtype: Any = None,
     keepdims: bool = False,
     **rest: Any,
 ) -> np.ndarray | None:
     """``np.add.reduce`` as one running sum along the reduced elements (last to first when
-    ``reverse``): another correct order than NumPy's pairwise one, whose error a vectorized or
-    looping backend may have. Adding 0.1 to partial sums of 2**52 loses it in one order and keeps
-    it in another: a float64 mean of such values was 0.0012 in NumPy and 0.0 on cpu-vector, both
-    correct. None where NumPy's own reduction should run (no float, empty, other arguments)."""
+    ``reverse``; four interleaved ones when it is ``"lanes"``): another correct order than
+    NumPy's pairwise one, whose error a vectorized or looping backend may have. Adding 0.1 to
+    partial sums of 2**52 loses it in one order and keeps it in another: a float64 mean of such
+    values was 0.0012 in NumPy and 0.0 on cpu-vector, both correct. None where NumPy's own reduction
+    should run (no float, empty, other arguments)."""
     if rest.get("initial", np._NoValue) is not np._NoValue or rest.get("where", True) is not True:
         return None
     if set(rest) - {"initial", "where"}:
@@ -176,12 +179,28 @@ def _sequential_sum(
     running = np.dtype(np.float32) if work.itemsize < 4 else work
     moved = np.moveaxis(a.astype(running, copy=False), axes, range(-len(axes), 0))
     flat = moved.reshape(moved.shape[: a.ndim - len(axes)] + (-1,))
-    if reverse:
-        flat = flat[..., ::-1]
-    try:
-        total = np.add.accumulate(flat, axis=-1)[..., -1]
-    except TypeError:  # a dtype without an accumulate loop: NumPy's own order
-        return None
+    if reverse == "lanes":
+        # Four interleaved running sums, then (0 + 2) + (1 + 3): a vectorized reduction's order.
+        # A constant float64 row of five -2.00001 has a mean of exactly -2.00001 in either
+        # running order and not in this one, so a layer norm of it was 4e-13 on cpu-vector
+        # where the bound, measured on the other orders, allowed 1e-13 (-0.0 pads: exact).
+        pad = (-flat.shape[-1]) % 4
+        if pad:
+            zeros = np.full(flat.shape[:-1] + (pad,), -0.0, flat.dtype)
+            flat = np.concatenate([flat, zeros], axis=-1)
+        lanes = flat.reshape(flat.shape[:-1] + (-1, 4))
+        try:
+            acc = np.add.accumulate(lanes, axis=-2)[..., -1, :]
+        except TypeError:
+            return None
+        total = (acc[..., 0] + acc[..., 2]) + (acc[..., 1] + acc[..., 3])
+    else:
+        if reverse:
+            flat = flat[..., ::-1]
+        try:
+            total = np.add.accumulate(flat, axis=-1)[..., -1]
+        except TypeError:  # a dtype without an accumulate loop: NumPy's own order
+            return None
     if keepdims:
         total = np.expand_dims(total, tuple(sorted(axes)))
     return np.asarray(total).astype(work)
@@ -251,12 +270,19 @@ class _Rounding(np.ndarray):
         return moved.view(type(self)) if isinstance(moved, np.ndarray) else moved
 
 
+def _order(run: int) -> bool | str:
+    """The sum order of perturbed run ``run`` (``SUM_ORDERS``), as ``_sequential_sum`` takes it."""
+    order = SUM_ORDERS[(run - 1) % len(SUM_ORDERS)]
+    return "lanes" if order == "lanes" else order == "reverse"
+
+
 def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
     """The program in NumPy in its own dtypes, each finite nonzero float result of each
     rounding operation (inside composites, reductions and matmuls: of each of their steps; not
     the exact ones, a transpose or a maximum) moved one ulp up or down at random (seeded by the
-    inputs and ``run``), every sum added up in one running order (first to last in odd runs,
-    last to first in even ones: ``_sequential_sum``): a correct evaluation that rounds
+    inputs and ``run``), every sum added up in another order (first to last, last to first, or
+    in four interleaved lanes, by ``run``: ``SUM_ORDERS``, ``_sequential_sum``): a correct
+    evaluation that rounds
     differently. NumPy's own error is the error model's measure of how hard an element is, and
     at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``, ``exp`` is
     3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in [-1, 1], yet
@@ -297,7 +323,7 @@ def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
         # internals moved by an ulp moved one output element by up to 8.8e-5 while NumPy's
         # own error there was 3.2e-7: a correct backend was rejected).
         rounding = type(
-            "Rounding", (_Rounding,), {"move": staticmethod(perturb), "reverse": run % 2 == 0}
+            "Rounding", (_Rounding,), {"move": staticmethod(perturb), "reverse": _order(run)}
         )
 
         def inside(xp: Any, operands: list[Any], attrs: dict[str, Any]) -> Any:

@@ -119,3 +119,26 @@ def test_the_reproducer_accepts_what_the_oracle_accepts(tmp_path) -> None:
     exec("\n".join(lines), {"np": np, "array": np.array}, scope)  # noqa: S102 - our own text
     assert scope["ALLOWED"].tolist() == [[1.0], [0.0]]
     assert scope["NUMPY"].tolist() == [[0], [1]]  # NumPy's -1.2e-275 is not > 0
+
+
+def test_a_vectorized_sum_order_is_among_the_perturbed_ones() -> None:
+    """A constant float64 row of five -2.00001 has a mean of exactly -2.00001 summed first to last
+    or last to first, and not in four interleaved lanes (cpu-vector's order): its layer norm was
+    4.2e-13 there, a correct answer the bound (1.05e-13, measured on the two running orders)
+    refused, found by a 5-minute clean session. The third perturbed run sums in lanes."""
+    from harness.run.references import SUM_ORDERS, _sequential_sum
+
+    assert "lanes" in SUM_ORDERS
+    row = np.full((1, 5), -2.00001)
+    assert _sequential_sum(row, False, axis=-1)[0] / 5 == -2.00001
+    assert _sequential_sum(row, True, axis=-1)[0] / 5 == -2.00001
+    assert _sequential_sum(row, "lanes", axis=-1)[0] / 5 != -2.00001
+    assert _sequential_sum(np.arange(7.0).reshape(1, 7), "lanes", axis=-1)[0] == 21.0
+    b = ProgramBuilder()
+    x, w, s = b.input((1, 5), "float64"), b.input((5,), "float64"), b.input((1,), "float64")
+    program = b.build(b.node("layer_norm", x, w, s))
+    inputs = [np.full((1, 5), -2.00001), np.full(5, 3.0), np.array([-5.855098108419709e-118])]
+    case = Case(program, inputs, ("cpu-vector@O0",))
+    got = np.full((1, 5), 4.213000162292041e-13)  # every element: x - mean is one rounding
+    assert _judge(case, got)
+    assert not _judge(case, got * 100)
