@@ -23,7 +23,8 @@ theirs). There is no free ``rtol`` to loosen:
 FACTOR, ULPS_PER_STEP and RELATIVE_SCALE are fixed here and the tests pin that a 1e-4 relative
 change of a single float32 element is caught. Integers and booleans must match exactly (NumPy's,
 or, where a float decided them within its measured error, the other side: ``run.decisions``).
-Non-finite values must match NumPy's pattern (nan where nan, +-inf where +-inf).
+Non-finite values must match NumPy's pattern, a perturbed evaluation's or the truth's (nan
+where nan, +-inf where +-inf).
 
 ``dtype`` is the least precise float dtype the program computes in, and ``eps`` is its own:
 2**-23 (float32), 2**-52 (float64), 2**-10 (float16), 2**-7 (bfloat16, ``ml_dtypes.finfo``).
@@ -215,7 +216,10 @@ def compare(
     # sum with +inf and -inf products is nan, inf under BLAS's fused multiply-adds).
     pattern = _nonfinite_pattern(got64)
     shaped = [np.asarray(p, np.float64) for p in local if np.shape(p) == got.shape]
-    expected_patterns = [_nonfinite_pattern(r) for r in refs] or [_nonfinite_pattern(truth)]
+    # The truth's own: an inf there is the exact value beyond the dtype's range, rounded (a
+    # float64 dot of 2.8e306-sized terms whose products are -inf, -inf, +inf: NumPy nan, a BLAS
+    # whose fused multiply-adds keep products exact -inf, the truth -7.9e612, so -inf).
+    expected_patterns = [_nonfinite_pattern(r) for r in refs] + [_nonfinite_pattern(truth)]
     expected_patterns += [_nonfinite_pattern(p) for p in shaped]
     agrees = np.zeros(got.shape, bool)
     for p in expected_patterns:

@@ -481,13 +481,13 @@ def _embedded_verdict(case: Any) -> list[str] | None:
         f"NUMPY = {array_source(expected)}",
         f"EXACT = {array_source(exact)}",
         f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
-        f"PATTERNS = {array_source(tolerance.nonfinite_patterns([expected, *local]))}",
+        f"PATTERNS = {array_source(tolerance.nonfinite_patterns([expected, exact, *local]))}",
     ]
 
 
 def _judged(name: str) -> list[str]:
     """Script lines judging the array ``name`` as the differential oracle does: NumPy's dtype
-    and shape (``NUMPY``), non-finite values as NumPy's or a perturbed evaluation's
+    and shape (``NUMPY``), non-finite values as NumPy's, the truth's or a perturbed evaluation's
     (``PATTERNS``: 0 finite, 1 nan, 2 +inf, 3 -inf), then the error against ``EXACT`` within
     ``ALLOWED``, per element; exit 1 when it fails."""
     return [

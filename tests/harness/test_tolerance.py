@@ -361,3 +361,35 @@ def test_the_spec_oracle_leaves_attention_scores_that_tie_exactly():
     assert np.isnan(refs["numpy"].output).all() and np.isfinite(refs["truth"].output).all()
     assert any(np.isfinite(p).all() for p in perturbed_in_float64(case))
     assert definition_verdict(case, refs) is None
+
+
+def test_an_infinity_the_truth_has_is_accepted() -> None:
+    """Products of 2.8e306-sized terms round to -inf, -inf, +inf, so NumPy (and every perturbed
+    run) sums nan; a BLAS whose fused multiply-adds keep each product exact gives -inf, which is
+    the exact sum (-7.9e612) rounded: correct (a 5-minute clean session, seed 7). +inf is not."""
+    from harness.case import Case
+    from harness.oracles.differential import reference_outputs, yardstick
+    from harness.run.references import perturbed_outputs, references
+    from strategies.model import ProgramBuilder
+
+    big = 2.80889552e306
+    b = ProgramBuilder()
+    inputs = [b.input((6,), "float64"), b.input((6, 4), "float64"), b.input((1,), "float64")]
+    program = b.build(b.node("linear", *inputs))
+    x = np.array([big, 0.0, 0.0, -big, big, -big])
+    w = np.ones((6, 4))  # four columns: NumPy's own kernel adds rounded products (nan)
+    w[:, 3] = [-big, -2.0, 3.0, big, 0.0, -big]
+    case = Case(program, [x, w, np.array([-2.0])], ("cpu-blas",))
+    refs = references(case, use_jax=False)
+    assert np.isnan(refs["numpy"].output[3]) and yardstick(refs)[3] == -np.inf
+
+    def judged(value: float) -> bool:
+        got = refs["numpy"].output.copy()
+        got[3] = value
+        return tolerance.compare(
+            got, yardstick(refs), reference_outputs(refs, (4,)), 3.0, np.dtype("float64"),
+            local=perturbed_outputs(refs, (4,)),
+        ).ok  # fmt: skip
+
+    assert judged(-np.inf) and judged(np.nan)
+    assert not judged(np.inf) and not judged(1.0)
