@@ -34,9 +34,9 @@ LONG_SIDE = 600
 @st.composite
 def program_cases(draw: st.DrawFn, backends: tuple[str, ...], max_nodes: int = 6) -> Case:
     """A random program: small (up to ``max_nodes``), bigger, or one case in eight a long-row
-    one (rank 1, sides up to ``LONG_SIDE``): sides of at most 6 never reached the vector
-    planner's tiled and chunked paths, where a masked max reduction of 300 negative float32
-    numbers gave -1e-45 (MLIR's wrong neutral, llvm PR #222275)."""
+    one (rank 1, sides up to ``LONG_SIDE``): sides of at most 6 (65 in the ``vector`` shape
+    regime) never reached the vector planner's chunked reductions, where a masked max of 300
+    negative float32 numbers gave -1e-45 (MLIR's wrong neutral, llvm PR #222275)."""
     size = draw(st.integers(0, 7))
     if size == 7:
         strategy = programs(max_nodes=min(max_nodes, 4), max_rank=1, max_side=LONG_SIDE)

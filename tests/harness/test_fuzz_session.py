@@ -393,9 +393,9 @@ def test_a_focused_case_whose_items_are_done_is_skipped(tmp_path) -> None:
 
 
 def test_some_random_programs_have_rows_past_the_vector_planners_whole_row_limit() -> None:
-    """Sides of at most 6 never reached cpu-vector's chunked (masked) reductions, where MLIR's
-    wrong neutral for a masked max (llvm PR #222275) hid; a long-row program (rank 1, sides up
-    to LONG_SIDE) is one random program in eight."""
+    """Sides of at most 6 (65 in the vector shape regime) never reached cpu-vector's chunked
+    (masked) reductions, where MLIR's wrong neutral for a masked max (llvm PR #222275) hid; a
+    long-row program (rank 1, sides up to LONG_SIDE) is one random program in eight."""
     from hypothesis import HealthCheck, Phase, find, settings
 
     from compiler.vector.schedule import REDUCTION_MAX
