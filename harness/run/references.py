@@ -108,9 +108,9 @@ INTERNALLY_ROUNDED = ("composite", "reduction", "matmul")
 UNFUSED_MATMUL_LIMIT = 1 << 22
 
 
-def _unfused_matmul(a: np.ndarray, b: np.ndarray, reverse: bool | str = False) -> np.ndarray | None:
-    """``a @ b`` as products, then their running sum (``_sequential_sum``, last to first when
-    ``reverse``), as a loop nest adds them: another correct order, without the fused
+def _unfused_matmul(a: np.ndarray, b: np.ndarray, order: str = "forward") -> np.ndarray | None:
+    """``a @ b`` as products, then their sum in ``order`` (``_sequential_sum``), as a loop nest
+    adds them: another correct order, without the fused
     multiply-adds of NumPy's BLAS. Where products overflow to +inf and -inf, BLAS's FMA gives
     inf (the exact product stays finite inside an FMA) and a sum of rounded products nan: a
     float64 feedforward on values near 1e306 gave inf in NumPy and nan on cpu-loops, both
@@ -137,7 +137,7 @@ def _unfused_matmul(a: np.ndarray, b: np.ndarray, reverse: bool | str = False) -
         products = left[..., :, :, None] * right[..., None, :, :]
     except TypeError:  # a dtype without these loops: NumPy's matmul, unperturbed order
         return None
-    out = _sequential_sum(products, reverse, axis=-2)
+    out = _sequential_sum(products, order, axis=-2)
     if out is None:
         out = products.sum(axis=-2)
     if b.ndim == 1:
@@ -149,18 +149,18 @@ def _unfused_matmul(a: np.ndarray, b: np.ndarray, reverse: bool | str = False) -
 
 def _sequential_sum(
     a: np.ndarray,
-    reverse: bool | str,
+    order: str,
     axis: Any = None,
     dtype: Any = None,
     keepdims: bool = False,
     **rest: Any,
 ) -> np.ndarray | None:
-    """``np.add.reduce`` as one running sum along the reduced elements (last to first when
-    ``reverse``; four interleaved ones when it is ``"lanes"``): another correct order than
-    NumPy's pairwise one, whose error a vectorized or looping backend may have. Adding 0.1 to
-    partial sums of 2**52 loses it in one order and keeps it in another: a float64 mean of such
-    values was 0.0012 in NumPy and 0.0 on cpu-vector, both correct. None where NumPy's own reduction
-    should run (no float, empty, other arguments)."""
+    """``np.add.reduce`` in ``order`` (``SUM_ORDERS``): one running sum along the reduced
+    elements, first to last or last to first, or four interleaved ones: another correct order
+    than NumPy's pairwise one, whose error a vectorized or looping backend may have. Adding 0.1
+    to partial sums of 2**52 loses it in one order and keeps it in another: a float64 mean of
+    such values was 0.0012 in NumPy and 0.0 on cpu-vector, both correct. None where NumPy's own
+    reduction should run (no float, empty, other arguments)."""
     if rest.get("initial", np._NoValue) is not np._NoValue or rest.get("where", True) is not True:
         return None
     if set(rest) - {"initial", "where"}:
@@ -179,7 +179,7 @@ def _sequential_sum(
     running = np.dtype(np.float32) if work.itemsize < 4 else work
     moved = np.moveaxis(a.astype(running, copy=False), axes, range(-len(axes), 0))
     flat = moved.reshape(moved.shape[: a.ndim - len(axes)] + (-1,))
-    if reverse == "lanes":
+    if order == "lanes":
         # Four interleaved running sums, then (0 + 2) + (1 + 3): a vectorized reduction's order.
         # A constant float64 row of five -2.00001 has a mean of exactly -2.00001 in either
         # running order and not in this one, so a layer norm of it was 4e-13 on cpu-vector
@@ -195,7 +195,7 @@ def _sequential_sum(
             return None
         total = (acc[..., 0] + acc[..., 2]) + (acc[..., 1] + acc[..., 3])
     else:
-        if reverse:
+        if order == "reverse":
             flat = flat[..., ::-1]
         try:
             total = np.add.accumulate(flat, axis=-1)[..., -1]
@@ -231,10 +231,10 @@ def exact_primitive(prim: Any) -> bool:
 class _Rounding(np.ndarray):
     """An array whose every rounded ufunc result (arithmetic, matmul, sums; not the exact ones,
     ``EXACT_UFUNCS``) is passed through ``move``: NumPy's own code for a composite, evaluated
-    with each rounding step perturbed; sums run in one sequential order (``reverse``: last to
-    first) instead of pairwise."""
+    with each rounding step perturbed; sums run in another order than pairwise (``order``:
+    ``SUM_ORDERS``)."""
 
-    reverse = False
+    order = "forward"
 
     @staticmethod
     def move(value: Any) -> Any:
@@ -249,9 +249,9 @@ class _Rounding(np.ndarray):
             )
         result = None
         if ufunc is np.matmul and method == "__call__" and out is None and len(plain) == 2:
-            result = _unfused_matmul(np.asarray(plain[0]), np.asarray(plain[1]), self.reverse)
+            result = _unfused_matmul(np.asarray(plain[0]), np.asarray(plain[1]), self.order)
         elif ufunc is np.add and method == "reduce" and out is None and len(plain) == 1:
-            result = _sequential_sum(plain[0], self.reverse, **kwargs)
+            result = _sequential_sum(plain[0], self.order, **kwargs)
         if result is None:
             result = getattr(ufunc, method)(*plain, **kwargs)
         if out is not None:  # moved in place: NumPy's own code may read ``out`` afterwards
@@ -270,25 +270,18 @@ class _Rounding(np.ndarray):
         return moved.view(type(self)) if isinstance(moved, np.ndarray) else moved
 
 
-def _order(run: int) -> bool | str:
-    """The sum order of perturbed run ``run`` (``SUM_ORDERS``), as ``_sequential_sum`` takes it."""
-    order = SUM_ORDERS[(run - 1) % len(SUM_ORDERS)]
-    return "lanes" if order == "lanes" else order == "reverse"
-
-
 def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
-    """The program in NumPy in its own dtypes, each finite nonzero float result of each
-    rounding operation (inside composites, reductions and matmuls: of each of their steps; not
-    the exact ones, a transpose or a maximum) moved one ulp up or down at random (seeded by the
-    inputs and ``run``), every sum added up in another order (first to last, last to first, or
-    in four interleaved lanes, by ``run``: ``SUM_ORDERS``, ``_sequential_sum``): a correct
-    evaluation that rounds
-    differently. NumPy's own error is the error model's measure of how hard an element is, and
-    at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``, ``exp`` is
-    3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in [-1, 1], yet
-    NumPy happened to land near the truth and XLA's answer was rejected. Where an element is
-    well-conditioned a perturbed run stays within an ulp or two of NumPy, so it widens nothing
-    there. ``hook``: as ``adapted``'s (a trace of each node's value)."""
+    """The program in NumPy in its own dtypes, each finite nonzero float result of each rounding
+    operation (inside composites, reductions and matmuls: of each of their steps; not the exact
+    ones, a transpose or a maximum) moved one ulp up or down at random (seeded by the inputs and
+    ``run``), every sum added up in another order (first to last, last to first, or in four
+    interleaved lanes, by ``run``: ``SUM_ORDERS``, ``_sequential_sum``): a correct evaluation
+    that rounds differently. NumPy's own error is the error model's measure of how hard an
+    element is, and at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``,
+    ``exp`` is 3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in
+    [-1, 1], yet NumPy happened to land near the truth and XLA's answer was rejected. Where an
+    element is well-conditioned a perturbed run stays within an ulp or two of NumPy, so it
+    widens nothing there. ``hook``: as ``adapted``'s (a trace of each node's value)."""
     from compiler import primitives
 
     digest = hashlib.sha256(f"perturbed:{run}".encode())
@@ -323,7 +316,9 @@ def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
         # internals moved by an ulp moved one output element by up to 8.8e-5 while NumPy's
         # own error there was 3.2e-7: a correct backend was rejected).
         rounding = type(
-            "Rounding", (_Rounding,), {"move": staticmethod(perturb), "reverse": _order(run)}
+            "Rounding",
+            (_Rounding,),
+            {"move": staticmethod(perturb), "order": SUM_ORDERS[(run - 1) % len(SUM_ORDERS)]},
         )
 
         def inside(xp: Any, operands: list[Any], attrs: dict[str, Any]) -> Any:

@@ -130,8 +130,8 @@ def test_a_vectorized_sum_order_is_among_the_perturbed_ones() -> None:
 
     assert "lanes" in SUM_ORDERS
     row = np.full((1, 5), -2.00001)
-    assert _sequential_sum(row, False, axis=-1)[0] / 5 == -2.00001
-    assert _sequential_sum(row, True, axis=-1)[0] / 5 == -2.00001
+    assert _sequential_sum(row, "forward", axis=-1)[0] / 5 == -2.00001
+    assert _sequential_sum(row, "reverse", axis=-1)[0] / 5 == -2.00001
     assert _sequential_sum(row, "lanes", axis=-1)[0] / 5 != -2.00001
     assert _sequential_sum(np.arange(7.0).reshape(1, 7), "lanes", axis=-1)[0] == 21.0
     b = ProgramBuilder()
