@@ -45,12 +45,15 @@ _STRUCTURED = frozenset(
 _MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 
 
-def _bits(ty: Any) -> int:
+def _element(ty: Any) -> str:
+    """The element type of a shaped type (the type itself otherwise), as text."""
     from mlir import ir
 
-    if isinstance(ty, ir.ShapedType):
-        ty = ir.ShapedType(ty).element_type
-    text = str(ty)
+    return str(ir.ShapedType(ty).element_type) if isinstance(ty, ir.ShapedType) else str(ty)
+
+
+def _bits(ty: Any) -> int:
+    text = _element(ty)
     if text in ("f32", "i32"):
         return 32
     if text in ("i8", "i1"):
@@ -176,13 +179,6 @@ def plan(op: Any) -> tuple[list[int], list[int]] | None:
     return tiles, vectors
 
 
-def _element(value: Any) -> str:
-    from mlir import ir
-
-    ty = value.type
-    return str(ir.ShapedType(ty).element_type) if isinstance(ty, ir.ShapedType) else str(ty)
-
-
 def _body_ops(op: Any) -> list[Any]:
     return [inner for region in op.regions for block in region.blocks for inner in block]
 
@@ -191,7 +187,7 @@ def _touches_bf16(op: Any) -> bool:
     """Whether ``op`` reads or writes bfloat16. Its body may compute in float32 between
     conversions, but LLVM's InstCombine narrows ``fptrunc(fsub(fpext a, fpext b))`` back to a
     bfloat16 ``fsub``, so any op that touches bfloat16 may compute on bfloat16 vectors."""
-    return any(_element(v) == "bf16" for v in op.operands)
+    return any(_element(v.type) == "bf16" for v in op.operands)
 
 
 def _minmax(op: Any) -> bool:

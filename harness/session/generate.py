@@ -423,17 +423,16 @@ class MixBalance:
     not a compile and run on every backend). Focused cases are outside the mix.
     """
 
-    def __init__(self, percent: dict[str, int] | None = None) -> None:
-        self.percent = MIX_PERCENT if percent is None else percent
-        self.counts: dict[str, int] = {kind: 0 for kind in self.percent}
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = dict.fromkeys(MIX_PERCENT, 0)
 
     def admit(self, case: Case) -> bool:
         """Whether to judge ``case``; an admitted case is counted."""
         kind = mix_kind(case)
-        if kind is None or kind not in self.counts:
+        if kind is None:
             return True
         total = sum(self.counts.values()) + 1
-        if self.counts[kind] + 1 > self.percent[kind] / 100 * total + MIX_SLACK:
+        if self.counts[kind] + 1 > MIX_PERCENT[kind] / 100 * total + MIX_SLACK:
             return False
         self.counts[kind] += 1
         return True

@@ -201,13 +201,16 @@ def workaround_section(off: list[dict[str, str]]) -> list[str]:
 
 
 def _is_llvm(command: str) -> bool:
-    return command.split(" ", 1)[0] in ("mlir-translate", "opt", "llc")
+    """Does ``command`` run one of the JIT's LLVM steps (``llvm_crash.STEPS``)?"""
+    from .llvm_crash import STEPS
+
+    return command.split(" ", 1)[0] in STEPS
 
 
 def _names_a_tool(command: str) -> bool:
     """Does ``command`` start with a tool of the MLIR/LLVM wheels (run by ``python -m compiler
     tools``)?"""
-    return command.split(" ", 1)[0] in ("mlir-opt", "mlir-translate", "opt", "llc")
+    return command.startswith("mlir-opt ") or _is_llvm(command)
 
 
 def verifies(module: str) -> str:

@@ -24,8 +24,11 @@ from typing import Any
 
 from .mlir_crash import crash_message, crash_needle, run, stack_frames, tool_path
 
-#: The steps of the JIT, in order: (tool, its arguments before the input file).
+#: The steps of the JIT, in order (their arguments: ``step_arguments``).
 STEPS = ("mlir-translate", "opt", "llc")
+#: A SelectionDAG node number in a legalizer's message (``t1148: ``, `` t1146``): it moves with
+#: any change of the input, so matching drops it.
+_NODE = r"\s*t\d+(:|\b)"
 
 #: /proc/cpuinfo flags that name vector ISA features, and how LLVM spells a few of them.
 _ISA = re.compile(r"^(avx|amx|sse|ssse|fma|f16c|vaes|vpclmul|gfni)")
@@ -73,7 +76,7 @@ def signature(stderr: str) -> str | None:
     index = next((i for i, ln in enumerate(lines) if "LLVM ERROR" in ln), 0)
     before = next((ln.strip() for ln in reversed(lines[:index]) if ln.strip()), "")
     if before and re.match(r"^\w+ Op #\d+: ", before):
-        before = re.sub(r"\s*t\d+(:|\b)", "", before).strip()
+        before = re.sub(_NODE, "", before).strip()
         return f"{before}\n{crash_needle(message)}"
     return crash_needle(message)
 
@@ -125,20 +128,22 @@ try:
                           capture_output=True, text=True, timeout={timeout})
 except subprocess.TimeoutExpired:
     sys.exit(1)
-err = re.sub(r"\\s*t\\d+(:|\\b)", "", proc.stderr)
+err = re.sub({node!r}, "", proc.stderr)
 died = proc.returncode < 0 or proc.returncode >= 128
 sys.exit(0 if died and all(part in err for part in {parts!r}) else 1)
 """
 
 
-def interestingness(path: str, tool: str, arguments: list[str], needle: str, timeout_s: float,
-                    portable: bool = False) -> str:  # fmt: skip
-    """Write the script (``portable``: tools by name, for storing) and return its path."""
-    parts = [re.sub(r"\s*t\d+(:|\b)", "", p).strip() for p in needle.splitlines() if p.strip()]
+def interestingness(
+    path: str, tool: str, arguments: list[str], needle: str, timeout_s: float
+) -> str:
+    """Write the script and return its path."""
+    parts = [re.sub(_NODE, "", p).strip() for p in needle.splitlines() if p.strip()]
     text = _SCRIPT.format(
-        python="/usr/bin/env python3" if portable else sys.executable,
+        python=sys.executable,
+        node=_NODE,
         tool=tool,
-        tool_path=tool if portable else tool_path(tool),
+        tool_path=tool_path(tool),
         arguments=list(arguments),
         needle=needle,
         parts=parts,
