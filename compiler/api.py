@@ -21,7 +21,7 @@ import itertools
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -149,6 +149,7 @@ class JitFunction:
         backends.get(self.default_target)
         self._id = next(_IDS)
         self.traces = 0
+        self._prepared: tuple[Hashable, tuple[Trace, Graph, Hashable]] | None = None
 
     def __repr__(self) -> str:
         return f"<jit {self.name}>"
@@ -200,15 +201,46 @@ class JitFunction:
     def _compile(
         self, args: tuple, kwargs: dict, backend: backends.Backend, key: Hashable = None
     ) -> Compiled:
-        # Another target's specialization of the same arguments shares its traced graph.
+        trace, graph, out_structure = self._traced(args, kwargs, key)
+        return Compiled(self.name, trace, graph, out_structure, backend)
+
+    def _traced(self, args: tuple, kwargs: dict, key: Hashable) -> tuple[Trace, Graph, Hashable]:
+        """The trace for these arguments: another target's specialization of the same arguments
+        shares its traced graph, and so does the one ``prepare`` made; else a new trace."""
         with _CACHE_LOCK:
             sibling = next(
                 (c for k, c in _CACHE.items() if k[0] == self._id and k[1:3] == key), None
             )
-        trace, graph, out_structure = (
-            sibling.traced if sibling is not None else self.trace(*args, **kwargs)
-        )
-        return Compiled(self.name, trace, graph, out_structure, backend)
+        if sibling is not None:
+            return sibling.traced
+        prepared = self._prepared
+        if prepared is not None and prepared[0] == key:
+            return prepared[1]
+        return self.trace(*args, **kwargs)
+
+    def prepare(self, *args: Any, targets: Sequence[str], **kwargs: Any) -> int:
+        """Compile these arguments for several of our CPU targets at once, so that their
+        kernels come out of one linked JIT (``driver.jit_together``: the JIT's fixed cost
+        paid once, not once per target); each target's later call finds its kernel. Nothing
+        is raised here: a failure is the target's own compile's to report. Returns how many
+        kernels the linked JIT made."""
+        leaves, structure = flatten((args, kwargs), is_array)
+        try:
+            arrays = self._arrays(leaves)
+            chosen = [backends.get(t) for t in dict.fromkeys(targets)]
+            ours = [
+                b.target for b in chosen
+                if isinstance(b, backends.MlirCpuBackend) and b.runtime == "ours"
+            ]  # fmt: skip
+            if len(ours) < 2:
+                return 0
+            # _specialize's key without the function and the target (what _compile passes on)
+            key = (structure, tuple((a.shape, a.dtype.str) for a in arrays))
+            traced = self._traced(args, kwargs, key)
+            self._prepared = (key, traced)
+            return driver.jit_together(traced[1], ours)
+        except Exception:  # noqa: BLE001 - each target's own compile raises it again
+            return 0
 
     def trace(self, *args: Any, **kwargs: Any) -> tuple[Trace, Graph, Hashable]:
         """Trace for these arguments: the trace, the graph and the output tree's structure."""
@@ -258,6 +290,7 @@ class JitFunction:
         with _CACHE_LOCK:
             for key in [k for k in _CACHE if k[0] == self._id]:
                 del _CACHE[key]
+        self._prepared = None
 
 
 def _describe(value: Any) -> str:

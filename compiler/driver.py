@@ -181,6 +181,95 @@ def _context() -> Any:
     return _LOCAL.context
 
 
+def _kernel_key(lowered: str, target: Target, runtime: str, signature: Any) -> tuple:
+    return (_digest(lowered), target.opt_level, runtime, signature.key())
+
+
+def _link(texts: list[str]) -> Any:
+    """One module holding the functions of every lowered module of ``texts`` (parsed in the
+    current context), each module's own symbols suffixed ``__k<i>``; external declarations are
+    kept once. None when they cannot be linked (module attributes, two declarations of one
+    name that differ)."""
+    from mlir import ir
+
+    with ir.Location.unknown():
+        linked = ir.Module.create()
+    declared: dict[str, tuple] = {}
+    for index, text in enumerate(texts):
+        module = ir.Module.parse(text)
+        if len(module.operation.attributes):
+            return None
+        operations = []
+        for op in module.body.operations:
+            if "sym_name" not in op.attributes:
+                return None
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            external = op.name == "llvm.func" and not len(op.regions[0].blocks)
+            # A declaration's attributes (its type, linkage...), read before anything moves.
+            attributes = tuple(sorted((n, str(op.attributes[n])) for n in op.attributes))
+            operations.append((op, name, external and attributes))
+            if not external:
+                renamed = f"{name}__k{index}"  # _mlir_ciface_kernel__k0 is kernel__k0's C interface
+                ir.SymbolTable.replace_all_symbol_uses(name, renamed, module.operation)
+                ir.SymbolTable.set_symbol_name(op, renamed)
+        for op, name, declaration in operations:
+            if declaration:
+                if name in declared:
+                    if declared[name] != declaration:
+                        return None
+                    continue
+                declared[name] = declaration
+            linked.body.append(op)
+    return linked
+
+
+#: The most kernels one linked JIT takes (a crash there re-runs the task backend by backend).
+LINK_LIMIT = 8
+
+
+def jit_together(graph: Graph, targets: list[Target]) -> int:
+    """JIT-compile the lowered modules of ``graph`` on several targets as one LLVM module per
+    optimization level, and leave the kernels where ``compile_graph`` finds them: an
+    ExecutionEngine costs ~8 ms (with the runtime libraries loaded) before its first function
+    and ~5 ms a small function after, so a worker compiling one program for five targets pays
+    the fixed cost once, not once per target. The code of each kernel is its own (its functions
+    and globals renamed apart, nothing shared but external declarations). A target whose stages
+    fail is left to its own compile, which raises. Returns how many kernels were made."""
+    from .runtime import Kernel, make_engine
+
+    if getattr(_LOCAL, "fresh", False):
+        return 0
+    wanted: dict[int, dict[tuple, tuple[str, Any]]] = {}
+    for target in targets:
+        try:
+            artifacts = compile_graph(graph, target, native=False)
+        except CompilerError:
+            continue
+        lowered = list(artifacts.stages.values())[-1]
+        key = _kernel_key(lowered, target, "ours", artifacts.signature)
+        if _KERNEL_MEMO.get(key) is None:
+            wanted.setdefault(target.opt_level, {})[key] = (lowered, artifacts.signature)
+    made = 0
+    for level, kernels in wanted.items():
+        items = list(kernels.items())[:LINK_LIMIT]
+        if len(items) < 2:
+            continue
+        context = _context()
+        with context:
+            module = _link([text for _, (text, _) in items])
+            if module is None:
+                continue
+            notify(",".join(t.name for t in targets), LLVM)
+            engine = make_engine(module, level)
+            for index, (key, (_, signature)) in enumerate(items):
+                kernel = Kernel(None, signature, level, engine=engine, name=f"kernel__k{index}")
+                kernel.context = context
+                kernel.unclaimed = len(items)
+                _KERNEL_MEMO.put(key, kernel)
+                made += 1
+    return made
+
+
 def compile_graph(
     graph: Graph, target: Target, native: bool = True, runtime: str = "ours"
 ) -> Artifacts:
@@ -235,10 +324,14 @@ def compile_graph(
             from .runtime import Kernel, MlirRuntimeKernel
 
             notify(target.name, LLVM)
-            key = (_digest(current), target.opt_level, runtime, signature.key())
+            key = _kernel_key(current, target, runtime, signature)
             kernel = _KERNEL_MEMO.get(key) if cached else None
             if kernel is not None:
-                reused.append(LLVM)
+                linked = kernel.__dict__.pop("unclaimed", 0)  # made for this compile
+                if linked:
+                    artifacts.notes["linked"] = str(linked)
+                else:
+                    reused.append(LLVM)
             else:
                 if module is None:
                     module = ir.Module.parse(current)
@@ -261,6 +354,7 @@ __all__ = [
     "clear_caches",
     "compile_graph",
     "fresh",
+    "jit_together",
     "notify",
     "run_stages",
     "stage_command",

@@ -59,7 +59,7 @@ def runtime_libraries() -> tuple[str, ...]:
     return tuple(libs)
 
 
-def _engine(module: Any, opt_level: int) -> Any:
+def make_engine(module: Any, opt_level: int) -> Any:
     """An ExecutionEngine for ``module`` with every runtime library loaded, whatever the module
     declares: LLVM's code generation adds calls of its own (bfloat16 conversions become
     ``__truncsfbf2``), which only the loaded libraries resolve. Loading them only for modules
@@ -72,12 +72,19 @@ def _engine(module: Any, opt_level: int) -> Any:
 class Kernel:
     """Native code for one lowered module: ``kernel(arrays) -> (outputs, errors)``."""
 
-    def __init__(self, module: Any, signature: KernelSignature, opt_level: int) -> None:
+    def __init__(
+        self, module: Any, signature: KernelSignature, opt_level: int, engine: Any = None,
+        name: str = KERNEL,
+    ) -> None:  # fmt: skip
+        """JIT-compile ``module``, or (``engine``) take the function ``name`` from an engine
+        already made for a module that several kernels were linked into (``driver.jit_together``);
+        each kernel keeps the engine alive."""
         self.signature = signature
-        self.engine = _engine(module, opt_level)
-        self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
-            self.engine.raw_lookup("_mlir_ciface_" + KERNEL)
-        )
+        self.engine = engine if engine is not None else make_engine(module, opt_level)
+        address = self.engine.raw_lookup("_mlir_ciface_" + name)
+        if not address:
+            raise RuntimeError(f"the JIT has no function _mlir_ciface_{name}")
+        self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         self._lock = threading.Lock()
         shapes = [n.shape for n in signature.inputs + signature.outputs]
         shapes += [()] * signature.error_outputs
@@ -108,7 +115,7 @@ class MlirRuntimeKernel:
 
     def __init__(self, module: Any, signature: KernelSignature, opt_level: int) -> None:
         self.signature = signature
-        self.engine = _engine(module, opt_level)
+        self.engine = make_engine(module, opt_level)
 
     def __call__(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         from mlir.runtime import get_ranked_memref_descriptor
@@ -120,4 +127,4 @@ class MlirRuntimeKernel:
         return outputs, errors
 
 
-__all__ = ["Kernel", "MlirRuntimeKernel", "runtime_libraries"]
+__all__ = ["Kernel", "MlirRuntimeKernel", "make_engine", "runtime_libraries"]

@@ -104,8 +104,8 @@ MUTATIONS = (
     Mutation(
         "jit-cache-ignores-dtype",
         "api.py",
-        "tuple((a.shape, a.dtype.str) for a in arrays)",
-        "tuple(a.shape for a in arrays)",
+        "structure, tuple((a.shape, a.dtype.str) for a in arrays), backend.name)",
+        "structure, tuple(a.shape for a in arrays), backend.name)",
         "the specialization key keeps each array's shape but not its dtype",
     ),
     Mutation(

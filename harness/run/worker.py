@@ -155,9 +155,10 @@ def run_backend(
         result = BackendResult(backend, "ok", output=output, seconds=time.perf_counter() - start)
         if index == 0:
             result.cells = sorted(stage_cells(compiled.stages))
-            artifacts = getattr(compiled, "artifacts", None)
-            shared = artifacts.notes.get("shared", "") if artifacts is not None else ""
-            result.shared_stages = str(shared)
+            notes = getattr(getattr(compiled, "artifacts", None), "notes", {})
+            # "llvm-linked": its kernel came out of the task's one linked JIT (jit_together)
+            linked = ["llvm-linked"] if notes.get("linked") else []
+            result.shared_stages = ",".join([*filter(None, [notes.get("shared", "")]), *linked])
         if repeat and index == 0:
             try:
                 _repeat_checks(fn, inputs, backend, output, result, recompile)
@@ -274,6 +275,9 @@ def _execute(task: Task) -> TaskResult:
         results: list[BackendResult] = []
         fn = compiler.jit(task.case.traced_function())
         try:
+            # The backends' kernels out of one linked JIT (a crash there: the runner re-runs
+            # the task backend by backend, and alone each JITs its own module).
+            fn.prepare(*getattr(task.case, "arranged", list)(task.sets()[0]), targets=task.backends)
             for backend in task.backends:
                 recompile = backend == task.recompile
                 results.extend(

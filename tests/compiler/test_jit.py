@@ -501,6 +501,81 @@ def test_a_different_opt_level_or_program_gets_its_own_kernel(rng):
     np.testing.assert_allclose(other(x), x * 3, rtol=1e-6)
 
 
+LINKED = ["cpu-loops@O0", "cpu-blas@O0", "cpu-loops-unfused@O0", "cpu-vector@O0", "cpu-vector"]
+
+
+def _exp_matmul(a, b):
+    return np.exp(a @ b) - a.sum(axis=1, keepdims=True)
+
+
+def test_prepare_links_each_levels_kernels_into_one_jit(rng):
+    """A worker compiling one program for several targets JITs their distinct lowered modules
+    as one LLVM module per optimization level; each kernel is bit-identical to its own JIT."""
+    from compiler import driver
+
+    driver.clear_caches()  # no kernel of an earlier test
+    x, w = rand(rng, (3, 4)), rand(rng, (4, 4))
+    f = jit(_exp_matmul)
+    # cpu-loops, its unfused form and cpu-vector reach three lowered modules at -O0 (cpu-blas
+    # takes the matmul: a fourth); cpu-vector alone at -O3 gets its own JIT.
+    assert f.prepare(x, w, targets=LINKED) == 4
+    compiled = {t: f.compile(x, w, target=t) for t in LINKED}
+    assert f.traces == 1  # prepare's trace serves every target
+    at_o0 = [compiled[t] for t in LINKED[:4]]
+    assert {c.artifacts.notes.get("linked") for c in at_o0} == {"4"}
+    assert len({id(c.artifacts.native.engine) for c in at_o0}) == 1
+    assert "linked" not in compiled["cpu-vector"].artifacts.notes
+    for target, one in compiled.items():
+        with driver.fresh():
+            alone = jit(_exp_matmul).compile(x, w, target=target)
+        assert alone.artifacts.native.engine is not one.artifacts.native.engine
+        np.testing.assert_array_equal(one(x, w), alone(x, w))
+        np.testing.assert_allclose(one(x, w), _exp_matmul(x, w), rtol=1e-5, atol=1e-6)
+    # A second prepare finds every kernel made: nothing to link.
+    assert jit(_exp_matmul).prepare(x, w, targets=LINKED) == 0
+
+
+def test_prepare_raises_nothing_and_leaves_failures_to_the_compile():
+    f = jit(lambda a, b: a + b)
+    x, y = np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)
+    assert f.prepare(x, y, targets=LINKED) == 0
+    with pytest.raises(ValueError, match="broadcast"):
+        f.compile(x, y, target="cpu-loops@O0")
+    assert f.prepare(x, x, targets=["cpu-loops@O0", "graph-numpy"]) == 0  # one of ours only
+
+
+_DEFINES = """module {{
+  llvm.func @helper(%arg0: {t}) -> {t} {{ llvm.return %arg0 : {t} }}
+  llvm.func @ext(i64) -> {d}
+  llvm.func @kernel(%arg0: {t}) -> {t} {{
+    %0 = llvm.call @helper(%arg0) : ({t}) -> {t}
+    llvm.return %0 : {t}
+  }}
+}}"""
+
+
+def test_linking_renames_each_modules_symbols_and_keeps_one_declaration():
+    from mlir import ir
+
+    from compiler import driver
+
+    with ir.Context():
+        linked = driver._link(
+            [_DEFINES.format(t="f32", d="f32"), _DEFINES.format(t="i64", d="f32")]
+        )
+        names = [ir.StringAttr(op.attributes["sym_name"]).value for op in linked.body.operations]
+        assert sorted(names) == sorted(
+            ["helper__k0", "ext", "kernel__k0", "helper__k1", "kernel__k1"]
+        )
+        assert "llvm.call @helper__k1" in str(linked)
+        linked.operation.verify()
+        # Two declarations of one name that differ: not linkable.
+        assert (
+            driver._link([_DEFINES.format(t="f32", d="f32"), _DEFINES.format(t="f32", d="i64")])
+            is None
+        )
+
+
 def _sixteen_bit_results(dtype_name: str) -> list:
     import ml_dtypes
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from harness import oracles
@@ -191,6 +193,34 @@ def test_determinism_recompiles_one_backend_of_the_case_drawn_from_its_data(monk
     assert [r.backend for r in results] == ["cpu-loops", "cpu-blas"]
     assert all(r.deterministic and r.reused and r.independent for r in results)
     assert len(fresh) == 1
+
+
+def test_a_tasks_backends_take_their_kernels_from_one_linked_jit():
+    """The worker JITs a task's distinct lowered modules together (``JitFunction.prepare``); the
+    results say so (``llvm-linked``), and the determinism check's fresh recompile of one backend
+    (its own JIT) gives the same bits as its kernel out of the linked one."""
+    from compiler import driver
+    from harness.run.task import Task
+    from harness.run.worker import _execute
+    from strategies.model import ProgramBuilder
+
+    driver.clear_caches()  # no kernel of an earlier test
+    b = ProgramBuilder()
+    x = b.input((5, 3), "float32")
+    case = Case(b.build(b.node("exp", x)), [np.linspace(-2, 2, 15, dtype=np.float32).reshape(5, 3)])
+    backends = ("cpu-loops@O0", "cpu-blas@O0", "cpu-vector@O0")
+    # cpu-blas reaches cpu-loops's lowered module (no matmul): two kernels, linked
+    results = _execute(Task(case, backends)).results
+    shared = {r.backend: r.shared_stages.split(",") for r in results}
+    assert "llvm-linked" in shared["cpu-loops@O0"] and "llvm-linked" in shared["cpu-vector@O0"]
+    assert "llvm" in shared["cpu-blas@O0"], shared  # cpu-loops's kernel, claimed already
+    for result in results:
+        np.testing.assert_allclose(result.output, np.exp(case.inputs[0]), rtol=1e-6)
+    for recompile in backends:
+        case = replace(case, inputs=[case.inputs[0] * 1.5])
+        results = _execute(Task(case, backends, repeat=True, recompile=recompile)).results
+        assert [r.status for r in results] == ["ok"] * 3
+        assert all(r.deterministic for r in results), recompile
 
 
 def test_jax_caches_are_cleared_every_few_cases_whoever_evaluates(monkeypatch):
