@@ -195,7 +195,9 @@ def header(summary: dict[str, Any], stats: dict[str, Any], entries: list[Any], h
     options = mapping(summary.get("options"))
     seconds = number(summary.get("seconds"))
     cases = number(stats.get("cases"))
-    new = sum(1 for f in sequence(summary.get("findings")) if mapping(f).get("new") is True)
+    new = int(number(summary.get("entries_added")))  # unminimized entries of a stopped session too
+    if "entries_added" not in summary:  # a summary from before the count
+        new = sum(1 for f in sequence(summary.get("findings")) if mapping(f).get("new") is True)
     statuses: dict[str, int] = {}
     for e in entries:
         if isinstance(e, Entry):

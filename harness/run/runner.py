@@ -69,6 +69,8 @@ class Stats:
     ambiguities: int = 0
     # focused cases not run: every focus item they exercise was already done (Driver.stale_focus)
     focus_skipped: int = 0
+    # focus items given up: rounds of focused cases exercised none of them (Driver)
+    focus_given_up: int = 0
     # cases not run: their kind was ahead of its share of the mix (generate.MixBalance)
     mix_skipped: int = 0
     seconds_worker: float = 0.0
@@ -89,7 +91,7 @@ class Stats:
 
     _COUNTS = (
         "cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities",
-        "focus_skipped", "mix_skipped",
+        "focus_skipped", "focus_given_up", "mix_skipped",
     )  # fmt: skip
     _SECONDS = ("seconds_worker", "seconds_references")
     _TABLES = ("cells", "kinds", "oracles", "runs", "reused", "limitations")

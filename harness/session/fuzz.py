@@ -174,6 +174,8 @@ class Driver:
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
         self.exercised: set[tuple[str, str]] = set()  # focus items done (FOCUS_REPEATS cases)
         self.exercise_counts: dict[tuple[str, str], int] = {}  # cases that exercised each
+        self.given_up: set[tuple[str, str]] = set()  # focus items no focused case exercised
+        self.focus_idle_rounds = 0  # rounds in a row whose focus exercised no new item
         # the kinds judged held at MIX_PERCENT (Hypothesis's mutants keep their example's kind)
         from .generate import MixBalance
 
@@ -222,9 +224,27 @@ class Driver:
         from .generate import focus_items
 
         pairs, workers = focus_items(), max(1, self.options.workers)
-        left = [p for p in pairs if p not in self.exercised]
+        done = self.exercised | self.given_up
+        left = [p for p in pairs if p not in done]
         mine = [p for k, p in enumerate(pairs) if k % workers == self.index % workers]
-        return tuple(p for p in mine if p not in self.exercised) or tuple(left)
+        return tuple(p for p in mine if p not in done) or tuple(left)
+
+    def _focus_progress(self, focus: tuple[tuple[str, str], ...], done_before: int) -> None:
+        """After a round without a finding (``done_before``: its focus items done when it began):
+        a focus that exercised no new item of its own for
+        ``FOCUS_IDLE_ROUNDS`` rounds in a row is given up (items no drawn program exercises
+        would otherwise have half of the cases drawn for them, and skipped, for the rest of the
+        session: ("divide", "int32"), which divides in float64, did until it was counted)."""
+        if not focus or len(self.exercised.intersection(focus)) > done_before:
+            self.focus_idle_rounds = 0
+            return
+        self.focus_idle_rounds += 1
+        from .generate import FOCUS_IDLE_ROUNDS
+
+        if self.focus_idle_rounds >= FOCUS_IDLE_ROUNDS:
+            self.given_up.update(focus)
+            self.runner.stats.focus_given_up += len(focus)
+            self.focus_idle_rounds = 0
 
     def stale_focus(self, case: Case, focus: tuple[tuple[str, str], ...]) -> bool:
         """Whether ``case`` is a focused case whose focus items were all done since its round
@@ -318,6 +338,7 @@ class Driver:
             state: dict[str, Any] = {"target": None, "best": None, "found_at": None, "others": []}
             # Fixed for the round (a replay while shrinking sees the same strategy).
             focus = self.focus_pairs()
+            done_before = len(self.exercised.intersection(focus))
             strategy = cases(
                 self.options.backends, self.options.max_nodes, self.options.mix, focus=focus
             )
@@ -377,7 +398,10 @@ class Driver:
                     if harness_errors >= 3:
                         break
                 if state["target"] is None:
+                    self._focus_progress(focus, done_before)
                     continue
+            if state["target"] is None:
+                self._focus_progress(focus, done_before)
             best = [state["best"]] if state["best"] else []
             for case, finding, raw in best + state["others"]:
                 self.finish(case, finding, raw)

@@ -147,6 +147,8 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
     """The (op, dtype) pairs a program exercises: each node's op with the dtype it computes in
     (``_computed_in``; its result's, for a node without a tensor operand: causal_mask), and
     each cast as ("astype", "SOURCE->TARGET"); not a node of two operands that are one value."""
+    from strategies.model.types import Const
+
     found = set()
     for equation in program.nodes:
         if len(equation.args) == 2 and equation.args[0] == equation.args[1]:
@@ -154,6 +156,12 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
         types = program.arg_types(equation)
         dtypes = [t.dtype for t in types if t.dtype != "bool"]
         found.add((equation.op, _computed_in(program, equation, dtypes) or equation.type.dtype))
+        if len(set(dtypes)) == 1 and not any(isinstance(a, Const) for a in equation.args):
+            # Tensors of one dtype: what a focused program of that dtype starting with the op
+            # draws, whatever it computes in (int32 / int32 divides in float64: the item
+            # ("divide", "int32") was never done, and half of a driver's cases were drawn for
+            # it, then skipped, for the rest of every session).
+            found.add((equation.op, dtypes[0]))
         if equation.op == "astype":
             found.add(("astype", f"{types[0].dtype}->{equation.type.dtype}"))
     return found
@@ -199,6 +207,10 @@ FOCUS_SHARE = 0.5
 #: (int32 ``a > b`` on all-zero inputs, or against -2**31, where ``a != b`` agrees: of 12
 #: focused cases, 2 showed that planted bug).
 FOCUS_REPEATS = 2
+
+#: Rounds in a row (each ``examples_per_round`` cases, half of them focused) whose focus
+#: exercised no new item before a driver gives its focus items up (``Driver._focus_progress``).
+FOCUS_IDLE_ROUNDS = 3
 
 
 @st.composite

@@ -121,6 +121,7 @@ def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> di
                     for item in timeline:  # the timeline links the minimized entry
                         if item["path"] in payload.get("raw", ()):
                             item["path"] = payload["path"]
+                            item["minimized"], item["kept"] = True, bool(payload.get("new"))
                     if options.stop_on_first:
                         stop()
                 elif kind == "regression":
@@ -150,6 +151,7 @@ def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> di
         "ambiguities": ambiguities,
         "first_finding_seconds": first,
         "timeline": timeline,
+        **added(timeline),
         "throughput": throughput.to_dict(),
         "interrupted": signal.Signals(signals.received).name if signals.received else None,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()},
@@ -157,4 +159,16 @@ def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> di
     }
 
 
-__all__ = ["GRACE_SECONDS", "KILL_AFTER_SECONDS", "session"]
+def added(timeline: list[dict[str, Any]]) -> dict[str, int]:
+    """The corpus entries a session added: every new finding saved at once (unminimized), less
+    those whose minimized form turned out to be a known entry; and how many are still
+    unminimized (a stopped session: the next one finishes them). Counted from the timeline,
+    not from the minimized findings, which an interrupted session never reports."""
+    saved = [t for t in timeline if t.get("new") and not t.get("regression")]
+    return {
+        "entries_added": sum(1 for t in saved if t.get("kept", True)),
+        "entries_unminimized": sum(1 for t in saved if not t.get("minimized")),
+    }
+
+
+__all__ = ["GRACE_SECONDS", "KILL_AFTER_SECONDS", "added", "session"]

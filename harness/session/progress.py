@@ -56,11 +56,17 @@ def summary_table(summary: dict[str, Any]) -> str:
         f"{'invalid, rejected by both':28} {stats['rejected_agreed']}",
         f"{'NumPy/JAX ambiguities':28} {stats['ambiguities']}",
         f"{'focused cases skipped':28} {stats.get('focus_skipped', 0)} (their items were done)",
+        f"{'focus items given up':28} {stats.get('focus_given_up', 0)} (no focused case did them)",
         f"{'mix cases skipped':28} {stats.get('mix_skipped', 0)} (kind ahead of its share)",
         f"{'findings (instances)':28} "
         + (", ".join(f"{k} {v}" for k, v in sorted(stats["kinds"].items())) or "none"),
-        f"{'corpus entries added':28} {sum(1 for f in summary['findings'] if f['new'])}",
+        f"{'corpus entries added':28} {_added(summary)}",
     ]
+    if summary.get("entries_unminimized"):
+        lines.append(
+            f"{'left unminimized':28} {summary['entries_unminimized']} (the next session "
+            "minimizes them)"
+        )
     if summary.get("first_finding_seconds") is not None:
         lines.append(f"{'first finding after':28} {summary['first_finding_seconds']:.1f} s")
     for f in summary["findings"]:
@@ -72,6 +78,12 @@ def summary_table(summary: dict[str, Any]) -> str:
     if summary["harness_errors"]:
         lines.append(f"harness errors: {len(summary['harness_errors'])} (see report)")
     return "\n".join(lines)
+
+
+def _added(summary: dict[str, Any]) -> int:
+    if "entries_added" in summary:
+        return int(summary["entries_added"])
+    return sum(1 for f in summary["findings"] if f["new"])  # a summary from before the count
 
 
 __all__ = ["Progress", "summary_table"]

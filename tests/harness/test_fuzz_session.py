@@ -6,6 +6,8 @@ a temporary corpus and database. The shards' seeds are listed at the end of the 
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from harness import fuzz_tests
@@ -412,3 +414,83 @@ def test_some_random_programs_have_rows_past_the_vector_planners_whole_row_limit
         ),
     )  # fmt: skip
     assert long_row.origin.startswith("programs/")
+
+
+def test_an_interrupted_sessions_unminimized_entries_count_as_added() -> None:
+    """A session stopped during minimization saved its finding (unminimized) but never reported
+    it minimized: its summary said "corpus entries added 0" with the entry on disk."""
+    from harness.run.runner import Stats
+    from harness.session.parent import added
+    from harness.session.progress import summary_table
+
+    timeline = [
+        {"path": "a.json", "new": True},  # saved, then interrupted
+        {"path": "b.json", "new": True, "minimized": True, "kept": True},
+        {"path": "c.json", "new": True, "minimized": True, "kept": False},  # a known bug after all
+        {"path": "d.json", "new": False},  # another driver saved it first
+        {"path": "e.json", "new": True, "regression": True},  # a fixed entry failing again
+    ]
+    assert added(timeline) == {"entries_added": 2, "entries_unminimized": 1}
+    summary = {
+        "seconds": 10.0, "options": {"seed": 1, "workers": 1}, "stats": Stats().to_dict(),
+        "findings": [], "harness_errors": [], **added(timeline),
+    }  # fmt: skip
+    table = summary_table(summary)
+    assert "corpus entries added         2" in table
+    assert "left unminimized             1" in table
+
+
+def test_a_focused_program_exercises_the_item_it_was_drawn_for() -> None:
+    """Each (op, dtype) item is done by the program a focused case draws for it: an int32
+    true division computes in float64, and was counted as ("divide", "float64") only, so
+    ("divide", "int32") stayed in focus all session with half of a driver's cases drawn for it
+    and skipped (3590 of 1932 judged in a 5-minute two-driver session)."""
+    from compiler import primitives
+    from harness.session.generate import exercised_pairs
+    from strategies import op_dtype_pairs
+    from strategies.model import ProgramBuilder
+
+    checked = 0
+    for op, dtype in op_dtype_pairs():
+        if primitives.get(op).kind not in ("binary", "compare"):
+            continue
+        b = ProgramBuilder()
+        x, y = b.input((2, 3), dtype), b.input((2, 3), dtype)
+        out = b.node(op, x, y)
+        if primitives.get(op).kind == "compare":
+            out = b.node("astype", out, dtype="float32")
+        assert (op, dtype) in exercised_pairs(b.build(out)), (op, dtype)
+        checked += 1
+    assert checked > 50
+
+
+def test_a_focus_no_case_exercises_is_given_up(tmp_path, monkeypatch) -> None:
+    """Rounds of focused cases that exercise no new item: the driver drops those items (they
+    would take half of its cases, each drawn and skipped, for the rest of the session)."""
+    import harness.session.fuzz as fuzz
+    from harness.session import generate
+    from harness.session.fuzz import Driver
+
+    never = ("exp", "float32")
+    monkeypatch.setattr(generate, "focus_items", lambda: (never,))
+    driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
+    judged = []
+
+    def judge(case):
+        judged.append(case)
+        driver.note_exercised(generate.exercised_items(case, True) - {never})
+        return []
+
+    driver.judge = judge
+    monkeypatch.setattr(fuzz, "stop_requested", lambda: len(judged) >= 160)
+    try:
+        with contextlib.suppress(fuzz.Stopped):
+            driver.run()
+        stats = driver.total
+        stats.merge(driver.runner.stats.to_dict())
+        assert never in driver.given_up and driver.focus_pairs() == ()
+        assert stats.focus_given_up == 1
+        # after the give-up no case is focused: the last 60 judged are all from the mix
+        assert not any(c.origin.startswith("focus/") for c in judged[-60:])
+    finally:
+        driver.close()
