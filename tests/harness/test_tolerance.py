@@ -393,3 +393,36 @@ def test_an_infinity_the_truth_has_is_accepted() -> None:
 
     assert judged(-np.inf) and judged(np.nan)
     assert not judged(np.inf) and not judged(1.0)
+
+
+def test_an_infinity_fused_multiply_adds_reach_is_accepted() -> None:
+    """The products of a float64 [3] @ [3, 5] column are -inf, 0 and +inf once rounded: NumPy
+    sums nan, the truth is +inf (-1.3e322 + 7.9e612), and BLAS's fused multiply-adds give -inf
+    (-inf, then -inf + the exact 7.9e612): correct, and reported by a 5-minute clean session
+    (seed 11, cpu-vector). The fused perturbed order (``SUM_ORDERS``) computes it."""
+    from harness.case import Case
+    from harness.oracles.differential import reference_outputs, yardstick
+    from harness.run.references import SUM_ORDERS, perturbed_outputs, references
+    from strategies.model import ProgramBuilder
+
+    assert "fused" in SUM_ORDERS
+    big = 2.808895523222368e306
+    b = ProgramBuilder()
+    program = b.build(b.node("matmul", b.input((3,), "float64"), b.input((3, 5), "float64")))
+    x = np.array([-big, 0.0, big])
+    w = np.array([[-0.0, 2.0**52, -big, 3.0, -0.0], [-4.0, 0.0, -3.0, -0.0, 2.0**52],
+                  [-4.0, big, -0.0, 0.0, -4.0]])  # fmt: skip
+    refs = references(Case(program, [x, w], ("cpu-blas",)), use_jax=False)
+    assert yardstick(refs)[1] == np.inf
+    assert any(np.asarray(r.output)[1] == -np.inf for r in refs.values() if r.ok)
+
+    def judged(value: float) -> bool:
+        got = np.asarray(refs["numpy"].output).copy()
+        got[1] = value
+        return tolerance.compare(
+            got, yardstick(refs), reference_outputs(refs, (5,)), 2.0, np.dtype("float64"),
+            local=perturbed_outputs(refs, (5,)),
+        ).ok  # fmt: skip
+
+    assert judged(-np.inf) and judged(np.inf) and judged(np.nan)
+    assert not judged(1.0)
