@@ -231,10 +231,10 @@ class Driver:
 
     def _focus_progress(self, focus: tuple[tuple[str, str], ...], done_before: int) -> None:
         """After a round without a finding (``done_before``: its focus items done when it began):
-        a focus that exercised no new item of its own for
-        ``FOCUS_IDLE_ROUNDS`` rounds in a row is given up (items no drawn program exercises
-        would otherwise have half of the cases drawn for them, and skipped, for the rest of the
-        session: ("divide", "int32"), which divides in float64, did until it was counted)."""
+        a focus none of whose items got done for ``FOCUS_IDLE_ROUNDS`` rounds in a row is given
+        up (items no drawn program exercises would otherwise have half of the cases drawn for
+        them, and skipped, for the rest of the session: ("divide", "int32"), which divides in
+        float64, did until it was counted)."""
         if not focus or len(self.exercised.intersection(focus)) > done_before:
             self.focus_idle_rounds = 0
             return
