@@ -261,8 +261,11 @@ def jit_together(graph: Graph, targets: list[Target]) -> int:
                 continue
             notify(",".join(t.name for t in targets), LLVM)
             engine = make_engine(module, level)
+            names = [f"kernel__k{index}" for index in range(len(items))]
+            if not all(engine.raw_lookup(f"_mlir_ciface_{name}") for name in names):
+                continue  # a symbol unresolved: each target's own JIT fails with its evidence
             for index, (key, (_, signature)) in enumerate(items):
-                kernel = Kernel(None, signature, level, engine=engine, name=f"kernel__k{index}")
+                kernel = Kernel(None, signature, level, engine=engine, name=names[index])
                 kernel.context = context
                 kernel.unclaimed = len(items)
                 _KERNEL_MEMO.put(key, kernel)

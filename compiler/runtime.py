@@ -81,10 +81,12 @@ class Kernel:
         each kernel keeps the engine alive."""
         self.signature = signature
         self.engine = engine if engine is not None else make_engine(module, opt_level)
-        address = self.engine.raw_lookup("_mlir_ciface_" + name)
-        if not address:
-            raise RuntimeError(f"the JIT has no function _mlir_ciface_{name}")
-        self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+        # A null address (a symbol the JIT could not resolve) is kept: the call then crashes
+        # the process, whose stderr ("JIT session error: Symbols not found: ...") is the evidence
+        # the harness's triage names the missing symbols from.
+        self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+            self.engine.raw_lookup("_mlir_ciface_" + name)
+        )
         self._lock = threading.Lock()
         shapes = [n.shape for n in signature.inputs + signature.outputs]
         shapes += [()] * signature.error_outputs

@@ -535,6 +535,31 @@ def test_prepare_links_each_levels_kernels_into_one_jit(rng):
     assert jit(_exp_matmul).prepare(x, w, targets=LINKED) == 0
 
 
+def test_a_linked_jit_missing_a_symbol_leaves_each_target_to_its_own(rng, monkeypatch):
+    """An unresolved symbol fails the whole linked module (its lookups return null): no kernel
+    is kept from it, so each target JITs alone, and the one that needs the symbol crashes at
+    its call with the JIT's "Symbols not found" on stderr, which triage names it from."""
+    from compiler import driver, runtime
+
+    real = runtime.make_engine
+
+    class Unresolved:
+        def __init__(self, module, level):
+            self.engine = real(module, level)
+
+        def raw_lookup(self, name):
+            return 0 if name.endswith("__k1") else self.engine.raw_lookup(name)
+
+    driver.clear_caches()
+    x, w = rand(rng, (2, 3)), rand(rng, (3, 2))
+    f = jit(lambda a, b: (a @ b) * 3)
+    monkeypatch.setattr(runtime, "make_engine", Unresolved)
+    assert f.prepare(x, w, targets=["cpu-loops@O0", "cpu-blas@O0"]) == 0
+    monkeypatch.undo()
+    assert "linked" not in f.compile(x, w, target="cpu-loops@O0").artifacts.notes
+    np.testing.assert_allclose(f(x, w, target="cpu-blas@O0"), (x @ w) * 3, rtol=1e-5)
+
+
 def test_prepare_raises_nothing_and_leaves_failures_to_the_compile():
     f = jit(lambda a, b: a + b)
     x, y = np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)
