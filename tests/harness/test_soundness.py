@@ -367,6 +367,30 @@ def test_a_wrong_rule_in_the_primitive_table_is_a_spec_finding(monkeypatch) -> N
     assert spec(case.program.to_json(), case.inputs) == 0
 
 
+def test_a_rule_on_numpy_scalars_is_compared_with_the_ufunc_on_arrays(monkeypatch) -> None:
+    """A reduction to 0-d gives the next rule NumPy scalars, whose arithmetic is not the ufunc
+    loop's: float32 ``0.5 ** x`` at x = 18.9 is 2.0442462e-06 by scalar math and 2.044246e-06 by
+    ``np.power`` on an AVX-512 machine (SVML), and a clean 5-minute session (seed 13) reported
+    the table's rule as wrong. Both sides are compared on arrays; a wrong rule still is not."""
+    import dataclasses
+
+    from compiler import primitives
+    from harness.oracles.spec import table_verdict
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((3,), "float32")
+    program = b.build(b.node("power", 0.5, b.node("sum", x, axis=None)))
+    case = Case(program, [np.array([8.0, 7.3, 3.6], np.float32)])
+    assert table_verdict(case) is None
+    swapped = dataclasses.replace(
+        primitives.get("power"), evaluate=lambda xp, a, attrs: a[1] ** a[0]
+    )
+    monkeypatch.setitem(primitives.PRIMITIVES, "power", swapped)
+    detail = table_verdict(case)
+    assert detail is not None and "power" in detail and "np.power" in detail, detail
+
+
 def test_a_spelling_of_a_table_entry_that_computes_otherwise_is_a_spec_finding(monkeypatch):
     """Each spelling of an entry (``x.sum(axis=0, keepdims=True)`` for ``xp.sum(...)``,
     ``np.add(a, b)`` for ``a + b``) must compute what its default rule does: the compiler traces
