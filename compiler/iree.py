@@ -434,13 +434,15 @@ class IreeCpuBackend:
             depends_on_subnormals,
             known_issue,
             sines_small_negative,
+            trig_reduced,
         )
 
         values = not message and inputs is not None
         subnormal = values and depends_on_subnormals(graph, inputs)
         sine = values and sines_small_negative(graph, inputs)
+        reduced = values and trig_reduced(graph, inputs)
         module = emit.build(graph, abi="tensor")[0]
-        issue = known_issue(module, message, self.name, bool(subnormal), bool(sine))
+        issue = known_issue(module, message, self.name, bool(subnormal), bool(sine), bool(reduced))
         if issue is None and not message and self.semantics:
             options, _ = parse(self.name)
             issue = next(CONTROLS[o] for o in options if o in CONTROLS)

@@ -115,9 +115,30 @@ BF16_CONVERT_LINK = KnownIssue(
     "(the process dies: 'symbol lookup error: ... undefined symbol: __truncsfbf2'); cast to "
     "float32 instead",
 )
+REVERSED_ACCESS = KnownIssue(
+    "reversed-access",
+    "not reported upstream yet (the tiling of a negative-coefficient map, its likely root: "
+    "llvm/llvm-project#113021, open)",
+    "IREE (llvm-cpu codegen): a linalg.generic reading its input reversed, (d0) -> (15 - d0) on "
+    "tensor<16xf32> (NumPy's x[::-1]), fails 'inferred input/output operand #0 has shape's "
+    "dimension #0 to be greater than or equal to 16, but found 15' after tiling; 4 and 8 "
+    "elements compile (tests/upstream/inputs/iree_reversed_access.mlir)",
+    "none found in IREE's flags",
+)
+TRIG_RANGE_REDUCTION = KnownIssue(
+    "trig-range-reduction",
+    "not reported upstream yet (related: llvm/llvm-project#118784; the small-negative case is "
+    "sin-small-negative)",
+    "IREE (llvm-cpu, MLIR's polynomial approximation of math.sin/math.cos): the argument is "
+    "reduced by pi/2 in float32, with an absolute error of about |x| * 2**-24, so float32 cos "
+    "and sin lose their relative accuracy near every zero but 0 and lose absolute accuracy as "
+    "|x| grows: cos(1607) is 5395 ulps off (NumPy: within 1 ulp); tests/upstream/test_iree_3_13.py",
+    "none found in IREE's flags",
+)
 KNOWN_ISSUES = (
     F64_LIBM_LINK, RANK0_RESHAPE_CRASH, VECTORIZED_COUNT, F64_POWF_EXPANSION, DENORMAL_FLUSH,
-    SIN_SMALL_NEGATIVE, WORKGROUP_DISTRIBUTION, BF16_CONVERT_LINK,
+    SIN_SMALL_NEGATIVE, WORKGROUP_DISTRIBUTION, BF16_CONVERT_LINK, REVERSED_ACCESS,
+    TRIG_RANGE_REDUCTION,
 )  # fmt: skip
 #: What a wrong answer of each semantics-changing option is: the control it was made for.
 CONTROLS = {
@@ -133,6 +154,8 @@ CONTROLS = {
 }
 
 _WORKGROUP = "restricted to workgroup distributed contexts"
+_INFERRED_SHAPE = re.compile(r"has shape's dimension #\d+ to be greater than or equal to \d+")
+_NEGATIVE_MAP = re.compile(r"affine_map<\([^>]*->[^>]*-\s*d\d")
 _TRUNCSFBF2 = "undefined symbol: __truncsfbf2"
 _F64_POWF = re.compile(r"math\.powf [^\n]*: f64\b")
 _LIBM = re.compile(r"undefined symbol: (tanh|sin|cos|tan|atan2?|asin|acos|erf|cbrt)\b")
@@ -196,24 +219,33 @@ def depends_on_subnormals(graph: Graph, inputs: list[np.ndarray]) -> bool:
     return False
 
 
-def sines_small_negative(graph: Graph, inputs: list[np.ndarray]) -> bool:
-    """Does a float32 (or narrower) ``sin`` of the graph take an argument in (-pi/2, 0) on
-    ``inputs``, as NumPy evaluates it (``SIN_SMALL_NEGATIVE``)?"""
+def _trig_arguments(graph: Graph, inputs: list[np.ndarray], names: tuple[str, ...]) -> list:
+    """The arguments (float64, as NumPy evaluates the graph on ``inputs``) of each float32 (or
+    narrower) ``names`` node of the graph."""
     from .frontend.graph import topological
     from .interpret import evaluate_values
 
-    sines = [
+    nodes = [
         n for n in topological(graph.outputs)
-        if n.op == "elementwise" and n.prim.name == "sin" and np.dtype(n.dtype).itemsize <= 4
+        if n.op == "elementwise" and n.prim.name in names and np.dtype(n.dtype).itemsize <= 4
     ]  # fmt: skip
-    if not sines:
-        return False
+    if not nodes:
+        return []
     values = evaluate_values(graph, list(inputs))
-    for node in sines:
-        x = np.asarray(values[id(node.args[0])], np.float64)
-        if np.any((x < 0) & (x > -np.pi / 2)):
-            return True
-    return False
+    return [np.asarray(values[id(node.args[0])], np.float64) for node in nodes]
+
+
+def sines_small_negative(graph: Graph, inputs: list[np.ndarray]) -> bool:
+    """Does a float32 (or narrower) ``sin`` of the graph take an argument in (-pi/2, 0) on
+    ``inputs``, as NumPy evaluates it (``SIN_SMALL_NEGATIVE``)?"""
+    return any(np.any((x < 0) & (x > -np.pi / 2)) for x in _trig_arguments(graph, inputs, ("sin",)))
+
+
+def trig_reduced(graph: Graph, inputs: list[np.ndarray]) -> bool:
+    """Does a float32 (or narrower) ``sin`` or ``cos`` of the graph take a finite argument past
+    pi/4, which the approximation reduces by pi/2 in float32 (``TRIG_RANGE_REDUCTION``)?"""
+    arguments = _trig_arguments(graph, inputs, ("sin", "cos"))
+    return any(np.any(np.isfinite(x) & (np.abs(x) > np.pi / 4)) for x in arguments)
 
 
 def known_issue(
@@ -222,19 +254,23 @@ def known_issue(
     name: str = NAME,
     subnormal_dependent: bool = False,
     small_negative_sine: bool = False,
+    trig_reduced: bool = False,
 ) -> KnownIssue | None:
     """The known IREE issue a failure of variant ``name`` on tensor-ABI ``module`` is, if any:
     ``message`` is the compile error (empty for a wrong answer, which recompiles the module up
     to dispatch creation to look for the vectorizer's shape of IR); ``subnormal_dependent``:
     the case's answer changes when subnormals are flushed (a wrong answer then is IREE's
     flushing, by design); ``small_negative_sine``: a float32 or float16 sine takes arguments in
-    (-pi/2, 0) (``sines_small_negative``)."""
+    (-pi/2, 0) (``sines_small_negative``); ``trig_reduced``: one takes an argument past pi/4
+    (``trig_reduced``)."""
     if _LIBM.search(message):
         return F64_LIBM_LINK
     if _TRUNCSFBF2 in message:
         return BF16_CONVERT_LINK
     if _WORKGROUP in message:
         return WORKGROUP_DISTRIBUTION
+    if _INFERRED_SHAPE.search(message) and _NEGATIVE_MAP.search(module):
+        return REVERSED_ACCESS
     if "crashed" in message:
         return RANK0_RESHAPE_CRASH if _RANK0_RESHAPE.search(module) else None
     if message or not module:
@@ -243,6 +279,8 @@ def known_issue(
         return DENORMAL_FLUSH
     if small_negative_sine:
         return SIN_SMALL_NEGATIVE
+    if trig_reduced:
+        return TRIG_RANGE_REDUCTION
     if _F64_POWF.search(module):
         return F64_POWF_EXPANSION
     try:
@@ -260,7 +298,9 @@ __all__ = [
     "F64_POWF_EXPANSION",
     "KNOWN_ISSUES",
     "RANK0_RESHAPE_CRASH",
+    "REVERSED_ACCESS",
     "SIN_SMALL_NEGATIVE",
+    "TRIG_RANGE_REDUCTION",
     "VECTORIZED_COUNT",
     "WORKGROUP_DISTRIBUTION",
     "KnownIssue",
@@ -269,4 +309,5 @@ __all__ = [
     "ignores_input",
     "known_issue",
     "sines_small_negative",
+    "trig_reduced",
 ]

@@ -520,3 +520,26 @@ def test_campaign_findings_are_known_issues(installed) -> None:
     if abs(float(got[-1]) - np.sin(-0.001)) > 4 * np.spacing(np.float32(0.001)):
         issue = backends.get(NAME).known_issue_of(graph, "", [x])
         assert issue == iree.SIN_SMALL_NEGATIVE.to_dict()
+
+
+def test_a_five_minute_campaigns_findings_are_known_issues(installed) -> None:
+    """The reversed-access compile failure and the float32 cosine of 1607 (``--backends
+    'iree-cpu,mlir:*,xla-cpu' --seed 1130``, pinned in tests/upstream/test_iree_3_13.py) are
+    recognized: the verifier's message on a module reading an operand reversed, and a float32
+    sin or cos taking an argument past pi/4."""
+    message = "error: 'linalg.generic' op inferred input/output operand #0 has shape's "
+    message += "dimension #0 to be greater than or equal to 16, but found 15"
+    x = np.arange(16, dtype=np.float32)
+    reversed_graph = _graph(lambda v: v[::-1], x)
+    module = iree.emit.build(reversed_graph, abi="tensor")[0]
+    assert iree.known_issue(module, message) is iree.REVERSED_ACCESS
+    forward = iree.emit.build(_graph(lambda v: v[1:], x), abi="tensor")[0]
+    assert iree.known_issue(forward, message) is None  # the message alone is not the issue
+    large = np.array([1607.0], np.float32)
+    graph = _graph(lambda v: np.cos(v), large)
+    assert iree.trig_reduced(graph, [large])
+    assert not iree.trig_reduced(graph, [np.array([0.5], np.float32)])
+    wide = large.astype(np.float64)  # float64 cosine is libm's (or fails to link)
+    assert not iree.trig_reduced(_graph(lambda v: np.cos(v), wide), [wide])
+    issue = backends.get(NAME).known_issue_of(graph, "", [large])
+    assert issue == iree.TRIG_RANGE_REDUCTION.to_dict()

@@ -100,3 +100,36 @@ def test_float64_power_is_accurate() -> None:
     got = np.asarray(jit(lambda a, b: a**b)(base, exponent, target=iree.NAME))
     want = np.power(base, exponent)  # within 1 ulp of the exact power
     assert np.max(ulps(got, want)) <= 4
+
+
+@xfail("a reversed read (d0) -> (15 - d0) of 16 elements fails the shape check after tiling")
+def test_a_reversed_access_of_sixteen_elements_compiles() -> None:
+    """NumPy's ``x[::-1]`` of 16 float32: a ``linalg.generic`` with the map (d0) -> (15 - d0),
+    which upstream ``mlir-opt`` verifies; ``iree-compile`` reports "inferred input/output operand
+    #0 has shape's dimension #0 to be greater than or equal to 16, but found 15". Found by a
+    5-minute campaign (``--backends 'iree-cpu,mlir:*,xla-cpu' --seed 1130``) on ``x[2:9, 6:0:-1]``
+    of a 5x5 array; the same reversal of 8 elements compiles."""
+    text = (INPUTS / "iree_reversed_access.mlir").read_text()
+    eight = text.replace("16xf32", "8xf32").replace("15 - d0", "7 - d0")
+    try:
+        iree.run_compiler(eight, FLAGS)
+    except RuntimeError as error:
+        raise RuntimeError(f"setup: the 8-element reversal does not compile: {error}") from None
+    error = compiles("iree_reversed_access.mlir")
+    assert error == "", error
+
+
+@xfail("f32 sin/cos reduce the argument by pi/2 in float32: thousands of ulps near zeros, large x")
+def test_float32_cosine_of_large_arguments() -> None:
+    """cos(1607) is 5395 ulps off, cos(5000) 1218 (NumPy: within 1 ulp); found by the same
+    campaign (a one-node float32 cos); arguments below pi/4 are within 1 ulp."""
+    cosine = jit(lambda v: cxp.cos(v))
+    small = np.linspace(0.0, 0.75, 64, dtype=np.float32)
+    if (
+        np.max(ulps(np.asarray(cosine(small, target=iree.NAME)), np.cos(small.astype(np.float64))))
+        > 4
+    ):
+        raise RuntimeError("setup: small arguments are inaccurate too (another bug)")
+    large = np.array([100.0, 400.0, 1607.0, 5000.0], np.float32)
+    got = np.asarray(cosine(large, target=iree.NAME))
+    assert np.max(ulps(got, np.cos(large.astype(np.float64)))) <= 4
