@@ -440,7 +440,7 @@ class IreeCpuBackend:
         values = not message and inputs is not None
         subnormal = values and depends_on_subnormals(graph, inputs)
         sine = values and sines_small_negative(graph, inputs)
-        reduced = values and trig_reduced(graph, inputs)
+        reduced = values and not sine and trig_reduced(graph, inputs)  # the sine rule first
         module = emit.build(graph, abi="tensor")[0]
         issue = known_issue(module, message, self.name, bool(subnormal), bool(sine), bool(reduced))
         if issue is None and not message and self.semantics:

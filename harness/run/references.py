@@ -135,14 +135,17 @@ def _unfused_matmul(a: np.ndarray, b: np.ndarray, order: str = "forward") -> np.
     if size > UNFUSED_MATMUL_LIMIT or left.shape[-1] != right.shape[-2]:
         return None
     if order == "fused":
-        return _fused_matmul(left, right, a.ndim, b.ndim)
-    try:
-        products = left[..., :, :, None] * right[..., None, :, :]
-    except TypeError:  # a dtype without these loops: NumPy's matmul, unperturbed order
-        return None
-    out = _sequential_sum(products, order, axis=-2)
-    if out is None:
-        out = products.sum(axis=-2)
+        out = _fused_matmul(left, right)
+        if out is None:
+            return None
+    else:
+        try:
+            products = left[..., :, :, None] * right[..., None, :, :]
+        except TypeError:  # a dtype without these loops: NumPy's matmul, unperturbed order
+            return None
+        out = _sequential_sum(products, order, axis=-2)
+        if out is None:
+            out = products.sum(axis=-2)
     if b.ndim == 1:
         out = out[..., 0]
     if a.ndim == 1:
@@ -150,7 +153,7 @@ def _unfused_matmul(a: np.ndarray, b: np.ndarray, order: str = "forward") -> np.
     return out
 
 
-def _fused_matmul(left: np.ndarray, right: np.ndarray, a_ndim: int, b_ndim: int) -> Any:
+def _fused_matmul(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
     """``left @ right`` (both at least 2-D) as BLAS's fused multiply-adds compute it: each
     product kept unrounded (in a wider type: float64 holds a float32 product exactly, the x87
     long double a float64 one's range) and added to the running sum, first to last, with one
@@ -173,12 +176,7 @@ def _fused_matmul(left: np.ndarray, right: np.ndarray, a_ndim: int, b_ndim: int)
     for k in range(left.shape[-1]):
         term = lhs[..., :, k, None] * rhs[..., None, k, :]
         acc = (acc.astype(wide) + term).astype(running)
-    acc = acc.astype(dtype)
-    if b_ndim == 1:
-        acc = acc[..., 0]
-    if a_ndim == 1:
-        acc = acc[..., 0, :] if b_ndim > 1 else acc[..., 0]
-    return acc
+    return acc.astype(dtype)
 
 
 def _sequential_sum(

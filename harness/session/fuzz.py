@@ -397,10 +397,7 @@ class Driver:
                     harness_errors += 1
                     if harness_errors >= 3:
                         break
-                if state["target"] is None:
-                    self._focus_progress(focus, done_before)
-                    continue
-            if state["target"] is None:
+            if state["target"] is None:  # (no finding: nothing to finish below)
                 self._focus_progress(focus, done_before)
             best = [state["best"]] if state["best"] else []
             for case, finding, raw in best + state["others"]:

@@ -40,6 +40,16 @@ def compiles(name: str) -> str:
     return ""
 
 
+def compiles_beside(name: str, control: str, what: str) -> str:
+    """``compiles(name)``, once ``control`` (the input changed where the bug needs it) has
+    compiled: if it does not, the setup is wrong (RuntimeError naming ``what``), not IREE."""
+    try:
+        iree.run_compiler(control, FLAGS)
+    except RuntimeError as error:
+        raise RuntimeError(f"setup: {what} does not compile: {error}") from None
+    return compiles(name)
+
+
 def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want).astype(got.dtype))
 
@@ -52,11 +62,7 @@ def test_strided_unit_slice_then_reshape_compiles() -> None:
     stride_one = (
         (INPUTS / "iree_workgroup_distribution.mlir").read_text().replace("[1, 4]", "[1, 1]")
     )
-    try:
-        iree.run_compiler(stride_one, FLAGS)
-    except RuntimeError as error:
-        raise RuntimeError(f"setup: the stride-1 control does not compile: {error}") from None
-    error = compiles("iree_workgroup_distribution.mlir")
+    error = compiles_beside("iree_workgroup_distribution.mlir", stride_one, "the stride-1 control")
     assert error == "", error
 
 
@@ -70,11 +76,7 @@ def test_bool_to_bfloat16_links() -> None:
     plain = plain.replace("    %w = arith.uitofp %b : i1 to f32\n", "").replace(
         "truncf %w", "truncf %x"
     )
-    try:
-        iree.run_compiler(plain, FLAGS)
-    except RuntimeError as error:
-        raise RuntimeError(f"setup: plain f32 -> bf16 does not link: {error}") from None
-    error = compiles("iree_bool_to_bf16.mlir")
+    error = compiles_beside("iree_bool_to_bf16.mlir", plain, "plain f32 -> bf16")
     assert error == "", error
 
 
@@ -111,11 +113,7 @@ def test_a_reversed_access_of_sixteen_elements_compiles() -> None:
     of a 5x5 array; the same reversal of 8 elements compiles."""
     text = (INPUTS / "iree_reversed_access.mlir").read_text()
     eight = text.replace("16xf32", "8xf32").replace("15 - d0", "7 - d0")
-    try:
-        iree.run_compiler(eight, FLAGS)
-    except RuntimeError as error:
-        raise RuntimeError(f"setup: the 8-element reversal does not compile: {error}") from None
-    error = compiles("iree_reversed_access.mlir")
+    error = compiles_beside("iree_reversed_access.mlir", eight, "the 8-element reversal")
     assert error == "", error
 
 
