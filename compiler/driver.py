@@ -182,7 +182,9 @@ def _context() -> Any:
 
 
 def _kernel_key(lowered: str, target: Target, runtime: str, signature: Any) -> tuple:
-    return (_digest(lowered), target.opt_level, runtime, signature.key())
+    from .runtime import poisoning
+
+    return (_digest(lowered), target.opt_level, runtime, signature.key(), poisoning())
 
 
 def _link(texts: list[str]) -> Any:
@@ -235,7 +237,7 @@ def jit_together(graph: Graph, targets: list[Target]) -> int:
     the fixed cost once, not once per target. The code of each kernel is its own (its functions
     and globals renamed apart, nothing shared but external declarations). A target whose stages
     fail is left to its own compile, which raises. Returns how many kernels were made."""
-    from .runtime import Kernel, make_engine
+    from .runtime import Kernel, make_engine, poison_globals, poisoning
 
     if getattr(_LOCAL, "fresh", False):
         return 0
@@ -255,17 +257,20 @@ def jit_together(graph: Graph, targets: list[Target]) -> int:
         if len(items) < 2:
             continue
         context = _context()
+        poison = poisoning()
         with context:
-            module = _link([text for _, (text, _) in items])
+            module = _link([poison_globals(t) if poison else t for _, (t, _) in items])
             if module is None:
                 continue
             notify(",".join(t.name for t in targets), LLVM)
-            engine = make_engine(module, level)
+            engine = make_engine(module, level, poison)
             names = [f"kernel__k{index}" for index in range(len(items))]
             if not all(engine.raw_lookup(f"_mlir_ciface_{name}") for name in names):
                 continue  # a symbol unresolved: each target's own JIT fails with its evidence
             for index, (key, (_, signature)) in enumerate(items):
-                kernel = Kernel(None, signature, level, engine=engine, name=names[index])
+                kernel = Kernel(
+                    None, signature, level, engine=engine, name=names[index], poison=poison
+                )
                 kernel.context = context
                 kernel.unclaimed = len(items)
                 _KERNEL_MEMO.put(key, kernel)
@@ -324,7 +329,7 @@ def compile_graph(
             previous = stage.name
         artifacts.commands[LLVM] = llvm_command(target, f"{previous}.mlir")
         if native:
-            from .runtime import Kernel, MlirRuntimeKernel
+            from .runtime import Kernel, MlirRuntimeKernel, poison_globals, poisoning
 
             notify(target.name, LLVM)
             key = _kernel_key(current, target, runtime, signature)
@@ -336,8 +341,9 @@ def compile_graph(
                 else:
                     reused.append(LLVM)
             else:
-                if module is None:
-                    module = ir.Module.parse(current)
+                jit_input = poison_globals(current) if poisoning() else current
+                if module is None or jit_input != current:
+                    module = ir.Module.parse(jit_input)
                 make = MlirRuntimeKernel if runtime == "mlir" else Kernel
                 try:
                     kernel = make(module, signature, target.opt_level)

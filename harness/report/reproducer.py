@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from compiler.runtime import POISON_ENV
+
 from ..case import INLINE_LIMIT, Case
 from ..oracles.spelling import failing_spelling
 
@@ -156,6 +158,10 @@ def reproducer(case: Case, finding: Any) -> str:
     header = (
         f"# {finding.kind} on {', '.join(finding.backends)} ({finding.oracle}): {summary}\n"
         "# The harness replays the exact case with every oracle: python -m harness replay FILE\n"
+        "# Compiled code runs on poisoned memory, as in the fuzzer (compiler/runtime.py).\n"
+        "import os\n"
+        "\n"
+        f"os.environ[{POISON_ENV!r}] = '1'\n"
     )
     header += workarounds_lines(case)
     if finding.oracle == "jit-sequence" and "sequence" in case.extra:

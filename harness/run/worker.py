@@ -249,8 +249,14 @@ def workarounds_off(case: Any) -> contextlib.AbstractContextManager[None]:
 
 
 def execute(task: Task) -> TaskResult:
-    """The worker's job for one task, with the workarounds its case needs off."""
-    with workarounds_off(task.case):
+    """The worker's job for one task, with the workarounds its case needs off, on poisoned
+    memory (``compiler.runtime.poisoned``): code that reads memory it never wrote then reads
+    NaN or -1 in every run and every variant alike, so the failure is found every time, and
+    attribution's variants (another runtime, fewer passes) do not pass by the luck of a zeroed
+    page."""
+    from compiler.runtime import poisoned
+
+    with workarounds_off(task.case), poisoned():
         return _execute(task)
 
 

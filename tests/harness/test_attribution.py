@@ -84,6 +84,16 @@ _SWAPPED_ARGUMENTS = Mutation(
     "the kernel's arguments passed in reverse order",
 )
 
+#: Reads memory nobody wrote: without poisoned memory its attribution followed the allocator
+#: (a variant that happened to get a zeroed page "passed", and the runtime was blamed).
+_UNFILLED_ACCUMULATOR = Mutation(
+    "matmul-without-zero-fill",
+    "lower/emit.py",
+    'init = self.filled(node.shape, dtype, 0)\n        name = self.fresh("mm")',
+    'init = self.empty(node.shape, dtype)\n        name = self.fresh("mm")',
+    "matmul accumulates into an uninitialized buffer",
+)
+
 PLANTS = {
     "frontend": (
         Mutation(
@@ -121,6 +131,14 @@ PLANTS = {
         _strided_matmul,
         ["cpu-blas"],
         "blas",
+    ),
+    "builder-uninitialized": (_UNFILLED_ACCUMULATOR, _float32_matmul, ["cpu-loops"], "builder"),
+    # cpu-vector's temporaries are static globals, not allocations.
+    "builder-uninitialized-vector": (
+        _UNFILLED_ACCUMULATOR,
+        _float32_matmul,
+        ["cpu-vector@O0"],
+        "builder",
     ),
     "runtime": (
         _SWAPPED_ARGUMENTS,

@@ -1,0 +1,159 @@
+"""Poisoned memory (``compiler.runtime.poisoned``): the memory compiled code gets holds 0xFF
+bytes, so a read before a write gives NaN or -1 in every run. Correct programs answer
+bit-identically either way; a kernel keeps the mode it was compiled in."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+from compiler_checks import rand
+
+import compiler
+from compiler import driver, jit
+from compiler.runtime import (
+    POISON_ENV,
+    make_engine,
+    output_buffers,
+    poison_globals,
+    poisoned,
+    poisoning,
+)
+
+#: Reads four bytes of a fresh malloc and of an undefined global, writes both to ``out``.
+_READS_BEFORE_WRITING = """
+module {
+  llvm.func @malloc(i64) -> !llvm.ptr
+  llvm.func @free(!llvm.ptr)
+  llvm.mlir.global private @scratch() {addr_space = 0 : i32, alignment = 64 : i64} : !llvm.array<2 x array<3 x f32>> {
+    %0 = llvm.mlir.undef : !llvm.array<2 x array<3 x f32>>
+    llvm.return %0 : !llvm.array<2 x array<3 x f32>>
+  }
+  llvm.func @read(%out: !llvm.ptr) {
+    %size = llvm.mlir.constant(64 : i64) : i64
+    %p = llvm.call @malloc(%size) : (i64) -> !llvm.ptr
+    %v = llvm.load %p : !llvm.ptr -> i32
+    llvm.store %v, %out : i32, !llvm.ptr
+    llvm.call @free(%p) : (!llvm.ptr) -> ()
+    %g = llvm.mlir.addressof @scratch : !llvm.ptr
+    %w = llvm.load %g : !llvm.ptr -> f32
+    %second = llvm.getelementptr %out[1] : (!llvm.ptr) -> !llvm.ptr, i32
+    llvm.store %w, %second : f32, !llvm.ptr
+    llvm.return
+  }
+}
+"""  # noqa: E501
+
+
+def _read_before_writing(poison: bool) -> tuple[int, float]:
+    from mlir import ir
+
+    with ir.Context():
+        text = poison_globals(_READS_BEFORE_WRITING) if poison else _READS_BEFORE_WRITING
+        engine = make_engine(ir.Module.parse(text), 0, poison)
+        out = np.zeros(2, np.int32)
+        pointer = ctypes.c_void_p(out.ctypes.data)
+        packed = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(pointer), ctypes.c_void_p))
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("read"))(packed)
+    return int(out[0]), float(out[1:].view(np.float32)[0])
+
+
+def test_poisoned_allocations_and_globals_read_as_nan_and_minus_one():
+    integer, real = _read_before_writing(poison=True)
+    assert integer == -1
+    assert np.isnan(real)
+    # Unpoisoned, the undefined global is a zeroed page of the JIT's image.
+    assert _read_before_writing(poison=False)[1] == 0.0
+
+
+def test_poison_globals_initializes_only_undefined_globals():
+    text = poison_globals(_READS_BEFORE_WRITING)
+    assert "@scratch(dense<0xFFFFFFFF> : tensor<2x3xf32>)" in text
+    assert "llvm.mlir.undef" not in text
+    assert poison_globals(text) == text
+    other = _READS_BEFORE_WRITING.replace("array<3 x f32>", "array<3 x i16>")
+    assert "dense<-1> : tensor<2x3xi16>" in poison_globals(other)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "bool", "bfloat16"])
+def test_output_buffers_are_poisoned_in_every_dtype(dtype):
+    from compiler.dtypes import BFLOAT16
+
+    np_dtype = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
+    x = np.ones((2, 3), np_dtype)
+    compiled = jit(lambda a: a).compile(x, target="cpu-loops")
+    buffers = output_buffers(compiled.artifacts.native.signature, True)
+    assert all((b.view(np.uint8) == 0xFF).all() for b in buffers)
+    assert buffers[0].shape == (2, 3) and buffers[0].dtype == np_dtype
+
+
+def test_the_mode_comes_from_the_block_else_the_environment(monkeypatch):
+    monkeypatch.delenv(POISON_ENV, raising=False)
+    assert not poisoning()
+    with poisoned():
+        assert poisoning()
+        with poisoned(False):
+            assert not poisoning()
+        assert poisoning()
+    monkeypatch.setenv(POISON_ENV, "1")
+    assert poisoning()
+    with poisoned(False):
+        assert not poisoning()
+    monkeypatch.setenv(POISON_ENV, "0")
+    assert not poisoning()
+
+
+TARGETS = ["cpu-loops@O0", "cpu-blas", "cpu-loops-unfused@O0", "cpu-vector@O0", "cpu-vector"]
+
+
+def _program(a, b):
+    h = np.tanh(a @ b) * 0.5
+    return h - h.max(axis=-1, keepdims=True), (a > 0).astype(np.int32) - 1
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_correct_programs_answer_bit_identically_on_poisoned_memory(rng, target):
+    a, b = rand(rng, (5, 7)), rand(rng, (7, 6))
+    plain = jit(_program).compile(a, b, target=target)
+    with poisoned():
+        poisoned_kernel = jit(_program).compile(a, b, target=target)
+    assert poisoned_kernel.artifacts.native is not plain.artifacts.native  # its own kernel
+    assert poisoned_kernel.artifacts.native.poison and not plain.artifacts.native.poison
+    assert poisoned_kernel.stages == plain.stages  # the stages are the production ones
+    for first, second in zip(plain(a, b), poisoned_kernel(a, b), strict=True):
+        np.testing.assert_array_equal(first, second)
+
+
+def test_linked_kernels_keep_the_mode_they_were_made_in(rng):
+    driver.clear_caches()
+    a, b = rand(rng, (3, 4)), rand(rng, (4, 4))
+    with poisoned():
+        f = jit(_program)
+        assert f.prepare(a, b, targets=TARGETS[:4]) >= 2
+        compiled = [f.compile(a, b, target=t) for t in TARGETS[:4]]
+    assert all(c.artifacts.native.poison for c in compiled)
+    # Unpoisoned, the same targets compile kernels of their own.
+    again = jit(_program).compile(a, b, target=TARGETS[0])
+    assert not again.artifacts.native.poison
+    np.testing.assert_array_equal(again(a, b)[0], compiled[0](a, b)[0])
+
+
+def test_a_read_of_an_unfilled_accumulator_is_nan_on_every_target(rng, monkeypatch):
+    """The class this exists for: a matmul accumulating into memory nobody zeroed (the
+    selftest's matmul-without-zero-fill) gives NaN, not whatever the page held."""
+    from compiler.lower import emit
+
+    original = emit._Emitter.filled
+
+    def unfilled(self, shape, dtype, value):
+        return self.empty(shape, dtype) if value == 0 else original(self, shape, dtype, value)
+
+    monkeypatch.setattr(emit._Emitter, "filled", unfilled)
+    a, b = rand(rng, (3, 4)), rand(rng, (4, 2))
+    with driver.fresh(), poisoned():
+        for target in ("cpu-loops@O0", "cpu-vector@O0", "cpu-vector"):
+            result = jit(lambda x, y: x @ y).compile(a, b, target=target)(a, b)
+            assert np.isnan(result).all(), target
+    driver.clear_caches()  # no kernel of the planted bug outlives the test
+    compiler.clear_cache()
