@@ -182,9 +182,9 @@ def _context() -> Any:
 
 
 def _kernel_key(lowered: str, target: Target, runtime: str, signature: Any) -> tuple:
-    from .runtime import poisoning
+    from .runtime import instrumenting
 
-    return (_digest(lowered), target.opt_level, runtime, signature.key(), poisoning())
+    return (_digest(lowered), target.opt_level, runtime, signature.key(), instrumenting())
 
 
 def _link(texts: list[str]) -> Any:
@@ -237,7 +237,7 @@ def jit_together(graph: Graph, targets: list[Target]) -> int:
     the fixed cost once, not once per target. The code of each kernel is its own (its functions
     and globals renamed apart, nothing shared but external declarations). A target whose stages
     fail is left to its own compile, which raises. Returns how many kernels were made."""
-    from .runtime import Kernel, make_engine, poison_globals, poisoning
+    from .runtime import Kernel, instrumenting, make_engine, poison_globals
 
     if getattr(_LOCAL, "fresh", False):
         return 0
@@ -257,19 +257,19 @@ def jit_together(graph: Graph, targets: list[Target]) -> int:
         if len(items) < 2:
             continue
         context = _context()
-        poison = poisoning()
+        instrument = instrumenting()
         with context:
-            module = _link([poison_globals(t) if poison else t for _, (t, _) in items])
+            module = _link([poison_globals(t) if instrument else t for _, (t, _) in items])
             if module is None:
                 continue
             notify(",".join(t.name for t in targets), LLVM)
-            engine = make_engine(module, level, poison)
+            engine = make_engine(module, level, instrument)
             names = [f"kernel__k{index}" for index in range(len(items))]
             if not all(engine.raw_lookup(f"_mlir_ciface_{name}") for name in names):
                 continue  # a symbol unresolved: each target's own JIT fails with its evidence
             for index, (key, (_, signature)) in enumerate(items):
                 kernel = Kernel(
-                    None, signature, level, engine=engine, name=names[index], poison=poison
+                    None, signature, level, engine=engine, name=names[index], instrument=instrument
                 )
                 kernel.context = context
                 kernel.unclaimed = len(items)
@@ -329,7 +329,7 @@ def compile_graph(
             previous = stage.name
         artifacts.commands[LLVM] = llvm_command(target, f"{previous}.mlir")
         if native:
-            from .runtime import Kernel, MlirRuntimeKernel, poison_globals, poisoning
+            from .runtime import Kernel, MlirRuntimeKernel, instrumenting, poison_globals
 
             notify(target.name, LLVM)
             key = _kernel_key(current, target, runtime, signature)
@@ -341,7 +341,7 @@ def compile_graph(
                 else:
                     reused.append(LLVM)
             else:
-                jit_input = poison_globals(current) if poisoning() else current
+                jit_input = poison_globals(current) if instrumenting() else current
                 if module is None or jit_input != current:
                     module = ir.Module.parse(jit_input)
                 make = MlirRuntimeKernel if runtime == "mlir" else Kernel

@@ -169,11 +169,15 @@ VECTOR_LOWER = (
     "convert-arith-to-llvm, convert-ub-to-llvm, convert-index-to-llvm, convert-func-to-llvm, "
     "convert-cf-to-llvm, reconcile-unrealized-casts, canonicalize)"
 )
-# COMPLETE plus what vectors and schedules need (symbol-dce drops a schedule not yet applied).
-VECTOR_COMPLETE = (
+# COMPLETE plus what vectors and schedules need (symbol-dce drops a schedule not yet applied), in
+# two parts: the buffers, then (after the gathers fix-up, a legalization the lowering needs)
+# the rest.
+VECTOR_COMPLETE_BUFFERS = (
     "builtin.module(symbol-dce, func.func(lower-vector-mask), one-shot-bufferize, "
-    "bufferization-lower-deallocations, convert-bufferization-to-memref, scf-forall-to-for, "
-    "convert-vector-to-scf{full-unroll=true target-rank=1}, "
+    "bufferization-lower-deallocations, convert-bufferization-to-memref)"
+)
+VECTOR_COMPLETE = (
+    "builtin.module(scf-forall-to-for, convert-vector-to-scf{full-unroll=true target-rank=1}, "
     "func.func(lower-vector-multi-reduction), func.func(convert-linalg-to-loops), "
     "expand-strided-metadata, lower-affine, convert-vector-to-llvm, convert-scf-to-cf, "
     "finalize-memref-to-llvm, convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
@@ -216,7 +220,17 @@ VECTOR_STAGES: tuple[Stage, ...] = (
     BLAS,
     Stage("lowered", VECTOR_LOWER, description="vectors, buffers, loops -> LLVM dialect"),
 )  # fmt: skip
-VECTOR_COMPLETED = Stage("complete", VECTOR_COMPLETE, description="completion of cpu-vector")
+#: What finishes a prefix of cpu-vector: its gathers fix-up is no optimization but a
+#: legalization (convert-vector-to-llvm cannot lower a gather from a strided view), so a prefix
+#: that stops before it keeps it; without it every prefix past vectorization failed alike on
+#: a strided gather, and bisection blamed the vectorizer.
+VECTOR_COMPLETED = (
+    Stage("complete-buffers", VECTOR_COMPLETE_BUFFERS, description="cpu-vector's completion: "
+          "buffers"),
+    Stage("complete-gathers", transform=_vector_hook("gathers", "strided_gathers"),
+          description="cpu-vector's completion: the gathers fix-up"),
+    Stage("complete", VECTOR_COMPLETE, description="cpu-vector's completion: to LLVM dialect"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -227,9 +241,9 @@ class Target:
     stages: tuple[Stage, ...]
     opt_level: int = 3
     description: str = ""
-    # What finishes a prefix of this target (``prefix``); None: COMPLETED. A target whose stages
+    # What finishes a prefix of this target (``prefix``); empty: COMPLETED. A target whose stages
     # leave other dialects behind (vectors, transform schedules) brings its own.
-    completion: Stage | None = None
+    completion: tuple[Stage, ...] = ()
 
     @property
     def fused(self) -> bool:
@@ -273,8 +287,8 @@ class Target:
             if steps == 0:
                 kept.pop()
         base = self.name.split("@")[0]
-        completion = self.completion or COMPLETED
-        return Target(f"{base}[:{label}]", (*kept, completion), 0, f"{self.name} up to {label}")
+        completion = self.completion or (COMPLETED,)
+        return Target(f"{base}[:{label}]", (*kept, *completion), 0, f"{self.name} up to {label}")
 
 
 TARGETS: dict[str, Target] = {

@@ -9,10 +9,13 @@ Memory the code reads before writing it (an accumulator that was never zero-fill
 pass dropped) holds whatever the allocator hands out: zeros from a fresh page in one run,
 yesterday's values in the next, so such a bug comes and goes with the allocation pattern, and
 two variants of one program (another pass order, another runtime) disagree for no reason of
-their own. ``poisoned()`` (or ``COMPILER_POISON_MEMORY=1``, for a whole process) makes it the
-same every time: the kernels' output buffers and every ``malloc``/``aligned_alloc`` of the
-compiled code are filled with 0xFF bytes, NaN in every float type and -1 in every integer one.
-The fuzzing harness runs every kernel so; production code does not pay the fill.
+their own. Instrumented kernels (``instrumented()``, or ``COMPILER_INSTRUMENT=1`` for a whole
+process) make it the same every time: their output buffers, every ``malloc``/``aligned_alloc``
+of the compiled code and its undefined static buffers hold 0xFF bytes, NaN in every float type
+and -1 in every integer one. They also count their gemm calls (``blas_calls``), so the harness
+can check that a matmul the BLAS stage promises to hand to OpenBLAS got there: a wrong layout
+test in the helper falls back to the loop nest and changes no answer. The fuzzing harness runs
+every kernel so; production code pays for neither.
 """
 
 from __future__ import annotations
@@ -71,106 +74,164 @@ def runtime_libraries() -> tuple[str, ...]:
     return tuple(libs)
 
 
-#: Set to anything but "" or "0": every kernel of the process runs on poisoned memory.
-POISON_ENV = "COMPILER_POISON_MEMORY"
+#: Set to anything but "" or "0": every kernel of the process is instrumented.
+INSTRUMENT_ENV = "COMPILER_INSTRUMENT"
 #: The byte poisoned memory holds: NaN in float16/bfloat16/float32/float64, -1 in integers.
 POISON_BYTE = 0xFF
 _LOCAL = threading.local()
 
 
-def poisoning() -> bool:
-    """Do kernels compiled now run on poisoned memory (``poisoned``, else ``POISON_ENV``)?"""
-    on = getattr(_LOCAL, "poison", None)
+def instrumenting() -> bool:
+    """Are kernels compiled now instrumented (``instrumented``, else ``INSTRUMENT_ENV``)?"""
+    on = getattr(_LOCAL, "instrument", None)
     if on is None:
-        return os.environ.get(POISON_ENV, "") not in ("", "0")
+        return os.environ.get(INSTRUMENT_ENV, "") not in ("", "0")
     return bool(on)
 
 
 @contextlib.contextmanager
-def poisoned(on: bool = True) -> Iterator[None]:
-    """Kernels compiled in this thread inside the block poison their memory (or, ``on`` false,
-    do not, whatever the environment says). A kernel keeps what it was compiled with."""
-    saved = getattr(_LOCAL, "poison", None)
-    _LOCAL.poison = on
+def instrumented(on: bool = True) -> Iterator[None]:
+    """Kernels compiled in this thread inside the block are instrumented (or, ``on`` false, are
+    not, whatever the environment says). A kernel keeps what it was compiled with."""
+    saved = getattr(_LOCAL, "instrument", None)
+    _LOCAL.instrument = on
     try:
         yield
     finally:
-        _LOCAL.poison = saved
+        _LOCAL.instrument = saved
 
 
-#: Allocation functions that fill what they return, in LLVM dialect; ``addresses`` stores the
-#: native address of each wrapper (the engine's lookups give the packed-interface wrappers).
-_POISONING_ALLOCATORS = f"""
-module {{
-  llvm.func @malloc(i64) -> !llvm.ptr
-  llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
-  llvm.func @poison_malloc(%size: i64) -> !llvm.ptr {{
-    %p = llvm.call @malloc(%size) : (i64) -> !llvm.ptr
-    %byte = llvm.mlir.constant({POISON_BYTE - 256} : i8) : i8
-    "llvm.intr.memset"(%p, %byte, %size) <{{isVolatile = false}}> : (!llvm.ptr, i8, i64) -> ()
-    llvm.return %p : !llvm.ptr
-  }}
-  llvm.func @poison_aligned_alloc(%alignment: i64, %size: i64) -> !llvm.ptr {{
-    %p = llvm.call @aligned_alloc(%alignment, %size) : (i64, i64) -> !llvm.ptr
-    %byte = llvm.mlir.constant({POISON_BYTE - 256} : i8) : i8
-    "llvm.intr.memset"(%p, %byte, %size) <{{isVolatile = false}}> : (!llvm.ptr, i8, i64) -> ()
-    llvm.return %p : !llvm.ptr
-  }}
-  llvm.func @addresses(%out: !llvm.ptr) {{
-    %m = llvm.mlir.addressof @poison_malloc : !llvm.ptr
-    llvm.store %m, %out : !llvm.ptr, !llvm.ptr
-    %a = llvm.mlir.addressof @poison_aligned_alloc : !llvm.ptr
-    %second = llvm.getelementptr %out[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
-    llvm.store %a, %second : !llvm.ptr, !llvm.ptr
+_GEMM_ARGUMENTS = (
+    "%o: i32, %ta: i32, %tb: i32, %m: i32, %n: i32, %k: i32, %alpha: {t}, "
+    "%a: !llvm.ptr, %lda: i32, %b: !llvm.ptr, %ldb: i32, %beta: {t}, %c: !llvm.ptr, %ldc: i32"
+)
+
+
+def _counting(gemm: str, element: str) -> str:
+    """A wrapper of OpenBLAS's ``gemm`` that adds one to ``@blas_calls`` and calls it."""
+    arguments = _GEMM_ARGUMENTS.format(t=element)
+    names = ", ".join(a.split(":")[0] for a in arguments.split(", "))
+    types = ", ".join(a.split(": ")[1] for a in arguments.split(", "))
+    return f"""
+  llvm.func @{gemm}({types})
+  llvm.func @counting_{gemm}({arguments}) {{
+    %calls = llvm.mlir.addressof @blas_calls : !llvm.ptr
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %old = llvm.atomicrmw add %calls, %one seq_cst : !llvm.ptr, i64
+    llvm.call @{gemm}({names}) : ({types}) -> ()
     llvm.return
-  }}
-}}
-"""
-_ALLOCATORS: dict[str, Any] = {}
-_ALLOCATORS_LOCK = threading.Lock()
+  }}"""
 
 
-def _poisoning_allocators() -> dict[str, int]:
-    """``{"malloc": address, "aligned_alloc": address}`` of the poisoning wrappers, JIT-compiled
-    once per process (their engine and context are kept for the process's life)."""
-    with _ALLOCATORS_LOCK:
-        if not _ALLOCATORS:
+def _poisoning(allocator: str, parameters: str, types: str) -> str:
+    """A wrapper of ``allocator`` that fills what it returns with ``POISON_BYTE``."""
+    arguments = ", ".join(p.split(":")[0] for p in parameters.split(", "))
+    return f"""
+  llvm.func @{allocator}({types}) -> !llvm.ptr
+  llvm.func @poison_{allocator}({parameters}) -> !llvm.ptr {{
+    %p = llvm.call @{allocator}({arguments}) : ({types}) -> !llvm.ptr
+    %byte = llvm.mlir.constant({POISON_BYTE - 256} : i8) : i8
+    "llvm.intr.memset"(%p, %byte, %size) <{{isVolatile = false}}> : (!llvm.ptr, i8, i64) -> ()
+    llvm.return %p : !llvm.ptr
+  }}"""
+
+
+#: What instrumented kernels call instead of the libraries' functions (name: wrapper).
+_WRAPPERS = {
+    "malloc": "poison_malloc",
+    "aligned_alloc": "poison_aligned_alloc",
+    "scipy_cblas_sgemm": "counting_scipy_cblas_sgemm",
+    "scipy_cblas_dgemm": "counting_scipy_cblas_dgemm",
+}
+
+
+def _wrappers_module() -> str:
+    """The wrappers in LLVM dialect, and ``addresses``, which stores the native address of each
+    wrapper and of the counter (the engine's lookups give packed-interface wrappers)."""
+    stores = []
+    for index, symbol in enumerate([*_WRAPPERS.values(), "blas_calls"]):
+        stores.append(
+            f"    %a{index} = llvm.mlir.addressof @{symbol} : !llvm.ptr\n"
+            f"    %p{index} = llvm.getelementptr %out[{index}] : (!llvm.ptr) -> !llvm.ptr, "
+            "!llvm.ptr\n"
+            f"    llvm.store %a{index}, %p{index} : !llvm.ptr, !llvm.ptr"
+        )
+    return "\n".join(
+        [
+            "module {",
+            "  llvm.mlir.global internal @blas_calls(0 : i64) {addr_space = 0 : i32} : i64",
+            _poisoning("malloc", "%size: i64", "i64"),
+            _poisoning("aligned_alloc", "%alignment: i64, %size: i64", "i64, i64"),
+            _counting("scipy_cblas_sgemm", "f32"),
+            _counting("scipy_cblas_dgemm", "f64"),
+            "  llvm.func @addresses(%out: !llvm.ptr) {",
+            *stores,
+            "    llvm.return",
+            "  }",
+            "}",
+        ]
+    )
+
+
+_INSTRUMENTS: dict[str, Any] = {}
+_INSTRUMENTS_LOCK = threading.Lock()
+
+
+def _instruments() -> dict[str, int]:
+    """Native addresses of the wrappers (by the symbol each replaces) and of the counter
+    (``blas_calls``), JIT-compiled once per process (engine and context kept for its life)."""
+    with _INSTRUMENTS_LOCK:
+        if not _INSTRUMENTS:
             from mlir import ir
             from mlir.execution_engine import ExecutionEngine
 
+            from .lower.blas import library_path
+
             context = ir.Context()
             with context:
-                engine = ExecutionEngine(ir.Module.parse(_POISONING_ALLOCATORS), opt_level=2)
-            found = (ctypes.c_void_p * 2)()
+                module = ir.Module.parse(_wrappers_module())
+                engine = ExecutionEngine(module, opt_level=2, shared_libs=[library_path()])
+            names = [*_WRAPPERS, "blas_calls"]
+            found = (ctypes.c_void_p * len(names))()
             out = ctypes.c_void_p(ctypes.addressof(found))
             packed = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(out), ctypes.c_void_p))
             ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("addresses"))(packed)
             if not all(found):
-                raise RuntimeError("the poisoning allocators did not JIT")
-            _ALLOCATORS.update(keep=(context, engine), malloc=found[0], aligned_alloc=found[1])
-        return {name: _ALLOCATORS[name] for name in ("malloc", "aligned_alloc")}
+                raise RuntimeError("the runtime's instruments did not JIT")
+            _INSTRUMENTS.update(zip(names, found, strict=True))
+            _INSTRUMENTS["keep"] = (context, engine)
+        return {name: _INSTRUMENTS[name] for name in (*_WRAPPERS, "blas_calls")}
 
 
-def make_engine(module: Any, opt_level: int, poison: bool = False) -> Any:
+def blas_calls() -> int:
+    """How many gemm calls instrumented kernels of this process have made (read it before and
+    after a call: the difference is that call's)."""
+    if not _INSTRUMENTS:
+        return 0
+    return ctypes.c_int64.from_address(_INSTRUMENTS["blas_calls"]).value
+
+
+def make_engine(module: Any, opt_level: int, instrument: bool = False) -> Any:
     """An ExecutionEngine for ``module`` with every runtime library loaded, whatever the module
     declares: LLVM's code generation adds calls of its own (bfloat16 conversions become
     ``__truncsfbf2``), which only the loaded libraries resolve. Loading them only for modules
     that declared a missing symbol saved ~10 ms a JIT and crashed every bfloat16 program.
-    ``poison``: the module's ``malloc`` and ``aligned_alloc`` resolve to the poisoning
-    wrappers (defined in the engine before its first lookup, so the libraries' are not used)."""
+    ``instrument``: see ``instrument_engine``."""
     from mlir.execution_engine import ExecutionEngine
 
     engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=list(runtime_libraries()))
-    if poison:
-        poison_engine(engine)
+    if instrument:
+        instrument_engine(engine)
     return engine
 
 
-def poison_engine(engine: Any) -> None:
-    """Resolve ``engine``'s ``malloc`` and ``aligned_alloc`` to the poisoning wrappers (before
-    its first lookup: symbols defined in the engine win over the libraries')."""
-    for name, address in _poisoning_allocators().items():
-        engine.raw_register_runtime(name, ctypes.c_void_p(address))
+def instrument_engine(engine: Any) -> None:
+    """Resolve ``engine``'s ``malloc`` and ``aligned_alloc`` to the poisoning wrappers and its
+    gemm functions to the counting ones, before its first lookup (symbols defined in the engine
+    win over the libraries')."""
+    addresses = _instruments()
+    for name in _WRAPPERS:
+        engine.raw_register_runtime(name, ctypes.c_void_p(addresses[name]))
 
 
 _UNDEF_GLOBAL = re.compile(
@@ -194,7 +255,7 @@ def poison_globals(lowered: str) -> str:
     """``lowered`` (LLVM dialect) with each global whose initial value is undefined (a
     ``memref.global ... = uninitialized``: cpu-vector's static temporaries) initialized to
     ``POISON_BYTE`` bytes instead of the zeroed page it would get: the JIT's input when
-    poisoning, so a first call that reads such a buffer before writing it reads NaN or -1."""
+    instrumenting, so a first call that reads such a buffer before writing it reads NaN or -1."""
 
     def initialized(match: re.Match[str]) -> str:
         head, rest, array = match.group(1), match.group(2), match.group(3)
@@ -211,11 +272,11 @@ def poison_globals(lowered: str) -> str:
 
 def output_buffers(signature: KernelSignature, poison: bool) -> list[np.ndarray]:
     """Fresh output buffers for a call of a kernel of ``signature``, filled with
-    ``POISON_BYTE`` for a poisoning kernel."""
+    ``POISON_BYTE`` for an instrumented kernel."""
     outputs = [np.empty(n.shape, n.dtype) for n in signature.outputs]
     if poison:
         for output in outputs:
-            output.view(np.uint8).fill(POISON_BYTE)
+            output.reshape(-1).view(np.uint8).fill(POISON_BYTE)  # 0-d: no view of another size
     return outputs
 
 
@@ -224,15 +285,17 @@ class Kernel:
 
     def __init__(
         self, module: Any, signature: KernelSignature, opt_level: int, engine: Any = None,
-        name: str = KERNEL, poison: bool | None = None,
+        name: str = KERNEL, instrument: bool | None = None,
     ) -> None:  # fmt: skip
         """JIT-compile ``module``, or (``engine``) take the function ``name`` from an engine
         already made for a module that several kernels were linked into (``driver.jit_together``);
-        each kernel keeps the engine alive. ``poison`` (default: ``poisoning()``): the memory
-        the code gets is poisoned; for an ``engine`` given, it must have been made so."""
+        each kernel keeps the engine alive. ``instrument`` (default: ``instrumenting()``): see
+        the module's docstring; for an ``engine`` given, it must have been made so."""
         self.signature = signature
-        self.poison = poisoning() if poison is None else poison
-        self.engine = engine if engine is not None else make_engine(module, opt_level, self.poison)
+        self.instrumented = instrumenting() if instrument is None else instrument
+        self.engine = (
+            engine if engine is not None else make_engine(module, opt_level, self.instrumented)
+        )
         # A null address (a symbol the JIT could not resolve) is kept: the call then crashes
         # the process, whose stderr ("JIT session error: Symbols not found: ...") is the evidence
         # the harness's triage names the missing symbols from.
@@ -250,8 +313,8 @@ class Kernel:
 
     def __call__(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Run on C-contiguous ``arrays`` of the specialized shapes and dtypes; returns freshly
-        allocated outputs (poisoned, for a poisoning kernel) and the error flags."""
-        outputs = output_buffers(self.signature, self.poison)
+        allocated outputs (poisoned, for an instrumented kernel) and the error flags."""
+        outputs = output_buffers(self.signature, self.instrumented)
         errors = [np.zeros((), INT32) for _ in range(self.signature.error_outputs)]
         buffers = arrays + outputs + errors
         with self._lock:
@@ -269,13 +332,13 @@ class MlirRuntimeKernel:
 
     def __init__(self, module: Any, signature: KernelSignature, opt_level: int) -> None:
         self.signature = signature
-        self.poison = poisoning()
-        self.engine = make_engine(module, opt_level, self.poison)
+        self.instrumented = instrumenting()
+        self.engine = make_engine(module, opt_level, self.instrumented)
 
     def __call__(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         from mlir.runtime import get_ranked_memref_descriptor
 
-        outputs = output_buffers(self.signature, self.poison)
+        outputs = output_buffers(self.signature, self.instrumented)
         errors = [np.zeros((), INT32) for _ in range(self.signature.error_outputs)]
         descriptors = [get_ranked_memref_descriptor(a) for a in arrays + outputs + errors]
         self.engine.invoke(KERNEL, *[ctypes.pointer(ctypes.pointer(d)) for d in descriptors])
@@ -283,15 +346,16 @@ class MlirRuntimeKernel:
 
 
 __all__ = [
+    "INSTRUMENT_ENV",
     "POISON_BYTE",
-    "POISON_ENV",
     "Kernel",
     "MlirRuntimeKernel",
+    "blas_calls",
+    "instrument_engine",
+    "instrumented",
+    "instrumenting",
     "make_engine",
     "output_buffers",
-    "poison_engine",
     "poison_globals",
-    "poisoned",
-    "poisoning",
     "runtime_libraries",
 ]

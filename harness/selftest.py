@@ -92,6 +92,14 @@ MUTATIONS = (
         "%{p}_ldr = arith.select %{p}_r1, %{p}_cols, %{p}_cols : index",
         "gemm gets the column count as leading dimension, not the row stride",
     ),
+    # Right answers, slowly: only the blas oracle's gemm count sees it.
+    Mutation(
+        "blas-helper-declines",
+        "lower/blas.py",
+        "%{p}_unitr = arith.ori %{p}_c1, %{p}_s1u : i1",
+        "%{p}_unitr = arith.andi %{p}_c1, %{p}_s1u : i1",
+        "the BLAS helper takes a matrix as row-major only when it has one column",
+    ),
     Mutation(
         "softmax-without-max-subtraction",
         "ops.py",

@@ -101,4 +101,29 @@ def vectorized(compiled: Any) -> int:
     return 1
 
 
-__all__ = ["differential", "judge_output", "spec", "vectorized"]
+def blas(compiled: Any, *inputs: Any) -> int:
+    """Print the blas oracle's verdict on a compilation with a BLAS stage (``compiled``, made
+    with ``COMPILER_INSTRUMENT=1`` set): call it once on ``inputs``; return 1 if it made fewer
+    gemm calls than its bufferized module's matmuls promise, else 0."""
+    from compiler.runtime import blas_calls
+
+    from .oracles.blas import BLAS_STAGE, STAGE, promised_calls
+
+    if BLAS_STAGE not in compiled.stages or STAGE not in compiled.stages:
+        print(f"no {BLAS_STAGE!r} stage: not a target with BLAS", file=sys.stderr)
+        return 1
+    if not getattr(compiled.artifacts.native, "instrumented", False):
+        print("the kernel is not instrumented: set COMPILER_INSTRUMENT=1", file=sys.stderr)
+        return 1
+    promised = promised_calls(compiled.stages[STAGE])
+    before = blas_calls()
+    compiled(*inputs)
+    made = blas_calls() - before
+    if promised is None or made >= promised:
+        print(f"ok: {made} gemm call(s), {promised} promised")
+        return 0
+    print(f"FAILS the blas oracle: {made} gemm call(s), {promised} promised", file=sys.stderr)
+    return 1
+
+
+__all__ = ["blas", "differential", "judge_output", "spec", "vectorized"]

@@ -226,16 +226,16 @@ class GpuKernel:
         libraries.append(_mlir_library("libmlir_c_runner_utils.so"))
         if None in libraries:
             raise UnsupportedFeature("running gpu-nvptx needs MLIR's libmlir_cuda_runtime.so")
-        from ..runtime import poison_engine, poisoning
+        from ..runtime import instrument_engine, instrumenting
 
         self.signature = signature
-        self.poison = poisoning()
+        self.instrumented = instrumenting()
         self.context = ir.Context()  # the engine's module lives in this context
         with self.context:
             module = ir.Module.parse(binary_text)
             self.engine = ExecutionEngine(module, opt_level=2, shared_libs=libraries)
-            if self.poison:
-                poison_engine(self.engine)  # before initialize(): its first materialization
+            if self.instrumented:
+                instrument_engine(self.engine)  # before initialize(): its first materialization
             # The PTX is loaded by a global constructor (mgpuModuleLoadJIT) that raw_lookup
             # alone never runs: without this every launch gets a null module.
             self.engine.initialize()
@@ -247,7 +247,7 @@ class GpuKernel:
     def __call__(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         from ..runtime import output_buffers
 
-        outputs = output_buffers(self.signature, self.poison)
+        outputs = output_buffers(self.signature, self.instrumented)
         errors = [np.zeros((), np.int32) for _ in range(self.signature.error_outputs)]
         buffers = [np.require(a, requirements="C") for a in arrays] + outputs + errors
         descriptors = [_descriptor(b) for b in buffers]

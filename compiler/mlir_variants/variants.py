@@ -309,7 +309,7 @@ def target(variant: Variant) -> Target:
     described = ", ".join(variant.entries) or "no entries (our bufferization and lowering)"
     return Target(
         variant.name, stages(variant), DEFAULT_LEVEL, f"upstream MLIR passes: {described}",
-        completion=VARIANT_COMPLETED,
+        completion=(VARIANT_COMPLETED,),
     )  # fmt: skip
 
 

@@ -29,17 +29,21 @@ _DYNAMIC = -(2**63)  # ShapedType::kDynamic
 
 
 def contiguous(memref_type: Any) -> bool:
-    """Whether a linear index over the shape is a memory offset: row-major strides (any offset);
-    a dim of extent 1 may have any stride."""
+    """Whether a linear index over the shape is a memory offset that ``convert-vector-to-llvm``
+    lowers: row-major strides (any offset); a dim of extent 1 may have any stride, except the
+    innermost, whose stride the lowering requires to be 1 (``x[2::3, -1]`` is a
+    ``memref<1xi32, strided<[3]>>``: its gather was left unconverted and LLVM translation
+    failed)."""
     from mlir import ir
 
     ty = ir.MemRefType(memref_type)
     strides, _ = ty.get_strides_and_offset()
     expected = 1
-    for extent, stride in zip(reversed(list(ty.shape)), reversed(strides), strict=True):
+    pairs = zip(reversed(list(ty.shape)), reversed(strides), strict=True)
+    for index, (extent, stride) in enumerate(pairs):
         if extent == _DYNAMIC or stride == _DYNAMIC:
             return False
-        if extent != 1 and stride != expected:
+        if (extent != 1 or index == 0) and stride != expected:
             return False
         expected *= extent
     return True

@@ -6,12 +6,14 @@ sequence of calls of one jitted function; each metamorphic relation
 (``metamorphic:<name>``) where it fits; ``spec`` every program with a composite (its shared
 definition against independent implementations); ``spelling`` every valid program that another
 spelling reaches through other frontend code (that spelling's traced graph, interpreted by
-NumPy); ``schedule`` every case on ``cpu-vector`` (its structured ops vectorized). A new
+NumPy); ``schedule`` every case on ``cpu-vector`` (its structured ops vectorized); ``blas``
+every case on a backend with a BLAS stage (the gemm calls it promises are made). A new
 oracle is one module that subclasses :class:`~harness.oracles.base.Oracle` and calls
 ``register``; the runner finds it here.
 """
 
 from . import (  # noqa: F401 - registration
+    blas,
     differential,
     error_path,
     metamorphic,

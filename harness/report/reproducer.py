@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.runtime import POISON_ENV
+from compiler.runtime import INSTRUMENT_ENV
 
 from ..case import INLINE_LIMIT, Case
 from ..oracles.spelling import failing_spelling
@@ -158,10 +158,10 @@ def reproducer(case: Case, finding: Any) -> str:
     header = (
         f"# {finding.kind} on {', '.join(finding.backends)} ({finding.oracle}): {summary}\n"
         "# The harness replays the exact case with every oracle: python -m harness replay FILE\n"
-        "# Compiled code runs on poisoned memory, as in the fuzzer (compiler/runtime.py).\n"
+        "# Kernels run instrumented (poisoned memory), as in the fuzzer (compiler/runtime.py).\n"
         "import os\n"
         "\n"
-        f"os.environ[{POISON_ENV!r}] = '1'\n"
+        f"os.environ[{INSTRUMENT_ENV!r}] = '1'\n"
     )
     header += workarounds_lines(case)
     if finding.oracle == "jit-sequence" and "sequence" in case.extra:
@@ -203,6 +203,16 @@ def reproducer(case: Case, finding: Any) -> str:
             "",
             f"compiled = compiler.jit(program).compile({names}, target={backend!r})",
             "raise SystemExit(vectorized(compiled))",
+        ]
+    if finding.oracle == "blas" and case.invalid is None:
+        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+        footer = [
+            "# Judged as the blas oracle does (harness/oracles/blas.py): the gemm calls one call",
+            "# makes against those its bufferized matmuls promise. Exit 1: fewer were made.",
+            "from harness.verdict import blas",
+            "",
+            f"compiled = compiler.jit(program).compile({names}, target={backend!r})",
+            f"raise SystemExit(blas(compiled, {names}))",
         ]
     judged_by_differential = finding.oracle == "differential" or (
         spelling is not None and finding.kind in ("mismatch", "wrong-shape", "wrong-dtype")

@@ -98,6 +98,9 @@ class BackendResult:
     traced: bool | None = None
     alone: BackendResult | None = None
     shared_stages: str = ""  # stages (and "llvm": the JIT) taken from the compiler's cache
+    # Gemm calls (promised, made) in the first call, for an instrumented kernel of a backend
+    # with a BLAS stage (the blas oracle's).
+    blas: tuple[int, int] | None = None
 
     @property
     def ok(self) -> bool:

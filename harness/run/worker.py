@@ -119,6 +119,21 @@ def _repeat_checks(
     )
 
 
+def _blas(compiled: Any, made: int) -> tuple[int, int] | None:
+    """(promised, made) gemm calls of an instrumented kernel of a backend with a BLAS stage
+    whose matmul layouts are static, else None."""
+    from ..oracles.blas import BLAS_STAGE, STAGE, promised_calls
+
+    stages = getattr(compiled, "stages", {})
+    native = getattr(getattr(compiled, "artifacts", None), "native", None)
+    if BLAS_STAGE not in stages or STAGE not in stages:
+        return None
+    if not getattr(native, "instrumented", False):
+        return None
+    promised = promised_calls(stages[STAGE])
+    return None if promised is None else (promised, made)
+
+
 def run_backend(
     case: Any,
     input_sets: list[list[np.ndarray]],
@@ -133,6 +148,7 @@ def run_backend(
     ``fn``, the case's jitted function shared by the task's backends, traces once for all;
     ``recompile``: the repeat checks include a fresh compile."""
     import compiler
+    from compiler.runtime import blas_calls
 
     mark = mark or (lambda backend, stage: None)
     shared = fn is not None
@@ -146,7 +162,9 @@ def run_backend(
             mark(backend, "trace")
             compiled = fn.compile(*inputs, target=backend)
             mark(backend, "run")
+            calls = blas_calls()
             output = compiled(*inputs)
+            calls = blas_calls() - calls
         except Exception as error:  # noqa: BLE001 - the harness classifies every failure
             results.append(_failure(backend, error))
             if results[-1].status == "unsupported" and _refused_by_tracing(fn, inputs):
@@ -159,6 +177,7 @@ def run_backend(
             # "llvm-linked": its kernel came out of the task's one linked JIT (jit_together)
             linked = ["llvm-linked"] if notes.get("linked") else []
             result.shared_stages = ",".join([*filter(None, [notes.get("shared", "")]), *linked])
+            result.blas = _blas(compiled, calls)
         if repeat and index == 0:
             try:
                 _repeat_checks(fn, inputs, backend, output, result, recompile)
@@ -249,14 +268,14 @@ def workarounds_off(case: Any) -> contextlib.AbstractContextManager[None]:
 
 
 def execute(task: Task) -> TaskResult:
-    """The worker's job for one task, with the workarounds its case needs off, on poisoned
-    memory (``compiler.runtime.poisoned``): code that reads memory it never wrote then reads
-    NaN or -1 in every run and every variant alike, so the failure is found every time, and
-    attribution's variants (another runtime, fewer passes) do not pass by the luck of a zeroed
-    page."""
-    from compiler.runtime import poisoned
+    """The worker's job for one task, with the workarounds its case needs off, its kernels
+    instrumented (``compiler.runtime.instrumented``): on poisoned memory, code that reads memory
+    it never wrote reads NaN or -1 in every run and every variant alike, so the failure is found
+    every time, and attribution's variants (another runtime, fewer passes) do not pass by the
+    luck of a zeroed page; gemm calls are counted (the ``blas`` oracle)."""
+    from compiler.runtime import instrumented
 
-    with workarounds_off(task.case), poisoned():
+    with workarounds_off(task.case), instrumented():
         return _execute(task)
 
 

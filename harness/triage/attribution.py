@@ -193,6 +193,15 @@ class Attributor:
                     "schedule; it runs as scalar loops"
                 ),
             )
+        if finding.oracle == "blas":
+            return Attribution(
+                "blas",
+                finding.backends[0] if finding.backends else "",
+                "fewer gemm calls than the bufferized module's float32/float64 matmuls promise: "
+                "the BLAS stage (compiler/lower/blas.py: the helper's layout test, or the "
+                "substitution) or its place in the pipeline (compiler/pipelines.py) left them "
+                "as loops",
+            )
         if finding.oracle == "error-path" and finding.kind == "wrong-error":
             return Attribution("frontend", detail="error paths are decided while tracing")
         spelling = failing_spelling(finding.oracle)

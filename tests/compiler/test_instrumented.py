@@ -1,6 +1,6 @@
-"""Poisoned memory (``compiler.runtime.poisoned``): the memory compiled code gets holds 0xFF
-bytes, so a read before a write gives NaN or -1 in every run. Correct programs answer
-bit-identically either way; a kernel keeps the mode it was compiled in."""
+"""Instrumented kernels (``compiler.runtime.instrumented``): the memory compiled code gets holds
+0xFF bytes, so a read before a write gives NaN or -1 in every run, and gemm calls are counted.
+Correct programs answer bit-identically either way; a kernel keeps the mode it was made in."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from compiler_checks import rand
 import compiler
 from compiler import driver, jit
 from compiler.runtime import (
-    POISON_ENV,
+    INSTRUMENT_ENV,
+    blas_calls,
+    instrumented,
+    instrumenting,
     make_engine,
     output_buffers,
     poison_globals,
-    poisoned,
-    poisoning,
 )
 
 #: Reads four bytes of a fresh malloc and of an undefined global, writes both to ``out``.
@@ -76,32 +77,36 @@ def test_poison_globals_initializes_only_undefined_globals():
     assert "dense<-1> : tensor<2x3xi16>" in poison_globals(other)
 
 
+@pytest.mark.parametrize("shape", [(2, 3), (), (1,)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "bool", "bfloat16"])
-def test_output_buffers_are_poisoned_in_every_dtype(dtype):
+def test_output_buffers_are_poisoned_in_every_dtype_and_rank(dtype, shape):
     from compiler.dtypes import BFLOAT16
 
     np_dtype = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
-    x = np.ones((2, 3), np_dtype)
+    x = np.ones(shape, np_dtype)
     compiled = jit(lambda a: a).compile(x, target="cpu-loops")
     buffers = output_buffers(compiled.artifacts.native.signature, True)
-    assert all((b.view(np.uint8) == 0xFF).all() for b in buffers)
-    assert buffers[0].shape == (2, 3) and buffers[0].dtype == np_dtype
+    assert all((b.reshape(-1).view(np.uint8) == 0xFF).all() for b in buffers)
+    assert buffers[0].shape == shape and buffers[0].dtype == np_dtype
+    with instrumented():
+        again = jit(lambda a: a[..., None]).compile(x, target="cpu-loops")
+    np.testing.assert_array_equal(again(x), x[..., None])
 
 
 def test_the_mode_comes_from_the_block_else_the_environment(monkeypatch):
-    monkeypatch.delenv(POISON_ENV, raising=False)
-    assert not poisoning()
-    with poisoned():
-        assert poisoning()
-        with poisoned(False):
-            assert not poisoning()
-        assert poisoning()
-    monkeypatch.setenv(POISON_ENV, "1")
-    assert poisoning()
-    with poisoned(False):
-        assert not poisoning()
-    monkeypatch.setenv(POISON_ENV, "0")
-    assert not poisoning()
+    monkeypatch.delenv(INSTRUMENT_ENV, raising=False)
+    assert not instrumenting()
+    with instrumented():
+        assert instrumenting()
+        with instrumented(False):
+            assert not instrumenting()
+        assert instrumenting()
+    monkeypatch.setenv(INSTRUMENT_ENV, "1")
+    assert instrumenting()
+    with instrumented(False):
+        assert not instrumenting()
+    monkeypatch.setenv(INSTRUMENT_ENV, "0")
+    assert not instrumenting()
 
 
 TARGETS = ["cpu-loops@O0", "cpu-blas", "cpu-loops-unfused@O0", "cpu-vector@O0", "cpu-vector"]
@@ -116,10 +121,10 @@ def _program(a, b):
 def test_correct_programs_answer_bit_identically_on_poisoned_memory(rng, target):
     a, b = rand(rng, (5, 7)), rand(rng, (7, 6))
     plain = jit(_program).compile(a, b, target=target)
-    with poisoned():
+    with instrumented():
         poisoned_kernel = jit(_program).compile(a, b, target=target)
     assert poisoned_kernel.artifacts.native is not plain.artifacts.native  # its own kernel
-    assert poisoned_kernel.artifacts.native.poison and not plain.artifacts.native.poison
+    assert poisoned_kernel.artifacts.native.instrumented and not plain.artifacts.native.instrumented
     assert poisoned_kernel.stages == plain.stages  # the stages are the production ones
     for first, second in zip(plain(a, b), poisoned_kernel(a, b), strict=True):
         np.testing.assert_array_equal(first, second)
@@ -128,14 +133,14 @@ def test_correct_programs_answer_bit_identically_on_poisoned_memory(rng, target)
 def test_linked_kernels_keep_the_mode_they_were_made_in(rng):
     driver.clear_caches()
     a, b = rand(rng, (3, 4)), rand(rng, (4, 4))
-    with poisoned():
+    with instrumented():
         f = jit(_program)
         assert f.prepare(a, b, targets=TARGETS[:4]) >= 2
         compiled = [f.compile(a, b, target=t) for t in TARGETS[:4]]
-    assert all(c.artifacts.native.poison for c in compiled)
+    assert all(c.artifacts.native.instrumented for c in compiled)
     # Unpoisoned, the same targets compile kernels of their own.
     again = jit(_program).compile(a, b, target=TARGETS[0])
-    assert not again.artifacts.native.poison
+    assert not again.artifacts.native.instrumented
     np.testing.assert_array_equal(again(a, b)[0], compiled[0](a, b)[0])
 
 
@@ -151,9 +156,35 @@ def test_a_read_of_an_unfilled_accumulator_is_nan_on_every_target(rng, monkeypat
 
     monkeypatch.setattr(emit._Emitter, "filled", unfilled)
     a, b = rand(rng, (3, 4)), rand(rng, (4, 2))
-    with driver.fresh(), poisoned():
+    with driver.fresh(), instrumented():
         for target in ("cpu-loops@O0", "cpu-vector@O0", "cpu-vector"):
             result = jit(lambda x, y: x @ y).compile(a, b, target=target)(a, b)
             assert np.isnan(result).all(), target
     driver.clear_caches()  # no kernel of the planted bug outlives the test
     compiler.clear_cache()
+
+
+def _calls(compiled, *args) -> int:
+    before = blas_calls()
+    compiled(*args)
+    return blas_calls() - before
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_instrumented_kernels_count_their_gemm_calls(rng, dtype):
+    a, b = rand(rng, (4, 5), dtype), rand(rng, (5, 3), dtype)
+    batched, other = rand(rng, (3, 4, 5), dtype), rand(rng, (3, 5, 2), dtype)
+    with instrumented():
+        matmul = jit(lambda x, y: x @ y).compile(a, b, target="cpu-blas")
+        batch = jit(lambda x, y: x @ y).compile(batched, other, target="cpu-blas")
+        loops = jit(lambda x, y: x @ y).compile(a, b, target="cpu-loops")
+        # Every other column of a: no unit stride, the helper's loop-nest fallback.
+        strided = jit(lambda x, y: x[:, ::2] @ y[:3]).compile(a, b, target="cpu-blas")
+    assert _calls(matmul, a, b) == 1
+    assert _calls(batch, batched, other) == 3  # one a batch
+    assert _calls(loops, a, b) == 0
+    assert _calls(strided, a, b) == 0
+    np.testing.assert_allclose(strided(a, b), a[:, ::2] @ b[:3], rtol=1e-5)
+    plain = jit(lambda x, y: x @ y).compile(a, b, target="cpu-blas")  # not instrumented
+    assert _calls(plain, a, b) == 0
+    np.testing.assert_array_equal(plain(a, b), matmul(a, b))
