@@ -23,7 +23,8 @@ def features(text: str) -> set[str]:
     ``single-iter-loop`` (``affine.for 0 to 1``), ``affine-nonconst-bound``,
     ``rank-reducing-insert`` (a tensor.insert_slice into a higher rank), ``minmax-reduction``
     (a reduction combining with max/min), ``negative-map`` (an indexing map with a negative
-    coefficient: a reversed slice)."""
+    coefficient: a reversed slice), ``copy-into-rank-reducing-subview`` (a ``memref.copy`` in a
+    module with a rank-reducing ``memref.subview``)."""
     found = set(_OP.findall(text))
     for results in re.findall(r"affine_map<\([^)]*\)(?:\[[^\]]*\])? -> \(([^>]*)\)>", text):
         if re.search(r"(^|[(,\s])-\s*d\d", results) or "* -" in results:  # -d0, d1 - d0
@@ -35,6 +36,11 @@ def features(text: str) -> set[str]:
     for bound in re.findall(r"affine\.for %[\w#]+ = ([^{]*)\{", text):
         if "%" in bound or "min " in bound or "max " in bound:
             found.add("affine-nonconst-bound")
+    subviews = r"memref\.subview [^:]*: memref<([^,>]*)[^>]*>+ to memref<([^,>]*)"
+    if "memref.copy" in text and any(
+        source.count("x") > result.count("x") for source, result in re.findall(subviews, text)
+    ):
+        found.add("copy-into-rank-reducing-subview")
     pattern = r"tensor\.insert_slice [^:]*: tensor<([^>]*)> into tensor<([^>]*)>"
     for source, destination in re.findall(pattern, text):
         if source.count("x") < destination.count("x"):

@@ -292,6 +292,8 @@ def call(fn: Callable[..., Any], *args: Any, timeout: float = 120.0, **kwargs: A
     if _CALLER is None:
         _CALLER = Worker(_call, timeout)
     outcome = _CALLER.run(cloudpickle.dumps((fn, args, kwargs)), timeout)
+    if outcome.status == "stopped":
+        raise Crashed("the isolated call was stopped: the session is stopping")
     if outcome.status in ("crash", "hang"):
         raise Crashed(f"the isolated process {outcome.detail}:\n{outcome.stderr[-3000:]}")
     if outcome.status == "error":

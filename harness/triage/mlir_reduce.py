@@ -13,6 +13,8 @@ import subprocess
 import time
 from collections.abc import Callable
 
+from ..run.isolation import stop_requested
+
 
 def _preorder(op) -> list:
     out = []
@@ -247,22 +249,37 @@ def _candidate(text: str, transform: str, i: int) -> str | None:
         return str(module)
 
 
+def _isolated_candidate(text: str, transform: str, i: int) -> str | None:
+    """``_candidate`` in the isolated process: the bindings assert on some mutated modules
+    (printing a module whose op lost an attribute it needs aborts in ``dyn_cast``), and in the
+    session's driver that abort killed the driver, its finding left unminimized for good (the
+    next session's resumption died the same way). A candidate that kills the process is one
+    that does not apply."""
+    from ..run.isolation import Crashed, call
+
+    try:
+        return call(_candidate, text, transform, i, timeout=120)
+    except Crashed:
+        return ""
+
+
 def structural_reduce(
     text: str, interesting: Callable[[str], bool], deadline: float, log: list | None = None
 ) -> str:
     """Greedy fixpoint over TRANSFORMS; a candidate is kept iff it is strictly shorter and
-    interesting. Stops at ``deadline`` (time.monotonic()) with the best module so far."""
+    interesting. Stops at ``deadline`` (time.monotonic()), or when the session stops, with the
+    best module so far. Candidates are made in the isolated process (``_isolated_candidate``)."""
     from mlir import ir
 
     with ir.Context():  # normalize the printing once, so sizes compare
         best = str(ir.Module.parse(text))
     changed = True
-    while changed and time.monotonic() < deadline:
+    while changed and time.monotonic() < deadline and not stop_requested():
         changed = False
         for name in TRANSFORMS:
             i = 0
-            while time.monotonic() < deadline:
-                cand = _candidate(best, name, i)
+            while time.monotonic() < deadline and not stop_requested():
+                cand = _isolated_candidate(best, name, i)
                 if cand is None:
                     break
                 if cand and len(cand) < len(best) and interesting(cand):

@@ -173,3 +173,18 @@ def test_tiling_takes_a_reversed_access() -> None:
     multiplying coefficient" (an abort); found by the iree/mlir campaign on ``mlir:tile-fuse``."""
     proc = opt("builtin.module(transform-interpreter)", read("tile_negative_map.mlir"))
     assert proc.returncode == 0, proc.stderr[-500:]
+
+
+@xfail(
+    "LinalgCopyVTRForwardingPattern: a read forwarded through a copy into a rank-reducing "
+    "subview keeps the wrong rank; TransferReadOp::fold asserts (no report found)"
+)
+def test_copy_forwarding_through_a_rank_reducing_subview() -> None:
+    """``vector.transfer_read`` of a ``memref<1x1x2x2>`` whose only writer is a ``memref.copy``
+    into its rank-reducing subview ``memref<2x2>``: ``vectorize_children_and_apply_patterns``
+    forwards the read to the copy's source with four indices on a rank-2 memref, and the fold
+    that follows asserts. Found by a 2-minute session on ``mlir:*`` (a packed matmul of a
+    ``feedforward`` on ``mlir:block-pack-matmul.buf-vectorize-children``); 431 lines reduced to
+    24 by the harness, then to 16 by hand."""
+    proc = opt("builtin.module(transform-interpreter)", read("copy_forwarding_rank_reducing.mlir"))
+    assert proc.returncode == 0, proc.stderr[-500:]
