@@ -501,3 +501,20 @@ def test_spec_leaves_subnormals_that_xla_flushes_to_xla() -> None:
     case = Case.from_dict(data)
     assert np.isneginf(shared_in_xla(case)).any()  # the flush this is about
     assert definition_verdict(case, references(case, False)) is None
+
+
+def test_spec_runs_the_independent_composites_in_float64() -> None:
+    """A clean one-hour session's spec finding (seed 21): ``gelu(x.astype(float32))`` of -5.
+    The cast made the independent side's gelu run in float32, where ``1 + tanh`` cancels
+    (-4.47e-07 against the exact -2.29e-07), while the comparison takes that side for a
+    float64 evaluation; the independent composites run in float64 and round their result."""
+    from harness.oracles.spec import definition_verdict, independent_reference
+    from harness.run.references import references
+
+    data = json.loads(
+        (Path(__file__).parent / "fixtures" / "gelu_float32_cast_case.json").read_text()
+    )
+    case = Case.from_dict(data)
+    got = independent_reference(case)
+    np.testing.assert_allclose(got[0, 0, 1], -2.2917962e-07, rtol=1e-6)
+    assert definition_verdict(case, references(case, False)) is None
