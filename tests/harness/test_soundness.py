@@ -501,6 +501,10 @@ def test_spec_leaves_subnormals_that_xla_flushes_to_xla() -> None:
     case = Case.from_dict(data)
     assert np.isneginf(shared_in_xla(case)).any()  # the flush this is about
     assert definition_verdict(case, references(case, False)) is None
+    # The same flush decides an integer: bool(2.0 ** attend(...)) near 2 ** -1074.
+    data = json.loads((Path(__file__).parent / "fixtures" / "subnormal_bool_case.json").read_text())
+    case = Case.from_dict(data)
+    assert definition_verdict(case, references(case, False)) is None
 
 
 def test_spec_runs_the_independent_composites_in_float64() -> None:
