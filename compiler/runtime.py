@@ -239,8 +239,13 @@ _UNDEF_GLOBAL = re.compile(
     r"\s*(%\w+) = llvm\.mlir\.(?:undef|poison) : \3\n\s*llvm\.return \4 : \3\n\s*\}"
 )
 _ARRAY = re.compile(r"array<(\d+) x ")
-_POISON_LITERALS = {"f16": "0xFFFF", "bf16": "0xFFFF", "f32": "0xFFFFFFFF"}
-_POISON_LITERALS["f64"] = "0xFFFFFFFFFFFFFFFF"
+#: ``POISON_BYTE`` bytes as a dense literal of each float element type.
+_POISON_LITERALS = {
+    "f16": "0xFFFF",
+    "bf16": "0xFFFF",
+    "f32": "0xFFFFFFFF",
+    "f64": "0xFFFFFFFFFFFFFFFF",
+}
 
 
 def _poison_literal(element: str) -> str | None:

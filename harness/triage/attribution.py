@@ -150,6 +150,26 @@ def _with_known_issue(found: Attribution, case: Case, message: str = "") -> Attr
     return found
 
 
+def _fixups_caveat(target: Any, culprit: str) -> str:
+    """A caveat for a verdict on a prefix: the completion that finishes every prefix runs the
+    target's own fix-up stages (this project's Python: cpu-vector's gathers), so a bug in one
+    of them shows first at the stage whose output it mishandles, and is blamed there (a gathers
+    stage that took a strided unit-extent view for contiguous was blamed on the vectorizer)."""
+    names = target.stage_names()
+    later = names[names.index(culprit) + 1 :] if culprit in names else []
+    fixups = [
+        s for s in getattr(target, "completion", ()) if s.transform is not None and not s.pipeline
+    ]
+    fixups = [s for s in fixups if any(s.name.endswith(name) for name in later)]
+    if not fixups:
+        return ""
+    which = ", ".join(f"{s.name} ({s.transform.__name__})" for s in fixups)
+    return (
+        f" (every prefix was completed with this target's own fix-up {which}: if the failure "
+        "is there, it shows first at the stage whose output it mishandles; check it too)"
+    )
+
+
 class Attributor:
     """Attributes findings by running variants through a runner with the finding's oracle."""
 
@@ -478,7 +498,8 @@ class Attributor:
         layer = f"mlir-pass:{names[0]}" if len(names) == 1 else f"mlir-passes:{'+'.join(names)}"
         return done(
             layer,
-            f"after step {bad} of the {culprit} stage the result is wrong; after {good} it is not",
+            f"after step {bad} of the {culprit} stage the result is wrong; after {good} it is "
+            f"not{_fixups_caveat(target, culprit)}",
             failing_stage=culprit,
             culprit_steps=culprit_steps,
             command=f"python -m compiler opt module.mlir --target {family} --to-stage {culprit}",
