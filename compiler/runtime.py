@@ -108,17 +108,25 @@ _GEMM_ARGUMENTS = (
 
 
 def _counting(gemm: str, element: str) -> str:
-    """A wrapper of OpenBLAS's ``gemm`` that adds one to ``@blas_calls`` and calls it."""
+    """A wrapper of OpenBLAS's ``gemm`` that adds one to ``@blas_calls`` and calls the real one
+    through ``@real_<gemm>``, a pointer ``instrument_engine`` sets to the gemm the process has
+    loaded: linking the wrappers against OpenBLAS would load it for every later engine, and a
+    planted "engines load no runtime library" no longer crashed."""
     arguments = _GEMM_ARGUMENTS.format(t=element)
     names = ", ".join(a.split(":")[0] for a in arguments.split(", "))
     types = ", ".join(a.split(": ")[1] for a in arguments.split(", "))
     return f"""
-  llvm.func @{gemm}({types})
+  llvm.mlir.global internal @real_{gemm}() {{addr_space = 0 : i32}} : !llvm.ptr {{
+    %null = llvm.mlir.zero : !llvm.ptr
+    llvm.return %null : !llvm.ptr
+  }}
   llvm.func @counting_{gemm}({arguments}) {{
     %calls = llvm.mlir.addressof @blas_calls : !llvm.ptr
     %one = llvm.mlir.constant(1 : i64) : i64
     %old = llvm.atomicrmw add %calls, %one seq_cst : !llvm.ptr, i64
-    llvm.call @{gemm}({names}) : ({types}) -> ()
+    %slot = llvm.mlir.addressof @real_{gemm} : !llvm.ptr
+    %real = llvm.load %slot : !llvm.ptr -> !llvm.ptr
+    llvm.call %real({names}) : !llvm.ptr, ({types}) -> ()
     llvm.return
   }}"""
 
@@ -143,13 +151,15 @@ _WRAPPERS = {
     "scipy_cblas_sgemm": "counting_scipy_cblas_sgemm",
     "scipy_cblas_dgemm": "counting_scipy_cblas_dgemm",
 }
+#: The pointers to the real gemm functions that the counting wrappers call.
+_SLOTS = {name: f"real_{name}" for name in _WRAPPERS if "gemm" in name}
 
 
 def _wrappers_module() -> str:
     """The wrappers in LLVM dialect, and ``addresses``, which stores the native address of each
     wrapper and of the counter (the engine's lookups give packed-interface wrappers)."""
     stores = []
-    for index, symbol in enumerate([*_WRAPPERS.values(), "blas_calls"]):
+    for index, symbol in enumerate([*_WRAPPERS.values(), *_SLOTS.values(), "blas_calls"]):
         stores.append(
             f"    %a{index} = llvm.mlir.addressof @{symbol} : !llvm.ptr\n"
             f"    %p{index} = llvm.getelementptr %out[{index}] : (!llvm.ptr) -> !llvm.ptr, "
@@ -178,20 +188,19 @@ _INSTRUMENTS_LOCK = threading.Lock()
 
 
 def _instruments() -> dict[str, int]:
-    """Native addresses of the wrappers (by the symbol each replaces) and of the counter
-    (``blas_calls``), JIT-compiled once per process (engine and context kept for its life)."""
+    """Native addresses of the wrappers (by the symbol each replaces), of the real-gemm slots
+    and of the counter (``blas_calls``), JIT-compiled once per process (engine and context
+    kept for its life)."""
     with _INSTRUMENTS_LOCK:
         if not _INSTRUMENTS:
             from mlir import ir
             from mlir.execution_engine import ExecutionEngine
 
-            from .lower.blas import library_path
-
             context = ir.Context()
             with context:
                 module = ir.Module.parse(_wrappers_module())
-                engine = ExecutionEngine(module, opt_level=2, shared_libs=[library_path()])
-            names = [*_WRAPPERS, "blas_calls"]
+                engine = ExecutionEngine(module, opt_level=2)
+            names = [*_WRAPPERS, *_SLOTS.values(), "blas_calls"]
             found = (ctypes.c_void_p * len(names))()
             out = ctypes.c_void_p(ctypes.addressof(found))
             packed = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(out), ctypes.c_void_p))
@@ -200,7 +209,7 @@ def _instruments() -> dict[str, int]:
                 raise RuntimeError("the runtime's instruments did not JIT")
             _INSTRUMENTS.update(zip(names, found, strict=True))
             _INSTRUMENTS["keep"] = (context, engine)
-        return {name: _INSTRUMENTS[name] for name in (*_WRAPPERS, "blas_calls")}
+        return {name: _INSTRUMENTS[name] for name in (*_WRAPPERS, *_SLOTS.values(), "blas_calls")}
 
 
 def blas_calls() -> int:
@@ -228,9 +237,18 @@ def make_engine(module: Any, opt_level: int, instrument: bool = False) -> Any:
 def instrument_engine(engine: Any) -> None:
     """Resolve ``engine``'s ``malloc`` and ``aligned_alloc`` to the poisoning wrappers and its
     gemm functions to the counting ones, before its first lookup (symbols defined in the engine
-    win over the libraries')."""
+    win over the libraries'). A gemm is wrapped only where the engine would find the real one
+    (its libraries are loaded into the process by now): otherwise the wrapper would hide a
+    missing library (the planted "engines load no runtime library" crashed no more)."""
     addresses = _instruments()
+    process = ctypes.CDLL(None)
     for name in _WRAPPERS:
+        if name in _SLOTS:
+            real = getattr(process, name, None)
+            if real is None:
+                continue
+            slot = ctypes.c_void_p.from_address(addresses[_SLOTS[name]])
+            slot.value = ctypes.cast(real, ctypes.c_void_p).value
         engine.raw_register_runtime(name, ctypes.c_void_p(addresses[name]))
 
 
