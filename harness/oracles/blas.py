@@ -37,8 +37,8 @@ def _parse(memref: str) -> tuple[list[int], list[int], str] | None:
     """Sizes, strides (row-major when the type has no layout) and element type of a static
     memref type's text; None for a dynamic one."""
     match = _MEMREF.match(memref.strip())
-    if match is None:
-        return None
+    if match is None or "#" in memref or "affine_map" in memref:
+        return None  # a layout given as an affine map: not judged
     *dims, element = match.group(1).split("x")
     if any(not d.isdigit() for d in dims):
         return None

@@ -62,6 +62,8 @@ def test_the_layout_rules_of_the_contract() -> None:
     assert promised_calls(line(plain, "memref<5x3xf64>", "memref<4x3xf64>")) == 0
     dynamic = "memref<4x5xf32, strided<[?, 1], offset: ?>>"
     assert promised_calls(line(dynamic, "memref<5x3xf32>", "memref<4x3xf32>")) is None
+    mapped = "memref<4x5xf32, #map>"  # a layout as an affine map: not judged
+    assert promised_calls(line(mapped, "memref<5x3xf32>", "memref<4x3xf32>")) is None
     batch = line("memref<7x4x5xf64>", "memref<7x5x3xf64>", "memref<7x4x3xf64>", "batch_matmul")
     assert promised_calls(batch) == 7
 
