@@ -53,7 +53,15 @@ def skeleton(kind: str, count: int) -> tuple[Any, ...]:
     if kind == "list":
         return (list(leaves),)
     if kind == "dict":
-        return ({k: LEAF for k in "abcdefghij"[:count]},)
+        # Keys sort in the leaves' order (jit flattens a dict by sorted keys). Ten letters
+        # once: a template of two feedforwards (13 arrays) got a 10-key dict, its own first
+        # call did not build, and the generator's assertion stopped a 5-minute session.
+        keys = (
+            "abcdefghijklmnopqrstuvwxyz"[:count]
+            if count <= 26
+            else [f"x{i:03d}" for i in range(count)]
+        )
+        return ({k: LEAF for k in keys},)
     if kind == "none":
         return (tuple([LEAF, None, *leaves[1:]]),)
     if kind == "nested":

@@ -107,6 +107,18 @@ def test_argument_trees_flatten_like_the_compiler() -> None:
     assert fill(({"b": "*", "a": ["*", None]}, ("*",)), [1, 2, 3]) == tree
 
 
+@pytest.mark.parametrize("kind", ["positional", "tuple", "list", "dict", "none", "nested"])
+def test_every_skeleton_holds_as_many_arrays_as_asked_in_order(kind: str) -> None:
+    """A template of two feedforwards has 13 arrays: the dict skeleton had ten keys, the
+    template's own first call did not build, and the generator's assertion stopped a session."""
+    from strategies.gen.sequences import skeleton
+
+    for count in range(1, 41):
+        tree = skeleton(kind, count)
+        leaves = list(range(count))
+        assert tree_leaves(fill(tree, leaves)) == leaves, (kind, count)
+
+
 def test_a_sequence_round_trips_through_json() -> None:
     sequence = cache_sequence()
     data = json.loads(json.dumps(sequence.to_dict(encode_array)))
