@@ -194,25 +194,31 @@ def reproducer(case: Case, finding: Any) -> str:
                 "",
             ]
         )
-    if finding.oracle == "schedule" and case.invalid is None:
+    # Oracles that judge the compilation itself: (what they say, the verdict, its arguments).
+    on_compiled = {
+        "schedule": (
+            "the structured ops left as loops after cpu-vector's vectorized stage. Exit 1: "
+            "some are.",
+            "vectorized",
+            "",
+        ),
+        "blas": (
+            "the gemm calls one call makes against those its bufferized matmuls promise. "
+            "Exit 1: fewer were made.",
+            "blas",
+            ", {names}",
+        ),
+    }
+    if finding.oracle in on_compiled and case.invalid is None:
+        says, verdict, arguments = on_compiled[finding.oracle]
         names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
         footer = [
-            "# Judged as the schedule oracle does (harness/oracles/schedule.py): the structured",
-            "# ops left as loops after cpu-vector's vectorized stage. Exit 1: some are.",
-            "from harness.verdict import vectorized",
+            f"# Judged as the {finding.oracle} oracle does (harness/oracles/{finding.oracle}.py):",
+            f"# {says}",
+            f"from harness.verdict import {verdict}",
             "",
             f"compiled = compiler.jit(program).compile({names}, target={backend!r})",
-            "raise SystemExit(vectorized(compiled))",
-        ]
-    if finding.oracle == "blas" and case.invalid is None:
-        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
-        footer = [
-            "# Judged as the blas oracle does (harness/oracles/blas.py): the gemm calls one call",
-            "# makes against those its bufferized matmuls promise. Exit 1: fewer were made.",
-            "from harness.verdict import blas",
-            "",
-            f"compiled = compiler.jit(program).compile({names}, target={backend!r})",
-            f"raise SystemExit(blas(compiled, {names}))",
+            f"raise SystemExit({verdict}(compiled{arguments.format(names=names)}))",
         ]
     judged_by_differential = finding.oracle == "differential" or (
         spelling is not None and finding.kind in ("mismatch", "wrong-shape", "wrong-dtype")
