@@ -109,8 +109,9 @@ INDEPENDENT = {
 }
 
 
-def independent_reference(case: Any) -> np.ndarray:
-    """The program in float64 with every composite from ``INDEPENDENT``.
+def _in_xla(case: Any, overrides: dict[str, Any] | None) -> np.ndarray:
+    """The program in float64 on XLA's CPU backend (JAX), with ``overrides`` replacing some
+    ops' evaluation.
 
     Integer and boolean operands that NumPy computes in a float dtype are cast to float64
     first: JAX computes ``mean`` of int32 in float32 (NumPy in float64), and a float32 reference
@@ -119,16 +120,20 @@ def independent_reference(case: Any) -> np.ndarray:
 
     jax_for_a_case()
     _, jnp = _jax()
-    widened = [a.astype(np.float64) if is_float(a.dtype) else a for a in case.inputs]
 
     def widen(value: Any, dtype: np.dtype | None) -> Any:
         numeric = dtype is not None and is_float(dtype) and hasattr(value, "dtype")
         return value.astype(jnp.float64) if numeric and not is_float(value.dtype) else value
 
-    fn = adapted(case.program, jnp, widen, overrides=_in_float64(INDEPENDENT))
+    fn = adapted(case.program, jnp, widen, overrides=overrides)
     # One jit of the whole program, not eager ops: each eager op compiled an XLA executable of
     # its own (about ten a case, 40 ms each), which made this oracle 29% of a driver's time.
-    return np.asarray(compiled_once(fn, widened), dtype=np.float64)
+    return np.asarray(compiled_once(fn, _widened(case)), dtype=np.float64)
+
+
+def independent_reference(case: Any) -> np.ndarray:
+    """The program in float64 with every composite from ``INDEPENDENT``."""
+    return _in_xla(case, _in_float64(INDEPENDENT))
 
 
 def _in_float64(rules: dict[str, Any]) -> dict[str, Any]:
@@ -183,27 +188,34 @@ def perturbed_in_float64(case: Any) -> list[np.ndarray]:
 def shared_in_xla(case: Any) -> np.ndarray:
     """The program with the shared definitions, in float64 on XLA's CPU backend, as
     ``independent_reference`` runs the independent ones (subnormals flushed alike)."""
-    from ..run.references import adapted, compiled_once, jax_for_a_case
-
-    jax_for_a_case()
-    _, jnp = _jax()
-
-    def widen(value: Any, dtype: np.dtype | None) -> Any:
-        numeric = dtype is not None and is_float(dtype) and hasattr(value, "dtype")
-        return value.astype(jnp.float64) if numeric and not is_float(value.dtype) else value
-
-    fn = adapted(case.program, jnp, widen)
     with np.errstate(all="ignore"):
-        return np.asarray(compiled_once(fn, _widened(case)), dtype=np.float64)
+        return _in_xla(case, None)
+
+
+def _local_errors(case: Any, refs: dict[str, Any], shared: np.ndarray) -> list[np.ndarray]:
+    """Each element's conditioning: the perturbed evaluations (each rounding one ulp off, sums
+    in other orders), in the program's dtypes and in float64, against the shared definition's
+    truth. Float32 inputs of +-5.3e36 gave attention scores near 1e75 in float64 that tie in
+    exact arithmetic, so rounding alone picks the softmax's winner; the independent float64 side
+    picked another key than the shared definition's float64 and extended evaluations (a
+    clean-compiler session, seed 1301), while the float32 program itself overflowed to nan.
+    Measured against the shared definition's own truth: against the independent side they
+    would carry the very definition error under test."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return [
+            np.abs(p - shared)
+            for p in perturbed_outputs(refs, shared.shape) + perturbed_in_float64(case)
+        ]
 
 
 def _compare(
     case: Any, refs: dict[str, Any], shared: np.ndarray, independent: np.ndarray,
-    float64_sides: list[np.ndarray],
+    float64_sides: list[np.ndarray], local: list[np.ndarray],
 ) -> Any:  # fmt: skip
     """The error model's verdict on ``independent`` against the shared definition's truth,
     with ``float64_sides`` (the shared definition evaluated in float64 ways) as the measure of
-    how far float64 evaluation alone moves the result."""
+    how far float64 evaluation alone moves the result, and ``local`` (``_local_errors``) as
+    each element's conditioning."""
     # Each reference's error is measured against its own (shared-definition) truth: measured
     # against the independent one it would carry the very definition error under test.
     with np.errstate(invalid="ignore", over="ignore"):
@@ -232,19 +244,6 @@ def _compare(
             # and False on XLA, which flushes the subnormal (an integer output: no slack).
             same = (side == independent) | (np.isnan(side) & np.isnan(independent))
             independent = np.where(overflowed | precision | same, shared, independent)
-    # The perturbed evaluations (each rounding one ulp off, sums in other orders), in the
-    # program's dtypes and in float64, measure each element's conditioning as for a backend:
-    # float32 inputs of +-5.3e36 gave attention scores near 1e75 in float64 that tie in exact
-    # arithmetic, so rounding alone picks the softmax's winner; the independent float64 side
-    # picked another key than the shared definition's float64 and extended evaluations (a
-    # clean-compiler session, seed 1301), while the float32 program itself overflowed to nan.
-    # Measured against the shared definition's own truth, like ``errors``: against the
-    # independent side they would carry the very definition error under test.
-    with np.errstate(invalid="ignore", over="ignore"):
-        local = [
-            np.abs(p - shared)
-            for p in perturbed_outputs(refs, shared.shape) + perturbed_in_float64(case)
-        ]
     return tolerance.compare(
         shared,
         independent,
@@ -273,16 +272,17 @@ def definition_verdict(case: Any, refs: dict[str, Any]) -> str | None:
     # float64 too says how far float64 rounding alone moves this program's result (an
     # ill-conditioned softmax of scores near 1e73 picks another winner). A wrong definition
     # is wrong in float64 and in extended precision alike, so this slack does not hide it.
-    verdict = _compare(case, refs, shared, independent, [shared_in_float64(case)])
+    sides = [shared_in_float64(case)]
+    local = _local_errors(case, refs, shared)
+    verdict = _compare(case, refs, shared, independent, sides, local)
     if not verdict.ok:
         # The independent side runs on XLA's CPU backend, which flushes subnormals to zero
         # (inputs and results: jax-ml/jax #16200, openxla/xla #22858): 0.5 ** 1074.5 is 0 there
         # and its log -inf, 4.9e-324 and -744.4 in NumPy (a clean one-hour session's spec finding
         # on log(0.5 ** feedforward)). The shared definition on the same backend says how far
         # that alone moves the result; only then is the disagreement judged the definition's.
-        verdict = _compare(
-            case, refs, shared, independent, [shared_in_float64(case), shared_in_xla(case)]
-        )
+        sides.append(shared_in_xla(case))
+        verdict = _compare(case, refs, shared, independent, sides, local)
     if verdict.ok:
         return None
     composites = sorted({op for op in case.program.ops if op in COMPOSITES})
