@@ -14,7 +14,7 @@ import hashlib
 import shlex
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from .errors import CompilerError
 from .frontend.graph import Graph
 from .lower import emit
 from .pipelines import BUILT, LLVM, Stage, Target
+from .threadlocal import setting
 
 #: Called as ``listener(backend, stage)`` before each stage (``module``, pipeline stages, ``llvm``).
 STAGE_LISTENERS: list[Callable[[str, str], None]] = []
@@ -132,16 +133,10 @@ _KERNEL_MEMO = _Memo(64)
 _LOCAL = threading.local()
 
 
-@contextlib.contextmanager
-def fresh() -> Iterator[None]:
+def fresh() -> contextlib.AbstractContextManager[None]:
     """Compile without the in-process caches inside this block (this thread): every stage and
     the JIT really run again, e.g. to check that recompiling gives the same bits."""
-    before = getattr(_LOCAL, "fresh", False)
-    _LOCAL.fresh = True
-    try:
-        yield
-    finally:
-        _LOCAL.fresh = before
+    return setting(_LOCAL, "fresh", True, False)
 
 
 def clear_caches() -> None:

@@ -26,13 +26,13 @@ import functools
 import os
 import re
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from .dtypes import INT32
 from .lower.emit import KERNEL, KernelSignature
+from .threadlocal import setting
 
 
 @functools.cache
@@ -89,16 +89,10 @@ def instrumenting() -> bool:
     return bool(on)
 
 
-@contextlib.contextmanager
-def instrumented(on: bool = True) -> Iterator[None]:
+def instrumented(on: bool = True) -> contextlib.AbstractContextManager[None]:
     """Kernels compiled in this thread inside the block are instrumented (or, ``on`` false, are
     not, whatever the environment says). A kernel keeps what it was compiled with."""
-    saved = getattr(_LOCAL, "instrument", None)
-    _LOCAL.instrument = on
-    try:
-        yield
-    finally:
-        _LOCAL.instrument = saved
+    return setting(_LOCAL, "instrument", on)
 
 
 _GEMM_ARGUMENTS = (

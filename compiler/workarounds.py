@@ -22,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .threadlocal import setting
 
 #: The environment variable that turns workarounds off: comma-separated names.
 ENV = "COMPILER_DISABLE_WORKAROUNDS"
@@ -127,17 +129,12 @@ def enabled(name: str) -> bool:
     return name not in state()
 
 
-@contextlib.contextmanager
-def disabled(*names: str) -> Iterator[None]:
+def disabled(*names: str) -> contextlib.AbstractContextManager[None]:
     """Turn the named workarounds off inside this block, in this thread (nests; ``disabled()``
     with no names changes nothing)."""
     names = check(names)
     before: tuple[str, ...] = getattr(_LOCAL, "off", ())
-    _LOCAL.off = tuple(sorted(set(before) | set(names)))
-    try:
-        yield
-    finally:
-        _LOCAL.off = before
+    return setting(_LOCAL, "off", tuple(sorted(set(before) | set(names))), ())
 
 
 def describe() -> list[dict[str, str]]:
