@@ -147,13 +147,15 @@ _WRAPPERS = {
 }
 #: The pointers to the real gemm functions that the counting wrappers call.
 _SLOTS = {name: f"real_{name}" for name in _WRAPPERS if "gemm" in name}
+#: The symbols of the instruments module whose addresses ``addresses`` stores, in its order.
+_EXPORTED = (*_WRAPPERS.values(), *_SLOTS.values(), "blas_calls")
 
 
 def _wrappers_module() -> str:
     """The wrappers in LLVM dialect, and ``addresses``, which stores the native address of each
-    wrapper and of the counter (the engine's lookups give packed-interface wrappers)."""
+    symbol of ``_EXPORTED`` (the engine's lookups give packed-interface wrappers)."""
     stores = []
-    for index, symbol in enumerate([*_WRAPPERS.values(), *_SLOTS.values(), "blas_calls"]):
+    for index, symbol in enumerate(_EXPORTED):
         stores.append(
             f"    %a{index} = llvm.mlir.addressof @{symbol} : !llvm.ptr\n"
             f"    %p{index} = llvm.getelementptr %out[{index}] : (!llvm.ptr) -> !llvm.ptr, "
@@ -177,14 +179,15 @@ def _wrappers_module() -> str:
     )
 
 
-_INSTRUMENTS: dict[str, Any] = {}
+#: The native address of each symbol of ``_EXPORTED``, once JIT-compiled (``_instruments``).
+_INSTRUMENTS: dict[str, int] = {}
+_INSTRUMENTS_KEPT: list[Any] = []  # their context and engine, kept for the process's life
 _INSTRUMENTS_LOCK = threading.Lock()
 
 
 def _instruments() -> dict[str, int]:
-    """Native addresses of the wrappers (by the symbol each replaces), of the real-gemm slots
-    and of the counter (``blas_calls``), JIT-compiled once per process (engine and context
-    kept for its life)."""
+    """``_INSTRUMENTS``: the wrappers, the real-gemm slots and the counter, JIT-compiled once
+    per process."""
     with _INSTRUMENTS_LOCK:
         if not _INSTRUMENTS:
             from mlir import ir
@@ -194,16 +197,15 @@ def _instruments() -> dict[str, int]:
             with context:
                 module = ir.Module.parse(_wrappers_module())
                 engine = ExecutionEngine(module, opt_level=2)
-            names = [*_WRAPPERS, *_SLOTS.values(), "blas_calls"]
-            found = (ctypes.c_void_p * len(names))()
+            found = (ctypes.c_void_p * len(_EXPORTED))()
             out = ctypes.c_void_p(ctypes.addressof(found))
             packed = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(out), ctypes.c_void_p))
             ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("addresses"))(packed)
             if not all(found):
                 raise RuntimeError("the runtime's instruments did not JIT")
-            _INSTRUMENTS.update(zip(names, found, strict=True))
-            _INSTRUMENTS["keep"] = (context, engine)
-        return {name: _INSTRUMENTS[name] for name in (*_WRAPPERS, *_SLOTS.values(), "blas_calls")}
+            _INSTRUMENTS_KEPT.extend((context, engine))
+            _INSTRUMENTS.update(zip(_EXPORTED, found, strict=True))
+        return _INSTRUMENTS
 
 
 def blas_calls() -> int:
@@ -236,14 +238,14 @@ def instrument_engine(engine: Any) -> None:
     missing library (the planted "engines load no runtime library" crashed no more)."""
     addresses = _instruments()
     process = ctypes.CDLL(None)
-    for name in _WRAPPERS:
+    for name, wrapper in _WRAPPERS.items():
         if name in _SLOTS:
             real = getattr(process, name, None)
             if real is None:
                 continue
             slot = ctypes.c_void_p.from_address(addresses[_SLOTS[name]])
             slot.value = ctypes.cast(real, ctypes.c_void_p).value
-        engine.raw_register_runtime(name, ctypes.c_void_p(addresses[name]))
+        engine.raw_register_runtime(name, ctypes.c_void_p(addresses[wrapper]))
 
 
 _UNDEF_GLOBAL = re.compile(
