@@ -107,13 +107,11 @@ def blas(compiled: Any, *inputs: Any) -> int:
     gemm calls than its bufferized module's matmuls promise, else 0."""
     from compiler.runtime import blas_calls
 
-    from .oracles.blas import BLAS_STAGE, STAGE, promised_calls
+    from .oracles.blas import STAGE, promised_calls, unjudged
 
-    if BLAS_STAGE not in compiled.stages or STAGE not in compiled.stages:
-        print(f"no {BLAS_STAGE!r} stage: not a target with BLAS", file=sys.stderr)
-        return 1
-    if not getattr(compiled.artifacts.native, "instrumented", False):
-        print("the kernel is not instrumented: set COMPILER_INSTRUMENT=1", file=sys.stderr)
+    why = unjudged(compiled)
+    if why:
+        print(why, file=sys.stderr)
         return 1
     promised = promised_calls(compiled.stages[STAGE])
     before = blas_calls()

@@ -20,6 +20,7 @@ made than promised is a ``not-blas`` finding.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .base import Finding, Observation, Oracle, register
 
@@ -89,6 +90,18 @@ def promised_calls(bufferized: str) -> int | None:
     return total
 
 
+def unjudged(compiled: Any) -> str:
+    """Why the gemm calls of ``compiled`` (``compiler.jit(f).compile(...)``) cannot be judged,
+    or "" when they can: a target without a BLAS stage, or a kernel not instrumented."""
+    stages = getattr(compiled, "stages", {})
+    if BLAS_STAGE not in stages or STAGE not in stages:
+        return f"no {BLAS_STAGE!r} stage: not a target with BLAS"
+    native = getattr(getattr(compiled, "artifacts", None), "native", None)
+    if not getattr(native, "instrumented", False):
+        return "the kernel is not instrumented: set COMPILER_INSTRUMENT=1"
+    return ""
+
+
 class Blas(Oracle):
     """Findings from ``BackendResult.blas`` (promised, made), set by the worker."""
 
@@ -116,4 +129,4 @@ class Blas(Oracle):
 
 register(Blas())
 
-__all__ = ["BLAS_STAGE", "Blas", "STAGE", "promised_calls"]
+__all__ = ["BLAS_STAGE", "Blas", "STAGE", "promised_calls", "unjudged"]

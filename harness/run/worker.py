@@ -122,15 +122,11 @@ def _repeat_checks(
 def _blas(compiled: Any, made: int) -> tuple[int, int] | None:
     """(promised, made) gemm calls of an instrumented kernel of a backend with a BLAS stage
     whose matmul layouts are static, else None."""
-    from ..oracles.blas import BLAS_STAGE, STAGE, promised_calls
+    from ..oracles.blas import STAGE, promised_calls, unjudged
 
-    stages = getattr(compiled, "stages", {})
-    native = getattr(getattr(compiled, "artifacts", None), "native", None)
-    if BLAS_STAGE not in stages or STAGE not in stages:
+    if unjudged(compiled):
         return None
-    if not getattr(native, "instrumented", False):
-        return None
-    promised = promised_calls(stages[STAGE])
+    promised = promised_calls(compiled.stages[STAGE])
     return None if promised is None else (promised, made)
 
 
