@@ -121,8 +121,9 @@ def pin(
 
 _SCRIPT = """#!{python}
 # Interesting (exit 0, llvm-reduce's convention) iff {tool} dies by a signal with the same
-# message: {needle!r}
-import re, subprocess, sys
+# message: {needle!r}; Ctrl-C to the session's process group stops it silently.
+import re, signal, subprocess, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 try:
     proc = subprocess.run([{tool_path!r}, *{arguments!r}, sys.argv[1], "-o", "/dev/null"],
                           capture_output=True, text=True, timeout={timeout})

@@ -270,7 +270,9 @@ _SCRIPT = r"""#!{python} -SE
 # Interesting iff running only the pinned pass on FILE kills mlir-opt by a signal (abort)
 # and its stderr contains the pinned assertion text. Anything else (verifier error, other
 # crash, pass failure, timeout, an exception in this script) exits 0 = not interesting.
-import os, subprocess, sys
+# Ctrl-C to the session's process group stops it silently, as it stops mlir-opt.
+import os, signal, subprocess, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 MLIR_OPT = {mlir_opt!r}
 PIPELINE = {pipeline!r}
 NEEDLE = {needle!r}
