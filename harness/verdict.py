@@ -83,6 +83,33 @@ def spec(program_json: str, inputs: list[np.ndarray]) -> int:
     return 1
 
 
+def error_path(
+    program_json: str, inputs: list[np.ndarray], raised: BaseException | None, backend: str = ""
+) -> int:
+    """Print the error-path oracle's verdict on a valid program's call that raised ``raised``
+    (None: it returned) on ``backend``: return 1 if NumPy's reference takes another path (it
+    raises and the call did not, or the other way, or with another class of error), else 0."""
+    from strategies.model import Program
+
+    from .oracles.error_path import wrong_error
+    from .run.task import BackendResult
+    from .run.worker import failure
+
+    case = Case(Program.from_json(program_json), [np.asarray(a) for a in inputs])
+    numpy_ref = references(case, False)["numpy"]
+    result = BackendResult(backend, "ok") if raised is None else failure(backend, raised)
+    if result.status not in ("ok", "rejected"):
+        print(f"FAILS: the compiler failed ({result.status}): {raised!r}", file=sys.stderr)
+        return 1
+    detail = wrong_error(numpy_ref, result)
+    if detail is None:
+        said = "returned" if numpy_ref.ok else f"raised {numpy_ref.error_type}"
+        print(f"ok: NumPy and the compiler both {said}")
+        return 0
+    print(f"FAILS the error-path oracle: {detail}", file=sys.stderr)
+    return 1
+
+
 def vectorized(compiled: Any) -> int:
     """Print the schedule oracle's verdict on a ``cpu-vector`` compilation (``compiled``, from
     ``compiler.jit(f).compile(...)``): return 1 if a structured op the target promises to
@@ -124,4 +151,4 @@ def blas(compiled: Any, *inputs: Any) -> int:
     return 1
 
 
-__all__ = ["blas", "differential", "judge_output", "spec", "vectorized"]
+__all__ = ["blas", "differential", "error_path", "judge_output", "spec", "vectorized"]

@@ -40,6 +40,9 @@ REQUIRED = object()
 #: Kinds of primitive. Elementwise kinds are lowered by the emitter from ``Primitive.scalar``.
 ELEMENTWISE_KINDS = ("unary", "binary", "compare", "select", "cast", "copy")
 KINDS = (*ELEMENTWISE_KINDS, "reduction", "matmul", "layout", "source", "gather", "composite")
+#: Kinds whose error path depends on values and is taken when the kernel runs (a gather's
+#: out-of-range id), not while tracing: every other rejection is decided by types and shapes.
+RUN_TIME_CHECKED_KINDS = ("gather",)
 
 #: How a program is written. "array-api": the inputs' own namespace (``x.__array_namespace__()``,
 #: the traced namespace under ``jit``) and Python's operators (``a + b``, ``a.T``). "numpy":
@@ -297,6 +300,7 @@ __all__ = [
     "KINDS",
     "PRIMITIVES",
     "REQUIRED",
+    "RUN_TIME_CHECKED_KINDS",
     "SPELLINGS",
     "ArrayType",
     "Attr",

@@ -40,6 +40,24 @@ def compiler_failure_kind(result: BackendResult) -> str:
     return "verifier-error" if result.stage == "parse/verify" else "pass-failure"
 
 
+def wrong_error(numpy_ref: Reference, result: BackendResult) -> str | None:
+    """Why a valid program's ``result`` (ok, or ``rejected``) takes another path than NumPy's
+    reference, while tracing or when run (None: the same path). Shared with the reproducers'
+    verdict (``harness.verdict.error_path``)."""
+    if not numpy_ref.ok:
+        if result.ok:
+            return (
+                "compiler accepted a program NumPy rejects "
+                f"({numpy_ref.error_type}: {numpy_ref.message})"
+            )
+        if not rejection_matches(numpy_ref.error_type, result.error_type):
+            return f"compiler raised {result.error_type}, NumPy raised {numpy_ref.error_type}"
+        return None
+    if result.status == "rejected":
+        return f"compiler rejected a program NumPy accepts: {result.error_type}: {result.message}"
+    return None
+
+
 class ErrorPath(Oracle):
     name = "error-path"
     primary = True
@@ -68,26 +86,12 @@ class ErrorPath(Oracle):
                     flagged.append(("wrong-error", result, detail))
                 else:
                     judgement.unsupported.append(f"{result.backend}: {result.message}")
-            elif not numpy_ref.ok:
-                if result.ok:
-                    detail = (
-                        "compiler accepted a program NumPy rejects "
-                        f"({numpy_ref.error_type}: {numpy_ref.message})"
-                    )
+            else:
+                detail = wrong_error(numpy_ref, result)
+                if detail is not None:
                     flagged.append(("wrong-error", result, detail))
-                elif not rejection_matches(numpy_ref.error_type, result.error_type):
-                    detail = (
-                        f"compiler raised {result.error_type}, NumPy raised {numpy_ref.error_type}"
-                    )
-                    flagged.append(("wrong-error", result, detail))
-                else:
+                elif not numpy_ref.ok:
                     judgement.agreed_rejection = True
-            elif result.status == "rejected":
-                detail = (
-                    "compiler rejected a program NumPy accepts: "
-                    f"{result.error_type}: {result.message}"
-                )
-                flagged.append(("wrong-error", result, detail))
         return group(case, self.name, flagged, case.program.output_type.dtype)
 
     def _invalid(
@@ -130,4 +134,10 @@ class ErrorPath(Oracle):
 
 register(ErrorPath())
 
-__all__ = ["REJECTIONS", "ErrorPath", "compiler_failure_kind", "rejection_matches"]
+__all__ = [
+    "REJECTIONS",
+    "ErrorPath",
+    "compiler_failure_kind",
+    "rejection_matches",
+    "wrong_error",
+]

@@ -220,6 +220,30 @@ def reproducer(case: Case, finding: Any) -> str:
             f"compiled = compiler.jit(program).compile({names}, target={backend!r})",
             f"raise SystemExit({verdict}(compiled{arguments.format(names=names)}))",
         ]
+    if finding.oracle == "error-path" and finding.kind == "wrong-error" and case.invalid is None:
+        # NumPy's reference may raise (a gather's out-of-range id) and so may the compiler:
+        # both outcomes go to the oracle's own judgement, whichever way they went.
+        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+        footer = [
+            "# Judged as the error-path oracle does (harness/oracles/error_path.py): exit 1 when",
+            "# the compiler takes another path than NumPy (raises where it returns, or the",
+            "# other way, or with another class of error).",
+            "from harness.verdict import error_path",
+            "",
+            f"PROGRAM = {case.program.to_json()!r}",
+            f"raise SystemExit(error_path(PROGRAM, [{names}], raised, backend={backend!r}))",
+        ]
+        try:
+            return header + case.subject.to_python(
+                None,
+                target=backend,
+                footer=footer,
+                input_lines=input_lines(case),
+                spelling=case.spelling,
+                guarded=True,
+            )
+        except Exception as error:  # noqa: BLE001 - a reproducer is documentation
+            return header + f"# no standalone reproducer: {error!r}\n"
     judged_by_differential = finding.oracle == "differential" or (
         spelling is not None and finding.kind in ("mismatch", "wrong-shape", "wrong-dtype")
     )

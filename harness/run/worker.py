@@ -48,7 +48,7 @@ class _Marker:
         os.close(self.fd)
 
 
-def _failure(backend: str, error: BaseException) -> BackendResult:
+def failure(backend: str, error: BaseException) -> BackendResult:
     import compiler
 
     result = BackendResult(
@@ -162,7 +162,7 @@ def run_backend(
             output = compiled(*inputs)
             calls = blas_calls() - calls
         except Exception as error:  # noqa: BLE001 - the harness classifies every failure
-            results.append(_failure(backend, error))
+            results.append(failure(backend, error))
             if results[-1].status == "unsupported" and _refused_by_tracing(fn, inputs):
                 results[-1].stage = "trace"
             continue
@@ -178,7 +178,7 @@ def run_backend(
             try:
                 _repeat_checks(fn, inputs, backend, output, result, recompile)
             except Exception as error:  # noqa: BLE001 - a repeat that fails is a failure
-                result = _failure(backend, error)
+                result = failure(backend, error)
         result.output = np.array(result.output, copy=True) if result.ok else None
         results.append(result)
     if not shared:
@@ -188,7 +188,7 @@ def run_backend(
 
 def _recorded(backend: str, record: Any) -> BackendResult:
     if record.error is not None:
-        result = _failure(backend, record.error)
+        result = failure(backend, record.error)
     else:
         result = BackendResult(backend, "ok", output=record.snapshot)
     result.seconds, result.traced = record.seconds, record.traced
@@ -319,4 +319,4 @@ def _execute(task: Task) -> TaskResult:
                 pass
 
 
-__all__ = ["artifacts", "execute", "run_backend", "run_sequence", "workarounds_off"]
+__all__ = ["artifacts", "execute", "failure", "run_backend", "run_sequence", "workarounds_off"]

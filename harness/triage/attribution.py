@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import backends
+from compiler import backends, primitives
 from compiler.pipelines import BUILT, LLVM, pipeline_steps, split_level, step_name
 
 from ..case import Case
@@ -91,6 +91,15 @@ def _interpreter_fails(finding: Finding) -> tuple[str, str]:
             "shared definition is wrong; check the relation first"
         )
     return "frontend", "the traced graph, interpreted by NumPy, already fails"
+
+
+def _run_time_checked(case: Case) -> bool:
+    """Does a valid program take an error path that depends on values when it runs (a gather
+    of out-of-range ids)? Every other rejection is decided by types and shapes, while tracing."""
+    return case.invalid is None and any(
+        primitives.get(node.op).kind in primitives.RUN_TIME_CHECKED_KINDS
+        for node in case.program.nodes
+    )
 
 
 def _declared_layer(name: str) -> str:
@@ -223,7 +232,9 @@ class Attributor:
                 "as loops",
             )
         if finding.oracle == "error-path" and finding.kind == "wrong-error":
-            return Attribution("frontend", detail="error paths are decided while tracing")
+            run_time = self._run_time_error_path(case, finding)
+            if run_time is not None:
+                return run_time
         spelling = failing_spelling(finding.oracle)
         if spelling is not None:
             return Attribution(
@@ -279,6 +290,28 @@ class Attributor:
             return Attribution(layer, backend, f"the process died in stage {stage!r}")
         return self._bisect(case, finding, backend)
 
+    def _run_time_error_path(self, case: Case, finding: Finding) -> Attribution | None:
+        """A wrong error (or none) is the frontend's, since rejections are decided while
+        tracing, unless the program checks values when it runs (a gather's ids) and the traced
+        graph interpreted by NumPy takes the error path right: then the kernel's own check is
+        wrong, and the layer is found like a wrong answer's (None: go on)."""
+        backend = finding.backends[0] if finding.backends else ""
+        if not _run_time_checked(case) or not backend:
+            return Attribution("frontend", detail="error paths are decided while tracing")
+        from ..replay import oracles_of
+
+        interpreted = self.verdict(
+            case.on((backend,)), finding, "graph-numpy", oracles_of(finding.signature)
+        )
+        if interpreted == "passes":
+            return None
+        return Attribution(
+            "frontend",
+            backend,
+            "the traced graph, interpreted by NumPy, takes the same wrong error path",
+            {"graph-numpy": interpreted},
+        )
+
     # -- another compiler behind our frontend (xla-cpu) ----------------------------------------
     def _other_compiler(
         self, case: Case, finding: Finding, backend: str, layer: str
@@ -297,6 +330,10 @@ class Attributor:
                 message = finding.result.message if finding.result is not None else ""
                 found = Attribution(layer, backend, f"{backend} failed in stage {stage!r}")
                 return _with_known_issue(found, case, message or finding.detail)
+            if _run_time_checked(case):
+                # Past the interpreted graph (``_run_time_error_path``): the value check the
+                # other compiler runs is wrong.
+                return Attribution(layer, backend, f"{backend} takes a wrong run-time error path")
             return Attribution("frontend", backend, "error paths are decided while tracing")
         from ..replay import oracles_of
 

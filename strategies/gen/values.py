@@ -14,7 +14,8 @@ Each regime targets a known way kernels go wrong:
   (softmax of a fully masked row, max of -inf);
 - ``extreme`` uses the dtype's edges: a 64th of the float maximum (products overflow), its
   epsilon's scale, the smallest normal, and for int32 the extremes (NumPy's wrapping
-  arithmetic defines every result).
+  arithmetic defines every result); gather ids, otherwise in range, sometimes hold one
+  out-of-range id (the gather must raise, as NumPy's reference does).
 
 Values are float32-representable for float32 arrays, free of subnormals (flush-to-zero
 differences are not bugs), and shrink toward simple numbers. float16 values respect its range
@@ -188,7 +189,7 @@ def values(
     """An array of ``shape`` and ``dtype`` from ``regime``; ``bound`` gives ids in [0, bound)."""
     dt = np.dtype(dtype)
     if bound is not None:
-        return draw(hnp.arrays(dt, shape, elements=st.integers(0, bound - 1), fill=st.nothing()))
+        return draw(_ids(shape, dt, regime, bound))
     # Hypothesis has no bfloat16: its arrays are drawn as float32 holding bfloat16-exact values.
     store = np.dtype(np.float32) if dt.name == BFLOAT16 else dt
     floating = primitives.is_float(dt)
@@ -221,6 +222,20 @@ def values(
         if np.any((array == 0) & np.signbit(array)):
             event("special:-0.0")
     return array.astype(dt) if store != dt else array
+
+
+@st.composite
+def _ids(draw: st.DrawFn, shape: tuple[int, ...], dt: np.dtype, regime: str, bound: int) -> Any:
+    """Gather ids in [0, bound); in the ``extreme`` regime, sometimes one id out of range
+    (negative, the bound itself and past it, the dtype's extremes), so the range check that
+    makes a gather raise is tested as well as the lookup (NumPy's reference raises too)."""
+    ids = draw(hnp.arrays(dt, shape, elements=st.integers(0, bound - 1), fill=st.nothing()))
+    if regime == "extreme" and draw(st.booleans()):
+        info = np.iinfo(dt)
+        bad = draw(st.sampled_from([-1, bound, bound + 1, int(info.min), int(info.max)]))
+        ids.reshape(-1)[draw(st.integers(0, ids.size - 1))] = bad
+        event("special:id-out-of-range")
+    return ids
 
 
 def int_cast_inputs(program: Program) -> set[int]:

@@ -113,6 +113,7 @@ def python_source(
     footer: Sequence[str] | None = None,
     input_lines: Sequence[str] | None = None,
     spelling: str = "array-api",
+    guarded: bool = False,
 ) -> str:
     """Reproducer source.
 
@@ -122,7 +123,8 @@ def python_source(
     harness's job); ``input_lines`` replace the input definitions. ``rejects`` set: the program
     is invalid (``extra`` is its unchecked last equation, ``inputs`` its possibly mistyped
     inputs) and the compiler must raise one of those. ``spelling`` is how the program is written
-    (``primitives.SPELLINGS``), as the case ran it.
+    (``primitives.SPELLINGS``), as the case ran it. ``guarded``: NumPy and the compiler may
+    each raise; the compiler's exception (or None) is left in ``raised`` for the footer.
     """
     inputs = program.inputs if inputs is None else inputs
     names = ", ".join(f"x{i}" for i in range(len(inputs)))
@@ -160,6 +162,29 @@ def python_source(
                 "    raise AssertionError('the compiler accepted an invalid program')",
             ]
         return "\n".join(lines) + "\n"
+    if guarded and check_compiler:
+        return (
+            "\n".join(
+                lines
+                + [
+                    "try:",
+                    "    with np.errstate(all='ignore'):",
+                    f"        expected = program({names})",
+                    "    print('numpy:', np.asarray(expected).dtype, np.shape(expected))",
+                    "except Exception as error:  # which path is right is the footer's to judge",
+                    "    print('numpy raised:', type(error).__name__, error)",
+                    "try:",
+                    f"    actual = {call}",
+                    "    raised = None",
+                    "    print('compiler:', np.asarray(actual).dtype, np.shape(actual))",
+                    "except Exception as error:",
+                    "    raised = error",
+                    "    print('compiler raised:', type(error).__name__, error)",
+                    *(footer or []),
+                ]
+            )
+            + "\n"
+        )
     lines += ["with np.errstate(all='ignore'):", f"    expected = program({names})"]
     lines.append("print('numpy:', np.asarray(expected).dtype, np.shape(expected))")
     if check_compiler:

@@ -29,6 +29,8 @@ inputs = [
     .astype(i.dtype)
     for i in program.inputs
 ]
+for k, given in spec.get("inputs", {}).items():
+    inputs[int(k)] = np.asarray(given, inputs[int(k)].dtype)
 with Runner(None, use_jax=False) as runner:
     judgement = runner.evaluate(Case(program, inputs, tuple(spec["backends"])))
     findings = judgement.findings
@@ -69,6 +71,15 @@ def _subtract(b):
 
 def _float32_matmul(b):
     return b.build(b.node("matmul", b.input((3, 4), "float32"), b.input((4, 2), "float32")))
+
+
+def _gather_past_the_table(b):
+    """A gather whose ids (given in ``_INPUTS``) hold the table's row count: it must raise."""
+    return b.build(b.node("gather", b.input((4, 3), "float32"), b.input((2,), "int32", bound=4)))
+
+
+#: Inputs a plant needs exactly (input index -> values), the rest drawn.
+_INPUTS = {"builder-run-time-check": {1: [1, 4]}}
 
 
 def _rank_reducing_slice(b):
@@ -140,6 +151,20 @@ PLANTS = {
         ["cpu-vector@O0"],
         "builder",
     ),
+    # A wrong error path taken when the kernel runs (not while tracing) is found like a wrong
+    # answer: the graph interpreted by NumPy raises as it should.
+    "builder-run-time-check": (
+        Mutation(
+            "gather-accepts-the-row-count",
+            "lower/emit.py",
+            '"%high = arith.cmpi sge, %a0, %rows : i32"',
+            '"%high = arith.cmpi sgt, %a0, %rows : i32"',
+            "a gather lets an id equal to the table's row count through",
+        ),
+        _gather_past_the_table,
+        ["cpu-loops"],
+        "builder",
+    ),
     "runtime": (
         _SWAPPED_ARGUMENTS,
         _subtract,
@@ -190,7 +215,9 @@ PLANTS = {
 def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
     mutation, build, backends, expected = PLANTS[layer]
     scratch = apply(mutation, tmp_path / "src")
-    spec = json.dumps({"program": _program(build), "backends": backends})
+    spec = json.dumps(
+        {"program": _program(build), "backends": backends, "inputs": _INPUTS.get(layer, {})}
+    )
     proc = subprocess.run(
         [sys.executable, "-c", _ATTRIBUTE, spec],
         cwd=tmp_path,

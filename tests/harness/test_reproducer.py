@@ -65,6 +65,50 @@ def test_a_reproducer_fails_exactly_where_the_oracle_does(tmp_path: Path) -> Non
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
 
 
+_MAKE_GATHER = """
+import sys
+import numpy as np
+from harness.case import Case
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+program = b.build(b.node("gather", b.input((4, 3), "float32"), b.input((2,), "int32", bound=4)))
+case = Case(
+    program, [np.ones((4, 3), np.float32), np.array([1, 4], np.int32)], ("cpu-loops",)
+)
+with Runner(None, use_jax=False) as runner:
+    (finding,) = runner.evaluate(case).findings
+    assert (finding.kind, finding.oracle) == ("wrong-error", "error-path"), finding
+open(sys.argv[1], "w").write(reproducer(case, finding))
+"""
+
+
+@pytest.mark.slow
+def test_a_run_time_error_path_reproducer_fails_exactly_where_the_oracle_does(
+    tmp_path: Path,
+) -> None:
+    """An id equal to the table's row count must make a gather raise, as NumPy's reference
+    does: both raise on the real compiler, so the reproducer (which a default one could not be:
+    NumPy's evaluation raises first) judges the two outcomes as the oracle does."""
+    mutation = Mutation(
+        "gather-accepts-the-row-count",
+        "lower/emit.py",
+        '"%high = arith.cmpi sge, %a0, %rows : i32"',
+        '"%high = arith.cmpi sgt, %a0, %rows : i32"',
+        "a gather lets an id equal to the table's row count through",
+    )
+    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE_GATHER)
+    assert "from harness.verdict import error_path" in text
+    assert with_bug.returncode == 1 and "FAILS the error-path oracle" in with_bug.stderr, (
+        with_bug.stdout + with_bug.stderr[-2000:]
+    )
+    assert clean.returncode == 0 and "both raised ValueError" in clean.stdout, (
+        clean.stdout + clean.stderr[-2000:]
+    )
+
+
 def test_an_invalid_program_reproducer_prints_the_violation() -> None:
     from hypothesis import HealthCheck, given, settings
 

@@ -183,10 +183,22 @@ def test_inputs_reaching_an_int_cast_stay_ordinary() -> None:
     assert np.all(np.isfinite(found[0]))
 
 
-@given(st.data())
-def test_ids_respect_their_bound(data: st.DataObject) -> None:
-    array = data.draw(values((4, 5), "int32", "large", bound=3))
+@given(st.data(), st.sampled_from([r for r in REGIMES if r != "extreme"]))
+def test_ids_respect_their_bound_outside_the_extreme_regime(
+    data: st.DataObject, regime: str
+) -> None:
+    array = data.draw(values((4, 5), "int32", regime, bound=3))
     assert array.dtype == np.int32 and array.min() >= 0 and array.max() < 3
+
+
+def test_extreme_ids_hold_one_out_of_range_id_sometimes() -> None:
+    """A gather's range check (it must raise, as NumPy's reference does) is tested only by an
+    id outside [0, rows): below zero, at the bound and past it, and the dtype's extremes."""
+    from hypothesis import find
+
+    for bad in (-1, 3, 4, -(2**31), 2**31 - 1):
+        found = find(values((4, 5), "int32", "extreme", bound=3), lambda a, v=bad: v in a)
+        assert np.count_nonzero((found < 0) | (found >= 3)) == 1
 
 
 @given(st.data())
