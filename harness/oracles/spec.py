@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import traceback
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -397,16 +398,20 @@ class Spec(Oracle):
         return [Finding("spec", (DEFINITION,), self.name, detail, obs.case)]
 
 
-def _raised_in_definition(error: BaseException | None) -> bool:
-    """Did ``error`` come out of a composite's shared definition (a frame of ``compiler/ops.py``)
-    rather than out of NumPy's rules for the rest of the program?"""
+def _raised_in_definition(error: BaseException | None, composites: Sequence[str]) -> bool:
+    """Did ``error`` come out of the shared definition of one of ``composites`` (a frame of that
+    function in ``compiler/ops.py``) rather than out of NumPy's rules for the rest of the
+    program, or out of a primitive's own check there (a gather's out-of-range ids)?"""
     from compiler import ops
 
     if error is None:
         return False
     definition = os.path.realpath(ops.__file__)
     frames = traceback.walk_tb(error.__traceback__)
-    return any(os.path.realpath(f.f_code.co_filename) == definition for f, _ in frames)
+    return any(
+        f.f_code.co_name in composites and os.path.realpath(f.f_code.co_filename) == definition
+        for f, _ in frames
+    )
 
 
 def _definition_fails(obs: Observation) -> str | None:
@@ -415,7 +420,7 @@ def _definition_fails(obs: Observation) -> str | None:
     definition failed on it, and the independent implementation computes the program."""
     case, numpy_ref = obs.case, obs.refs["numpy"]
     composites = sorted({op for op in case.program.ops if op in COMPOSITES})
-    if not composites or not _raised_in_definition(numpy_ref.error):
+    if not composites or not _raised_in_definition(numpy_ref.error, composites):
         return None
     try:
         with np.errstate(all="ignore"):

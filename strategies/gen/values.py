@@ -13,12 +13,14 @@ Each regime targets a known way kernels go wrong:
 - ``special`` puts NaN, +inf, -inf and -0.0 among ordinary values, and rows that are all -inf
   (softmax of a fully masked row, max of -inf);
 - ``extreme`` uses the dtype's edges: a 64th of the float maximum (products overflow), its
-  epsilon's scale, the smallest normal, and for int32 the extremes (NumPy's wrapping
+  epsilon's scale, the smallest normal, subnormals, values either side of exp's overflow and
+  underflow thresholds, and for int32 the extremes (NumPy's wrapping
   arithmetic defines every result); gather ids, otherwise in range, sometimes hold one
   out-of-range id (the gather must raise, as NumPy's reference does).
 
-Values are float32-representable for float32 arrays, free of subnormals (flush-to-zero
-differences are not bugs), and shrink toward simple numbers. float16 values respect its range
+Values are float32-representable for float32 arrays, free of subnormals outside ``extreme``
+(where NumPy keeps them and so must every CPU backend; a reference that flushes them, XLA's,
+is judged as such), and shrink toward simple numbers. float16 values respect its range
 (largest 65504: ``large`` stays below 1e4, ``extreme`` uses its own edges); bfloat16 values are
 float32 draws rounded to bfloat16's 8-bit significand (Hypothesis has no bfloat16), with
 bfloat16's own edges (largest ~3.4e38, epsilon 2**-7). Inputs that flow into a float ->
@@ -118,6 +120,21 @@ def _float_elements(regime: str, width: int, info: Any = None) -> st.SearchStrat
             -float(info.eps),
             float(info.tiny),
             1 / float(info.eps),
+            # Subnormals (a log or a scaling that assumes normal inputs; NumPy keeps them).
+            _f(float(info.smallest_subnormal), width),
+            -_f(float(info.tiny) / 8, width),
+            # Half a unit inside and outside exp's overflow and underflow thresholds (and
+            # tanh's saturation, softmax's and gelu's exp): a clamp constant off shows here,
+            # while no correctly rounded answer sits near a threshold.
+            *(
+                _f(edge + side, width)
+                for edge in (
+                    float(np.log(info.max)),
+                    float(np.log(info.tiny)),
+                    float(np.log(info.smallest_subnormal)),
+                )
+                for side in (-0.5, 0.5)
+            ),
         ]
         return st.one_of(st.sampled_from(edges), ordinary)
     raise ValueError(regime)

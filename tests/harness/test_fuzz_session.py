@@ -93,7 +93,13 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from harness.session.fuzz import Driver
-    from harness.session.generate import FOCUS_SHARE, cases, exercised_pairs, focus_items
+    from harness.session.generate import (
+        FOCUS_REPEATS,
+        FOCUS_SHARE,
+        cases,
+        exercised_pairs,
+        focus_items,
+    )
     from strategies import op_dtype_pairs
 
     pairs = op_dtype_pairs()
@@ -125,14 +131,16 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
         assert not set(first) & set(second) and set(first) | set(second) == set(focus_items())
         assert set(pairs) < set(focus_items())
         item = second[0]
-        drivers[1].note_exercised({item})  # once: often degenerate (int32 a > b on zeros)
-        assert item in drivers[1].focus_pairs()
-        drivers[1].note_exercised({item})
-        assert item not in drivers[1].focus_pairs()  # FOCUS_REPEATS == 2 cases
+        drivers[1].note_exercised({item})  # breadth first: once for now...
+        assert item not in drivers[1].focus_pairs()
         drivers[0].exercised |= set(first)  # its share done: the rest of the table is next
         assert set(drivers[0].focus_pairs()) == set(second)
-        drivers[0].exercised |= set(second)
-        assert drivers[0].focus_pairs() == ()
+        for pair in focus_items():  # ...and, the table done once, again (one case is often
+            drivers[1].note_exercised({pair})  # degenerate: int32 a > b on zeros)
+        assert set(drivers[1].focus_pairs()) == set(second) - {item}
+        assert drivers[1].focus_level == 2
+        drivers[1].note_exercised(set(focus_items()))
+        assert FOCUS_REPEATS == 2 and drivers[1].focus_pairs() == ()
         assert (
             Driver(FuzzOptions(corpus=tmp_path, database=None, focus=False), 2).focus_pairs() == ()
         )

@@ -127,7 +127,8 @@ def test_values_follow_their_regime(
     if regime == "large":
         assert np.all(magnitude >= 1e3) and np.all(magnitude <= 3e4)
     elif regime == "tiny" and dtype.kind == "f":
-        assert np.all(magnitude <= 1e-4) and np.all(magnitude > 0)
+        top = 1e-2 if dtype == np.float16 else 1e-4  # float16's smallest normal is 6.1e-5
+        assert np.all(magnitude <= top) and np.all(magnitude > 0)
     elif regime == "constant_rows" and shape:
         assert np.all(array == array[..., :1])
     elif regime == "mixed_sign" and array.size >= 2:
@@ -140,9 +141,29 @@ def test_values_follow_their_regime(
         assert np.all(array > 0)
     elif regime == "extreme" and dtype.kind == "f":
         assert np.all(magnitude <= np.finfo(dtype).max / 32)  # products overflow, sums do not
-    if dtype == np.float32:
+    if dtype == np.float32 and regime != "extreme":
         tiny = np.finfo(np.float32).tiny
         assert not np.any((magnitude > 0) & (magnitude < tiny))  # no subnormals
+
+
+def test_extreme_values_reach_subnormals_and_exp_thresholds() -> None:
+    """NumPy keeps subnormals (a log that assumes normal inputs is wrong on them) and exp
+    overflows and underflows at fixed thresholds (a clamp constant off shows only near one):
+    ``extreme`` draws both, on either side of each threshold."""
+    from hypothesis import find
+
+    for dtype in ("float16", "float32", "float64"):
+        info = np.finfo(dtype)
+        find(
+            values((3,), dtype, "extreme"),
+            lambda a, t=info.tiny: bool(np.any((a != 0) & (abs(a) < t))),
+        )
+        for edge in (np.log(info.max), np.log(info.tiny), np.log(info.smallest_subnormal)):
+            for side in (-1, 1):
+                find(
+                    values((3,), dtype, "extreme"),
+                    lambda a, e=edge, d=side: bool(np.any(abs(a - (e + d * 0.5)) < 0.1)),
+                )
 
 
 @given(st.data(), shapes(), dtypes())
