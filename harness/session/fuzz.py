@@ -239,6 +239,15 @@ class Driver:
                 p for p, count in self.exercise_counts.items() if count >= self.focus_level
             }
 
+    def focus_regimes(self) -> tuple[str, ...]:
+        """The value regimes of focused cases: any in the first pass over the items, then those
+        at an op's edges (``EDGE_REGIMES``: a random regime left an item's second case on
+        ordinary values as often as not, where a log of a subnormal or an int32 ``>`` at a tie
+        shows its bug)."""
+        from strategies.gen.values import EDGE_REGIMES
+
+        return EDGE_REGIMES if self.focus_level >= 2 else ()
+
     def _focus_progress(self, focus: tuple[tuple[str, str], ...], done_before: int) -> None:
         """After a round without a finding (``done_before``: its focus items done when it began):
         a focus none of whose items got done for ``FOCUS_IDLE_ROUNDS`` rounds in a row is given
@@ -348,7 +357,11 @@ class Driver:
             focus = self.focus_pairs()
             done_before = len(self.exercised.intersection(focus))
             strategy = cases(
-                self.options.backends, self.options.max_nodes, self.options.mix, focus=focus
+                self.options.backends,
+                self.options.max_nodes,
+                self.options.mix,
+                focus=focus,
+                focus_regimes=self.focus_regimes(),
             )
             if self.options.disable_workarounds:
                 off = tuple(sorted(self.options.disable_workarounds))

@@ -84,13 +84,16 @@ def _first_step(item: tuple[str, str]) -> str:
 
 @st.composite
 def focus_cases(
-    draw: st.DrawFn, backends: tuple[str, ...], pairs: tuple[tuple[str, str], ...]
+    draw: st.DrawFn,
+    backends: tuple[str, ...],
+    pairs: tuple[tuple[str, str], ...],
+    regimes: tuple[str, ...] = (),
 ) -> Case:
     """A small program whose first steps are (op, dtype) items of ``pairs`` (up to
     ``FOCUS_ITEMS_PER_CASE`` of one dtype and spelling): the session passes those its cases
     have not exercised yet, so every op meets every dtype it takes early in a session, however
     rarely random programs draw it (an int32 matmul was 3% of them, int32 ``a > b`` none of
-    400)."""
+    400). ``regimes``: its values come from one of them (any regime if empty)."""
     # Uniform over the items left: with ``sampled_from`` (int32, ``>``) was met by 150 cases in
     # 1 of 8 simulated drivers, now 6 of 8 (items done: 75 -> 81 of 134).
     first = uniform(draw, pairs)
@@ -112,7 +115,7 @@ def focus_cases(
     budget = sum(primitives.get(op).cost for op, _ in (first, *more)) + 1
     budget += sum(step.endswith("->bool") for step in steps)
     strategy = programs(max_nodes=budget, min_nodes=len(steps), dtypes=[dtype], first=steps)
-    drawn = draw(samples(strategy))
+    drawn = draw(samples(strategy, regime=draw(st.sampled_from(regimes)) if regimes else None))
     event("origin:focus")
     case = Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/{drawn.regime}")
     return case.respelled(spelling) if spelling else case
@@ -456,12 +459,14 @@ def cases(
     mix: str = "all",
     sampled: tuple[str, ...] | None = None,
     focus: tuple[tuple[str, str], ...] = (),
+    focus_regimes: tuple[str, ...] = (),
 ) -> st.SearchStrategy[Case]:
     """The session's mix (``all``), or random programs only (``programs``), or jit sequences
     only (``sequences``); random programs come first so shrinking heads towards them.
     ``sampled`` backends (by default the shipped -O3 targets, when ``backends`` are the default
     ones) join a share of the cases. ``focus``: (op, dtype) pairs a share of the cases
-    (``FOCUS_SHARE``) start from (``focus_cases``; the coin shrinks toward the mix)."""
+    (``FOCUS_SHARE``) start from (``focus_cases``, with values from ``focus_regimes``, any if
+    empty; the coin shrinks toward the mix)."""
     if sampled is None:
         sampled = SAMPLED_BACKENDS if tuple(backends) == CPU_BACKENDS else ()
     mixed = _mix(backends, max_nodes, mix)
@@ -469,7 +474,7 @@ def cases(
         # Its own name: the lambda reads it when drawing, after ``last`` below is rebound (with
         # FOCUS_SHARE at 0.5 no case was focused, the coin compared with the sampled share's).
         focus_last = round(1 / FOCUS_SHARE) - 1
-        focused, plain = focus_cases(backends, tuple(focus)), mixed
+        focused, plain = focus_cases(backends, tuple(focus), tuple(focus_regimes)), mixed
         mixed = st.integers(0, focus_last).flatmap(
             lambda coin: focused if coin == focus_last else plain
         )

@@ -56,6 +56,9 @@ REGIMES = (
 )
 #: Regimes whose values a float -> int32 cast may not see.
 UNSAFE_FOR_CASTS = ("special", "extreme")
+#: Regimes at an op's edges, where its own mistakes show (NaN, infinities, subnormals and
+#: thresholds; equal elements for comparisons; one sign for reduction identities; zero variance).
+EDGE_REGIMES = ("special", "extreme", "ties", "negative", "constant_rows")
 SPECIALS = (np.nan, np.inf, -np.inf, -0.0)
 
 
@@ -304,6 +307,7 @@ def input_values(
 
 
 __all__ = [
+    "EDGE_REGIMES",
     "REGIMES",
     "SPECIALS",
     "elements",

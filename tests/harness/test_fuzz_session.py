@@ -101,6 +101,7 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
         focus_items,
     )
     from strategies import op_dtype_pairs
+    from strategies.gen.values import EDGE_REGIMES
 
     pairs = op_dtype_pairs()
     assert ("matmul", "int32") in pairs and ("greater_equal", "float16") in pairs
@@ -120,6 +121,21 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
             started.append(("matmul", "int32") in exercised_pairs(case.program))
 
     collect()
+
+    @seed(6)
+    @settings(
+        max_examples=20, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(focus=(("greater", "int32"),), focus_regimes=("ties",)))
+    def edges(case) -> None:  # the second pass over the items: values at the op's edges
+        if case.origin.startswith("focus/"):
+            assert case.origin == "focus/ties", case.origin
+            edged.append(case.origin)
+
+    edged: list[str] = []
+    edges()
+    assert edged
     share = origins["focus"] / sum(origins.values())
     assert FOCUS_SHARE - 0.2 <= share <= FOCUS_SHARE + 0.2, origins  # correlated draws: 0.43
     assert sum(started) >= 0.6 * len(started), started  # a later step may leave the first dead
@@ -137,8 +153,9 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
         assert set(drivers[0].focus_pairs()) == set(second)
         for pair in focus_items():  # ...and, the table done once, again (one case is often
             drivers[1].note_exercised({pair})  # degenerate: int32 a > b on zeros)
+        assert drivers[1].focus_regimes() == ()  # any regime the first time round
         assert set(drivers[1].focus_pairs()) == set(second) - {item}
-        assert drivers[1].focus_level == 2
+        assert drivers[1].focus_level == 2 and drivers[1].focus_regimes() == EDGE_REGIMES
         drivers[1].note_exercised(set(focus_items()))
         assert FOCUS_REPEATS == 2 and drivers[1].focus_pairs() == ()
         assert (
