@@ -200,6 +200,7 @@ def test_specializations_are_reused() -> None:
 # Generation
 
 
+@pytest.mark.slow
 def test_generate_is_greedy_and_respects_the_context(params: model.GPT2Params) -> None:
     prompt = np.array([5, 1, 38, 2, 9, 11, 30, 4, 4, 19, 0, 22, 7, 13], np.int32)  # 14 of 16
     steps = 4  # windows of 14, 15, 16, then the last 16 of 17

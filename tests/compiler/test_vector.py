@@ -111,6 +111,7 @@ def _replay(artifacts: dict) -> dict[str, tuple[int, str, bool]]:
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", ["softmax", "gather"])
 def test_every_stage_reproduces_from_the_previous_text(rng, program) -> None:
     """mlir-opt (pass stages, the two schedules included) and ``python -m compiler opt``

@@ -19,6 +19,7 @@ def test_fuzz(fuzz_shard: int, fuzz_options: FuzzOptions, request: pytest.Fixtur
     fuzz_tests.test_fuzz(fuzz_shard, fuzz_options, request)
 
 
+@pytest.mark.slow
 def test_the_cases_judged_keep_the_session_mix() -> None:
     """``MIX_PERCENT`` is what a session judges: under ``st.one_of`` random programs, the richest
     cases, came out a fifth of the mix although listed as a third; with a uniform draw, the
@@ -419,6 +420,7 @@ def test_a_focused_case_whose_items_are_done_is_skipped(tmp_path) -> None:
         driver.close()
 
 
+@pytest.mark.slow
 def test_some_random_programs_have_rows_past_the_vector_planners_whole_row_limit() -> None:
     """Sides of at most 6 (65 in the vector shape regime) never reached cpu-vector's chunked
     (masked) reductions, where MLIR's wrong neutral for a masked max (llvm PR #222275) hid; a

@@ -83,6 +83,7 @@ def test_the_minimizer_keeps_only_the_layout_the_failure_needs() -> None:
     assert result.case.layouts == ("c", "strided"), result.steps
 
 
+@pytest.mark.slow
 def test_a_share_of_generated_cases_hand_their_inputs_over_in_other_layouts() -> None:
     from collections import Counter
 

@@ -57,6 +57,7 @@ def test_cpu_flags_are_spelled_as_llvm_features(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_failing_step_is_named_reduced_and_made_portable(tmp_path: Path) -> None:
     pinned = llvm_crash.pin(_lowered(), 3, cpu=BF16)
     assert pinned["crashed"] and pinned["tool"] == "llc", pinned.get("message")
@@ -79,6 +80,7 @@ def test_the_failing_step_is_named_reduced_and_made_portable(tmp_path: Path) -> 
 HOST_BF16 = sorted({"avx512bf16", "avxneconvert"} & set(llvm_crash.host_features()))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HOST_BF16, reason="this CPU has no BF16 conversions: llc passes here")
 def test_a_crash_on_this_cpu_gets_a_command_for_any_x86_cpu() -> None:
     """The JIT generates code for this machine (``llc -mcpu=native``); the stored command names

@@ -124,6 +124,7 @@ def _by_hand(baseline: Path, file: str, old: str, new: str, name: str) -> tuple[
     return scratch, mutant
 
 
+@pytest.mark.slow
 def test_the_op_sweep_runs_every_op_in_every_dtype_it_takes() -> None:
     """Every op's lowering runs on every backend in the equivalence check, in each of the sweep's
     dtypes the op takes, on inputs that are not all zero: a sample that happened to lack a float

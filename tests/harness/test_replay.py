@@ -303,6 +303,7 @@ def _environment(toys: Path) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=path, HARNESS_PLUGINS="replay_toys")
 
 
+@pytest.mark.slow
 def test_the_tox_replay_env_fails_on_a_regression(entries, toys, tmp_path: Path) -> None:
     corpus = plant(tmp_path / "corpus", entries, ["regressed.json", "still-fixed.json"])
     command = _replay_command(corpus)

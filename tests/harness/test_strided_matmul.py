@@ -12,6 +12,7 @@ from planted_reproducer import run_with_and_without
 from harness.selftest import Mutation
 
 
+@pytest.mark.slow
 def test_strided_matmuls_take_every_blas_path_and_agree_with_numpy() -> None:
     """Drawn strided matmuls reach gemm, gemm with a leading dimension and the loop fallback
     (a view with an inner step); the real compiler agrees with NumPy on each. Before the

@@ -40,6 +40,7 @@ def _numpy(program: Program, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
         return np.asarray(program.as_function()(*inputs))
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(samples(programs(implicit_int_to_float=False)))
 def test_programs_evaluate_in_numpy_and_jax_with_predicted_types(case: Sample) -> None:
@@ -48,6 +49,7 @@ def test_programs_evaluate_in_numpy_and_jax_with_predicted_types(case: Sample) -
     _check_type(jax.jit(case.program.as_function(jnp))(*case.inputs), case.program)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(samples())
 def test_the_adapted_jax_reference_computes_the_predicted_types(case: Sample) -> None:
@@ -174,6 +176,7 @@ def test_invalid_reproducers_check_the_compiler(compiler: Any, data: st.DataObje
     exec(compile(source, "<reproducer>", "exec"), {"__name__": "reproducer"})
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(case=samples())
 def test_generated_programs_stay_within_the_compiler(compiler: Any, case: Sample) -> None:
@@ -213,6 +216,7 @@ def test_shrinks_to_a_small_readable_case() -> None:
     assert max(sides) <= 4, str(smallest)
 
 
+@pytest.mark.slow
 def test_every_op_and_dtype_is_reachable() -> None:
     ops: Counter[str] = Counter()
     dtypes: Counter[str] = Counter()
@@ -235,6 +239,7 @@ def test_every_op_and_dtype_is_reachable() -> None:
     assert set(DTYPES) | {"bool"} <= set(dtypes), dtypes
 
 
+@pytest.mark.slow
 def test_programs_are_mostly_more_than_one_node() -> None:
     """Op coverage per case: with ``st.lists`` of steps (Hypothesis explores a list one 50/50
     choice at a time) and operands often drawn afresh, two thirds of the programs were a single
