@@ -84,6 +84,17 @@ register(
 )
 
 
+register(
+    "one-restrict-output",
+    "llvm/llvm-project: not reported yet",
+    "only a kernel's last result is materialized into its output buffer with `restrict` (the "
+    "one eliminate-empty-tensors may compute in place): where two results shared a filled init "
+    "(CSE merges the fills), empty tensor elimination and one-shot-bufferize computed one in the "
+    "other's output buffer and overwrote it before copying it out; (x.sum(), y.sum()) returned "
+    "the first sum twice (MLIR 22.1.8)",
+)
+
+
 def check(names: Iterable[str]) -> tuple[str, ...]:
     """``names`` (sorted, distinct), each a registered workaround; else a ValueError that
     lists the known ones."""

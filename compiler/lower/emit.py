@@ -505,10 +505,15 @@ def build(graph: Graph, abi: str = "memref") -> tuple[str, KernelSignature]:
     else:
         outputs = [f"%out{i}" for i in range(len(graph.outputs))]
         outputs += [f"%err{i}" for i in range(len(em.error_values))]
-        for out, (value, shape, dtype) in zip(outputs, results, strict=True):
+        # Workaround "one-restrict-output" (compiler/workarounds.py): only the last result may
+        # be computed in its output buffer; the others are copied out. Two results of one
+        # filled init were otherwise copied out of a buffer already overwritten.
+        anchored = len(outputs) - 1 if workarounds.enabled("one-restrict-output") else None
+        for k, (out, (value, shape, dtype)) in enumerate(zip(outputs, results, strict=True)):
             params.append(f"{out}: {memref_type(shape, dtype)}")
+            restrict = "restrict " if anchored in (None, k) else ""
             em.line(
-                f"bufferization.materialize_in_destination {value} in restrict writable {out} : "
+                f"bufferization.materialize_in_destination {value} in {restrict}writable {out} : "
                 f"({tensor_type(shape, dtype)}, {memref_type(shape, dtype)}) -> ()"
             )
         em.line("return")

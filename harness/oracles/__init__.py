@@ -7,7 +7,8 @@ sequence of calls of one jitted function; each metamorphic relation
 definition against independent implementations); ``spelling`` every valid program that another
 spelling reaches through other frontend code (that spelling's traced graph, interpreted by
 NumPy); ``schedule`` every case on ``cpu-vector`` (its structured ops vectorized); ``blas``
-every case on a backend with a BLAS stage (the gemm calls it promises are made). A new
+every case on a backend with a BLAS stage (the gemm calls it promises are made); ``tupled``
+an eighth of the programs (called twice in one function, each result as alone). A new
 oracle is one module that subclasses :class:`~harness.oracles.base.Oracle` and calls
 ``register``; the runner finds it here.
 """
@@ -22,6 +23,7 @@ from . import (  # noqa: F401 - registration
     spec,
     spelling,
     structural,
+    tupled,
 )
 from .base import (
     ORACLES,

@@ -220,7 +220,32 @@ def reproducer(case: Case, finding: Any) -> str:
             f"compiled = compiler.jit(program).compile({names}, target={backend!r})",
             f"raise SystemExit({verdict}(compiled{arguments.format(names=names)}))",
         ]
-    if finding.oracle == "error-path" and finding.kind == "wrong-error" and case.invalid is None:
+    if finding.oracle == "tupled" and case.invalid is None:
+        count = len(case.inputs)
+        names = ", ".join(f"x{i}" for i in range(count))
+        footer = [
+            "# Judged as the tupled oracle does (harness/oracles/tupled.py): the program called",
+            "# twice in one function, on its inputs and on them reversed, must return bit for",
+            "# bit what each call returns alone. Exit 1: a result differs.",
+            f"other = [np.flip(a).copy() for a in ({names},)]",
+            f"alone = compiler.jit(program)(*other, target={backend!r})",
+            "",
+            "",
+            "def twice(*arrays):",
+            f"    return program(*arrays[:{count}]), program(*arrays[{count}:])",
+            "",
+            "",
+            f"both = compiler.jit(twice)({names}, *other, target={backend!r})",
+            "same = [",
+            "    np.asarray(got).tobytes() == np.asarray(want).tobytes()",
+            "    for got, want in zip(both, (actual, alone))",
+            "]",
+            "print('each result as its own call:', same)",
+            "raise SystemExit(0 if all(same) else 1)",
+        ]
+    guarded = finding.oracle == "error-path" and finding.kind == "wrong-error"
+    guarded = guarded and case.invalid is None
+    if guarded:
         # NumPy's reference may raise (a gather's out-of-range id) and so may the compiler:
         # both outcomes go to the oracle's own judgement, whichever way they went.
         names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
@@ -233,17 +258,6 @@ def reproducer(case: Case, finding: Any) -> str:
             f"PROGRAM = {case.program.to_json()!r}",
             f"raise SystemExit(error_path(PROGRAM, [{names}], raised, backend={backend!r}))",
         ]
-        try:
-            return header + case.subject.to_python(
-                None,
-                target=backend,
-                footer=footer,
-                input_lines=input_lines(case),
-                spelling=case.spelling,
-                guarded=True,
-            )
-        except Exception as error:  # noqa: BLE001 - a reproducer is documentation
-            return header + f"# no standalone reproducer: {error!r}\n"
     judged_by_differential = finding.oracle == "differential" or (
         spelling is not None and finding.kind in ("mismatch", "wrong-shape", "wrong-dtype")
     )
@@ -263,6 +277,7 @@ def reproducer(case: Case, finding: Any) -> str:
             footer=footer,
             input_lines=input_lines(case),
             spelling=case.spelling,
+            **({"guarded": True} if guarded else {}),
         )
     except Exception as error:  # noqa: BLE001 - a reproducer is documentation, not the record
         return header + f"# no standalone reproducer: {error!r}\n"

@@ -37,6 +37,7 @@ class Task:
     fault: str = ""
     marker: str = ""  # a file the worker writes "<backend> <stage>" to before each stage
     before: str = ""  # artifacts only: stop before this stage (the input of a stage that crashed)
+    tupled: str = ""  # the backend that also runs the program twice in one function (tupled)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -55,6 +56,7 @@ class Task:
             "kind": self.kind,
             "repeat": self.repeat,
             "recompile": self.recompile,
+            "tupled": self.tupled,
         }
         if self.input_sets is not None:
             data["input_sets"] = [[encode_array(a) for a in s] for s in self.input_sets]
@@ -72,6 +74,7 @@ class Task:
             [[decode_array(a) for a in s] for s in sets] if sets else None,
             bool(data.get("repeat", False)),
             str(data.get("recompile", "")),
+            tupled=str(data.get("tupled", "")),
         )
 
 
@@ -101,6 +104,9 @@ class BackendResult:
     # Gemm calls (promised, made) in the first call, for an instrumented kernel of a backend
     # with a BLAS stage (the blas oracle's).
     blas: tuple[int, int] | None = None
+    # The program called twice in one function (the tupled oracle's): "" where both results
+    # were each call's own, else what differed; None where not checked.
+    tupled: str | None = None
 
     @property
     def ok(self) -> bool:

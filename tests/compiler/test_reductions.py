@@ -93,6 +93,20 @@ def reduce_then_broadcast(x):
     return scaled, np.exp(x - np.max(x, axis=0, keepdims=True)).sum(axis=0)
 
 
+@jit
+def reductions_of_three_arrays(x, y, z):
+    return x.sum(axis=-1), y.sum(axis=-1), (x * z).max(axis=0), z.min(axis=0)
+
+
+@pytest.mark.parametrize("target", REAL_TARGETS)
+def test_reductions_of_different_arrays_returned_together(rng, target):
+    """Results that share a filled init once CSE merges their fills, each copied to its own
+    output: MLIR's empty tensor elimination had one overwritten by another's copy-out
+    (workaround ``one-restrict-output``): ``(x.sum(), y.sum())`` returned the first sum twice."""
+    x, y, z = (rand(rng, (3, 4), F32) for _ in range(3))
+    check(reductions_of_three_arrays, x, y, z, targets=[target])
+
+
 @pytest.mark.parametrize("target", REAL_TARGETS)
 def test_reduction_feeding_elementwise(rng, target):
     x = rand(rng, (3, 4, 5), F32)

@@ -1,0 +1,76 @@
+"""The tupled oracle: the program called twice in one jitted function must return what each
+call returns alone. With the compiler's workaround ``one-restrict-output`` off, MLIR's empty
+tensor elimination copies one sum out twice, and the oracle (and its reproducer) must say so;
+with it on, neither may."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.case import Case
+from harness.oracles import get
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from strategies.model import ProgramBuilder
+
+WORKAROUND = "one-restrict-output"
+
+
+def _case(off: bool) -> Case:
+    b = ProgramBuilder()
+    program = b.build(b.node("sum", b.input((3, 4), "float32"), axis=1))
+    case = Case(program, [np.arange(12, dtype=np.float32).reshape(3, 4)], ("cpu-loops@O0",))
+    return replace(case, workarounds_off=(WORKAROUND,)) if off else case
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with Runner(None, use_jax=False) as runner:
+        yield runner
+
+
+def test_the_oracle_sees_two_results_of_one_function_that_are_not_their_own(runner) -> None:
+    judged = runner.evaluate(_case(off=True), only=("tupled",))
+    (finding,) = judged.findings
+    assert (finding.kind, finding.oracle, finding.backends) == (
+        "tupled",
+        "tupled",
+        ("cpu-loops@O0",),
+    )
+    assert "result 1" in finding.detail and "reversed" in finding.detail
+    assert runner.evaluate(_case(off=False), only=("tupled",)).findings == []
+
+
+def test_an_eighth_of_the_programs_are_checked_on_one_of_our_backends() -> None:
+    oracle = get("tupled")
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    drawn = [
+        Case(b.build(b.node("add", x, float(k))), [np.zeros((2, 3), np.float32)])
+        for k in range(400)
+    ]
+    share = sum(oracle.wants(c) for c in drawn) / len(drawn)
+    assert 0.07 < share < 0.19, share
+    assert not oracle.fits(replace(drawn[0], backends=("xla-cpu",)))
+
+
+@pytest.mark.slow
+def test_its_reproducer_fails_with_the_bug_and_passes_without(runner, tmp_path: Path) -> None:
+    case = _case(off=True)
+    (finding,) = runner.evaluate(case, only=("tupled",)).findings
+    text = reproducer(case, finding)
+    script = tmp_path / "reproducer.py"
+    script.write_text(text)
+    with_bug = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert with_bug.returncode == 1, with_bug.stdout + with_bug.stderr[-2000:]
+    assert "[True, False]" in with_bug.stdout
+    lines = [line for line in text.splitlines() if "COMPILER_DISABLE_WORKAROUNDS" not in line]
+    script.write_text("\n".join(lines) + "\n")
+    clean = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
