@@ -126,6 +126,7 @@ def _tupled(case: Any, fn: Any, inputs: list[np.ndarray], backend: str, first: A
     import compiler
     from compiler import UnsupportedFeature
 
+    first = np.array(first, copy=True)  # its own bits, whatever the calls below write
     single = case.traced_function()
     count = len(inputs)
     other = [np.flip(a).copy() for a in inputs]
