@@ -226,7 +226,10 @@ def reproducer(case: Case, finding: Any) -> str:
         footer = [
             "# Judged as the tupled oracle does (harness/oracles/tupled.py): the program called",
             "# twice in one function, on its inputs and on them reversed, must return bit for",
-            "# bit what each call returns alone. Exit 1: a result differs.",
+            "# bit what each call returns alone (a NaN matching any NaN). Exit 1: a result",
+            "# differs.",
+            "from harness.run.worker import same_bits",
+            "",
             f"other = [np.flip(a).copy() for a in ({names},)]",
             f"alone = compiler.jit(program)(*other, target={backend!r})",
             "",
@@ -236,10 +239,7 @@ def reproducer(case: Case, finding: Any) -> str:
             "",
             "",
             f"both = compiler.jit(twice)({names}, *other, target={backend!r})",
-            "same = [",
-            "    np.asarray(got).tobytes() == np.asarray(want).tobytes()",
-            "    for got, want in zip(both, (actual, alone))",
-            "]",
+            "same = [same_bits(got, want) for got, want in zip(both, (actual, alone))]",
             "print('each result as its own call:', same)",
             "raise SystemExit(0 if all(same) else 1)",
         ]

@@ -119,6 +119,21 @@ def _repeat_checks(
     )
 
 
+def same_bits(got: Any, want: Any) -> bool:
+    """The same dtype, shape and bits, a NaN matching any NaN: its sign and payload are not
+    NumPy's semantics (a NaN out of gemm and one out of a loop may differ in sign alone)."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return False
+    if got.dtype.kind in "fcV":
+        try:
+            nan, other = np.isnan(got), np.isnan(want)
+        except TypeError:  # a structured dtype: bits only
+            return got.tobytes() == want.tobytes()
+        return bool(np.array_equal(nan, other)) and got[~nan].tobytes() == want[~nan].tobytes()
+    return got.tobytes() == want.tobytes()
+
+
 def _tupled(case: Any, fn: Any, inputs: list[np.ndarray], backend: str, first: Any) -> str:
     """ "" when the program called twice in one function, on ``inputs`` and on the same inputs
     reversed, returns bit for bit ``first`` and the program's own answer on the reversed ones;
@@ -145,8 +160,7 @@ def _tupled(case: Any, fn: Any, inputs: list[np.ndarray], backend: str, first: A
     finally:
         pair.clear()
     for k, (got, want) in enumerate(zip(both, (first, alone), strict=True)):
-        got, want = np.asarray(got), np.asarray(want)
-        if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():
+        if not same_bits(got, want):
             which = "on its inputs" if k == 0 else "on its inputs reversed"
             return (
                 f"result {k} of the program called twice in one function ({which}) differs "
@@ -361,4 +375,12 @@ def _execute(task: Task) -> TaskResult:
                 pass
 
 
-__all__ = ["artifacts", "execute", "failure", "run_backend", "run_sequence", "workarounds_off"]
+__all__ = [
+    "artifacts",
+    "execute",
+    "failure",
+    "run_backend",
+    "run_sequence",
+    "same_bits",
+    "workarounds_off",
+]

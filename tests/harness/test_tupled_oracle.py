@@ -74,3 +74,16 @@ def test_its_reproducer_fails_with_the_bug_and_passes_without(runner, tmp_path: 
     script.write_text("\n".join(lines) + "\n")
     clean = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
+
+
+def test_a_nan_matches_any_nan() -> None:
+    """A clean 10-minute session (seed 43): an all-NaN ``attend`` on ``cpu-vector`` gave NaNs of
+    other bits through the two-result function (attribution: the BLAS stage); NumPy has
+    no NaN signs, so only the NaN positions and the other bits count."""
+    from harness.run.worker import same_bits
+
+    nan = np.array([np.nan, 1.0, -0.0])
+    assert same_bits(nan, np.array([-np.nan, 1.0, -0.0]))
+    assert not same_bits(nan, np.array([np.nan, 1.0, 0.0]))  # -0.0 is not 0.0
+    assert not same_bits(nan, np.array([1.0, np.nan, -0.0]))
+    assert not same_bits(nan, nan.astype(np.float32))
