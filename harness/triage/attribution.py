@@ -185,10 +185,21 @@ class Attributor:
     def __init__(self, runner: Any, budget_seconds: float = 90.0) -> None:
         self.runner = runner
         self.budget = budget_seconds
+        # One finding's verdicts by (variant case, oracles): a run-time error path asks for
+        # ``graph-numpy`` before the bisection does.
+        self._verdicts: dict[tuple[str, tuple[str, ...]], str] = {}
 
     def verdict(self, case: Case, finding: Finding, variant: str, only: tuple[str, ...]) -> str:
-        """``fails`` (the same failure), ``passes`` (no finding), or ``inconclusive: ...``."""
-        judgement = self.runner.evaluate(case.on((variant,)), only)
+        """``fails`` (the same failure), ``passes`` (no finding), or ``inconclusive: ...``;
+        asked again for the same finding, the verdict already found."""
+        probe = case.on((variant,))
+        key = (probe.digest(), tuple(only))
+        if key not in self._verdicts:
+            self._verdicts[key] = self._judged(probe, finding, only)
+        return self._verdicts[key]
+
+    def _judged(self, probe: Case, finding: Finding, only: tuple[str, ...]) -> str:
+        judgement = self.runner.evaluate(probe, only)
         if any(f.signature.matches(finding.signature) for f in judgement.findings):
             return "fails"
         if judgement.findings:
@@ -197,6 +208,7 @@ class Attributor:
 
     def attribute(self, case: Case, finding: Finding) -> Attribution:
         start = time.perf_counter()
+        self._verdicts = {}  # verdicts depend on the finding judged
         result = self._attribute(case, finding)
         result.seconds = time.perf_counter() - start
         return result
