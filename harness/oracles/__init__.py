@@ -8,9 +8,9 @@ definition against independent implementations); ``spelling`` every valid progra
 spelling reaches through other frontend code (that spelling's traced graph, interpreted by
 NumPy); ``schedule`` every case on ``cpu-vector`` (its structured ops vectorized); ``blas``
 every case on a backend with a BLAS stage (the gemm calls it promises are made); ``tupled``
-an eighth of the programs (called twice in one function, each result as alone). A new
-oracle is one module that subclasses :class:`~harness.oracles.base.Oracle` and calls
-``register``; the runner finds it here.
+an eighth of the programs (called twice in one function, and returning several of their
+values: each result as alone). A new oracle is one module that subclasses
+:class:`~harness.oracles.base.Oracle` and calls ``register``; the runner finds it here.
 """
 
 from . import (  # noqa: F401 - registration

@@ -1,18 +1,29 @@
-"""The tupled oracle: a program called twice in one jitted function, returning both results,
-must give bit for bit what each call gives alone.
+"""The tupled oracle: a program's results must not change when one function returns several.
 
-Every generated program has one output, so a kernel with several results (a function returning
-a tuple, or a gather's out-of-range flags beside its output) was reached only by chance: two
-reductions returned together shared one filled init once CSE merged their fills, and the
-bufferization that followed copied the first sum out twice (``(x.sum(), y.sum())`` gave the
-first sum for both; ``tests/upstream``, workaround ``one-restrict-output``). Here the program
-runs on its inputs and, in the same function, on the same inputs reversed (other values in
-place, the same values: gather ids stay in range), on one of our backends drawn from the
-case's data, for an eighth of the cases. Both results must equal the program's own calls on
-that backend exactly: the two halves share no data, so nothing may change a bit.
+Every generated program has one output, so a kernel with several results was reached only by
+chance: two reductions returned together shared one filled init once CSE merged their fills, and
+the bufferization that followed copied the first sum out twice (``(x.sum(), y.sum())`` gave the
+first sum for both; ``tests/upstream``, workaround ``one-restrict-output``). For an eighth of the
+cases, on one of our backends drawn from the case's data, one function with several results
+runs beside the program's own call. It returns:
+
+- the program's output with the intermediate value that feeds it and one of its inputs, in an
+  order drawn from the case (``several``: ``h = ...; return h, x, y``: an intermediate that is
+  also a result must stay materialized and unclobbered; an input returned is copied out of
+  whatever layout it came in);
+- then the program's output on the same inputs reversed (other values in place, the same
+  values: gather ids stay in range), a second instance that shares no data with the first.
+
+Each result must equal bit for bit what the program (or the intermediate's own program) returns
+alone on that backend: the same operations on the same values, so nothing may change a bit.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from ..case import Case
 from ..run.task import Task
@@ -24,6 +35,93 @@ SHARE = 0.125
 def _ours(backends: tuple[str, ...]) -> list[str]:
     """This project's own pipelines (another compiler may fuse two results differently)."""
     return sorted(b for b in backends if b.startswith("cpu-"))
+
+
+def several(case: Case) -> tuple[Any, ...]:
+    """The ``several`` function's results (``Ref``s), the output among them: the intermediate
+    that feeds the output (its first equation operand, else the last equation it depends on),
+    an input (the output's first input operand, else the first input), in the case's order."""
+    from strategies.model import Ref
+
+    program = case.program
+    output = program.output
+    refs = []
+    if output.kind == "node":
+        args = [a for a in program.nodes[output.index].args if isinstance(a, Ref)]
+        inner = [a for a in args if a.kind == "node"]
+        if not inner:  # the nearest equation the output depends on
+            live, todo = set(), list(args)
+            while todo:
+                ref = todo.pop()
+                if ref.kind == "node" and ref.index not in live:
+                    live.add(ref.index)
+                    todo += [a for a in program.nodes[ref.index].args if isinstance(a, Ref)]
+            inner = [Ref("node", max(live))] if live else []
+        refs += inner[:1]
+        given = [a for a in args if a.kind == "input"]
+        refs += given[:1] or [Ref("input", 0)] * bool(program.inputs)
+    elif program.inputs:
+        refs.append(Ref("input", (output.index + 1) % len(program.inputs)))
+    place = int(case.digest()[16:24], 16) % (len(refs) + 1)
+    return tuple(refs[:place] + [output] + refs[place:])
+
+
+def _function(case: Case, returns: tuple[Any, ...]) -> Callable[..., Any]:
+    from strategies.model.evaluate import function
+
+    return function(case.program, None, spelling=case.spelling, returns=returns)
+
+
+def check(case: Case, fn: Any, inputs: list[np.ndarray], backend: str, first: Any) -> str:
+    """ "" when ``together`` (the ``several`` function on ``inputs``, then the program on them
+    reversed, all returned by one function) on ``backend`` returns bit for bit what each result
+    is alone (``first``: the program's own output on ``inputs``); else what differed, or what
+    the function with several results raised."""
+    import compiler
+    from compiler import UnsupportedFeature
+
+    from ..run.worker import same_bits
+
+    first = np.array(first, copy=True)  # its own bits, whatever the calls below write
+    single = case.traced_function()
+    count = len(inputs)
+    other = [np.flip(a).copy() for a in inputs]
+    returns = several(case)
+    both = _function(case, returns)
+
+    def together(*arrays: Any) -> tuple[Any, ...]:
+        return (*both(*arrays[:count]), single(*arrays[count:]))
+
+    program = case.program
+    jitted = [compiler.jit(together)]
+    checks = []
+    try:
+        results = jitted[0](*inputs, *other, target=backend)
+        for ref, got in zip(returns, results, strict=False):
+            if ref == program.output:
+                want = first
+            elif ref.kind == "input":
+                want = np.asarray(inputs[ref.index])
+            else:
+                jitted.append(compiler.jit(_function(case, (ref,))))
+                want = jitted[-1](*inputs, target=backend)[0]
+            checks.append((f"value {ref}", got, want))
+        checks.append(("output on the inputs reversed", results[-1], fn(*other, target=backend)))
+    except UnsupportedFeature:
+        return ""
+    except Exception as error:  # noqa: BLE001 - a function with several results must work
+        return f"a function with several results raised {type(error).__name__}: {str(error)[:300]}"
+    finally:
+        for jit in jitted:
+            jit.clear()
+    together_ = ", ".join([*map(str, returns), "the output on the inputs reversed"])
+    for which, got, want in checks:
+        if not same_bits(got, want):
+            return (
+                f"the program's {which}, returned as one of ({together_}), differs from its own "
+                f"call: {np.ravel(got)[:4]} vs {np.ravel(want)[:4]}"
+            )
+    return ""
 
 
 class Tupled(Oracle):
@@ -47,4 +145,4 @@ class Tupled(Oracle):
 
 register(Tupled())
 
-__all__ = ["SHARE", "Tupled"]
+__all__ = ["SHARE", "Tupled", "check", "several"]

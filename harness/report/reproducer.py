@@ -221,28 +221,7 @@ def reproducer(case: Case, finding: Any) -> str:
             f"raise SystemExit({verdict}(compiled{arguments.format(names=names)}))",
         ]
     if finding.oracle == "tupled" and case.invalid is None:
-        count = len(case.inputs)
-        names = ", ".join(f"x{i}" for i in range(count))
-        footer = [
-            "# Judged as the tupled oracle does (harness/oracles/tupled.py): the program called",
-            "# twice in one function, on its inputs and on them reversed, must return bit for",
-            "# bit what each call returns alone (a NaN matching any NaN). Exit 1: a result",
-            "# differs.",
-            "from harness.run.worker import same_bits",
-            "",
-            f"other = [np.flip(a).copy() for a in ({names},)]",
-            f"alone = compiler.jit(program)(*other, target={backend!r})",
-            "",
-            "",
-            "def twice(*arrays):",
-            f"    return program(*arrays[:{count}]), program(*arrays[{count}:])",
-            "",
-            "",
-            f"both = compiler.jit(twice)({names}, *other, target={backend!r})",
-            "same = [same_bits(got, want) for got, want in zip(both, (actual, alone))]",
-            "print('each result as its own call:', same)",
-            "raise SystemExit(0 if all(same) else 1)",
-        ]
+        footer = _tupled_footer(case, backend)
     guarded = finding.oracle == "error-path" and finding.kind == "wrong-error"
     guarded = guarded and case.invalid is None
     if guarded:
@@ -282,6 +261,57 @@ def reproducer(case: Case, finding: Any) -> str:
     except Exception as error:  # noqa: BLE001 - a reproducer is documentation, not the record
         return header + f"# no standalone reproducer: {error!r}\n"
     return header + text
+
+
+def _tupled_footer(case: Case, backend: str) -> list[str]:
+    """The tupled oracle's two functions with several results (``oracles.tupled``), printed,
+    each result checked bit for bit against its own call."""
+    from strategies.model.printing import function_source
+
+    from ..oracles.tupled import several
+
+    count = len(case.inputs)
+    names = ", ".join(f"x{i}" for i in range(count))
+    returns = several(case)
+    inner = [r for r in returns if r.kind == "node" and r != case.program.output]
+
+    def source(refs: tuple, name: str) -> list[str]:
+        return function_source(case.program, None, case.spelling, returns=refs, name=name)
+
+    wants = []
+    for ref in returns:
+        if ref == case.program.output:
+            wants.append("actual")
+        elif ref.kind == "input":
+            wants.append(str(ref))
+        else:
+            wants.append(f"compiler.jit(value_{ref})({names}, target={backend!r})[0]")
+    footer = [
+        "# Judged as the tupled oracle does (harness/oracles/tupled.py): one function returning",
+        "# several of the program's values, and its output on the inputs reversed, must return",
+        "# bit for bit what each returns alone (a NaN matching any NaN). Exit 1: one differs.",
+        "from harness.run.worker import same_bits",
+        "",
+        "",
+        *source(returns, "several"),
+        "",
+        "",
+        "def together(*arrays):",
+        f"    return (*several(*arrays[:{count}]), program(*arrays[{count}:]))",
+        "",
+        "",
+    ]
+    for ref in inner:
+        footer += [*source((ref,), f"value_{ref}"), "", ""]
+    footer += [
+        f"other = [np.flip(a).copy() for a in ({names},)]",
+        f"results = compiler.jit(together)({names}, *other, target={backend!r})",
+        f"wants = ({', '.join(wants)}, compiler.jit(program)(*other, target={backend!r}))",
+        "same = [same_bits(got, want) for got, want in zip(results, wants)]",
+        "print('each result as its own call:', same)",
+        "raise SystemExit(0 if all(same) else 1)",
+    ]
+    return footer
 
 
 __all__ = [

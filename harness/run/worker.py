@@ -134,41 +134,6 @@ def same_bits(got: Any, want: Any) -> bool:
     return got.tobytes() == want.tobytes()
 
 
-def _tupled(case: Any, fn: Any, inputs: list[np.ndarray], backend: str, first: Any) -> str:
-    """ "" when the program called twice in one function, on ``inputs`` and on the same inputs
-    reversed, returns bit for bit ``first`` and the program's own answer on the reversed ones;
-    else what differed (or what the function with two results raised)."""
-    import compiler
-    from compiler import UnsupportedFeature
-
-    first = np.array(first, copy=True)  # its own bits, whatever the calls below write
-    single = case.traced_function()
-    count = len(inputs)
-    other = [np.flip(a).copy() for a in inputs]
-
-    def twice(*arrays: Any) -> tuple[Any, Any]:
-        return single(*arrays[:count]), single(*arrays[count:])
-
-    pair = compiler.jit(twice)
-    try:
-        alone = fn(*other, target=backend)
-        both = pair(*inputs, *other, target=backend)
-    except UnsupportedFeature:
-        return ""
-    except Exception as error:  # noqa: BLE001 - the two-result function must work as one
-        return f"the function returning both raised {type(error).__name__}: {str(error)[:300]}"
-    finally:
-        pair.clear()
-    for k, (got, want) in enumerate(zip(both, (first, alone), strict=True)):
-        if not same_bits(got, want):
-            which = "on its inputs" if k == 0 else "on its inputs reversed"
-            return (
-                f"result {k} of the program called twice in one function ({which}) differs "
-                f"from the program's own call: {np.ravel(got)[:4]} vs {np.ravel(want)[:4]}"
-            )
-    return ""
-
-
 def _blas(compiled: Any, made: int) -> tuple[int, int] | None:
     """(promised, made) gemm calls of an instrumented kernel of a backend with a BLAS stage
     whose matmul layouts are static, else None."""
@@ -194,7 +159,7 @@ def run_backend(
     catching everything it raises; ``mark(backend, stage)`` hears each step before it runs.
     ``fn``, the case's jitted function shared by the task's backends, traces once for all;
     ``recompile``: the repeat checks include a fresh compile; ``tupled``: the first set also
-    runs through the program called twice in one function (``_tupled``)."""
+    runs through the tupled oracle's functions with several results (``oracles.tupled``)."""
     import compiler
     from compiler.runtime import blas_calls
 
@@ -233,7 +198,9 @@ def run_backend(
                 result = failure(backend, error)
         if tupled and index == 0 and result.ok:
             mark(backend, "tupled")
-            result.tupled = _tupled(case, fn, inputs, backend, result.output)
+            from ..oracles.tupled import check
+
+            result.tupled = check(case, fn, inputs, backend, result.output)
         result.output = np.array(result.output, copy=True) if result.ok else None
         results.append(result)
     if not shared:

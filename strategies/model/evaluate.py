@@ -4,14 +4,14 @@ primitive's ``evaluate`` rule."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from compiler import primitives
 
-from .types import Const, RawEquation
+from .types import Const, RawEquation, Ref
 
 
 def namespace_of(x: Any) -> Any:
@@ -27,13 +27,15 @@ def function(
     extra: RawEquation | None = None,
     overrides: dict[str, Callable[..., Any]] | None = None,
     spelling: str = "array-api",
+    returns: Sequence[Ref] | None = None,
 ) -> Callable:
     """``fn(*inputs)`` evaluating ``program`` (then ``extra``, an unchecked equation whose result
     is returned instead of the output: how an invalid program is evaluated), written in
     ``spelling`` (``primitives.SPELLINGS``): its printed form, op by op. ``namespace`` binds
     ``xp`` (default: the inputs' own namespace, or NumPy's module in the "numpy" spelling, which
     is what the compiler traces). ``overrides`` give other evaluation rules for some ops
-    (``rule(xp, args, attrs)``): independent references."""
+    (``rule(xp, args, attrs)``): independent references. ``returns``: a tuple of these inputs'
+    and equations' values is returned instead (a function with several results)."""
     rules = {name: p.spelled(spelling)[0] for name, p in primitives.PRIMITIVES.items()}
     rules.update(overrides or {})
     if namespace is None and spelling == "numpy":
@@ -59,6 +61,8 @@ def function(
             values.append(rules[node.op](xp, [get(a) for a in node.args], node.attrs))
         if extra is not None:
             return rules[extra.op](xp, [get(a) for a in extra.args], extra.attrs)
+        if returns is not None:
+            return tuple(get(ref) for ref in returns)
         return get(output)
 
     fn.__name__ = fn.__qualname__ = "program"

@@ -20,7 +20,7 @@ import numpy as np
 from compiler import primitives
 
 from .codec import FORMAT_VERSION
-from .types import Input, RawEquation
+from .types import Input, RawEquation, Ref
 
 if TYPE_CHECKING:
     from .program import Program
@@ -60,21 +60,32 @@ def literal(array: np.ndarray) -> str:
 
 
 def function_source(
-    program: Program, extra: RawEquation | None = None, spelling: str = "array-api"
+    program: Program,
+    extra: RawEquation | None = None,
+    spelling: str = "array-api",
+    *,
+    returns: Sequence[Ref] | None = None,
+    name: str = "program",
 ) -> list[str]:
     """``def program(x0, ...)``: the program as a function, written in ``spelling`` over its
-    inputs' namespace ("array-api", "methods") or NumPy's module ("numpy")."""
+    inputs' namespace ("array-api", "methods") or NumPy's module ("numpy"); ``returns``: it
+    returns these values instead of the output (as ``evaluate.function`` does), as ``name``."""
     names = [f"x{i}" for i in range(len(program.inputs))]
     body: list[str] = []
-    for i, node in enumerate(program.nodes):
+    nodes = program.nodes
+    if returns is not None:  # the equations after the last one returned are not needed
+        nodes = nodes[: 1 + max((r.index for r in returns if r.kind == "node"), default=-1)]
+    for i, node in enumerate(nodes):
         line = render(node.op, node.args, node.attrs, spelling)
         body.append(f"    v{i} = {line}  # {node.type}")
     if extra is not None:
         body.append(f"    return {render(extra.op, extra.args, extra.attrs, spelling)}  # invalid")
+    elif returns is not None:
+        body.append(f"    return {', '.join(str(r) for r in returns)}{',' * (len(returns) == 1)}")
     else:
         body.append(f"    return {program.output}")
     uses_xp = any("xp." in line or ", xp)" in line for line in body)
-    lines = [f"def program({', '.join(names)}):"]
+    lines = [f"def {name}({', '.join(names)}):"]
     if uses_xp and spelling == "numpy":
         lines.append("    xp = np  # NumPy's functions: traced tensors dispatch them")
     elif uses_xp:

@@ -1,7 +1,7 @@
-"""The tupled oracle: the program called twice in one jitted function must return what each
-call returns alone. With the compiler's workaround ``one-restrict-output`` off, MLIR's empty
-tensor elimination copies one sum out twice, and the oracle (and its reproducer) must say so;
-with it on, neither may."""
+"""The tupled oracle: the program called twice in one jitted function, and the program returning
+several of its values, must return what each returns alone. With the compiler's workaround
+``one-restrict-output`` off, MLIR's empty tensor elimination copies one sum out twice, and the
+oracle (and its reproducer) must say so; with it on, neither may."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from harness.case import Case
-from harness.oracles import get
+from harness.oracles import get, tupled
 from harness.report.reproducer import reproducer
 from harness.run.runner import Runner
-from strategies.model import ProgramBuilder
+from strategies.model import ProgramBuilder, Ref
 
 WORKAROUND = "one-restrict-output"
 
@@ -43,7 +43,7 @@ def test_the_oracle_sees_two_results_of_one_function_that_are_not_their_own(runn
         "tupled",
         ("cpu-loops@O0",),
     )
-    assert "result 1" in finding.detail and "reversed" in finding.detail
+    assert "output on the inputs reversed, returned as one of" in finding.detail
     assert runner.evaluate(_case(off=False), only=("tupled",)).findings == []
 
 
@@ -69,7 +69,7 @@ def test_its_reproducer_fails_with_the_bug_and_passes_without(runner, tmp_path: 
     script.write_text(text)
     with_bug = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert with_bug.returncode == 1, with_bug.stdout + with_bug.stderr[-2000:]
-    assert "[True, False]" in with_bug.stdout
+    assert "True, False]" in with_bug.stdout  # the second instance, on the inputs reversed
     lines = [line for line in text.splitlines() if "COMPILER_DISABLE_WORKAROUNDS" not in line]
     script.write_text("\n".join(lines) + "\n")
     clean = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
@@ -87,3 +87,58 @@ def test_a_nan_matches_any_nan() -> None:
     assert not same_bits(nan, np.array([np.nan, 1.0, 0.0]))  # -0.0 is not 0.0
     assert not same_bits(nan, np.array([1.0, np.nan, -0.0]))
     assert not same_bits(nan, nan.astype(np.float32))
+
+
+def _chain() -> Case:
+    """exp, then a row sum, then a division: an intermediate feeds the output."""
+    b = ProgramBuilder()
+    x = b.input((3, 4), "float32")
+    e = b.node("exp", x)
+    program = b.build(b.node("divide", e, b.node("sum", e, axis=1, keepdims=True)))
+    x0 = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    return Case(program, [x0], ("cpu-loops@O0",))
+
+
+def test_several_returns_the_output_with_the_value_feeding_it_and_an_input() -> None:
+    case = _chain()
+    returns = tupled.several(case)
+    assert sorted(map(str, returns)) == ["v0", "v2", "x0"]
+    assert tupled.several(case) == returns  # drawn from the case's data: the same every time
+    orders = {tupled.several(replace(case, backends=(f"cpu-loops@O{k}",))) for k in range(4)}
+    assert len({r.index(case.program.output) for r in orders}) > 1, "the output moves"
+    b = ProgramBuilder()
+    x, y = b.input((2,), "float32"), b.input((2,), "float32")
+    only_inputs = Case(b.build(b.node("add", x, y)), [np.ones(2, np.float32)] * 2)
+    assert set(tupled.several(only_inputs)) == {Ref("input", 0), Ref("node", 0)}
+
+
+def test_a_wrong_value_among_several_results_is_named(monkeypatch) -> None:
+    """In process (``check``, which the worker calls): the several-results function returns the
+    intermediate off by one ulp; the program and the intermediate alone are right."""
+    import compiler
+
+    case = _chain()
+    program = case.program
+    honest = tupled._function
+
+    def planted(case_: Case, returns: tuple) -> object:
+        fn = honest(case_, returns)
+        if len(returns) == 1:
+            return fn
+
+        def wrong(*arrays):
+            values = fn(*arrays)
+            pairs = zip(returns, values, strict=True)
+            return tuple(v * 1.0000001 if r == Ref("node", 0) else v for r, v in pairs)
+
+        return wrong
+
+    inputs = list(case.inputs)
+    jitted = compiler.jit(case.traced_function())
+    first = jitted(*inputs, target="cpu-loops@O0")
+    assert tupled.check(case, jitted, inputs, "cpu-loops@O0", first) == ""
+    monkeypatch.setattr(tupled, "_function", planted)
+    detail = tupled.check(case, jitted, inputs, "cpu-loops@O0", first)
+    assert "value v0" in detail and "differs from its own call" in detail, detail
+    assert str(program.output) in detail
+    jitted.clear()
