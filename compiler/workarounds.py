@@ -85,6 +85,17 @@ register(
 
 
 register(
+    "unmasked-nd-extract",
+    "llvm/llvm-project #206209 (fixed by PR #206207, after MLIR 22.1.8)",
+    "cpu-vector never masks a gather whose ids have rank 2 or more (chunks that divide the "
+    "row): the vectorizer's contiguous read of a tensor.extract from a table of fewer dims than "
+    "the loops got a mask of the loop rank ('vector.mask' op expects a 'vector<1x4xi1>' mask), "
+    "and the compile failed; a bfloat16 gather from a 1x3 table by 5x6 ids, or an int32 one "
+    "from 1x17 (MLIR 22.1.8)",
+)
+
+
+register(
     "one-restrict-output",
     "llvm/llvm-project: not reported yet",
     "only a kernel's last result is materialized into its output buffer with `restrict` (the "

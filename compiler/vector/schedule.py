@@ -19,6 +19,9 @@ Tile policy (``plan``), for 512-bit vectors (AVX-512; narrower hardware splits t
 - a max or min reduction is never masked: its row goes in chunks that divide it, since MLIR
   22.1.8 gives a masked ``vector.reduction <maximumf>`` the neutral -1.4e-45 instead of -inf
   (a float32 max of 300 negative numbers was -1e-45; ``unmasked-minmax``, llvm PR #222275);
+- nor is a gather whose ids have rank 2 or more (a ``tensor.extract`` from a table of fewer
+  dims than the loops): masked, its contiguous read got a mask of the loop rank and failed
+  verification (``unmasked-nd-extract``, llvm-project #206209);
 - only static, non-zero extents are planned (a zero or negative vector size aborts the process
   in MLIR's vectorizer, an assertion rather than an error).
 """
@@ -163,12 +166,14 @@ def plan(op: Any) -> tuple[list[int], list[int]] | None:
         if sizes[i] == 1:
             tiles[i] = 0
     bf16 = _touches_bf16(op) and workarounds.enabled("bf16-power-of-two-vectors")
-    unmasked = iters[last] == "reduction" and _minmax(op) and workarounds.enabled("unmasked-minmax")
+    minmax = iters[last] == "reduction" and _minmax(op) and workarounds.enabled("unmasked-minmax")
+    extract = _extract_below_loop_rank(op, n) and workarounds.enabled("unmasked-nd-extract")
+    unmasked = minmax or extract
     if unmasked:
-        # No mask on a max/min reduction: chunks that divide the row (of a power of two where
-        # bfloat16 is touched: bf16-power-of-two-vectors).
+        # No mask: chunks that divide the row (of a power of two where bfloat16 is touched:
+        # bf16-power-of-two-vectors), at most a vector (a reduction's chunk) long.
         n = sizes[last]
-        cap = REDUCTION_CHUNK if n > REDUCTION_MAX else n
+        cap = (REDUCTION_CHUNK if n > REDUCTION_MAX else n) if minmax else min(n, width)
         chunk = max(d for d in range(1, cap + 1) if n % d == 0 and (not bf16 or d & (d - 1) == 0))
         tiles[last], vectors[last] = (0 if chunk == n else chunk), chunk
     if bf16:  # masked past the extent
@@ -188,6 +193,18 @@ def _touches_bf16(op: Any) -> bool:
     conversions, but LLVM's InstCombine narrows ``fptrunc(fsub(fpext a, fpext b))`` back to a
     bfloat16 ``fsub``, so any op that touches bfloat16 may compute on bfloat16 vectors."""
     return any(_element(v.type) == "bf16" for v in op.operands)
+
+
+def _extract_below_loop_rank(op: Any, loops: int) -> bool:
+    """A ``tensor.extract`` in the body from a tensor of fewer dims than the op has loops (a
+    gather with ids of rank 2 or more): masked, MLIR 22.1.8's vectorizer gives its contiguous
+    read a mask of the loop rank, which fails verification (``unmasked-nd-extract``)."""
+    from mlir import ir
+
+    return any(
+        inner.name == "tensor.extract" and ir.ShapedType(inner.operands[0].type).rank < loops
+        for inner in _body_ops(op)
+    )
 
 
 def _minmax(op: Any) -> bool:

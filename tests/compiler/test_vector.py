@@ -352,6 +352,31 @@ def test_gather_from_views(rng, name, dtype) -> None:
     check(jit(GATHER_VIEWS[name]), table, ids, targets=[TARGET], rtol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "dtype, table, ids",
+    [
+        ("bfloat16", (1, 3), (5, 6)),  # a clean session's (seed 50): bf16 vectors are padded
+        (I32, (1, 17), (5, 6)),  # 16 lanes and a masked tail
+        (F64, (1, 17), (1, 1)),
+        (F32, (2, 33), (2, 3, 2)),
+    ],
+    ids=str,
+)
+def test_gather_by_ids_of_rank_two_or_more(rng, dtype, table, ids) -> None:
+    """A gather whose ids have rank 2 or more reads a table of fewer dims than its loops;
+    masked, MLIR's vectorizer gave that read a mask of the loop rank and the compile failed
+    (``unmasked-nd-extract``, tests/upstream). Its vector sizes now divide the row, and the op
+    is still vectorized."""
+    import ml_dtypes
+
+    dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    values = (np.arange(np.prod(table)) % 7 - 3).reshape(table).astype(dtype)
+    rows = rng.integers(0, table[0], ids).astype(I32)
+    check(jit(ops.gather), values, rows, targets=[TARGET, f"{TARGET}@O0"], rtol=0)
+    texts = stages(jit(ops.gather), values, rows, target=TARGET)
+    assert "linalg.generic" not in texts["vectorized"], texts["vectorized"][-1500:]
+
+
 def test_gpt2_block_small(rng) -> None:
     from compiler import model
 
