@@ -21,7 +21,7 @@ from compiler import primitives
 from strategies import cast_pairs, invalid_programs, op_dtype_pairs, programs, samples
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
-from strategies.gen.values import input_values
+from strategies.gen.values import edge_regimes, input_values
 from strategies.model import ProgramBuilder
 
 from ..case import CPU_BACKENDS, SAMPLED_BACKENDS, SAMPLED_SHARE, Case, generated_array
@@ -93,7 +93,8 @@ def focus_cases(
     ``FOCUS_ITEMS_PER_CASE`` of one dtype and spelling): the session passes those its cases
     have not exercised yet, so every op meets every dtype it takes early in a session, however
     rarely random programs draw it (an int32 matmul was 3% of them, int32 ``a > b`` none of
-    400). ``regimes``: its values come from one of them (any regime if empty)."""
+    400). ``regimes``: its values come from one of them at the first op's edges
+    (``edge_regimes``; any regime if empty)."""
     # Uniform over the items left: with ``sampled_from`` (int32, ``>``) was met by 150 cases in
     # 1 of 8 simulated drivers, now 6 of 8 (items done: 75 -> 81 of 134).
     first = uniform(draw, pairs)
@@ -115,6 +116,8 @@ def focus_cases(
     budget = sum(primitives.get(op).cost for op, _ in (first, *more)) + 1
     budget += sum(step.endswith("->bool") for step in steps)
     strategy = programs(max_nodes=budget, min_nodes=len(steps), dtypes=[dtype], first=steps)
+    if regimes:  # those at the first op's edges, where the session asks for edges
+        regimes = tuple(r for r in edge_regimes(first[0]) if r in regimes) or regimes
     drawn = draw(samples(strategy, regime=draw(st.sampled_from(regimes)) if regimes else None))
     event("origin:focus")
     case = Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/{drawn.regime}")

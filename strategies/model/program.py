@@ -403,6 +403,11 @@ class Program:
 
         return rewrite(self, {}, self.output)
 
+    def reads_input(self, ref: Ref) -> bool:
+        """Whether ``ref``'s value depends on an input (a ``causal_mask`` alone does not: a
+        traced function cannot return it)."""
+        return ProgramBuilder.from_program(self)._reads_input(ref)
+
     def subprogram(self, output: Ref | int) -> Program:
         """The program computing ``output`` (an equation index or Ref) instead; inputs kept."""
         from .rewrites import rewrite

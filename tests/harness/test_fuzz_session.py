@@ -137,6 +137,20 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
     edged: list[str] = []
     edges()
     assert edged
+
+    @seed(7)
+    @settings(
+        max_examples=30, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(focus=(("greater", "int32"),), focus_regimes=EDGE_REGIMES))
+    def at_its_edges(case) -> None:  # of the edges, those of the first op (edge_regimes)
+        if case.origin.startswith("focus/"):
+            seen.add(case.origin.split("/", 1)[1])
+
+    seen: set[str] = set()
+    at_its_edges()
+    assert seen and seen <= {"ties", "special"}, seen
     share = origins["focus"] / sum(origins.values())
     assert FOCUS_SHARE - 0.2 <= share <= FOCUS_SHARE + 0.2, origins  # correlated draws: 0.43
     assert sum(started) >= 0.6 * len(started), started  # a later step may leave the first dead

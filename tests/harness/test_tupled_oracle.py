@@ -110,6 +110,13 @@ def test_several_returns_the_output_with_the_value_feeding_it_and_an_input() -> 
     x, y = b.input((2,), "float32"), b.input((2,), "float32")
     only_inputs = Case(b.build(b.node("add", x, y)), [np.ones(2, np.float32)] * 2)
     assert set(tupled.several(only_inputs)) == {Ref("input", 0), Ref("node", 0)}
+    # A clean session (seed 52): a causal mask reads no input, and a traced function cannot
+    # return it (the compiler's TypeError was reported as a finding).
+    b = ProgramBuilder()
+    x = b.input((1, 15), "float32")
+    masked = b.build(b.node("matmul", x, b.node("causal_mask", size=15, dtype="float32")))
+    chosen = tupled.several(Case(masked, [np.ones((1, 15), np.float32)]))
+    assert Ref("node", 0) not in chosen and set(chosen) == {Ref("input", 0), Ref("node", 1)}
 
 
 def test_a_wrong_value_among_several_results_is_named(monkeypatch) -> None:

@@ -21,7 +21,7 @@ from strategies import (
     slices,
     values,
 )
-from strategies.gen.values import REGIMES, input_values
+from strategies.gen.values import EDGE_REGIMES, REGIMES, edge_regimes, input_values
 
 
 @given(shapes())
@@ -144,6 +144,22 @@ def test_values_follow_their_regime(
     if dtype == np.float32 and regime != "extreme":
         tiny = np.finfo(np.float32).tiny
         assert not np.any((magnitude > 0) & (magnitude < tiny))  # no subnormals
+
+
+def test_every_op_has_edge_regimes_of_its_kind() -> None:
+    """The focus's second pass draws values at each op's own edges: equal elements for a
+    comparison, one sign for a max reduction, thresholds for a math function, zero variance for
+    layer norm; an op of no listed kind gets every edge regime."""
+    from compiler import primitives
+
+    for name in primitives.PRIMITIVES:
+        edges = edge_regimes(name)
+        assert edges and set(edges) <= set(EDGE_REGIMES), (name, edges)
+    assert "ties" in edge_regimes("greater") and "ties" in edge_regimes("where")
+    assert edge_regimes("max")[0] == "negative" and "special" in edge_regimes("sum")
+    assert "extreme" in edge_regimes("log") and "extreme" in edge_regimes("gather")
+    assert edge_regimes("layer_norm")[0] == "constant_rows"
+    assert edge_regimes("reshape") == EDGE_REGIMES == edge_regimes("no-such-op")
 
 
 def test_extreme_values_reach_subnormals_and_exp_thresholds() -> None:
