@@ -106,6 +106,10 @@ class GraphInterpreterBackend:
         return [np.asarray(a) for a in evaluate_graph(artifacts.native, arrays)]
 
 
+#: The suffixes of our CPU targets' triage variants: ``+mlir-runtime`` (MLIR's runtime helpers
+#: call the kernel) and ``+generic-cpu`` (LLVM compiles it for a generic x86-64 CPU).
+VARIANT_SUFFIXES = ("mlir-runtime", "generic-cpu")
+
 BACKENDS: dict[str, Backend] = {}
 #: Backends whose names take an ``@O<n>`` suffix: factory(level) -> backend.
 _LEVELED: dict[str, Callable[[int], Backend]] = {}
@@ -154,8 +158,9 @@ def get(name: str) -> Backend:
     Besides registered names and aliases, our CPU targets take variant suffixes (for triage):
     ``NAME@O<n>`` (LLVM's level), ``NAME[:stage]`` / ``NAME[:stage#k]`` (the target's stages up
     to ``stage``, or its first ``k`` steps, then the minimal completion, at -O0;
-    ``NAME[:module]`` is the module as built, completed) and ``NAME+mlir-runtime`` (called
-    through MLIR's runtime helpers). ``mlir:<entries>`` names an upstream MLIR pipeline variant
+    ``NAME[:module]`` is the module as built, completed), ``NAME+mlir-runtime`` (called
+    through MLIR's runtime helpers) and ``NAME+generic-cpu`` (JIT-compiled for a generic
+    x86-64 CPU, at -O0). ``mlir:<entries>`` names an upstream MLIR pipeline variant
     (``compiler/mlir_variants/``), with the same suffixes; a backend registered with
     ``variants`` parses its own (``iree-cpu[+option...][@O<n>]``, ``compiler/iree.py``).
     """
@@ -178,7 +183,7 @@ def get(name: str) -> Backend:
             raise ValueError(f"target {key!r} has no optimization levels (got {name!r})")
         return _cached((key, level), lambda: _LEVELED[key](level))
     backend = BACKENDS[key]
-    if not isinstance(backend, MlirCpuBackend) or suffix not in ("", "mlir-runtime"):
+    if not isinstance(backend, MlirCpuBackend) or suffix not in ("", *VARIANT_SUFFIXES):
         raise ValueError(f"target {key!r} has no variant {name!r}")
 
     def make() -> Backend:
@@ -187,7 +192,11 @@ def get(name: str) -> Backend:
             target = target.prefix(stage, steps)
         if level is not None:
             target = target.with_opt_level(level)
-        return MlirCpuBackend(target, runtime="mlir" if suffix else "ours")
+        if suffix == "generic-cpu":
+            if level not in (None, 0):
+                raise ValueError(f"{name!r}: +generic-cpu runs at -O0 only")
+            target = target.with_generic_cpu()
+        return MlirCpuBackend(target, runtime="mlir" if suffix == "mlir-runtime" else "ours")
 
     return _cached((name,), make)
 

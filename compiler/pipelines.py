@@ -125,6 +125,26 @@ class Stage:
         passmanager.PassManager.parse(self.pipeline).run(module.operation)
 
 
+def _generic_cpu(module: Any) -> None:
+    from mlir import ir
+
+    features = ir.Attribute.parse('#llvm.target_features<["+sse2"]>')
+    for op in module.body.operations:
+        if op.operation.name == "llvm.func":
+            op.operation.attributes["target_cpu"] = ir.StringAttr.get("x86-64")
+            op.operation.attributes["target_features"] = features
+
+
+#: The ``NAME+generic-cpu`` variants' last stage (for triage, at -O0): the same LLVM IR,
+#: compiled for a generic x86-64 CPU instead of this one. A wrong answer that goes away there
+#: lives in LLVM's code generation for this CPU's features (``fptrunc float to bfloat`` as
+#: ``vcvtneps2bf16`` flushed bfloat16 subnormals on AVX512-BF16 CPUs).
+GENERIC_CPU = Stage(
+    "generic-cpu",
+    transform=_generic_cpu,
+    description="every function compiled for a generic x86-64 CPU (target_cpu, target_features)",
+)
+
 OPTIMIZED = Stage("optimized", OPTIMIZE, description="fusion on tensors")
 BUFFERIZED = Stage("bufferized", BUFFERIZE, description="tensors -> buffers")
 BLAS = Stage(
@@ -265,6 +285,13 @@ class Target:
     def with_opt_level(self, level: int) -> Target:
         base = self.name.split("@")[0]
         return replace(self, name=f"{base}@O{level}", opt_level=level)
+
+    def with_generic_cpu(self) -> Target:
+        """``NAME+generic-cpu``: the same stages, then ``GENERIC_CPU``, at -O0 (where the
+        JIT honours the functions' target; at -O3 it did not: the probe is for triage)."""
+        base = self.name.split("@")[0]
+        stages = (*self.stages, GENERIC_CPU)
+        return replace(self, name=f"{base}+generic-cpu@O0", stages=stages, opt_level=0)
 
     def prefix(self, stage: str, steps: int | None = None) -> Target:
         """``NAME[:stage]`` (``NAME[:stage#k]``): this target's stages up to and including

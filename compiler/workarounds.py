@@ -96,6 +96,17 @@ register(
 
 
 register(
+    "bf16-rounding-in-integers",
+    "llvm/llvm-project PR #221052 (open; the same bug: JuliaMath/BFloat16s.jl#125, worked around "
+    "by JuliaLang/julia PR #63012)",
+    "float32 is rounded to bfloat16 with integer operations (nearest, ties to even; a NaN stays "
+    "a NaN), not arith.truncf: on CPUs with AVX512-BF16 or AVX-NE-CONVERT, X86 codegen selects "
+    "vcvtneps2bf16 for fptrunc float to bfloat, which flushes subnormal inputs and results to "
+    "zero, so sin(x) of a bfloat16 subnormal x was 0 on every target (LLVM 22.1.8)",
+)
+
+
+register(
     "one-restrict-output",
     "llvm/llvm-project: not reported yet",
     "only a kernel's last result is materialized into its output buffer with `restrict` (the "

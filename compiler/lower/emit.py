@@ -36,6 +36,7 @@ from .. import workarounds
 from ..dtypes import BOOL, COMPUTE, INT32, element, is_low_precision, storage
 from ..frontend.graph import Graph, Node, topological
 from ..primitives import ScalarCall
+from ..primitives.scalar import narrow
 
 KERNEL = "kernel"
 TENSOR_ENTRY = "main"
@@ -235,11 +236,9 @@ class _Emitter:
         body.extend(node.prim.scalar(call))
         result = call.result
         if dtype != node.dtype:
-            narrow = self.fresh("n")
-            body.append(
-                f"{narrow} = arith.truncf {result} : {element(dtype)} to {element(node.dtype)}"
-            )
-            result = narrow
+            narrowed = self.fresh("n")
+            body.extend(narrow(result, dtype, node.dtype, narrowed, self.fresh))
+            result = narrowed
         if node.dtype == BOOL:
             stored = self.fresh("byte")
             body.append(f"{stored} = arith.extui {result} : i1 to i8")
@@ -276,7 +275,7 @@ class _Emitter:
         """``value`` (computed in ``wide``) rounded to ``dtype`` by one truncating generic."""
         if wide == dtype:
             return value
-        body = [f"%t = arith.truncf %a0 : {element(wide)} to {element(dtype)}"]
+        body = narrow("%a0", wide, dtype, "%t", self.fresh)
         return self.generic([(value, shape, storage(wide))], shape, storage(dtype), body, "%t")
 
     def _matmul(self, node: Node, op: str) -> str:

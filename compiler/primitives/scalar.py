@@ -6,7 +6,20 @@ result dtype and name) and returns MLIR lines defining the result.
 
 from __future__ import annotations
 
-from ..dtypes import BOOL, COMPUTE, FLOAT16, FLOAT64, INT32, LOW_PRECISION, element, is_float
+from typing import Any
+
+from .. import workarounds
+from ..dtypes import (
+    BFLOAT16,
+    BOOL,
+    COMPUTE,
+    FLOAT16,
+    FLOAT64,
+    INT32,
+    LOW_PRECISION,
+    element,
+    is_float,
+)
 from . import ScalarCall
 
 
@@ -69,6 +82,39 @@ def copy(call: ScalarCall) -> list[str]:
     return []
 
 
+def narrow(arg: str, source: Any, target: Any, result: str, fresh: Any) -> list[str]:
+    """Lines defining ``result``: the float ``arg`` rounded from ``source`` to the narrower
+    float ``target`` (nearest, ties to even). float32 to bfloat16 is rounded in integers
+    (``bf16-rounding-in-integers``): on CPUs with AVX512-BF16 or AVX-NE-CONVERT, LLVM selects
+    ``vcvtneps2bf16`` for ``fptrunc float to bfloat``, which flushes subnormals to zero (NumPy
+    and ml_dtypes keep them)."""
+    if not (source == COMPUTE and target == BFLOAT16):
+        return [f"{result} = arith.truncf {arg} : {element(source)} to {element(target)}"]
+    if not workarounds.enabled("bf16-rounding-in-integers"):
+        return [f"{result} = arith.truncf {arg} : f32 to bf16"]
+    bits, c16, one, half, c64, hi, lsb, bias, total, up, nan, quiet, chosen, short = (
+        fresh(k)
+        for k in "bits c16 one half c64 hi lsb bias total up nan quiet chosen short".split()
+    )
+    return [
+        f"{bits} = arith.bitcast {arg} : f32 to i32",
+        f"{c16} = arith.constant 16 : i32",
+        f"{one} = arith.constant 1 : i32",
+        f"{half} = arith.constant 32767 : i32",
+        f"{hi} = arith.shrui {bits}, {c16} : i32",
+        f"{lsb} = arith.andi {hi}, {one} : i32",
+        f"{bias} = arith.addi {half}, {lsb} : i32",  # 0x7fff, or 0x8000 to round an odd up
+        f"{total} = arith.addi {bits}, {bias} : i32",
+        f"{up} = arith.shrui {total}, {c16} : i32",
+        f"{nan} = arith.cmpf uno, {arg}, {arg} : f32",
+        f"{c64} = arith.constant 64 : i32",
+        f"{quiet} = arith.ori {hi}, {c64} : i32",  # a NaN stays a (quiet) NaN of its sign
+        f"{chosen} = arith.select {nan}, {quiet}, {up} : i32",
+        f"{short} = arith.trunci {chosen} : i32 to i16",
+        f"{result} = arith.bitcast {short} : i16 to bf16",
+    ]
+
+
 def cast(call: ScalarCall) -> list[str]:
     """NumPy's C-style conversions: float -> int truncates, x -> bool is x != 0.
 
@@ -90,7 +136,7 @@ def cast(call: ScalarCall) -> list[str]:
             inner = ScalarCall([arg], [source], [None], COMPUTE, call.fresh("w"), call.fresh)
             lines += cast(inner)
             source, arg = COMPUTE, inner.result
-        return lines + [f"{result} = arith.truncf {arg} : {element(source)} to {element(target)}"]
+        return lines + narrow(arg, source, target, result, call.fresh)
     src, dst = element(source), element(target)
     if is_float(source) and is_float(target):
         op = "arith.extf" if target.itemsize > source.itemsize else "arith.truncf"

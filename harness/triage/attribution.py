@@ -24,6 +24,7 @@ evidence; "the same failure" is ``Signature.matches`` (never a backend name).
 
 from __future__ import annotations
 
+import platform
 import re
 import time
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from ..oracles.base import Finding
 from ..oracles.schedule import STAGE as VECTORIZED
 from ..oracles.spelling import failing_spelling
 from ..run.task import Task
+from .llvm_crash import host_features
 from .signature import backend_family
 
 PIPELINE_CRASH_STAGES = ("optimized", "bufferized", "lowered")
@@ -507,6 +509,16 @@ class Attributor:
         if check(f"{family}+mlir-runtime{at}") == "passes":
             return done("runtime", "the same code called through MLIR's runtime helpers passes")
         target = _ours(backend).target
+        if (
+            platform.machine() in ("x86_64", "AMD64")
+            and check(f"{family}@O0") == "fails"
+            and check(f"{family}+generic-cpu@O0") == "passes"
+        ):
+            return done(
+                "llvm:codegen",
+                "the same LLVM IR compiled for a generic x86-64 CPU passes (both at -O0): LLVM's "
+                f"code generation for this CPU's features ({', '.join(host_features()) or '?'})",
+            )
         if check(f"{family}[:{BUILT}]") == "fails":
             return done(
                 "builder",

@@ -103,7 +103,7 @@ def test_a_jit_crash_is_attributed_to_llvm_codegen_with_a_portable_command() -> 
     root = Path(__file__).resolve().parents[2] / "corpus"
     entry = next(load(p) for p in sorted(root.glob("crash-442b5f5548-*.json")))
     case = Case.from_dict(entry.case["case"])
-    assert case.workarounds_off == ("bf16-power-of-two-vectors",)
+    assert case.workarounds_off == ("bf16-power-of-two-vectors", "bf16-rounding-in-integers")
     with Runner(None, use_jax=False) as runner:
         case = case.on(("cpu-vector",))
         findings = runner.evaluate(case).findings
