@@ -227,15 +227,22 @@ def fuzz_scratch(
         return {"caught": False, "error": proc.stderr[-2000:], "wall": wall}
     summary = json.loads(summary_path.read_text())
     findings = summary["findings"]
-    planted = set(_replay_on_real_compiler([f["path"] for f in findings], real))
+    # A finding the time box cut before its triage ended is saved unminimized: it counts too.
+    paths = {f["path"] for f in findings}
+    raw = [t for t in summary.get("timeline", []) if t["path"] not in paths]
+    planted = set(_replay_on_real_compiler([*paths, *(t["path"] for t in raw)], real))
     caught = [f for f in findings if f["path"] in planted]
+    caught_raw = [t for t in raw if t["path"] in planted]
     best = min(caught, key=lambda f: f["nodes"]) if caught else None
+    kind = f"{best['kind']} ({best['oracle']})" if best else ""
+    if not best and caught_raw:
+        kind = f"{caught_raw[0]['kind']} ({caught_raw[0]['oracle']}), not minimized in the box"
     return {
-        "caught": bool(caught),
+        "caught": bool(caught or caught_raw),
         "first": summary.get("first_finding_seconds"),
         "nodes": best["nodes"] if best else None,
-        "kind": f"{best['kind']} ({best['oracle']})" if best else "",
-        "other_findings": len(findings) - len(caught),
+        "kind": kind,
+        "other_findings": len(findings) + len(raw) - len(caught) - len(caught_raw),
         "cases": summary["stats"]["cases"],
         "wall": wall,
         "harness_errors": [e[-1000:] for e in summary.get("harness_errors", [])[:3]],

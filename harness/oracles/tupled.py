@@ -4,8 +4,9 @@ Every generated program has one output, so a kernel with several results was rea
 chance: two reductions returned together shared one filled init once CSE merged their fills, and
 the bufferization that followed copied the first sum out twice (``(x.sum(), y.sum())`` gave the
 first sum for both; ``tests/upstream``, workaround ``one-restrict-output``). For an eighth of the
-cases, on one of our backends drawn from the case's data, one function with several results
-runs beside the program's own call. It returns:
+cases (a quarter of those whose kernels fill an init: reductions, matmuls, gathers, composites),
+on one of our backends drawn from the case's data, one function with several results runs
+beside the program's own call. It returns:
 
 - the program's output with the intermediate value that feeds it and one of its inputs, in an
   order drawn from the case (``several``: ``h = ...; return h, x, y``: an intermediate that is
@@ -30,6 +31,10 @@ from ..run.task import Task
 from .base import Finding, Observation, Oracle, group, register
 
 SHARE = 0.125
+#: The share for programs whose kernels fill an init (reductions, matmuls, gathers, composites):
+#: several results of such kernels are where a shared fill was miscompiled.
+SHARE_FILLED = 0.25
+_FILLED_KINDS = ("reduction", "matmul", "gather", "composite")
 
 
 def _ours(backends: tuple[str, ...]) -> list[str]:
@@ -133,7 +138,12 @@ class Tupled(Oracle):
         return case.invalid is None and case.sequence is None and bool(_ours(case.backends))
 
     def wants(self, case: Case) -> bool:
-        return self.fits(case) and case.toggle(self.name, SHARE)
+        if not self.fits(case):
+            return False
+        from compiler import primitives
+
+        filled = any(primitives.get(op).kind in _FILLED_KINDS for op in case.program.ops)
+        return case.toggle(self.name, SHARE_FILLED if filled else SHARE)
 
     def configure(self, case: Case, task: Task) -> None:
         ours = _ours(task.backends)
@@ -147,4 +157,4 @@ class Tupled(Oracle):
 
 register(Tupled())
 
-__all__ = ["SHARE", "Tupled", "check", "several"]
+__all__ = ["SHARE", "SHARE_FILLED", "Tupled", "check", "several"]

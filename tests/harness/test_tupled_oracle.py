@@ -48,6 +48,7 @@ def test_the_oracle_sees_two_results_of_one_function_that_are_not_their_own(runn
 
 
 def test_an_eighth_of_the_programs_are_checked_on_one_of_our_backends() -> None:
+    """A quarter of those whose kernels fill an init."""
     oracle = get("tupled")
     b = ProgramBuilder()
     x = b.input((2, 3), "float32")
@@ -57,6 +58,14 @@ def test_an_eighth_of_the_programs_are_checked_on_one_of_our_backends() -> None:
     ]
     share = sum(oracle.wants(c) for c in drawn) / len(drawn)
     assert 0.07 < share < 0.19, share
+
+    def summed(k: int) -> Case:  # a kernel that fills an init: a quarter
+        b = ProgramBuilder()
+        program = b.build(b.node("sum", b.node("add", b.input((2, 3), "float32"), k), axis=0))
+        return Case(program, [np.zeros((2, 3), np.float32)])
+
+    share = sum(oracle.wants(summed(k)) for k in range(400)) / 400
+    assert 0.18 < share < 0.32, share
     assert not oracle.fits(replace(drawn[0], backends=("xla-cpu",)))
 
 
