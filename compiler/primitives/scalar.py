@@ -88,10 +88,9 @@ def narrow(arg: str, source: Any, target: Any, result: str, fresh: Any) -> list[
     (``bf16-rounding-in-integers``): on CPUs with AVX512-BF16 or AVX-NE-CONVERT, LLVM selects
     ``vcvtneps2bf16`` for ``fptrunc float to bfloat``, which flushes subnormals to zero (NumPy
     and ml_dtypes keep them)."""
-    if not (source == COMPUTE and target == BFLOAT16):
+    natural = not (source == COMPUTE and target == BFLOAT16)
+    if natural or not workarounds.enabled("bf16-rounding-in-integers"):
         return [f"{result} = arith.truncf {arg} : {element(source)} to {element(target)}"]
-    if not workarounds.enabled("bf16-rounding-in-integers"):
-        return [f"{result} = arith.truncf {arg} : f32 to bf16"]
     bits, c16, one, half, c64, hi, lsb, bias, total, up, nan, quiet, chosen, short = (
         fresh(k)
         for k in "bits c16 one half c64 hi lsb bias total up nan quiet chosen short".split()
