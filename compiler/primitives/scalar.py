@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import workarounds
 from ..dtypes import (
     BFLOAT16,
     BOOL,
@@ -88,6 +87,8 @@ def narrow(arg: str, source: Any, target: Any, result: str, fresh: Any) -> list[
     (``bf16-rounding-in-integers``): on CPUs with AVX512-BF16 or AVX-NE-CONVERT, LLVM selects
     ``vcvtneps2bf16`` for ``fptrunc float to bfloat``, which flushes subnormals to zero (NumPy
     and ml_dtypes keep them)."""
+    from .. import workarounds  # the lowering's; the table's readers (strategies) need not load it
+
     natural = not (source == COMPUTE and target == BFLOAT16)
     if natural or not workarounds.enabled("bf16-rounding-in-integers"):
         return [f"{result} = arith.truncf {arg} : {element(source)} to {element(target)}"]
