@@ -19,6 +19,7 @@ import pytest
 from harness.corpus import TEMPORARY, Corpus, Entry
 from harness.pending import orphans
 from harness.selftest import MUTATIONS, apply, fuzz_command, scratch_environment
+from harness.triage.signature import Signature
 
 REPEATS = int(os.environ.get("RELIABILITY_REPEATS", "1"))
 pytestmark = pytest.mark.slow
@@ -165,4 +166,9 @@ def test_two_sessions_share_one_corpus(tmp_path: Path) -> None:
     done = subprocess.run(recover, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert orphans(corpus) == []
-    assert len(_corpus_intact(corpus)) >= len(entries)
+    # Recovery finishes minimizations: an entry may give way to a smaller instance of itself
+    # (CI once saw 5 entries become 4, one raw entry minimized into another's bug), never vanish.
+    after = [Signature.from_dict(e.signature) for e in _corpus_intact(corpus)]
+    for entry in entries:
+        before = Signature.from_dict(entry.signature)
+        assert any(s.covers(before) for s in after), f"{entry.path.name} was lost"
