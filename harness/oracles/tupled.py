@@ -53,17 +53,17 @@ def several(case: Case) -> tuple[Any, ...]:
     refs = []
     if output.kind == "node":
         args = [a for a in program.nodes[output.index].args if isinstance(a, Ref)]
+        live, todo = set(), list(args)  # the equations the output depends on
+        while todo:
+            ref = todo.pop()
+            if ref.kind == "node" and ref.index not in live:
+                live.add(ref.index)
+                todo += [a for a in program.nodes[ref.index].args if isinstance(a, Ref)]
         # A value that reads no input (a causal mask) cannot be a traced function's result.
-        inner = [a for a in args if a.kind == "node" and program.reads_input(a)]
-        if not inner:  # the nearest equation the output depends on
-            live, todo = set(), list(args)
-            while todo:
-                ref = todo.pop()
-                if ref.kind == "node" and ref.index not in live:
-                    live.add(ref.index)
-                    todo += [a for a in program.nodes[ref.index].args if isinstance(a, Ref)]
-            live = {k for k in live if program.reads_input(Ref("node", k))}
-            inner = [Ref("node", max(live))] if live else []
+        live = {k for k in live if program.reads_input(Ref("node", k))}
+        inner = [a for a in args if a.kind == "node" and a.index in live]
+        if not inner and live:  # the nearest equation the output depends on
+            inner = [Ref("node", max(live))]
         refs += inner[:1]
         given = [a for a in args if a.kind == "input"]
         refs += given[:1] or [Ref("input", 0)] * bool(program.inputs)
