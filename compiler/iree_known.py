@@ -7,34 +7,12 @@ none of them is that variant's control (``CONTROLS``): expected, not an IREE bug
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from .dtypes import finfo, is_float
 from .frontend.graph import Graph
 from .iree import NAME, OPTIONS, flags_of, run_compiler
-
-
-@dataclass(frozen=True)
-class KnownIssue:
-    """An IREE bug this project has met: where it is reported, where its root cause lives,
-    how to avoid it."""
-
-    name: str
-    upstream: str
-    cause: str
-    workaround: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "upstream": self.upstream,
-            "cause": self.cause,
-            "workaround": self.workaround,
-        }
-
+from .known import KnownIssue, depends_on_subnormals, flushed
 
 F64_LIBM_LINK = KnownIssue(
     "f64-libm-link",
@@ -183,40 +161,6 @@ def dispatch_ir(text: str, name: str = NAME) -> str:
     """IREE's IR after dispatch creation, constant evaluation off (what the codegen gets)."""
     flags = (*flags_of(name), "--iree-opt-const-eval=false", "--compile-to=dispatch-creation")
     return run_compiler(text, flags, output="mlir").decode()
-
-
-def flushed(value: Any) -> Any:
-    """``value`` with its float subnormals replaced by zeros of the same sign."""
-    a = np.asarray(value)
-    if not is_float(a.dtype):
-        return value
-    with np.errstate(invalid="ignore"):
-        small = np.abs(a.astype(np.float64)) < float(finfo(a.dtype).tiny)
-    return np.where(small, np.copysign(np.zeros((), np.float64), a.astype(np.float64)), a).astype(
-        a.dtype
-    )
-
-
-def depends_on_subnormals(graph: Graph, inputs: list[np.ndarray]) -> bool:
-    """Does the graph's answer on ``inputs`` change when every subnormal input and result is
-    flushed to zero, as IREE's runtime does (``DENORMAL_FLUSH``)? Evaluated by NumPy."""
-    from .interpret import evaluate_graph, evaluate_values
-
-    plain = evaluate_graph(graph, list(inputs))
-    values = evaluate_values(graph, list(inputs), each=flushed)
-    for want, got in zip(plain, (values[id(n)] for n in graph.outputs), strict=True):
-        want, got = np.asarray(want), np.asarray(got)
-        if is_float(want.dtype):
-            a, b = want.astype(np.float64), got.astype(np.float64)
-            same = (a == b) | (np.isnan(a) & np.isnan(b))
-            ulp = float(finfo(want.dtype).eps) * np.abs(a)
-            with np.errstate(invalid="ignore"):
-                close = np.isfinite(a) & np.isfinite(b) & (np.abs(a - b) <= 4 * ulp)
-            if not np.all(same | close):
-                return True
-        elif not np.array_equal(want, got):
-            return True
-    return False
 
 
 def _trig_arguments(graph: Graph, inputs: list[np.ndarray], names: tuple[str, ...]) -> list:

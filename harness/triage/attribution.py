@@ -133,13 +133,29 @@ def _ours(name: str) -> backends.MlirCpuBackend | None:
 
 def known_issue(case: Case, backend: str, message: str = "") -> dict[str, str] | None:
     """The known bug of the compiler behind ``backend`` that a failure of ``case`` there is
-    (``known_issue_of(graph, message, inputs=...)``: IREE's), if any. Raises what tracing
-    raises."""
+    (``known_issue_of(graph, message, inputs=...)``: IREE's and XLA's), if any; a jit sequence's
+    wrong answer is the first such issue of any of its calls. Raises what tracing raises."""
     try:
         explain = getattr(backends.get(backend), "known_issue_of", None)
     except ValueError:
         return None
     if explain is None or case.invalid is not None:
+        return None
+    sequence = case.sequence
+    if sequence is not None and not message:
+        # A wrong answer of a jit sequence: each call on its own program and inputs (XLA's
+        # flushing showed on the second call, whose values held a subnormal).
+        outputs = sequence.numpy_outputs()
+        plain = case.without_sequence()
+        for index in range(len(sequence.calls)):
+            previous = outputs[index - 1] if index else None
+            try:
+                call = plain.with_subject(sequence.program(index), sequence.inputs(index, previous))
+            except (ValueError, TypeError):
+                continue  # a call NumPy rejects, or one fed a failed call's output
+            issue = known_issue(call, backend, message)
+            if issue:
+                return issue
         return None
     import compiler
 
