@@ -118,3 +118,25 @@ def test_the_numpy_spelling_stays_only_when_the_failure_needs_it() -> None:
 
     kept = minimize(spelled, planted(spelled), needs_dispatch, budget_seconds=30)
     assert kept.case.spelling == "numpy" and planted(kept.case) is not None
+
+
+def test_a_failure_of_one_late_element_shrinks_to_that_element() -> None:
+    """Each smaller extent keeps either end of its dimension: an IREE sine of a (3, 1, 1) array
+    failed only on its last element, -5.3e36 (inf for a sine), and cropping to the leading
+    element lost it, so the reproducer kept all three and the known issue of the first (a
+    small negative argument) was named for it."""
+    b = ProgramBuilder()
+    x = b.input((3, 5), "float32")
+    values = np.ones((3, 5), np.float32)
+    values[2, 3] = -5.3e36
+    case = Case(b.build(b.node("sin", x)), [values], ("cpu-loops",))
+
+    def huge(candidate: Case) -> Finding | None:
+        if not np.any(np.abs(candidate.inputs[0]) > 1e30):
+            return None
+        return Finding("mismatch", ("cpu-loops",), "differential", "planted", candidate)
+
+    finding = huge(case)
+    result = minimize(case, finding, huge, budget_seconds=30)
+    assert result.case.inputs[0].tolist() == [[np.float32(-5.3e36)]], result.steps
+    assert result.evaluations <= 12, (result.evaluations, result.steps)
