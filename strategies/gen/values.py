@@ -149,35 +149,47 @@ def _float_elements(regime: str, width: int, info: Any = None) -> st.SearchStrat
     if regime == "special":
         return st.one_of(ordinary, st.sampled_from(SPECIALS))
     if regime == "extreme":
-        # A 64th of the largest float: products overflow (in any order), while sums of the
-        # few dozen elements a program reduces do not, so no answer depends on the order of a
-        # reduction (NumPy sums pairwise, the compiled loops in sequence).
-        big = _f(float(info.max) / 64, width)
-        edges = [
-            big,
-            -big,
-            float(info.eps),
-            -float(info.eps),
-            float(info.tiny),
-            1 / float(info.eps),
-            # Subnormals (a log or a scaling that assumes normal inputs; NumPy keeps them).
-            _f(float(info.smallest_subnormal), width),
-            -_f(float(info.tiny) / 8, width),
-            # Half a unit inside and outside exp's overflow and underflow thresholds (and
-            # tanh's saturation, softmax's and gelu's exp): a clamp constant off shows here,
-            # while no correctly rounded answer sits near a threshold.
-            *(
-                _f(edge + side, width)
-                for edge in (
-                    float(np.log(info.max)),
-                    float(np.log(info.tiny)),
-                    float(np.log(info.smallest_subnormal)),
-                )
-                for side in (-0.5, 0.5)
-            ),
-        ]
-        return st.one_of(st.sampled_from(edges), ordinary)
+        return st.one_of(st.sampled_from(_float_edges(width, info)), ordinary)
     raise ValueError(regime)
+
+
+def _float_edges(width: int, info: Any) -> list[float]:
+    """The ``extreme`` regime's values for a float of ``width`` bits with ``info``'s edges."""
+    # A 64th of the largest float: products overflow (in any order), while sums of the few
+    # dozen elements a program reduces do not, so no answer depends on the order of a
+    # reduction (NumPy sums pairwise, the compiled loops in sequence).
+    big = _f(float(info.max) / 64, width)
+    return [
+        big,
+        -big,
+        float(info.eps),
+        -float(info.eps),
+        float(info.tiny),
+        1 / float(info.eps),
+        # Subnormals (a log or a scaling that assumes normal inputs; NumPy keeps them).
+        _f(float(info.smallest_subnormal), width),
+        -_f(float(info.tiny) / 8, width),
+        # Half a unit inside and outside exp's overflow and underflow thresholds (and
+        # tanh's saturation, softmax's and gelu's exp): a clamp constant off shows here,
+        # while no correctly rounded answer sits near a threshold.
+        *(
+            _f(edge + side, width)
+            for edge in (
+                float(np.log(info.max)),
+                float(np.log(info.tiny)),
+                float(np.log(info.smallest_subnormal)),
+            )
+            for side in (-0.5, 0.5)
+        ),
+    ]
+
+
+def _edges_stored(dt: np.dtype) -> list[float]:
+    """The ``extreme`` edges of the float dtype ``dt`` as its arrays are drawn (bfloat16's
+    rounded to bfloat16, held as float32)."""
+    if dt.name == BFLOAT16:
+        return [_bfloat16(v) for v in _float_edges(32, primitives.finfo(dt))]
+    return _float_edges(8 * dt.itemsize, np.finfo(dt))
 
 
 def _int_elements(dt: np.dtype, regime: str) -> st.SearchStrategy[int]:
@@ -267,6 +279,17 @@ def values(
         flat = array.reshape(-1)
         flat[0] = abs(flat[0])
         flat[-1] = -abs(flat[-1]) if flat[-1] != 0 else -1
+    if regime == "extreme" and floating and array.size >= 2 and draw(st.booleans()):
+        # Half the time, a run of consecutive edges from a drawn one (all of them where the
+        # array is large enough) at a drawn place: element by element, a 6-element array held
+        # the one positive subnormal a fifth of the time, and a float64 log that took it for
+        # a normal number went unseen.
+        edges = _edges_stored(dt)
+        start, place = draw(st.integers(0, len(edges) - 1)), draw(st.integers(0, array.size - 1))
+        flat = array.reshape(-1)
+        for k in range(min(flat.size, len(edges))):
+            flat[(place + k) % flat.size] = edges[(start + k) % len(edges)]
+        event("extreme:run-of-edges")
     if regime == "special" and floating and len(shape) >= 1 and draw(st.booleans()):
         # A whole last-axis row of -inf (a fully masked softmax row, the max of -inf).
         row = draw(st.integers(0, max(array.size // shape[-1] - 1, 0)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -180,6 +181,35 @@ def test_extreme_values_reach_subnormals_and_exp_thresholds() -> None:
                     values((3,), dtype, "extreme"),
                     lambda a, e=edge, d=side: bool(np.any(abs(a - (e + d * 0.5)) < 0.1)),
                 )
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "bfloat16"])
+def test_extreme_arrays_often_hold_every_edge_at_once(dtype: str) -> None:
+    """A 6-element array drawn element by element held the one positive subnormal a fifth of
+    the time; the ``extreme`` regime now writes a run of consecutive edges half the time, so
+    an array of 14 elements or more holds every edge (each exactly, as the dtype rounds it),
+    and a small one a third of them."""
+    from strategies.gen.values import _edges_stored
+
+    dt = np.dtype(dtype)
+    edges = np.asarray(_edges_stored(dt), np.float64)
+    assert len(edges) == 14 and len(set(edges.tolist())) == 14
+
+    def held(a: np.ndarray) -> int:
+        flat = a.astype(np.float64).reshape(-1)
+        return sum(bool(np.any(flat == e)) for e in edges)
+
+    counts = []
+
+    @settings(max_examples=200, database=None, derandomize=True)
+    @given(values((3, 5), dtype, "extreme"), values((6,), dtype, "extreme"))
+    def draw(big: np.ndarray, small: np.ndarray) -> None:
+        counts.append((held(big), held(small)))
+
+    draw()
+    every = sum(big == 14 for big, _ in counts)
+    assert every >= len(counts) // 4, (every, len(counts))
+    assert sum(small for _, small in counts) / len(counts) >= 14 / 4 - 1
 
 
 @given(st.data(), shapes(), dtypes())
