@@ -401,7 +401,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> dict:
     scratch = _planted_scratch(work)
     corpus = work / "corpus"
     proc = subprocess.Popen(
-        _campaign_command(work, 90, 11), cwd=work, env=scratch_environment(scratch),
+        _campaign_command(work, 45, 11), cwd=work, env=scratch_environment(scratch),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     lines: list[str] = []

@@ -215,7 +215,7 @@ def test_short_iree_session_runs_and_judges_cases(tmp_path: Path) -> None:
     env.pop("HARNESS_PLUGINS", None)
     summary = tmp_path / "summary.json"
     command = [
-        sys.executable, "-m", "harness", "fuzz", "--backends", NAME, "--seconds", "40",
+        sys.executable, "-m", "harness", "fuzz", "--backends", NAME, "--seconds", "25",
         "--workers", "1", "--seed", "5", "--no-database", "--corpus", str(tmp_path / "corpus"),
         "--report", "", "--quiet", "--summary-json", str(summary), "--shrink-seconds", "5",
         "--minimize-seconds", "10",
