@@ -422,16 +422,22 @@ class IreeCpuBackend:
         ]
 
     def known_issue_of(
-        self, graph: Graph, message: str = "", inputs: list[np.ndarray] | None = None
+        self,
+        graph: Graph,
+        message: str = "",
+        inputs: list[np.ndarray] | None = None,
+        outputs: list[Any] | None = None,
     ) -> dict[str, str] | None:
         """The known IREE issue (``KNOWN_ISSUES``) a failure of this variant on ``graph`` is:
         ``message`` is its compile error, empty for a wrong answer (for attribution), and
-        ``inputs`` the case's (a wrong answer that depends on subnormals is IREE's flushing).
+        ``inputs`` the case's (a wrong answer that depends on subnormals is IREE's flushing,
+        if IREE's ``outputs``, where given, are what flushing gives).
         A wrong answer of a semantics-changing variant that is no known issue is its control
         (``CONTROLS``): expected, not a bug."""
         from .iree_known import (
             CONTROLS,
             depends_on_subnormals,
+            explained_by_flushing,
             known_issue,
             sines_small_negative,
             trig_reduced,
@@ -439,6 +445,8 @@ class IreeCpuBackend:
 
         values = not message and inputs is not None
         subnormal = values and depends_on_subnormals(graph, inputs)
+        if subnormal and outputs is not None:
+            subnormal = explained_by_flushing(graph, inputs, outputs)
         sine = values and sines_small_negative(graph, inputs)
         reduced = values and not sine and trig_reduced(graph, inputs)  # the sine rule first
         module = emit.build(graph, abi="tensor")[0]

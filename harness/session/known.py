@@ -118,11 +118,17 @@ class Known:
         may cost a compile to dispatch IR (IREE's vectorizer check)."""
         message = finding.result.message if finding.result is not None else ""
         digest = finding.case.digest()
-        for backend in finding.backends:
+        backends = finding.backends
+        if attribution.failing_outputs(finding, finding.result.backend if finding.result else ""):
+            # A wrong answer: judged on the backend whose answer the finding holds (a known
+            # issue about values must predict it), not on its siblings without one.
+            backends = (finding.result.backend,)
+        for backend in backends:
             key = (digest, backend, message)
             if key not in self._issues:
                 try:
-                    found = attribution.known_issue(finding.case, backend, message)
+                    outputs = attribution.failing_outputs(finding, backend)
+                    found = attribution.known_issue(finding.case, backend, message, outputs)
                 except Exception:  # noqa: BLE001 - no diagnosis: judged by its signature alone
                     found = None
                 self._issues[key] = found["name"] if found else ""

@@ -131,10 +131,14 @@ def _ours(name: str) -> backends.MlirCpuBackend | None:
     return backend if isinstance(backend, backends.MlirCpuBackend) else None
 
 
-def known_issue(case: Case, backend: str, message: str = "") -> dict[str, str] | None:
+def known_issue(
+    case: Case, backend: str, message: str = "", outputs: list[Any] | None = None
+) -> dict[str, str] | None:
     """The known bug of the compiler behind ``backend`` that a failure of ``case`` there is
     (``known_issue_of(graph, message, inputs=...)``: IREE's and XLA's), if any; a jit sequence's
-    wrong answer is the first such issue of any of its calls. Raises what tracing raises."""
+    wrong answer is the first such issue of any of its calls. ``outputs``: the backend's
+    answer, where known (a known issue may then have to predict it). Raises what tracing
+    raises."""
     try:
         explain = getattr(backends.get(backend), "known_issue_of", None)
     except ValueError:
@@ -160,14 +164,31 @@ def known_issue(case: Case, backend: str, message: str = "") -> dict[str, str] |
     import compiler
 
     _, graph, _ = compiler.jit(case.traced_function()).trace(*case.inputs)
-    return explain(graph, message, inputs=list(case.inputs))
+    if outputs is None:
+        return explain(graph, message, inputs=list(case.inputs))
+    return explain(graph, message, inputs=list(case.inputs), outputs=outputs)
 
 
-def _with_known_issue(found: Attribution, case: Case, message: str = "") -> Attribution:
+def failing_outputs(finding: Finding, backend: str) -> list[Any] | None:
+    """``backend``'s answer to the case in a differential ``finding`` (its program's outputs),
+    where the finding holds it (another oracle's result answers other inputs or programs)."""
+    result = finding.result
+    if finding.oracle != "differential" or result is None or result.backend != backend:
+        return None
+    if result.status != "ok":
+        return None
+    if finding.case.sequence is not None or result.output is None:
+        return None
+    return [result.output]
+
+
+def _with_known_issue(
+    found: Attribution, case: Case, message: str = "", outputs: list[Any] | None = None
+) -> Attribution:
     """``found``, with the known bug it is (``known_issue``) in ``mlir["known_issue"]`` and the
     detail."""
     try:
-        issue = known_issue(case, found.backend, message)
+        issue = known_issue(case, found.backend, message, outputs)
     except Exception as error:  # noqa: BLE001 - the attribution stands without it
         found.mlir["known_issue_error"] = repr(error)[:300]
         return found
@@ -383,7 +404,7 @@ class Attributor:
             f"is the compiler behind {backend} ({layer})",
             evidence,
         )
-        return _with_known_issue(found, case)
+        return _with_known_issue(found, case, outputs=failing_outputs(finding, backend))
 
     # -- compile-time failures ---------------------------------------------------------------
     def _pin(self, case: Case, finding: Finding, backend: str, stage: str) -> Attribution:
@@ -583,4 +604,4 @@ class Attributor:
         )
 
 
-__all__ = ["Attribution", "Attributor", "known_issue", "unresolved_symbols"]
+__all__ = ["Attribution", "Attributor", "failing_outputs", "known_issue", "unresolved_symbols"]

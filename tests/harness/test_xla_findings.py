@@ -184,3 +184,22 @@ def test_xla_flushing_a_subnormal_is_its_known_deviation() -> None:
     assert known_issue(_masked_matmul_case(normal, normal), "xla-cpu") is None
     # A compile error is never the flushing.
     assert known_issue(_masked_matmul_case(subnormal), "xla-cpu", "hlo failed") is None
+
+
+def test_flushing_is_named_only_where_it_predicts_the_wrong_answer() -> None:
+    """With the backend's answer at hand, a case that holds a subnormal is XLA's flushing only
+    if flushing gives that answer: XLA's own nan is; a wrong value elsewhere in the same case
+    (a new bug the subnormal merely sits next to) is not."""
+    import compiler
+    from harness.triage.attribution import known_issue
+
+    case = _masked_matmul_case([-1.4693679385278594e-39, -5.0, 5.0, -0.5])
+    [got] = (compiler.jit(case.traced_function())(*case.inputs, target="xla-cpu"),)
+    got = np.asarray(got)
+    with np.errstate(all="ignore"):
+        numpy_answer = case.traced_function()(*case.inputs)
+    assert np.isnan(got[0, 1]) and np.isinf(numpy_answer[0, 1])  # XLA flushed -1.5e-39
+    assert known_issue(case, "xla-cpu", "", [got])["name"] == "denormal-flush"
+    elsewhere = got.copy()
+    elsewhere[0, 0] += 1.0  # a wrong answer no flushing gives
+    assert known_issue(case, "xla-cpu", "", [elsewhere]) is None
