@@ -10,7 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..pipelines import OPTIMIZE
-from .scripts import lower_pack, tile_fuse, tile_vectorize, vectorize_children
+from .scripts import (
+    duplicated_reduction,
+    lower_pack,
+    tile_fuse,
+    tile_vectorize,
+    vectorize_children,
+)
 
 #: Where entries run, in pipeline order.
 STAGES = ("tensor", "bufferize", "buffer", "lower", "loops")
@@ -18,10 +24,14 @@ STAGES = ("tensor", "bufferize", "buffer", "lower", "loops")
 
 @dataclass(frozen=True)
 class KnownBroken:
-    """IR ``features`` on which an entry hits a known upstream bug, and which bug (``issue``)."""
+    """IR ``features`` on which an entry hits a known upstream bug, and which bug (``issue``);
+    or, with ``symptom`` (no features), the bug's mark on the entry's output: ``symptom(input
+    text, output text)`` says whether a run hit it (a trial run decides, where no feature of
+    the input tells)."""
 
     features: tuple[str, ...]
     issue: str
+    symptom: Callable[[str, str], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,14 @@ class Entry:
                     return f"known broken with {', '.join(hit)}: {broken.issue}"
         return ""
 
+    def broken_output(self, before: str, after: str) -> str:
+        """The known bug whose symptom this entry's output ``after`` (from ``before``) shows
+        ("" if none)."""
+        for broken in self.known_broken:
+            if broken.symptom is not None and broken.symptom(before, after):
+                return f"known broken (its output shows it): {broken.issue}"
+        return ""
+
 
 _LINALG = (
     "linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.transpose", "linalg.reduce",
@@ -119,6 +137,14 @@ _FUSION_ALIAS = KnownBroken(
     _VIEWS,
     "affine-loop-fusion misses aliases through memref views: wrong code (llvm #218696, "
     "PR #213413)",
+)
+_FUSION_REDUCTION = KnownBroken(
+    (),
+    "affine-loop-fusion clones a reduction loop into its consumer but keeps the loop, so the "
+    "reduction runs twice: x1 * mean(x0) of a (1,) x0 and a (1, 1) x1 was twice the answer "
+    "(llvm PR #189236, open: 'Fix double reduction when cyclic loop can't be removed after "
+    "fusion', for #174580 and #175111; tests/upstream/inputs/affine_fusion_double_reduction_*.mlir)",
+    symptom=duplicated_reduction,
 )
 _FUSION_VECTOR = KnownBroken(
     _VECTOR_MEMORY, "affine-loop-fusion aborts (UNREACHABLE) on vector memory ops (llvm #221141)"
@@ -163,7 +189,7 @@ def entries() -> list[Entry]:
     T, Z, B, W, L = STAGES
     affine = ("to-affine-loops",)
     any_lowering = ("to-affine-loops", "to-parallel-loops", "to-loops")
-    fusion = (_FUSION_ALIAS, _FUSION_VECTOR)
+    fusion = (_FUSION_ALIAS, _FUSION_VECTOR, _FUSION_REDUCTION)
     super_vectorize = (_SUPER_VECTORIZE_VIEWS, _SUPER_VECTORIZE)
     inner = OPTIMIZE.removeprefix("builtin.module(").removesuffix(")")
     masked = functools.partial(tile_vectorize, masked=True)

@@ -63,6 +63,58 @@ def features(text: str) -> set[str]:
     return found
 
 
+_FOR = re.compile(r"^\s*affine\.for (%[\w#]+) = (-?\d+) to (-?\d+)(?: step (\d+))? \{")
+_ANY_FOR = re.compile(r"^\s*affine\.for (%[\w#]+) = ")
+_LOAD = re.compile(r"affine\.load (%[\w#]+)\[([^\]]*)\]")
+_STORE = re.compile(r"affine\.store %[\w#]+, (%[\w#]+)\[([^\]]*)\]")
+
+
+def reduction_updates(text: str) -> dict[str, int]:
+    """Per memref, how many times its in-place updates run: an ``affine.store`` to an index that
+    the same loop body loaded from and that does not use the loop's own induction variable (a
+    reduction's accumulator, read and written by every iteration), counted once per iteration
+    of its enclosing loops (constant bounds; a loop of other bounds counts once)."""
+    counts: dict[str, int] = {}
+    # (induction variable, trip count, loads in the body) per open region
+    loops: list[tuple[str | None, int, set[tuple[str, str]]]] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("}"):
+            if loops:
+                loops.pop()
+            continue
+        if loops:
+            for memref, index in _LOAD.findall(line):
+                loops[-1][2].add((memref, index.strip()))
+            store = _STORE.search(line)
+            variable = loops[-1][0]
+            if store and variable is not None:
+                memref, index = store.group(1), store.group(2).strip()
+                uses = re.search(re.escape(variable) + r"\b", index)
+                if not uses and (memref, index) in loops[-1][2]:
+                    runs = 1
+                    for _, trips, _ in loops:
+                        runs *= trips
+                    counts[memref] = counts.get(memref, 0) + runs
+        if stripped.endswith("{"):
+            bounded, loop = _FOR.match(line), _ANY_FOR.match(line)
+            trips = 1
+            if bounded:
+                low, high, step = int(bounded.group(2)), int(bounded.group(3)), bounded.group(4)
+                trips = max(0, -(-(high - low) // int(step or 1)))
+            loops.append((loop.group(1) if loop else None, trips, set()))
+    return counts
+
+
+def duplicated_reduction(before: str, after: str) -> bool:
+    """Did a pass make an in-place reduction update of a memref run more often (a reduction
+    cloned into a consumer while its own loop stayed, or moved into a loop of more iterations
+    than its own: its sum then counts elements twice)? Memrefs the pass made are left out."""
+    was = reduction_updates(before)
+    now = reduction_updates(after)
+    return any(count > was[memref] for memref, count in now.items() if memref in was)
+
+
 # --------------------------------------------------------------------------------------------
 # Transform scripts (generated from the IR they run on: tile sizes depend on each op's loops)
 

@@ -203,6 +203,23 @@ def _allow_known_broken(module: Any) -> None:
     driver's stage cache apart for ``mlir:known-broken:`` variants."""
 
 
+@functools.lru_cache(maxsize=64)
+def _trial(entry_id: str, pipeline: str, text: str) -> str:
+    """The known bug (``Entry.broken_output``) that running ``pipeline`` on ``text`` hits, by a
+    run in a context of its own ("" if none, or if the run fails: the stage's own run reports
+    that)."""
+    from mlir import ir, passmanager
+
+    with ir.Context():
+        module = ir.Module.parse(text)
+        try:
+            passmanager.PassManager.parse(pipeline).run(module.operation)
+        except ir.MLIRError:
+            return ""
+        after = str(module)
+    return CATALOG[entry_id].broken_output(text, after)
+
+
 _LIBRARY_PATH = re.compile(r"transform-library-paths=[^,}\s]+")
 
 
@@ -224,6 +241,10 @@ class EntryStage(Stage):
             return Plan(self.fallback, reason)
         if entry.script is not None and "transform-library-paths=" in self.pipeline:
             return Plan(self.pipeline, library=entry.script(text, entry.id))
+        if not self.known_broken and any(b.symptom for b in entry.known_broken):
+            reason = _trial(entry.id, self.pipeline, text)
+            if reason:
+                return Plan(self.fallback, reason)
         return Plan(self.pipeline)
 
     def standalone(self, text: str) -> tuple[str, str]:
@@ -397,7 +418,9 @@ def catalog_markdown() -> str:
         fragment = entry.pipeline or ""
         if entry.script is not None:
             fragment = f"{fragment}, transform script" if fragment else "transform script"
-        broken = "; ".join(f"{', '.join(b.features)}: {b.issue}" for b in entry.known_broken)
+        broken = "; ".join(
+            f"{', '.join(b.features) or 'its output'}: {b.issue}" for b in entry.known_broken
+        )
         notes = "; ".join(x for x in (broken, entry.note, "loose: never drawn" * entry.loose) if x)
         rows.append(
             f"| {entry.id} | {entry.stage} | `{fragment.replace('|', '/')}` | "

@@ -49,12 +49,13 @@ def test_catalog_shape() -> None:
         assert entry.pipeline or entry.script is not None, entry.id
         assert mv.SEPARATOR not in entry.id and "+" not in entry.id
         for broken in entry.known_broken:
-            assert broken.features and broken.issue, entry.id
+            assert (broken.features or broken.symptom) and broken.issue, entry.id
         for lowering in entry.after:
             assert mv.CATALOG[lowering].stage == "lower"
     # every upstream bug the research found excludes something by default
     issues = " ".join(b.issue for e in mv.CATALOG.values() for b in e.known_broken)
-    for bug in ("#195360", "#221293", "#222275", "#218696", "#221141", "#131135", "#180312"):
+    bugs = ("#195360", "#221293", "#222275", "#218696", "#221141", "#131135", "#180312", "#189236")
+    for bug in bugs:
         assert bug in issues
     assert "| to-affine-loops | lower |" in mv.catalog_markdown()
 
@@ -193,6 +194,54 @@ def test_preconditions_skip_and_say_why(rng) -> None:
     skipped = jit(sample).compile(*args, target="mlir:vectorize-transpose").artifacts
     assert "vector." in skipped.stages["vectorize-transpose"]
     assert "vector." not in skipped.stages["vector-fixup"]
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+def test_a_fusion_that_runs_a_reduction_twice_is_skipped(rows: int) -> None:
+    """``x1 * mean(x0)`` of a (1,) x0: affine-loop-fusion ran the reduction twice (llvm PR
+    #189236; a 10-minute campaign, seed 2202, found it). No input feature tells, so a trial run
+    does: where the output updates an accumulator more often than the input did, the entry is
+    skipped and says why; the known-broken variant still runs it (and is wrong)."""
+    x0, x1 = np.array([3.0]), np.ones((rows, 1))
+    program = jit(lambda a, b: b * a.mean())
+    name = "optimize.to-affine-loops.affine-loop-fusion"
+    compiled = program.compile(x0, x1, target=f"mlir:{name}")
+    assert (
+        "affine-loop-fusion: known broken (its output shows it)"
+        in compiled.artifacts.notes["skipped"]
+    )
+    assert np.array_equal(compiled(x0, x1), x1 * 3.0)
+    forced = program(x0, x1, target=f"mlir:known-broken:{name}")
+    assert not np.array_equal(forced, x1 * 3.0)
+
+
+def test_a_reduction_fused_once_is_not_a_duplicate() -> None:
+    """The symptom check counts accumulator updates per run: fusing a reduction's init into
+    it, or a row reduction into its rows, keeps the count (2 rows x 3 = 6)."""
+    from compiler.mlir_variants.scripts import duplicated_reduction, reduction_updates
+
+    before = """
+    affine.for %arg2 = 0 to 2 {
+      affine.store %cst, %alloc[%arg2] : memref<2xf32>
+    }
+    affine.for %arg2 = 0 to 2 {
+      affine.for %arg3 = 0 to 3 {
+        %1 = affine.load %alloc[%arg2] : memref<2xf32>
+        affine.store %2, %alloc[%arg2] : memref<2xf32>
+      }
+    }"""
+    after = """
+    affine.for %arg2 = 0 to 2 {
+      affine.store %cst, %alloc[%arg2] : memref<2xf32>
+      affine.for %arg3 = 0 to 3 {
+        %1 = affine.load %alloc[%arg2] : memref<2xf32>
+        affine.store %2, %alloc[%arg2] : memref<2xf32>
+      }
+    }"""
+    assert reduction_updates(before) == reduction_updates(after) == {"%alloc": 6}
+    assert not duplicated_reduction(before, after)
+    twice = after.replace("0 to 2 {", "0 to 4 {")  # the same update under a longer loop
+    assert duplicated_reduction(before, twice)
 
 
 def test_answers_match_numpy(rng) -> None:

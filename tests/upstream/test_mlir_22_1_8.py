@@ -137,6 +137,25 @@ def test_affine_loop_fusion_respects_reshape_aliases() -> None:
     assert run(passes(LOWER, fused)) == [-2] * 6
 
 
+@xfail("affine-loop-fusion runs a reduction twice (llvm PR #189236, open; #174580, #175111)")
+@pytest.mark.parametrize("rows", [1, 2])
+@pytest.mark.parametrize("options", ["", "{maximal=true mode=greedy}"])
+def test_affine_loop_fusion_runs_a_reduction_once(rows: int, options: str) -> None:
+    """Found by a 10-minute ``mlir:*`` campaign (seed 2202): ``x1 * mean(x0)`` of a (1,) x0 and
+    a (1, 1) x1 was twice the answer under ``affine-loop-fusion``. With one row the reduction
+    loop is cloned into the consumer and also kept (it runs twice); with two rows it is moved
+    into the row loop (it runs once per row, never reset). The catalog now recognizes the
+    output (``scripts.duplicated_reduction``) and skips the entry there."""
+    from compiler.mlir_variants.scripts import duplicated_reduction
+
+    text = passes("builtin.module()", read(f"affine_fusion_double_reduction_{rows}.mlir"))
+    setup(run(passes(LOWER, text)) == [3.0] * rows, "right unfused")  # printed as MLIR names
+    fused = passes(f"builtin.module(func.func(affine-loop-fusion{options}))", text)
+    setup(duplicated_reduction(text, fused) == (run(passes(LOWER, fused)) != [3.0] * rows),
+          "the catalog's symptom check tells the wrong fusion")  # fmt: skip
+    assert run(passes(LOWER, fused)) == [3.0] * rows
+
+
 @xfail("affine-loop-fusion: UNREACHABLE 'unexpected op' on vector.transfer_write (llvm #221141)")
 def test_affine_loop_fusion_accepts_vector_transfers() -> None:
     proc = opt("builtin.module(func.func(affine-loop-fusion))", read("fusion_vector_transfer.mlir"))
