@@ -140,10 +140,12 @@ _FUSION_ALIAS = KnownBroken(
 )
 _FUSION_REDUCTION = KnownBroken(
     (),
-    "affine-loop-fusion clones a reduction loop into its consumer but keeps the loop, so the "
-    "reduction runs twice: x1 * mean(x0) of a (1,) x0 and a (1, 1) x1 was twice the answer "
+    "affine-loop-fusion runs a reduction loop more than once (cloned into its consumer and "
+    "also kept, or moved into a loop of more iterations, its accumulator never reset): "
+    "x1 * mean(x0) of a (1,) x0 and a (1, 1) x1 was twice the answer "
     "(llvm PR #189236, open: 'Fix double reduction when cyclic loop can't be removed after "
-    "fusion', for #174580 and #175111; tests/upstream/inputs/affine_fusion_double_reduction_*.mlir)",
+    "fusion', for #174580 and #175111; "
+    "tests/upstream/inputs/affine_fusion_double_reduction_*.mlir)",
     symptom=duplicated_reduction,
 )
 _FUSION_VECTOR = KnownBroken(
