@@ -9,14 +9,17 @@ spelling reaches through other frontend code (that spelling's traced graph, inte
 NumPy); ``schedule`` every case on ``cpu-vector`` (its structured ops vectorized); ``blas``
 every case on a backend with a BLAS stage (the gemm calls it promises are made); ``tupled``
 an eighth of the programs (called twice in one function, and returning several of their
-values: each result as alone). A new oracle is one module that subclasses
-:class:`~harness.oracles.base.Oracle` and calls ``register``; the runner finds it here.
+values: each result as alone); ``intermediate`` an eighth of the programs of two or more
+equations (one value inside, as its own program's output, judged by ``differential``). A new
+oracle is one module that subclasses :class:`~harness.oracles.base.Oracle` and calls
+``register``; the runner finds it here.
 """
 
 from . import (  # noqa: F401 - registration
     blas,
     differential,
     error_path,
+    intermediate,
     metamorphic,
     schedule,
     sequence,

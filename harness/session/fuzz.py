@@ -429,22 +429,25 @@ class Driver:
         self._flush_stats()
 
     def _consider(self, case: Case, findings: list[Finding], state: dict[str, Any]) -> None:
-        """Record what is new; raise _Found so Hypothesis shrinks the round's target."""
+        """Record what is new; raise _Found so Hypothesis shrinks the round's target. A finding
+        is kept with its own case: a derived case that fails alone (an intermediate value's
+        program, a related case that crashed) is the reproducer, not the case it came from."""
         for finding in findings:
+            own = finding.case
             target = state["target"]
             if target is None:
                 if not self.is_new(finding):
                     continue
-                raw = self.record_raw(case, finding)  # raising here is a harness error
+                raw = self.record_raw(own, finding)  # raising here is a harness error
                 state.update(target=finding, found_at=time.perf_counter())
-                state["best"] = (case, finding, raw)
+                state["best"] = (own, finding, raw)
                 raise _Found(finding.kind)
             if finding.signature.matches(target.signature):
-                if case.size < state["best"][0].size:
-                    state["best"] = (case, finding, state["best"][2])
+                if own.size < state["best"][0].size:
+                    state["best"] = (own, finding, state["best"][2])
                 raise _Found(finding.kind)
             if self.is_new(finding):
-                state["others"].append((case, finding, self.record_raw(case, finding)))
+                state["others"].append((own, finding, self.record_raw(own, finding)))
 
     def record_raw(self, case: Case, finding: Finding) -> tuple[Path, ...]:
         """Save a failure before shrinking: a kill during minimization loses nothing. A failure
