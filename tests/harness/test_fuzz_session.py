@@ -300,7 +300,7 @@ def test_an_unminimized_record_names_the_known_bug_it_is(tmp_path, monkeypatch) 
     from harness.triage import attribution
     from strategies.model import ProgramBuilder
 
-    def known_issue(case, backend, message=""):
+    def known_issue(case, backend, message="", outputs=None):
         return {"name": "planted-libm"} if "undefined symbol" in message else None
 
     monkeypatch.setattr(attribution, "known_issue", known_issue)
