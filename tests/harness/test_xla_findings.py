@@ -194,8 +194,7 @@ def test_flushing_is_named_only_where_it_predicts_the_wrong_answer() -> None:
     from harness.triage.attribution import known_issue
 
     case = _masked_matmul_case([-1.4693679385278594e-39, -5.0, 5.0, -0.5])
-    [got] = (compiler.jit(case.traced_function())(*case.inputs, target="xla-cpu"),)
-    got = np.asarray(got)
+    got = np.asarray(compiler.jit(case.traced_function())(*case.inputs, target="xla-cpu"))
     with np.errstate(all="ignore"):
         numpy_answer = case.traced_function()(*case.inputs)
     assert np.isnan(got[0, 1]) and np.isinf(numpy_answer[0, 1])  # XLA flushed -1.5e-39
