@@ -21,6 +21,7 @@ def features(text: str) -> set[str]:
     """Op names present (``linalg.generic``...) and shape facts: ``unit-dim`` (a size-1 dim in a
     tensor/memref of numbers), ``rank0``, ``dynamic``, ``vector`` (any vector op),
     ``single-iter-loop`` (``affine.for 0 to 1``), ``affine-nonconst-bound``,
+    ``affine-nonunit-step`` (an ``affine.for`` of step 2 or more),
     ``rank-reducing-insert`` (a tensor.insert_slice into a higher rank), ``minmax-reduction``
     (a reduction combining with max/min), ``negative-map`` (an indexing map with a negative
     coefficient: a reversed slice), ``copy-into-rank-reducing-subview`` (a ``memref.copy`` in a
@@ -36,6 +37,9 @@ def features(text: str) -> set[str]:
     for bound in re.findall(r"affine\.for %[\w#]+ = ([^{]*)\{", text):
         if "%" in bound or "min " in bound or "max " in bound:
             found.add("affine-nonconst-bound")
+        step = re.search(r"\bstep (\d+)\s*$", bound.strip())
+        if step and int(step.group(1)) > 1:
+            found.add("affine-nonunit-step")
     subviews = r"memref\.subview [^:]*: memref<([^,>]*)[^>]*>+ to memref<([^,>]*)"
     if "memref.copy" in text and any(
         source.count("x") > result.count("x") for source, result in re.findall(subviews, text)

@@ -54,7 +54,10 @@ def test_catalog_shape() -> None:
             assert mv.CATALOG[lowering].stage == "lower"
     # every upstream bug the research found excludes something by default
     issues = " ".join(b.issue for e in mv.CATALOG.values() for b in e.known_broken)
-    bugs = ("#195360", "#221293", "#222275", "#218696", "#221141", "#131135", "#180312", "#189236")
+    bugs = (
+        "#195360", "#221293", "#222275", "#218696", "#221141", "#131135", "#180312", "#189236",
+        "#225247",
+    )  # fmt: skip
     for bug in bugs:
         assert bug in issues
     assert "| to-affine-loops | lower |" in mv.catalog_markdown()
@@ -164,6 +167,8 @@ def test_features() -> None:
     assert "rank0" in mv.features("memref<f32>") and "dynamic" in mv.features("memref<?xf64>")
     assert "affine-nonconst-bound" in mv.features("affine.for %i = 0 to %n {")
     assert "single-iter-loop" in mv.features("affine.for %i = 0 to 1 {")
+    assert "affine-nonunit-step" in mv.features("affine.for %i = 0 to 8 step 4 {")
+    assert "affine-nonunit-step" not in mv.features("affine.for %i = 0 to 8 {")
     # bfloat16 is a number too: a dynamic bf16 memref kept to-affine-loops away from its known
     # bug only once it counted (a known-good session met it on a bf16 cos).
     bf16 = mv.features("memref<?x1xbf16, strided<[1, 1], offset: ?>>")

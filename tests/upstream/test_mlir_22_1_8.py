@@ -156,6 +156,23 @@ def test_affine_loop_fusion_runs_a_reduction_once(rows: int, options: str) -> No
     assert run(passes(LOWER, fused)) == [3.0] * rows
 
 
+@xfail("affine-super-vectorize: a loop of step 2 vectorized as contiguous lanes (llvm #225247)")
+def test_affine_super_vectorize_keeps_a_loops_step() -> None:
+    """Found by a 10-minute ``mlir:*`` campaign (seed 2303): a bfloat16 ``x1 / x0`` of (8,) by
+    (2, 1) on ``mlir:to-affine-loops.affine-loop-unroll-full.affine-super-vectorize`` left
+    ``out[0, 7]`` unwritten (poison, nan): the unrolled loop had step 4, and the vectorizer
+    read and wrote 4 contiguous lanes at ``iv + k``. The catalog skips the super-vectorize
+    entries on loops of step 2 or more (feature ``affine-nonunit-step``)."""
+    text = read("super_vectorize_step.mlir")
+    want = [1.0, 0.0, 3.0, 0.0, 5.0, 0.0, 7.0, 0.0]
+    setup(run(passes(LOWER, text)) == want, "right unvectorized")
+    vectorized = passes(
+        "builtin.module(func.func(affine-super-vectorize{virtual-vector-size=4}))", text
+    )
+    setup("vector.transfer_write" in vectorized, "the loop is vectorized")
+    assert run(passes(LOWER, passes(VECTOR_FIXUP, vectorized))) == want
+
+
 @xfail("affine-loop-fusion: UNREACHABLE 'unexpected op' on vector.transfer_write (llvm #221141)")
 def test_affine_loop_fusion_accepts_vector_transfers() -> None:
     proc = opt("builtin.module(func.func(affine-loop-fusion))", read("fusion_vector_transfer.mlir"))
