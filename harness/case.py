@@ -260,13 +260,24 @@ class Case:
         """The same case as a plain program case (its first call alone)."""
         return replace(self, extra={k: v for k, v in self.extra.items() if k != "sequence"})
 
-    def with_subject(self, subject: Subject, inputs: list[np.ndarray] | None = None) -> Case:
+    def with_subject(
+        self,
+        subject: Subject,
+        inputs: list[np.ndarray] | None = None,
+        kept: tuple[int, ...] | None = None,
+    ) -> Case:
         """A copy running ``subject`` (on ``inputs``); recipes and a jit sequence no longer
-        apply, nor input layouts when the inputs are others in number."""
+        apply, nor input layouts when the inputs are others in number, unless ``kept`` says
+        which of this case's inputs they are (each keeps its layout)."""
         inputs = list(self.inputs if inputs is None else inputs)
         copy = replace(self.without_sequence(), subject=subject, inputs=inputs, recipes=[])
         if len(inputs) != len(self.inputs) and "layouts" in copy.extra:
-            copy = copy.with_layouts(())
+            names = self.layouts
+            if kept is None or len(kept) != len(inputs):
+                return copy.with_layouts(())
+            from .run.layouts import DEFAULT
+
+            copy = copy.with_layouts([names[i] if i < len(names) else DEFAULT for i in kept])
         return copy
 
     def on(self, backends: tuple[str, ...]) -> Case:

@@ -57,7 +57,7 @@ def intermediate_case(case: Case) -> Case | None:
         smaller, kept = drop_unused_subject_inputs(rewrite_subject(subject, {}, Ref("node", index)))
     except (*REJECTIONS, KeyError):
         return None
-    return case.with_subject(smaller, [case.inputs[i] for i in kept])
+    return case.with_subject(smaller, [case.inputs[i] for i in kept], kept)
 
 
 class Intermediate(Oracle):

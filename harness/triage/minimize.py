@@ -46,7 +46,7 @@ def _with(case: Case, subject: Subject, inputs: list[np.ndarray]) -> Case:
 
 def _dropped(case: Case, subject: Subject) -> Case:
     smaller, kept = drop_unused_subject_inputs(subject)
-    return _with(case, smaller, [case.inputs[i] for i in kept])
+    return case.with_subject(smaller, [case.inputs[i] for i in kept], kept)
 
 
 def _variants_structure(case: Case) -> list[tuple[str, Case]]:

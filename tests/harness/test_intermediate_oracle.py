@@ -50,6 +50,20 @@ def test_the_value_is_one_of_the_outputs_operands_and_reads_an_input() -> None:
     assert intermediate_case(alone) is None  # a single equation has no value inside
 
 
+def test_the_inputs_it_keeps_keep_their_layouts() -> None:
+    """An input handed over reversed stays reversed in the smaller program; the one it no
+    longer reads takes its layout with it."""
+    b = ProgramBuilder()
+    x, y = b.input((3,), "float32"), b.input((3,), "float32")
+    inner = b.node("exp", y)
+    case = Case(
+        b.build(b.node("add", inner, x)), [np.ones(3, "f4"), np.ones(3, "f4")], ("cpu-loops",)
+    ).with_layouts(("strided", "reversed"))
+    smaller = intermediate_case(case)
+    assert [n.op for n in smaller.program.nodes] == ["exp"]
+    assert smaller.layouts == ("reversed",)
+
+
 def test_a_finding_is_kept_with_its_own_case(tmp_path: Path) -> None:
     """The driver records a finding with the case that fails (the intermediate's program), not
     the case it was derived from, whose own output is right."""

@@ -68,6 +68,9 @@ def test_a_case_keeps_its_layouts_through_storage_and_drops_them_with_other_inpu
     assert case.with_subject(case.subject).layouts == case.layouts
     fewer = case.with_subject(case.subject, case.inputs[:1])
     assert fewer.layouts == ()
+    # Told which inputs it keeps, a case keeps their layouts (the minimizer dropping an
+    # unused input, the intermediate oracle's smaller program).
+    assert case.with_subject(case.subject, case.inputs[1:], (1,)).layouts == ("strided",)
     with pytest.raises(ValueError, match="bad input layouts"):
         _ = Case(case.subject, case.inputs, extra={"layouts": ["sideways", "c"]}).layouts
 
