@@ -51,7 +51,12 @@ def test_the_cases_judged_keep_the_session_mix() -> None:
     shares = {kind: count / judged for kind, count in balance.counts.items()}
     assert shares["programs"] >= 0.42, shares
     for kind, percent in MIX_PERCENT.items():
-        assert abs(shares[kind] - percent / 100) <= 0.05, (kind, shares)
+        # No kind runs ahead of its share; one behind it is so for want of drawn cases (a kind
+        # behind is always admitted): Hypothesis's mutants keep their example's kind, so one
+        # seed drew 3 strided matmuls in 300 and another (CI's stream) 10 composites in 134.
+        assert shares[kind] <= percent / 100 + 0.05, (kind, shares)
+        supply = drawn[kind] / judged
+        assert shares[kind] >= min(percent / 100, supply) - 0.05, (kind, shares, drawn)
 
 
 def test_the_mix_balance_skips_a_kind_only_ahead_of_its_share() -> None:
