@@ -388,7 +388,7 @@ class Driver:
                     self._flush_stats()
                     last_flush = now
                 try:
-                    self._consider(case, findings, state)
+                    self._consider(findings, state)
                 finally:
                     self.runner.release()  # every finding of this case is recorded
 
@@ -428,7 +428,7 @@ class Driver:
                     return
         self._flush_stats()
 
-    def _consider(self, case: Case, findings: list[Finding], state: dict[str, Any]) -> None:
+    def _consider(self, findings: list[Finding], state: dict[str, Any]) -> None:
         """Record what is new; raise _Found so Hypothesis shrinks the round's target. A finding
         is kept with its own case: a derived case that fails alone (an intermediate value's
         program, a related case that crashed) is the reproducer, not the case it came from."""

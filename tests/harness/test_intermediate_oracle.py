@@ -79,7 +79,7 @@ def test_a_finding_is_kept_with_its_own_case(tmp_path: Path) -> None:
         finding = Finding("mismatch", ("cpu-loops@O0",), "differential", "planted", smaller)
         state = {"target": None, "best": None, "found_at": None, "others": []}
         with pytest.raises(_Found):
-            driver._consider(case, [finding], state)
+            driver._consider([finding], state)
         assert state["best"][0] is smaller
         [entry] = list(Corpus(tmp_path).entries())
         assert [n["op"] for n in entry.case["case"]["program"]["nodes"]] == ["abs", "log"]
