@@ -280,6 +280,7 @@ ENTRY_SCHEMA: dict[str, Any] = {
                 "seconds": {"type": "number", "minimum": 0},
                 "original_nodes": _COUNT,
                 "nodes": _COUNT,
+                "reproduced": {"type": "boolean"},
                 "pipeline_bisection": {"type": "object"},
             },
         },

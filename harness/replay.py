@@ -146,6 +146,10 @@ def classify(entry: Entry, runner: Runner) -> Replayed:
     reason = _unsupported(entry, case, judgement)
     if reason is not None:
         return done("not-run", f"not runnable here: {reason}")
+    minimization = entry.minimization if isinstance(entry.minimization, dict) else {}
+    if entry.status == "open" and minimization.get("reproduced") is False:
+        # Its case passed alone when it was found: passing now fixes nothing.
+        return done("not-run", "not reproduced alone when found (see its detail)")
     return done("still-fixed" if entry.status == "fixed" else "fixed-now")
 
 

@@ -491,6 +491,18 @@ class Driver:
             return  # a regression (recorded on its entry) or a duplicate of a saved finding
         predicate = self.predicate(finding)
         result = minimize(case, finding, predicate, self.options.minimize_seconds)
+        reproduced = True
+        if not result.steps:
+            # Nothing smaller failed: does the case itself fail again, alone, in a fresh
+            # worker? A crash whose stderr is another kernel's (a bfloat16 vector abort on a
+            # float64 case) needed what its worker had run before.
+            again = predicate(result.case)
+            reproduced = again is not None and again.signature.matches(finding.signature)
+            if not reproduced:
+                result.finding.detail += (
+                    "\n(not reproduced: run again alone in a fresh worker, the case passed; the"
+                    " failure needed what its worker had run before, or it is flaky)"
+                )
         try:
             attribution = Attributor(self.runner).attribute(result.case, result.finding).to_dict()
         except Exception as error:  # noqa: BLE001 - the finding is kept without it
@@ -506,6 +518,7 @@ class Driver:
                 "seconds": round(result.seconds, 2),
                 "original_nodes": len(case.subject),
                 "nodes": len(result.case.subject),
+                "reproduced": reproduced,
             },
             attribution=attribution,
         )

@@ -545,3 +545,42 @@ def test_a_focus_no_case_exercises_is_given_up(tmp_path, monkeypatch) -> None:
         assert not any(c.origin.startswith("focus/") for c in judged[given_up_at[0] :])
     finally:
         driver.close()
+
+
+def test_a_finding_its_case_does_not_reproduce_alone_says_so(tmp_path, monkeypatch) -> None:
+    """A 10-minute mlir:* campaign (seed 2404) stored a crash of a float64 ``x.T - y`` whose
+    stderr was a bfloat16 vector abort: that case passes alone, in a fresh worker. When nothing
+    smaller fails, the driver runs the case itself again; the entry then says it was not
+    reproduced, and replay leaves it unjudged instead of calling it fixed."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.corpus import Corpus
+    from harness.oracles.base import Finding
+    from harness.replay import classify
+    from harness.session import fuzz
+    from strategies.model import ProgramBuilder
+
+    class Nobody:
+        def __init__(self, runner) -> None:
+            pass
+
+        def attribute(self, case, finding):
+            return type("A", (), {"to_dict": lambda self: {"layer": "unknown"}})()
+
+    b = ProgramBuilder()
+    case = Case(b.build(b.node("exp", b.input((2, 3), "float32"))), [np.ones((2, 3), "f4")],
+                ("cpu-loops@O0",))  # fmt: skip
+    finding = Finding("mismatch", ("cpu-loops@O0",), "differential", "planted", case)
+    driver = fuzz.Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
+    try:
+        monkeypatch.setattr(fuzz, "Attributor", Nobody)
+        monkeypatch.setattr(driver, "artifacts_of", lambda case, finding: {})
+        monkeypatch.setattr(driver, "predicate", lambda finding: lambda candidate: None)
+        driver.finish(case, finding)
+        [entry] = list(Corpus(tmp_path).entries())
+        assert entry.minimization["reproduced"] is False
+        assert "not reproduced" in entry.detail
+        assert classify(entry, driver.runner).outcome == "not-run"
+    finally:
+        driver.close()
