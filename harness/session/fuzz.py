@@ -493,15 +493,15 @@ class Driver:
         result = minimize(case, finding, predicate, self.options.minimize_seconds)
         reproduced = True
         if not result.steps:
-            # Nothing smaller failed: does the case itself fail again, alone, in a fresh
-            # worker? A crash whose stderr is another kernel's (a bfloat16 vector abort on a
-            # float64 case) needed what its worker had run before.
+            # Nothing smaller failed: does the case itself fail again, alone (in a fresh
+            # worker, after a crash)? A crash whose stderr is another kernel's (a bfloat16
+            # vector abort on a float64 case) needed what its worker had run before.
             again = predicate(result.case)
             reproduced = again is not None and again.signature.matches(finding.signature)
             if not reproduced:
                 result.finding.detail += (
-                    "\n(not reproduced: run again alone in a fresh worker, the case passed; the"
-                    " failure needed what its worker had run before, or it is flaky)"
+                    "\n(not reproduced: run again alone, the case passed; the failure needed"
+                    " what its worker had run before, or it is flaky)"
                 )
         try:
             attribution = Attributor(self.runner).attribute(result.case, result.finding).to_dict()
