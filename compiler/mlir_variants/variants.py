@@ -203,17 +203,41 @@ def _allow_known_broken(module: Any) -> None:
     driver's stage cache apart for ``mlir:known-broken:`` variants."""
 
 
-@functools.lru_cache(maxsize=64)
-def _trial(entry_id: str, pipeline: str, text: str) -> str:
-    """The known bug (``Entry.broken_output``) that running ``pipeline`` on ``text`` hits, by a
-    run in a context of its own ("" if none, or if the run fails: the stage's own run reports
-    that)."""
+def _apply(module: Any, plan: Plan) -> None:
+    """Run ``plan`` on a parsed module in place. In process, a script is appended to the module
+    for the interpreter and removed after: ``transform-preload-library`` would keep it in the
+    (reused) MLIR context, where the next script's ``@__transform_main`` is then defined
+    twice."""
     from mlir import ir, passmanager
+
+    if not plan.pipeline:
+        return
+    if plan.library is None:
+        passmanager.PassManager.parse(plan.pipeline).run(module.operation)
+        return
+    steps = [s for s in pipelines.pipeline_steps(plan.pipeline) if "preload-library" not in s]
+    if not steps:
+        return
+    module.body.append(ir.Operation.parse(plan.library))
+    try:
+        passmanager.PassManager.parse(pipelines.join_steps(steps)).run(module.operation)
+    finally:
+        for op in list(module.body.operations):
+            if "transform.with_named_sequence" in op.operation.attributes:
+                op.operation.erase()
+
+
+@functools.lru_cache(maxsize=64)
+def _trial(entry_id: str, plan: Plan, text: str) -> str:
+    """The known bug (``Entry.broken_output``) that running ``plan`` on ``text`` hits, by a run
+    in a context of its own ("" if none, or if the run fails: the stage's own run reports
+    that)."""
+    from mlir import ir
 
     with ir.Context():
         module = ir.Module.parse(text)
         try:
-            passmanager.PassManager.parse(pipeline).run(module.operation)
+            _apply(module, plan)
         except ir.MLIRError:
             return ""
         after = str(module)
@@ -239,13 +263,14 @@ class EntryStage(Stage):
         reason = entry.check(features(text), self.known_broken)
         if reason:
             return Plan(self.fallback, reason)
+        plan = Plan(self.pipeline)
         if entry.script is not None and "transform-library-paths=" in self.pipeline:
-            return Plan(self.pipeline, library=entry.script(text, entry.id))
+            plan = Plan(self.pipeline, library=entry.script(text, entry.id))
         if not self.known_broken and any(b.symptom for b in entry.known_broken):
-            reason = _trial(entry.id, self.pipeline, text)
+            reason = _trial(entry.id, plan, text)
             if reason:
                 return Plan(self.fallback, reason)
-        return Plan(self.pipeline)
+        return plan
 
     def standalone(self, text: str) -> tuple[str, str]:
         """(pipeline, input) that redo this stage on ``text`` in one ``mlir-opt`` run on one
@@ -259,27 +284,7 @@ class EntryStage(Stage):
         return pipelines.join_steps(steps), text[:end] + plan.library + text[end:]
 
     def run(self, module: Any) -> None:
-        """In process, a script is appended to the module for the interpreter and removed
-        after: ``transform-preload-library`` would keep it in the (reused) MLIR context, where
-        the next script's ``@__transform_main`` is then defined twice."""
-        from mlir import ir, passmanager
-
-        plan = self.plan(str(module))
-        if not plan.pipeline:
-            return
-        if plan.library is None:
-            passmanager.PassManager.parse(plan.pipeline).run(module.operation)
-            return
-        steps = [s for s in pipelines.pipeline_steps(plan.pipeline) if "preload-library" not in s]
-        if not steps:
-            return
-        module.body.append(ir.Operation.parse(plan.library))
-        try:
-            passmanager.PassManager.parse(pipelines.join_steps(steps)).run(module.operation)
-        finally:
-            for op in list(module.body.operations):
-                if "transform.with_named_sequence" in op.operation.attributes:
-                    op.operation.erase()
+        _apply(module, self.plan(str(module)))
 
 
 def _vector_fixup(known_broken: bool) -> EntryStage:
