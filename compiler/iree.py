@@ -436,17 +436,14 @@ class IreeCpuBackend:
         (``CONTROLS``): expected, not a bug."""
         from .iree_known import (
             CONTROLS,
-            depends_on_subnormals,
-            explained_by_flushing,
+            flushing_explains,
             known_issue,
             sines_small_negative,
             trig_reduced,
         )
 
         values = not message and inputs is not None
-        subnormal = values and depends_on_subnormals(graph, inputs)
-        if subnormal and outputs is not None:
-            subnormal = explained_by_flushing(graph, inputs, outputs)
+        subnormal = values and flushing_explains(graph, inputs, outputs)
         sine = values and sines_small_negative(graph, inputs)
         reduced = values and not sine and trig_reduced(graph, inputs)  # the sine rule first
         module = emit.build(graph, abi="tensor")[0]

@@ -12,7 +12,7 @@ import numpy as np
 
 from .frontend.graph import Graph
 from .iree import NAME, OPTIONS, flags_of, run_compiler
-from .known import KnownIssue, depends_on_subnormals, explained_by_flushing, flushed
+from .known import KnownIssue, depends_on_subnormals, flushed, flushing_explains
 
 F64_LIBM_LINK = KnownIssue(
     "f64-libm-link",
@@ -251,8 +251,8 @@ __all__ = [
     "WORKGROUP_DISTRIBUTION",
     "KnownIssue",
     "depends_on_subnormals",
-    "explained_by_flushing",
     "flushed",
+    "flushing_explains",
     "ignores_input",
     "known_issue",
     "sines_small_negative",

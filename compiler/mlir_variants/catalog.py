@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ from ..pipelines import OPTIMIZE
 from .scripts import (
     duplicated_reduction,
     lower_pack,
+    odd_bf16_vectors,
     tile_fuse,
     tile_vectorize,
     vectorize_children,
@@ -167,28 +167,13 @@ _SUPER_VECTORIZE_STEP = KnownBroken(
 )
 
 
-def _odd_bf16_vectors(before: str, after: str) -> bool:
-    """Does ``after`` hold bfloat16 vectors of more than 8 lanes, not a power of two, that
-    ``before`` did not?"""
-    del before
-
-    def odd(text: str) -> bool:
-        for lanes in re.findall(r"vector<(?:\d+x)*(\d+)xbf16>", text):
-            n = int(lanes)
-            if n > 8 and n & (n - 1):
-                return True
-        return False
-
-    return odd(after)
-
-
 _BF16_VECTORS = KnownBroken(
     (),
     "LLVM 22.1.8's X86 code generation aborts on bfloat16 vector arithmetic of 9-15, 17, 31, "
     "33... lanes ('Do not know how to soft promote this operator's operand!'; "
     "tests/upstream/test_llvm_22_1_8.py; our cpu-vector avoids it, bf16-power-of-two-vectors): "
     "a bfloat16 layer_norm of 33 elements on mlir:buf-vectorize-children",
-    symptom=_odd_bf16_vectors,
+    symptom=odd_bf16_vectors,
 )
 _SUPER_VECTORIZE_VIEWS = KnownBroken(
     _VIEWS, "the affine dependence analysis misses memref view aliases (llvm #218696 family)"

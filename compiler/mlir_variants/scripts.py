@@ -119,6 +119,16 @@ def duplicated_reduction(before: str, after: str) -> bool:
     return any(count > was[memref] for memref, count in now.items() if memref in was)
 
 
+_BF16_VECTOR = re.compile(r"vector<(?:\d+x)*(\d+)xbf16>")
+
+
+def odd_bf16_vectors(before: str, after: str) -> bool:
+    """Does an entry's output ``after`` hold bfloat16 vectors of more than 8 lanes, not a power
+    of two (LLVM 22.1.8's X86 code generation aborts on them)? The output alone tells."""
+    del before
+    return any(n > 8 and n & (n - 1) for n in map(int, _BF16_VECTOR.findall(after)))
+
+
 # --------------------------------------------------------------------------------------------
 # Transform scripts (generated from the IR they run on: tile sizes depend on each op's loops)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..case import Case
 from ..run.task import Task
-from .base import Derived, Finding, Judgement, Observation, Oracle, register
+from .base import Derived, Finding, Judgement, Observation, Oracle, get, register
 
 SHARE = 0.125
 
@@ -78,8 +78,7 @@ class Intermediate(Oracle):
         return [Derived(self.name, Task(smaller), {"case": smaller})]
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
-        from .differential import Differential
-
+        differential = get("differential")
         findings: list[Finding] = []
         for item, outcome in derived:
             if outcome.status != "ok" or obs.references is None:
@@ -87,7 +86,7 @@ class Intermediate(Oracle):
             smaller: Case = item.info["case"]
             refs = obs.references(smaller)
             own = Observation(smaller, outcome.value.results, refs, Judgement(), obs.references)
-            findings.extend(Differential().judge(own, []))
+            findings.extend(differential.judge(own, []))
         return findings
 
 

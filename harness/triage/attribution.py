@@ -149,10 +149,10 @@ def known_issue(
     if sequence is not None and not message:
         # A wrong answer of a jit sequence: each call on its own program and inputs (XLA's
         # flushing showed on the second call, whose values held a subnormal).
-        outputs = sequence.numpy_outputs()
+        answers = sequence.numpy_outputs()  # a call may take the output of the one before it
         plain = case.without_sequence()
         for index in range(len(sequence.calls)):
-            previous = outputs[index - 1] if index else None
+            previous = answers[index - 1] if index else None
             try:
                 call = plain.with_subject(sequence.program(index), sequence.inputs(index, previous))
             except (ValueError, TypeError):
