@@ -133,25 +133,93 @@ class _Draft:
 
 
 def _with_values(draw: st.DrawFn, draft: _Draft, call: Call, fresh_captured: bool) -> Call | None:
-    """``call`` with values drawn for its own arrays (and the captured array, if asked)."""
+    """``call`` with values drawn for its own arrays (and the captured array, if asked).
+
+    New captured values must change the call's answer (NumPy's, on its own arrays) from every
+    earlier captured value, and a call that repeats the first with other values must answer
+    differently from it: a change that NumPy cannot tell apart cannot show a cache that kept
+    the old values (a program that multiplies the captured array by ``var`` of one element
+    answers 0 whatever it holds). Hypothesis often draws the same values again (its mutator
+    copies one ``input_values`` span over another), so after a few draws the last values are
+    shifted (``_shifted``); if NumPy still cannot tell, the captured array stays as it was (or
+    the repeat is given up)."""
     program = draft.program(call)
     if program is None:
         return None
-    values = draw(input_values(program))
-    arrays = tuple(
-        values[j] if s == OWN else None
-        for j, s in enumerate(call.sources or [OWN] * len(call.dtypes))
-    )
     sources = call.sources or (OWN,) * len(call.dtypes)
-    captured = values[-1] if draft.captured and fresh_captured else None
-    built = Call(
-        call.variant, call.skeleton, call.dtypes, call.statics, sources, arrays, captured, call.note
-    )
-    try:
-        draft.sequence([*draft.calls, built]).validate()
-    except (*REJECTIONS, KeyError):
+    built = None
+    values: list = []
+    for attempt in range(_VALUE_TRIES + 1):
+        if attempt < _VALUE_TRIES:
+            values = draw(input_values(program))
+        else:
+            values = [_shifted(v) for v in values]
+        arrays = tuple(values[j] if s == OWN else None for j, s in enumerate(sources))
+        captured = values[-1] if draft.captured and fresh_captured else None
+        built = Call(
+            call.variant, call.skeleton, call.dtypes, call.statics, sources, arrays, captured,
+            call.note,
+        )  # fmt: skip
+        try:
+            draft.sequence([*draft.calls, built]).validate()
+        except (*REJECTIONS, KeyError):
+            return None
+        if _values_tell(draft, built):
+            return built
+    if built is None or call.note == "other values":
         return None
-    return built
+    event("jit-sequence:captured-change-invisible")
+    from dataclasses import replace
+
+    return replace(built, captured=None) if built.captured is not None else built
+
+
+#: Draws of a call's values before they are shifted instead (``_with_values``).
+_VALUE_TRIES = 3
+
+
+def _shifted(values: np.ndarray) -> np.ndarray:
+    """Other values of the same dtype and shape: ``2x + 1`` (floats), ``x + 1`` (integers,
+    wrapping), ``not x`` (bool)."""
+    a = np.asarray(values)
+    if a.dtype == np.bool_:
+        return ~a
+    with np.errstate(all="ignore"):
+        if a.dtype.kind in "iu":
+            return (a + np.ones((), a.dtype)).astype(a.dtype)
+        return (a * np.asarray(2, a.dtype) + np.asarray(1, a.dtype)).astype(a.dtype)
+
+
+def _values_tell(draft: _Draft, call: Call) -> bool:
+    """Does NumPy answer ``call`` differently from the same call with each earlier captured
+    value (where it writes new ones), and, for the repeat of the first call, differently from
+    the first call's arrays? True when it cannot tell (an output passed back in, an error)."""
+    if not draft.calls or OUTPUT in call.sources:
+        return True
+    index = len(draft.calls)
+    sequence = draft.sequence([*draft.calls, call])
+    first = draft.calls[0]
+    try:
+        fn = sequence.program(index).as_function(np)
+        leaves = sequence.inputs(index)[: len(call.sources)]
+        alternatives = []
+        if call.captured is not None:
+            earlier = {id(c.captured): c.captured for c in draft.calls if c.captured is not None}
+            alternatives += [[*leaves, value] for value in earlier.values()]
+        if call.note == "other values" and first.sources == call.sources:
+            alternatives.append(
+                sequence.inputs(0)[: len(first.sources)]
+                + sequence.inputs(index)[len(call.sources) :]
+            )
+        with np.errstate(all="ignore"):
+            mine = np.asarray(fn(*sequence.inputs(index)))
+            for inputs in alternatives:
+                other = np.asarray(fn(*inputs))
+                if other.shape == mine.shape and other.tobytes() == mine.tobytes():
+                    return False
+    except (*REJECTIONS, KeyError, ArithmeticError, TypeError):
+        return True
+    return True
 
 
 def _answer_changes(draft: _Draft, call: Call, statics: tuple[tuple[str, Any], ...]) -> bool:

@@ -176,6 +176,37 @@ def test_drawn_sequences_are_valid_and_their_function_is_each_calls_program(sequ
         previous = expected
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(jit_sequences())
+def test_every_drawn_change_of_values_changes_numpys_answer(sequence) -> None:
+    """A captured array written anew must change the call's answer from every value it held
+    before, and the repeat of the first call must answer differently from it: in a session a
+    sequence over ``var`` of one element (0 whatever the captured array held) hid a cache that
+    copied the captured array at trace time for 60 s."""
+    outputs = sequence.numpy_outputs()
+    first = sequence.calls[0]
+    for index, call in enumerate(sequence.calls[1:], start=1):
+        if OUTPUT in call.sources:
+            continue
+        fn = sequence.program(index).as_function(np)
+        leaves = sequence.inputs(index)[: len(call.sources)]
+        others = []
+        if call.captured is not None:
+            others += [
+                [*leaves, c.captured] for c in sequence.calls[:index] if c.captured is not None
+            ]
+        if call.note == "other values" and call.sources == first.sources:
+            rest = sequence.inputs(index)[len(call.sources) :]
+            others.append(sequence.inputs(0)[: len(first.sources)] + rest)
+        for inputs in others:
+            with np.errstate(all="ignore"):
+                other = np.asarray(fn(*inputs))
+            same = (
+                other.shape == outputs[index].shape and other.tobytes() == outputs[index].tobytes()
+            )
+            assert not same, (index, call.note, sequence.variants[call.variant])
+
+
 # --------------------------------------------------------------------------------------------
 # The oracle
 
