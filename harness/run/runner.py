@@ -73,6 +73,8 @@ class Stats:
     focus_given_up: int = 0
     # cases not run: their kind was ahead of its share of the mix (generate.MixBalance)
     mix_skipped: int = 0
+    # cases not run: this driver already judged the very same case (Driver.repeated)
+    repeats_skipped: int = 0
     seconds_worker: float = 0.0
     seconds_references: float = 0.0
     cells: dict[str, int] = field(default_factory=dict)  # coverage cell -> cases (see coverage)
@@ -91,7 +93,7 @@ class Stats:
 
     _COUNTS = (
         "cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities",
-        "focus_skipped", "focus_given_up", "mix_skipped",
+        "focus_skipped", "focus_given_up", "mix_skipped", "repeats_skipped",
     )  # fmt: skip
     _SECONDS = ("seconds_worker", "seconds_references")
     _TABLES = ("cells", "kinds", "oracles", "runs", "reused", "limitations")

@@ -584,3 +584,41 @@ def test_a_finding_its_case_does_not_reproduce_alone_says_so(tmp_path, monkeypat
         assert classify(entry, driver.runner).outcome == "not-run"
     finally:
         driver.close()
+
+
+def test_a_case_judged_before_is_not_judged_again(tmp_path, monkeypatch) -> None:
+    """Hypothesis follows a fresh example with mutants of it, often the very same case (17 of
+    224 in a 60 s session; a jit sequence ran three times in a row): a driver judges each case
+    once (``Driver.repeated``) and counts the repeats it skipped. The same program on inputs in
+    another layout is another case."""
+    import numpy as np
+
+    import harness.session.fuzz as fuzz
+    from harness.case import Case
+    from harness.session.fuzz import Driver
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("negative", b.input((2, 3), "float32")))
+    case = Case(program, [np.arange(6, dtype=np.float32).reshape(2, 3)], ("cpu-loops",))
+    driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False, seed=3), 0)
+    judged: list = []
+
+    def judge(case):
+        judged.append(case.digest())
+        return []
+
+    driver.judge = judge
+    monkeypatch.setattr(fuzz, "stop_requested", lambda: len(judged) >= 300)
+    try:
+        assert not driver.repeated(case)
+        assert driver.repeated(Case.from_dict(case.to_dict()))
+        assert not driver.repeated(case.with_layouts(["fortran"]))
+        with contextlib.suppress(fuzz.Stopped):
+            driver.run()
+        stats = driver.total
+        stats.merge(driver.runner.stats.to_dict())
+        assert len(judged) == len(set(judged)) == 300
+        assert stats.repeats_skipped > 0
+    finally:
+        driver.close()
