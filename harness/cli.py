@@ -420,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
     mu.add_argument("--seed", type=int, default=1, help="fixes the mutants drawn")
     mu.add_argument("--workers", type=arg.workers, default=1, help="fuzz drivers per mutant")
     mu.add_argument("--files", default="compiler/**/*.py", help="which files to mutate (a glob)")
+    mu.add_argument(
+        "--sample", choices=["full", "small"], default="full",
+        help="the equivalence sample: full (an op sweep and 64 programs run on every backend) or "
+        "small (12 random programs run; a quick look)",
+    )  # fmt: skip
     mu.add_argument("--json", default="", help="also write every mutant, diff and status here")
     mu.set_defaults(func=cmd_mutate)
 

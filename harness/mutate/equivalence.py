@@ -36,6 +36,12 @@ INVALID = 50
 #: Of the valid programs, how many are compiled and run on every backend (~80 ms CPU each, per
 #: backend: this is what bounds the check to ~20 s of CPU per likely-equivalent mutant).
 RUNS = 64
+#: ``--sample``: the full sample, or a small one for a quick look (no op sweep: a mutant of an
+#: op the random draws miss passes for equivalent there, and is reported as such).
+SAMPLES = {
+    "full": {"programs": PROGRAMS, "invalid": INVALID, "runs": RUNS, "sweep": True},
+    "small": {"programs": 60, "invalid": 10, "runs": 12, "sweep": False},
+}
 
 
 def _collect(strategy: Any, n: int) -> list[tuple[Any, list]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..interrupt import Interrupted
 from ..selftest import copy_compiler, fuzz_scratch
-from .equivalence import Checker
+from .equivalence import SAMPLES, Checker, build_sample
 from .operators import Mutant, draw, mutable_files
 
 STATUSES = ("killed", "survived", "likely-equivalent", "unreached", "stillborn", "error")
@@ -177,7 +177,8 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         try:
-            checker = Checker(baseline, tmp / "equivalence")
+            sample = build_sample(**SAMPLES[args.sample])
+            checker = Checker(baseline, tmp / "equivalence", sample)
         except Interrupted as stop:
             print(f"stopped by {stop.name} while probing the original compiler", file=sys.stderr)
             return stop.exit_status

@@ -191,7 +191,7 @@ def test_mutate_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "mutate.json"
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "mutate", "--count", "2", "--seconds", "10",
-         "--seed", "2", "--json", str(out)],
+         "--seed", "2", "--sample", "small", "--json", str(out)],
         cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
         timeout=1800,
     )  # fmt: skip
