@@ -609,7 +609,7 @@ def test_a_case_judged_before_is_not_judged_again(tmp_path, monkeypatch) -> None
         return []
 
     driver.judge = judge
-    monkeypatch.setattr(fuzz, "stop_requested", lambda: len(judged) >= 300)
+    monkeypatch.setattr(fuzz, "stop_requested", lambda: len(judged) >= 100)
     try:
         assert not driver.repeated(case)
         assert driver.repeated(Case.from_dict(case.to_dict()))
@@ -618,7 +618,7 @@ def test_a_case_judged_before_is_not_judged_again(tmp_path, monkeypatch) -> None
             driver.run()
         stats = driver.total
         stats.merge(driver.runner.stats.to_dict())
-        assert len(judged) == len(set(judged)) == 300
+        assert len(judged) == len(set(judged)) == 100
         assert stats.repeats_skipped > 0
     finally:
         driver.close()
