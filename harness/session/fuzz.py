@@ -285,8 +285,10 @@ class Driver:
         layouts, backends, checks); if not, it is noted as judged. Hypothesis follows each
         fresh example with mutants of it that are often the very same case: 17 of 224 cases of
         a 60 s session, and a jit sequence ran three times in a row. Judging a case again
-        finds nothing new (a finding already raised is being shrunk, or is in the corpus) and
-        costs a compile and run on every backend. The newest ``JUDGED_KEPT`` are kept."""
+        finds nothing new (a finding already raised is being shrunk, or is in the corpus), and
+        counting it again overstates the cases judged; it costs the runs, references and
+        oracles again (its kernels come from the worker's cache, so the saving in time is
+        small). The newest ``JUDGED_KEPT`` are kept."""
         key = case.digest()
         if key in self.judged:
             return True
