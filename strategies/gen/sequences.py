@@ -132,17 +132,19 @@ class _Draft:
             return None
 
 
-def _with_values(draw: st.DrawFn, draft: _Draft, call: Call, fresh_captured: bool) -> Call | None:
+def _with_values(
+    draw: st.DrawFn, draft: _Draft, call: Call, fresh_captured: bool, repeat: bool = False
+) -> Call | None:
     """``call`` with values drawn for its own arrays (and the captured array, if asked).
 
     New captured values must change the call's answer (NumPy's, on its own arrays) from every
-    earlier captured value, and a call that repeats the first with other values must answer
-    differently from it: a change that NumPy cannot tell apart cannot show a cache that kept
-    the old values (a program that multiplies the captured array by ``var`` of one element
-    answers 0 whatever it holds). Hypothesis often draws the same values again (its mutator
-    copies one ``input_values`` span over another), so after a few draws the last values are
-    shifted (``_shifted``); if NumPy still cannot tell, the captured array stays as it was (or
-    the repeat is given up)."""
+    earlier captured value, and a call that repeats the first with other values (``repeat``)
+    must answer differently from it: a change that NumPy cannot tell apart cannot show a cache
+    that kept the old values (a program that multiplies the captured array by ``var`` of one
+    element answers 0 whatever it holds). Hypothesis often draws the same values again (its
+    mutator copies one ``input_values`` span over another), so after a few draws the last
+    values are shifted (``_shifted``); if NumPy still cannot tell, the captured array stays as
+    it was (or the repeat is given up)."""
     program = draft.program(call)
     if program is None:
         return None
@@ -164,14 +166,14 @@ def _with_values(draw: st.DrawFn, draft: _Draft, call: Call, fresh_captured: boo
             draft.sequence([*draft.calls, built]).validate()
         except (*REJECTIONS, KeyError):
             return None
-        if _values_tell(draft, built):
+        if _values_tell(draft, built, repeat):
             return built
-    if built is None or call.note == "other values":
+    if built is None or repeat:
         return None
     event("jit-sequence:captured-change-invisible")
     from dataclasses import replace
 
-    return replace(built, captured=None) if built.captured is not None else built
+    return replace(built, captured=None)  # only a captured change can fail to tell
 
 
 #: Draws of a call's values before they are shifted instead (``_with_values``).
@@ -190,10 +192,11 @@ def _shifted(values: np.ndarray) -> np.ndarray:
         return (a * np.asarray(2, a.dtype) + np.asarray(1, a.dtype)).astype(a.dtype)
 
 
-def _values_tell(draft: _Draft, call: Call) -> bool:
+def _values_tell(draft: _Draft, call: Call, repeat: bool) -> bool:
     """Does NumPy answer ``call`` differently from the same call with each earlier captured
-    value (where it writes new ones), and, for the repeat of the first call, differently from
-    the first call's arrays? True when it cannot tell (an output passed back in, an error)."""
+    value (where it writes new ones), and, for the repeat of the first call (``repeat``),
+    differently from the first call's arrays? True when it cannot tell (an output passed back
+    in, an error)."""
     if not draft.calls or OUTPUT in call.sources:
         return True
     index = len(draft.calls)
@@ -206,7 +209,7 @@ def _values_tell(draft: _Draft, call: Call) -> bool:
         if call.captured is not None:
             earlier = {id(c.captured): c.captured for c in draft.calls if c.captured is not None}
             alternatives += [[*leaves, value] for value in earlier.values()]
-        if call.note == "other values" and first.sources == call.sources:
+        if repeat and first.sources == call.sources:
             alternatives.append(
                 sequence.inputs(0)[: len(first.sources)]
                 + sequence.inputs(index)[len(call.sources) :]
@@ -358,7 +361,7 @@ def _change(draw: st.DrawFn, draft: _Draft, change: str, table: dict[str, int]) 
             return _with_values(draw, draft, call, changed)
         return None
     if change == "repeat":
-        return _with_values(draw, draft, replace_note(plain, "other values"), True)
+        return _with_values(draw, draft, replace_note(plain, "other values"), True, repeat=True)
     if change == "alias":
         program = draft.program(plain)
         pairs = [
