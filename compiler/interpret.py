@@ -98,9 +98,11 @@ def evaluate_values(
     xp: Any = np,
     errors: list[Any] | None = None,
     each: Callable[[Any], Any] | None = None,
+    at: Callable[[Any, Any], Any] | None = None,
 ) -> dict[int, Any]:
     """Every node's value (by ``id``) of ``graph`` on ``arrays``; ``each`` maps each input and
-    each result as it is made (IREE's known issues flush subnormals with it)."""
+    each result as it is made (IREE's known issues flush subnormals with it), ``at`` each
+    result with its node (they replace a wrong trig result with it)."""
     each = each or (lambda value: value)
     values: dict[int, Any] = {}
     for node in graph.inputs:
@@ -109,16 +111,22 @@ def evaluate_values(
         for node in topological(graph.outputs):
             if id(node) not in values:
                 args = [values[id(a)] for a in node.args]
-                values[id(node)] = each(evaluate_node(xp, node, args, errors))
+                value = each(evaluate_node(xp, node, args, errors))
+                values[id(node)] = at(node, value) if at is not None else value
     return values
 
 
 def evaluate_graph(
-    graph: Graph, arrays: list[Any], xp: Any = np, errors: list[Any] | None = None
+    graph: Graph,
+    arrays: list[Any],
+    xp: Any = np,
+    errors: list[Any] | None = None,
+    at: Callable[[Any, Any], Any] | None = None,
 ) -> list[Any]:
     """The outputs of ``graph`` on ``arrays`` (in the graph's input order); ``errors`` collects
-    the gathers' out-of-range flags instead of raising (see ``evaluate_node``)."""
-    values = evaluate_values(graph, arrays, xp, errors)
+    the gathers' out-of-range flags instead of raising (see ``evaluate_node``); ``at`` as for
+    ``evaluate_values``."""
+    values = evaluate_values(graph, arrays, xp, errors, at=at)
     return [values[id(node)] for node in graph.outputs]
 
 

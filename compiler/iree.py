@@ -431,21 +431,24 @@ class IreeCpuBackend:
         """The known IREE issue (``KNOWN_ISSUES``) a failure of this variant on ``graph`` is:
         ``message`` is its compile error, empty for a wrong answer (for attribution), and
         ``inputs`` the case's (a wrong answer that depends on subnormals is IREE's flushing,
-        if IREE's ``outputs``, where given, are what flushing gives).
+        if IREE's ``outputs``, where given, are what flushing gives; one of a float32 sine or
+        cosine is IREE's approximation if every wrong element depends on an argument it gets
+        wrong: ``trig_explains``).
         A wrong answer of a semantics-changing variant that is no known issue is its control
         (``CONTROLS``): expected, not a bug."""
         from .iree_known import (
             CONTROLS,
+            SINE_RULES,
+            TRIG_RULES,
             flushing_explains,
             known_issue,
-            sines_small_negative,
-            trig_reduced,
+            trig_explains,
         )
 
         values = not message and inputs is not None
         subnormal = values and flushing_explains(graph, inputs, outputs)
-        sine = values and sines_small_negative(graph, inputs)
-        reduced = values and not sine and trig_reduced(graph, inputs)  # the sine rule first
+        sine = values and trig_explains(graph, inputs, outputs, SINE_RULES)
+        reduced = values and not sine and trig_explains(graph, inputs, outputs, TRIG_RULES)
         module = emit.build(graph, abi="tensor")[0]
         issue = known_issue(module, message, self.name, bool(subnormal), bool(sine), bool(reduced))
         if issue is None and not message and self.semantics:

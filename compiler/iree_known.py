@@ -7,9 +7,11 @@ none of them is that variant's control (``CONTROLS``): expected, not an IREE bug
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
+from .dtypes import finfo
 from .frontend.graph import Graph
 from .iree import NAME, OPTIONS, flags_of, run_compiler
 from .known import KnownIssue, depends_on_subnormals, flushed, flushing_explains
@@ -168,13 +170,9 @@ def dispatch_ir(text: str, name: str = NAME) -> str:
 def _trig_arguments(graph: Graph, inputs: list[np.ndarray], names: tuple[str, ...]) -> list:
     """The arguments (float64, as NumPy evaluates the graph on ``inputs``) of each float32 (or
     narrower) ``names`` node of the graph."""
-    from .frontend.graph import topological
     from .interpret import evaluate_values
 
-    nodes = [
-        n for n in topological(graph.outputs)
-        if n.op == "elementwise" and n.prim.name in names and np.dtype(n.dtype).itemsize <= 4
-    ]  # fmt: skip
+    nodes = _trig_nodes(graph, names)
     if not nodes:
         return []
     values = evaluate_values(graph, list(inputs))
@@ -184,14 +182,109 @@ def _trig_arguments(graph: Graph, inputs: list[np.ndarray], names: tuple[str, ..
 def sines_small_negative(graph: Graph, inputs: list[np.ndarray]) -> bool:
     """Does a float32 (or narrower) ``sin`` of the graph take an argument in (-pi/2, 0) on
     ``inputs``, as NumPy evaluates it (``SIN_SMALL_NEGATIVE``)?"""
-    return any(np.any((x < 0) & (x > -np.pi / 2)) for x in _trig_arguments(graph, inputs, ("sin",)))
+    return any(np.any(_small_negative(x)) for x in _trig_arguments(graph, inputs, ("sin",)))
 
 
 def trig_reduced(graph: Graph, inputs: list[np.ndarray]) -> bool:
     """Does a float32 (or narrower) ``sin`` or ``cos`` of the graph take a finite argument past
     pi/4, which the approximation reduces by pi/2 in float32 (``TRIG_RANGE_REDUCTION``)?"""
     arguments = _trig_arguments(graph, inputs, ("sin", "cos"))
-    return any(np.any(np.isfinite(x) & (np.abs(x) > np.pi / 4)) for x in arguments)
+    return any(np.any(_reduced(x)) for x in arguments)
+
+
+def _small_negative(x: np.ndarray) -> np.ndarray:
+    return (x < 0) & (x > -np.pi / 2)
+
+
+def _reduced(x: np.ndarray) -> np.ndarray:
+    return np.isfinite(x) & (np.abs(x) > np.pi / 4)
+
+
+def _trig_nodes(graph: Graph, names: tuple[str, ...]) -> list:
+    from .frontend.graph import topological
+
+    return [
+        n for n in topological(graph.outputs)
+        if n.op == "elementwise" and n.prim.name in names and np.dtype(n.dtype).itemsize <= 4
+    ]  # fmt: skip
+
+
+#: ``trig_explains`` rules: the float32 sines of small negative arguments
+#: (``SIN_SMALL_NEGATIVE``), and with them the sines and cosines reduced by pi/2
+#: (``TRIG_RANGE_REDUCTION``).
+SINE_RULES = ((("sin",), _small_negative),)
+TRIG_RULES = (*SINE_RULES, (("sin", "cos"), _reduced))
+
+#: Stand-ins for a trig result the approximation gets wrong (``trig_explains``): no answer, and
+#: answers far off on either side (a comparison or a cast flips for one of them).
+_WRONG = (
+    lambda v: np.full_like(v, np.nan),
+    lambda v: -v - 2,
+    lambda v: v + 2,
+)
+
+
+def trig_explains(
+    graph: Graph,
+    inputs: list[np.ndarray],
+    outputs: list | None,
+    rules: tuple[tuple[tuple[str, ...], Any], ...],
+) -> bool:
+    """Is a wrong answer on ``inputs`` IREE's float32 sine or cosine? Each rule is (op names,
+    the arguments the approximation gets wrong); some such argument is taken, and every element
+    of ``outputs`` (IREE's, where given) that is not NumPy's answer (within 4 ulps) depends on
+    one: NumPy's answer there changes when those results are replaced by a stand-in
+    (``_WRONG``). A case that takes such an argument and fails elsewhere may be a new bug."""
+    from .interpret import evaluate_graph, evaluate_values
+    from .known import _near
+
+    plain = evaluate_values(graph, list(inputs))
+    masks = {}
+    for names, wrong_at in rules:
+        for node in _trig_nodes(graph, names):
+            mask = wrong_at(np.asarray(plain[id(node.args[0])], np.float64))
+            if np.any(mask):
+                masks[id(node)] = masks[id(node)] | mask if id(node) in masks else mask
+    if not masks:
+        return False
+    if outputs is None:
+        return True
+    want = [np.asarray(plain[id(n)]) for n in graph.outputs]
+    if len(outputs) != len(want):
+        return False
+    tainted = [np.zeros(w.shape, bool) for w in want]
+    for stand_in in _WRONG:
+
+        def at(node: Any, value: Any, stand_in: Any = stand_in) -> Any:
+            mask = masks.get(id(node))
+            if mask is None:
+                return value
+            v = np.asarray(value)
+            with np.errstate(all="ignore"):
+                return np.where(mask, stand_in(v), v).astype(v.dtype)
+
+        changed = evaluate_graph(graph, list(inputs), at=at)
+        for k, (w, c) in enumerate(zip(want, changed, strict=True)):
+            c = np.asarray(c)
+            if c.shape == w.shape:
+                tainted[k] |= ~((c == w) | (_isnan(c) & _isnan(w)))
+    for w, got, t in zip(want, outputs, tainted, strict=True):
+        got = np.asarray(got)
+        if got.shape != w.shape:
+            return False
+        if w.dtype.kind == "f" or w.dtype.name == "bfloat16":
+            info = finfo(w.dtype)
+            off = ~_near(got.astype(np.float64), w.astype(np.float64), 4 * float(info.eps),
+                         2 * float(info.tiny))  # fmt: skip
+        else:
+            off = got != w
+        if np.any(off & ~t):
+            return False
+    return True
+
+
+def _isnan(a: np.ndarray) -> np.ndarray:
+    return np.isnan(a.astype(np.float64)) if a.dtype.kind not in "biu" else np.zeros(a.shape, bool)
 
 
 def known_issue(
@@ -206,9 +299,9 @@ def known_issue(
     ``message`` is the compile error (empty for a wrong answer, which recompiles the module up
     to dispatch creation to look for the vectorizer's shape of IR); ``subnormal_dependent``:
     the case's answer changes when subnormals are flushed (a wrong answer then is IREE's
-    flushing, by design); ``small_negative_sine``: a float32 or float16 sine takes arguments in
-    (-pi/2, 0) (``sines_small_negative``); ``trig_reduced``: one takes an argument past pi/4
-    (``trig_reduced``)."""
+    flushing, by design); ``small_negative_sine``: the wrong answer is a float32 or float16
+    sine's of arguments in (-pi/2, 0) (``trig_explains`` with ``SINE_RULES``);
+    ``trig_reduced``: a sine's or cosine's of arguments past pi/4 (with ``TRIG_RULES``)."""
     if _LIBM.search(message):
         return F64_LIBM_LINK
     if _TRUNCSFBF2 in message:
@@ -245,8 +338,10 @@ __all__ = [
     "KNOWN_ISSUES",
     "RANK0_RESHAPE_CRASH",
     "REVERSED_ACCESS",
+    "SINE_RULES",
     "SIN_SMALL_NEGATIVE",
     "TRIG_RANGE_REDUCTION",
+    "TRIG_RULES",
     "VECTORIZED_COUNT",
     "WORKGROUP_DISTRIBUTION",
     "KnownIssue",
@@ -256,5 +351,6 @@ __all__ = [
     "ignores_input",
     "known_issue",
     "sines_small_negative",
+    "trig_explains",
     "trig_reduced",
 ]
