@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import finfo
+from .dtypes import finfo, is_float
 from .frontend.graph import Graph
 from .iree import NAME, OPTIONS, flags_of, run_compiler
-from .known import KnownIssue, depends_on_subnormals, flushed, flushing_explains
+from .known import KnownIssue, depends_on_subnormals, flushed, flushing_explains, near
 
 F64_LIBM_LINK = KnownIssue(
     "f64-libm-link",
@@ -201,6 +201,8 @@ def _reduced(x: np.ndarray) -> np.ndarray:
 
 
 def _trig_nodes(graph: Graph, names: tuple[str, ...]) -> list:
+    """The graph's float32 (or narrower) ``names`` nodes: IREE approximates those (float64
+    trig is libm's, or fails to link)."""
     from .frontend.graph import topological
 
     return [
@@ -236,7 +238,6 @@ def trig_explains(
     one: NumPy's answer there changes when those results are replaced by a stand-in
     (``_WRONG``). A case that takes such an argument and fails elsewhere may be a new bug."""
     from .interpret import evaluate_graph, evaluate_values
-    from .known import _near
 
     plain = evaluate_values(graph, list(inputs))
     masks = {}
@@ -272,9 +273,9 @@ def trig_explains(
         got = np.asarray(got)
         if got.shape != w.shape:
             return False
-        if w.dtype.kind == "f" or w.dtype.name == "bfloat16":
+        if is_float(w.dtype):
             info = finfo(w.dtype)
-            off = ~_near(got.astype(np.float64), w.astype(np.float64), 4 * float(info.eps),
+            off = ~near(got.astype(np.float64), w.astype(np.float64), 4 * float(info.eps),
                          2 * float(info.tiny))  # fmt: skip
         else:
             off = got != w

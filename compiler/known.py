@@ -45,7 +45,7 @@ def flushed(value: Any) -> Any:
     )
 
 
-def _near(a: np.ndarray, b: np.ndarray, relative: float, tiny: float) -> np.ndarray:
+def near(a: np.ndarray, b: np.ndarray, relative: float, tiny: float) -> np.ndarray:
     """Elementwise: equal (NaN with NaN, an infinity with itself), or finite and within
     ``relative`` of ``b`` (or ``tiny`` of it, near zero)."""
     with np.errstate(invalid="ignore", over="ignore"):
@@ -71,7 +71,7 @@ def _differ(want: np.ndarray, alt: np.ndarray) -> bool:
     if not is_float(want.dtype):
         return not np.array_equal(want, alt)
     a, b = want.astype(np.float64), alt.astype(np.float64)
-    return not np.all(_near(b, a, 4 * float(finfo(want.dtype).eps), 0.0))
+    return not np.all(near(b, a, 4 * float(finfo(want.dtype).eps), 0.0))
 
 
 def _predicted(want: np.ndarray, alt: np.ndarray, got: np.ndarray) -> bool:
@@ -84,8 +84,8 @@ def _predicted(want: np.ndarray, alt: np.ndarray, got: np.ndarray) -> bool:
     a, w, f = (v.astype(np.float64) for v in (got, want, alt))
     info = finfo(want.dtype)
     tiny = 2 * float(info.tiny)
-    off = ~_near(a, w, 4 * float(info.eps), tiny)
-    return not np.any(off & ~_near(a, f, 1e-2, tiny))
+    off = ~near(a, w, 4 * float(info.eps), tiny)
+    return not np.any(off & ~near(a, f, 1e-2, tiny))
 
 
 def depends_on_subnormals(graph: Graph, inputs: list[np.ndarray]) -> bool:
@@ -118,4 +118,5 @@ __all__ = [
     "depends_on_subnormals",
     "flushed",
     "flushing_explains",
+    "near",
 ]
