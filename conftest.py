@@ -26,3 +26,11 @@ settings.register_profile(
 )
 register_profiles(Path(__file__).resolve().parent)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001 - pytest's hook
+    """Tests marked ``long`` (end-to-end runs of 20 s or more) run first: xdist hands tests out
+    in collection order, and the longest collected last (the shrink test, in
+    ``tests/strategies``) kept one worker busy after the other had finished. Stable: the rest
+    keep their order."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -433,6 +433,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"work": work, "summary": summary, "before": before, "victim": victim, "log": lines}
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_killing_a_worker_mid_case_loses_nothing(killed: dict) -> None:
     summary, corpus = killed["summary"], killed["work"] / "corpus"

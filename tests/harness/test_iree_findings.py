@@ -208,6 +208,7 @@ def test_a_known_wrong_answer_is_one_entry_too(tmp_path: Path) -> None:
         driver.close()
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_short_iree_session_runs_and_judges_cases(tmp_path: Path) -> None:
     env = dict(os.environ)

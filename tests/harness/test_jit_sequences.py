@@ -341,6 +341,7 @@ def test_a_planted_cache_bug_is_found_minimized_and_reproduced(name: str, tmp_pa
     assert real.returncode == 0, real.stdout + real.stderr
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [m.name for m in JIT_MUTATIONS])
 def test_a_default_session_finds_a_planted_cache_bug(name: str, tmp_path: Path) -> None:

@@ -91,6 +91,7 @@ def test_a_crash_on_this_cpu_gets_a_command_for_any_x86_cpu() -> None:
     assert reduced["arguments"] in (["-O3", "-mtriple=x86_64--", f"-mattr=+{f}"] for f in HOST_BF16)
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.skipif(not HOST_BF16, reason="this CPU has no BF16 conversions: the JIT passes here")
 def test_a_jit_crash_is_attributed_to_llvm_codegen_with_a_portable_command() -> None:

@@ -109,6 +109,7 @@ def _fuzz(
     return proc, json.loads(summary.read_text()), env
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_known_good_catalog_finds_nothing(tmp_path: Path) -> None:
     proc, summary, _ = _fuzz(tmp_path, "mlir:*", seconds=30)

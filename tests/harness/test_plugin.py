@@ -228,6 +228,7 @@ def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if "__pycache__" not in p.parts}
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_installed_wheel_end_to_end(tmp_path: Path) -> None:
     """The wheel, installed non-editable into a fresh venv, runs its fuzz tests from an empty

@@ -101,6 +101,7 @@ def test_a_signal_stops_the_session_within_two_seconds(how: str, tmp_path: Path)
     assert _shm() - shm == set(), "semaphores or shared memory left in /dev/shm"
 
 
+@pytest.mark.long
 @SHM_GROUP
 def test_kill_minus_nine_loses_nothing_and_leaves_nothing_running(tmp_path: Path) -> None:
     mutation = next(m for m in MUTATIONS if m.name == "inverted-causal-mask")
@@ -142,6 +143,7 @@ def test_kill_minus_nine_loses_nothing_and_leaves_nothing_running(tmp_path: Path
     assert _shm() - shm == set()
 
 
+@pytest.mark.long
 def test_two_sessions_share_one_corpus(tmp_path: Path) -> None:
     seconds = int(os.environ.get("SHARED_SESSION_SECONDS", "15"))
     mutation = next(m for m in MUTATIONS if m.name == "off-by-one-slice")

@@ -361,6 +361,7 @@ if OffByOne.name not in backends.BACKENDS:
 """
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_a_real_session_report_in_headless_chromium(tmp_path: Path) -> None:
     from harness.report import svg

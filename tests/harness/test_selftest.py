@@ -16,6 +16,7 @@ def test_every_mutation_still_applies(tmp_path) -> None:
         apply(mutation, tmp_path / mutation.name)
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["softmax-without-max-subtraction"])
 def test_planted_bug_is_caught_and_minimized(name: str) -> None:

@@ -111,6 +111,7 @@ def _fuzz(
     return proc, json.loads(summary.read_text()), env, output
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_a_thirty_second_xla_session_completes(tmp_path: Path) -> None:
     proc, summary, _, output = _fuzz(tmp_path, "xla-cpu", seconds=30)

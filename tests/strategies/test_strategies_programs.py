@@ -202,6 +202,7 @@ def _transpose_feeds_matmul(program: Program) -> bool:
     return False
 
 
+@pytest.mark.long
 @pytest.mark.slow  # 39 s of shrinking, the fast tier's longest test by four times
 def test_shrinks_to_a_small_readable_case() -> None:
     smallest = find(
