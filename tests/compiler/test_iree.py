@@ -22,6 +22,7 @@ from compiler import backends, iree, jit, ops
 from compiler.errors import CompilerError
 
 NAME = iree.NAME
+pytestmark = pytest.mark.iree  # the slow env runs these (tox.ini)
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,7 @@ from strategies.model import ProgramBuilder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = iree.NAME
+pytestmark = pytest.mark.iree  # the slow env runs these (tox.ini)
 
 if backends.get(NAME).unavailable():  # pragma: no cover - the runtime without iree-compile
     pytest.skip(backends.get(NAME).unavailable(), allow_module_level=True)
@@ -216,7 +217,7 @@ def test_short_iree_session_runs_and_judges_cases(tmp_path: Path) -> None:
     env.pop("HARNESS_PLUGINS", None)
     summary = tmp_path / "summary.json"
     command = [
-        sys.executable, "-m", "harness", "fuzz", "--backends", NAME, "--seconds", "25",
+        sys.executable, "-m", "harness", "fuzz", "--backends", NAME, "--seconds", "20",
         "--workers", "1", "--seed", "5", "--no-database", "--corpus", str(tmp_path / "corpus"),
         "--report", "", "--quiet", "--summary-json", str(summary), "--shrink-seconds", "5",
         "--minimize-seconds", "10",

@@ -112,7 +112,7 @@ def _fuzz(
 @pytest.mark.long
 @pytest.mark.slow
 def test_known_good_catalog_finds_nothing(tmp_path: Path) -> None:
-    proc, summary, _ = _fuzz(tmp_path, "mlir:*", seconds=30)
+    proc, summary, _ = _fuzz(tmp_path, "mlir:*", seconds=25)
     output = proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.returncode == 0, output
     runs = summary["stats"]["runs"]  # the report counts every drawn variant as mlir:*

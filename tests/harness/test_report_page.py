@@ -372,7 +372,7 @@ def test_a_real_session_report_in_headless_chromium(tmp_path: Path) -> None:
     (tmp_path / "report_toy_backend.py").write_text(WRONG_BACKEND)
     report, summary_file = tmp_path / "report", tmp_path / "session.json"
     fuzz = _run(
-        [sys.executable, "-m", "harness", "fuzz", "--seconds", "20", "--workers", "1",
+        [sys.executable, "-m", "harness", "fuzz", "--seconds", "12", "--workers", "1",
          "--no-database", "--no-jax", "--backends", "cpu-loops,cpu-blas,toy-off-by-one",
          "--shrink-seconds", "3", "--minimize-seconds", "5", "--quiet",
          "--corpus", str(tmp_path / "corpus"), "--summary-json", str(summary_file),

@@ -23,7 +23,10 @@ INPUTS = Path(__file__).parent / "inputs"
 UNAVAILABLE = backends.get(iree.NAME).unavailable()
 # Skipped without the ``iree`` extra (the fast tox env): an iree-compile found on the PATH is not
 # enough, the accuracy tests run through iree.runtime. The slow env runs this file.
-pytestmark = pytest.mark.skipif(bool(UNAVAILABLE), reason=f"IREE: {UNAVAILABLE}")
+pytestmark = [
+    pytest.mark.iree,
+    pytest.mark.skipif(bool(UNAVAILABLE), reason=f"IREE: {UNAVAILABLE}"),
+]
 FLAGS = ("--iree-hal-target-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=generic")
 
 
