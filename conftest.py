@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from harness.plugin import register_profiles
@@ -28,7 +29,7 @@ register_profiles(Path(__file__).resolve().parent)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001 - pytest's hook
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``long`` (end-to-end runs of 20 s or more) run first: xdist hands tests out
     in collection order, and the longest collected last (the shrink test, in
     ``tests/strategies``) kept one worker busy after the other had finished. Stable: the rest
