@@ -33,6 +33,7 @@ from ..run.runner import Runner, Stats, Stopped
 from ..run.task import Task
 from ..triage.attribution import Attributor
 from ..triage.minimize import minimize
+from .admission import Admission
 from .known import Known
 
 
@@ -82,9 +83,6 @@ def describe_error(error: BaseException, limit: int = 4000) -> str:
 
 #: One round in this many ends with Hypothesis's target phase (``guided``).
 GUIDED_EVERY = 4
-#: Digests of the latest judged cases a driver remembers to skip repeats (``Driver.repeated``):
-#: Hypothesis's mutants follow their example closely, and memory stays flat (~1.5 MB at most).
-JUDGED_KEPT = 10_000
 
 
 def guided(round_number: int) -> bool:
@@ -153,8 +151,9 @@ def finding_entry(
     )
 
 
-class Driver:
-    """One fuzzing process: a runner, a corpus, Hypothesis rounds."""
+class Driver(Admission):
+    """One fuzzing process: a runner, a corpus, Hypothesis rounds (which drawn cases it judges:
+    ``Admission``)."""
 
     def __init__(self, options: FuzzOptions, index: int, events: Any = None) -> None:
         self.options = options
@@ -175,16 +174,11 @@ class Driver:
         self.known = Known(self.corpus, announce=index == 0)
         self.saved: list[str] = []
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
-        self.exercised: set[tuple[str, str]] = set()  # focus items done at focus_level
-        self.focus_level = 1  # cases per item the focus asks for now (up to FOCUS_REPEATS)
-        self.exercise_counts: dict[tuple[str, str], int] = {}  # cases that exercised each
-        self.given_up: set[tuple[str, str]] = set()  # focus items no focused case exercised
-        self.focus_idle_rounds = 0  # rounds in a row whose focus exercised no new item
+        self.init_admission()
         # the kinds judged held at MIX_PERCENT (Hypothesis's mutants keep their example's kind)
         from .generate import MixBalance
 
         self.mix = MixBalance() if options.mix == "all" else None
-        self.judged: dict[bytes, None] = {}  # digests of the cases judged (Driver.repeated)
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -218,92 +212,6 @@ class Driver:
         self._steer(judgement)
         self.note_exercised(exercised_items(case, "spelling" in judgement.oracles))
         return judgement.findings
-
-    def focus_pairs(self) -> tuple[tuple[str, str], ...]:
-        """The focus items (``generate.focus_items``: (op, dtype) pairs, then ops a spelling
-        writes another way) not yet exercised by ``focus_level`` of this driver's cases, its
-        share of them first (driver i of n takes every n-th pair, so n drivers cover the table
-        n times faster); breadth first: every item once, then every item twice, up to
-        ``FOCUS_REPEATS`` (at two cases each from the start, a 60 s driver left 53 of its 268
-        items never exercised, (int32, ``>``) among them); none once the table is covered, or
-        with ``focus`` off."""
-        if not self.options.focus:
-            return ()
-        from .generate import FOCUS_REPEATS, focus_items
-
-        pairs, workers = focus_items(), max(1, self.options.workers)
-        mine = [p for k, p in enumerate(pairs) if k % workers == self.index % workers]
-        while True:
-            done = self.exercised | self.given_up
-            left = [p for p in pairs if p not in done]
-            if left or self.focus_level >= FOCUS_REPEATS:
-                return tuple(p for p in mine if p not in done) or tuple(left)
-            self.focus_level += 1
-            self.exercised = {
-                p for p, count in self.exercise_counts.items() if count >= self.focus_level
-            }
-
-    def focus_regimes(self) -> tuple[str, ...]:
-        """The value regimes of focused cases: any in the first pass over the items, then those
-        at an op's edges (``EDGE_REGIMES``: a random regime left an item's second case on
-        ordinary values as often as not, where a log of a subnormal or an int32 ``>`` at a tie
-        shows its bug)."""
-        from strategies.gen.values import EDGE_REGIMES
-
-        return EDGE_REGIMES if self.focus_level >= 2 else ()
-
-    def _focus_progress(self, focus: tuple[tuple[str, str], ...], done_before: int) -> None:
-        """After a round without a finding (``done_before``: its focus items done when it began):
-        a focus none of whose items got done for ``FOCUS_IDLE_ROUNDS`` rounds in a row is given
-        up (items no drawn program exercises would otherwise have half of the cases drawn for
-        them, and skipped, for the rest of the session: ("divide", "int32"), which divides in
-        float64, did until it was counted)."""
-        if not focus or len(self.exercised.intersection(focus)) > done_before:
-            self.focus_idle_rounds = 0
-            return
-        self.focus_idle_rounds += 1
-        from .generate import FOCUS_IDLE_ROUNDS
-
-        if self.focus_idle_rounds >= FOCUS_IDLE_ROUNDS:
-            self.given_up.update(focus)
-            self.runner.stats.focus_given_up += len(focus)
-            self.focus_idle_rounds = 0
-
-    def stale_focus(self, case: Case, focus: tuple[tuple[str, str], ...]) -> bool:
-        """Whether ``case`` is a focused case whose focus items were all done since its round
-        began: Hypothesis's generate phase replays near-copies of recent examples, so a 60 s
-        session judged the same focused int32 ``-x`` seven times in a row while (int32, ``>``)
-        waited. Skipping it costs a generation, not a compile and run on every backend."""
-        from .generate import exercised_items
-
-        if not case.origin.startswith("focus/"):
-            return False
-        return not (exercised_items(case, every_spelling=True) & set(focus)) - self.exercised
-
-    def repeated(self, case: Case) -> bool:
-        """Whether this driver already judged ``case`` (the same digest: subject, input bytes,
-        layouts, backends, checks); if not, it is noted as judged. Hypothesis follows each
-        fresh example with mutants of it that are often the very same case: 17 of 224 cases of
-        a 60 s session, and a jit sequence ran three times in a row. Judging a case again
-        finds nothing new (a finding already raised is being shrunk, or is in the corpus), and
-        counting it again overstates the cases judged; it costs the runs, references and
-        oracles again (its kernels come from the worker's cache, so the saving in time is
-        small). The newest ``JUDGED_KEPT`` are kept."""
-        key = bytes.fromhex(case.digest()[:32])
-        if key in self.judged:
-            return True
-        self.judged[key] = None
-        if len(self.judged) > JUDGED_KEPT:
-            del self.judged[next(iter(self.judged))]
-        return False
-
-    def note_exercised(self, items: set[tuple[str, str]]) -> None:
-        """Count one more case for each focus item it exercised; an item leaves the focus at
-        ``focus_level`` cases."""
-        for item in items:
-            count = self.exercise_counts[item] = self.exercise_counts.get(item, 0) + 1
-            if count >= self.focus_level:
-                self.exercised.add(item)
 
     def _steer(self, judgement: Any) -> None:
         """Point Hypothesis's target phase at the cases closest to failing (the largest error
