@@ -11,10 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import finfo, is_float
 from .frontend.graph import Graph
 from .iree import NAME, OPTIONS, flags_of, run_compiler
-from .known import KnownIssue, depends_on_subnormals, flushed, flushing_explains, near
+from .known import (
+    KnownIssue,
+    depends_on_subnormals,
+    flushed,
+    flushing_explains,
+    near,
+    off_answer,
+)
 
 F64_LIBM_LINK = KnownIssue(
     "f64-libm-link",
@@ -167,31 +173,6 @@ def dispatch_ir(text: str, name: str = NAME) -> str:
     return run_compiler(text, flags, output="mlir").decode()
 
 
-def _trig_arguments(graph: Graph, inputs: list[np.ndarray], names: tuple[str, ...]) -> list:
-    """The arguments (float64, as NumPy evaluates the graph on ``inputs``) of each float32 (or
-    narrower) ``names`` node of the graph."""
-    from .interpret import evaluate_values
-
-    nodes = _trig_nodes(graph, names)
-    if not nodes:
-        return []
-    values = evaluate_values(graph, list(inputs))
-    return [np.asarray(values[id(node.args[0])], np.float64) for node in nodes]
-
-
-def sines_small_negative(graph: Graph, inputs: list[np.ndarray]) -> bool:
-    """Does a float32 (or narrower) ``sin`` of the graph take an argument in (-pi/2, 0) on
-    ``inputs``, as NumPy evaluates it (``SIN_SMALL_NEGATIVE``)?"""
-    return any(np.any(_small_negative(x)) for x in _trig_arguments(graph, inputs, ("sin",)))
-
-
-def trig_reduced(graph: Graph, inputs: list[np.ndarray]) -> bool:
-    """Does a float32 (or narrower) ``sin`` or ``cos`` of the graph take a finite argument past
-    pi/4, which the approximation reduces by pi/2 in float32 (``TRIG_RANGE_REDUCTION``)?"""
-    arguments = _trig_arguments(graph, inputs, ("sin", "cos"))
-    return any(np.any(_reduced(x)) for x in arguments)
-
-
 def _small_negative(x: np.ndarray) -> np.ndarray:
     return (x < 0) & (x > -np.pi / 2)
 
@@ -267,25 +248,13 @@ def trig_explains(
         changed = evaluate_graph(graph, list(inputs), at=at)
         for k, (w, c) in enumerate(zip(want, changed, strict=True)):
             c = np.asarray(c)
-            if c.shape == w.shape:
-                tainted[k] |= ~((c == w) | (_isnan(c) & _isnan(w)))
+            if c.shape == w.shape:  # changed at all (NaN where NaN is no change)
+                tainted[k] |= ~near(c.astype(np.float64), w.astype(np.float64), 0.0, 0.0)
     for w, got, t in zip(want, outputs, tainted, strict=True):
         got = np.asarray(got)
-        if got.shape != w.shape:
-            return False
-        if is_float(w.dtype):
-            info = finfo(w.dtype)
-            off = ~near(got.astype(np.float64), w.astype(np.float64), 4 * float(info.eps),
-                         2 * float(info.tiny))  # fmt: skip
-        else:
-            off = got != w
-        if np.any(off & ~t):
+        if got.shape != w.shape or np.any(off_answer(w, got) & ~t):
             return False
     return True
-
-
-def _isnan(a: np.ndarray) -> np.ndarray:
-    return np.isnan(a.astype(np.float64)) if a.dtype.kind not in "biu" else np.zeros(a.shape, bool)
 
 
 def known_issue(
@@ -351,7 +320,5 @@ __all__ = [
     "flushing_explains",
     "ignores_input",
     "known_issue",
-    "sines_small_negative",
     "trig_explains",
-    "trig_reduced",
 ]

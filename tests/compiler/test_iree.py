@@ -513,10 +513,10 @@ def test_campaign_findings_are_known_issues(installed) -> None:
     assert iree.known_issue("", verify) is iree.WORKGROUP_DISTRIBUTION
     x = np.array([-1.0, -8.0, -7.6, -0.76, -0.001], np.float32)
     graph = _graph(lambda v: np.sin(v), x)
-    assert iree.sines_small_negative(graph, [x])
-    assert not iree.sines_small_negative(graph, [np.abs(x)])
+    assert iree.trig_explains(graph, [x], None, iree.SINE_RULES)
+    assert not iree.trig_explains(graph, [np.abs(x)], None, iree.SINE_RULES)
     wide = x.astype(np.float64)  # float64 sine is libm's (or fails to link), not the polynomial
-    assert not iree.sines_small_negative(_graph(lambda v: np.sin(v), wide), [wide])
+    assert not iree.trig_explains(_graph(lambda v: np.sin(v), wide), [wide], None, iree.SINE_RULES)
     got = jit(np.sin)(x, target=NAME)
     if abs(float(got[-1]) - np.sin(-0.001)) > 4 * np.spacing(np.float32(0.001)):
         issue = backends.get(NAME).known_issue_of(graph, "", [x])
@@ -538,10 +538,10 @@ def test_a_five_minute_campaigns_findings_are_known_issues(installed) -> None:
     assert iree.known_issue(forward, message) is None  # the message alone is not the issue
     large = np.array([1607.0], np.float32)
     graph = _graph(lambda v: np.cos(v), large)
-    assert iree.trig_reduced(graph, [large])
-    assert not iree.trig_reduced(graph, [np.array([0.5], np.float32)])
+    assert iree.trig_explains(graph, [large], None, iree.TRIG_RULES)
+    assert not iree.trig_explains(graph, [np.array([0.5], np.float32)], None, iree.TRIG_RULES)
     wide = large.astype(np.float64)  # float64 cosine is libm's (or fails to link)
-    assert not iree.trig_reduced(_graph(lambda v: np.cos(v), wide), [wide])
+    assert not iree.trig_explains(_graph(lambda v: np.cos(v), wide), [wide], None, iree.TRIG_RULES)
     issue = backends.get(NAME).known_issue_of(graph, "", [large])
     assert issue == iree.TRIG_RANGE_REDUCTION.to_dict()
 
