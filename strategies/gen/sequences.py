@@ -204,25 +204,19 @@ def _values_tell(draft: _Draft, call: Call, repeat: bool) -> bool:
     first = draft.calls[0]
     try:
         fn = sequence.program(index).as_function(np)
-        leaves = sequence.inputs(index)[: len(call.sources)]
+        own = sequence.inputs(index)
+        leaves, rest = own[: len(call.sources)], own[len(call.sources) :]
         alternatives = []
         if call.captured is not None:
             earlier = {id(c.captured): c.captured for c in draft.calls if c.captured is not None}
             alternatives += [[*leaves, value] for value in earlier.values()]
         if repeat and first.sources == call.sources:
-            alternatives.append(
-                sequence.inputs(0)[: len(first.sources)]
-                + sequence.inputs(index)[len(call.sources) :]
-            )
+            alternatives.append(sequence.inputs(0)[: len(first.sources)] + rest)
         with np.errstate(all="ignore"):
-            mine = np.asarray(fn(*sequence.inputs(index)))
-            for inputs in alternatives:
-                other = np.asarray(fn(*inputs))
-                if other.shape == mine.shape and other.tobytes() == mine.tobytes():
-                    return False
+            mine = np.asarray(fn(*own))
+            return not any(_same_answer(mine, np.asarray(fn(*i))) for i in alternatives)
     except (*REJECTIONS, KeyError, ArithmeticError, TypeError):
         return True
-    return True
 
 
 def _answer_changes(draft: _Draft, call: Call, statics: tuple[tuple[str, Any], ...]) -> bool:
@@ -241,7 +235,12 @@ def _answer_changes(draft: _Draft, call: Call, statics: tuple[tuple[str, Any], .
             b = np.asarray(other.as_function(np)(*inputs))
     except (*REJECTIONS, KeyError, ArithmeticError):
         return True
-    return a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes()
+    return not _same_answer(a, b)
+
+
+def _same_answer(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same answer, bit for bit (NaN payloads and the sign of zero included)."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def _template(
