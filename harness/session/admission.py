@@ -3,8 +3,9 @@
 A session steers its generation toward (op, dtype) focus items not yet exercised, breadth first
 (``focus_pairs``, ``focus_regimes``), gives up items no drawn program exercises
 (``_focus_progress``), and skips drawn cases that would add nothing: a focused case whose items
-are done (``stale_focus``) and a case it judged before (``repeated``). Skipping costs a
-generation, not a compile and run on every backend.
+are done (``stale_focus``), a case it judged before (``repeated``), and one of a kind ahead of
+its share of the mix (``generate.MixBalance``). Skipping costs a generation, not a compile and
+run on every backend.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class Admission:
         self.given_up: set[tuple[str, str]] = set()  # focus items no focused case exercised
         self.focus_idle_rounds = 0  # rounds in a row whose focus exercised no new item
         self.judged: dict[bytes, None] = {}  # digests of the cases judged (``repeated``)
+        # the kinds judged held at MIX_PERCENT (Hypothesis's mutants keep their example's kind)
+        from .generate import MixBalance
+
+        self.mix = MixBalance() if self.options.mix == "all" else None
 
     def focus_pairs(self) -> tuple[tuple[str, str], ...]:
         """The focus items (``generate.focus_items``: (op, dtype) pairs, then ops a spelling
@@ -96,21 +101,21 @@ class Admission:
         return not (exercised_items(case, every_spelling=True) & set(focus)) - self.exercised
 
     def repeated(self, case: Case) -> bool:
-        """Whether this driver already judged ``case`` (the same digest: subject, input bytes,
-        layouts, backends, checks); if not, it is noted as judged. Hypothesis follows each
+        """Whether this driver already judged ``case`` (``note_judged``: the same digest,
+        subject, input bytes, layouts, backends, checks). Hypothesis follows each
         fresh example with mutants of it that are often the very same case: 17 of 224 cases of
         a 60 s session, and a jit sequence ran three times in a row. Judging a case again
         finds nothing new (a finding already raised is being shrunk, or is in the corpus), and
         counting it again overstates the cases judged; it costs the runs, references and
         oracles again (its kernels come from the worker's cache, so the saving in time is
-        small). The newest ``JUDGED_KEPT`` are kept."""
-        key = bytes.fromhex(case.digest()[:32])
-        if key in self.judged:
-            return True
-        self.judged[key] = None
+        small). A case skipped for another reason (the mix) is not judged, so not a repeat."""
+        return _key(case) in self.judged
+
+    def note_judged(self, case: Case) -> None:
+        """Remember ``case`` as judged (``repeated``); the newest ``JUDGED_KEPT`` are kept."""
+        self.judged[_key(case)] = None
         if len(self.judged) > JUDGED_KEPT:
             del self.judged[next(iter(self.judged))]
-        return False
 
     def note_exercised(self, items: set[tuple[str, str]]) -> None:
         """Count one more case for each focus item it exercised; an item leaves the focus at
@@ -119,6 +124,10 @@ class Admission:
             count = self.exercise_counts[item] = self.exercise_counts.get(item, 0) + 1
             if count >= self.focus_level:
                 self.exercised.add(item)
+
+
+def _key(case: Case) -> bytes:
+    return bytes.fromhex(case.digest()[:32])
 
 
 __all__ = ["JUDGED_KEPT", "Admission"]

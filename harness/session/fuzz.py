@@ -175,10 +175,6 @@ class Driver(Admission):
         self.saved: list[str] = []
         self.cell_counts: dict[str, int] = {}  # coverage so far, for steering
         self.init_admission()
-        # the kinds judged held at MIX_PERCENT (Hypothesis's mutants keep their example's kind)
-        from .generate import MixBalance
-
-        self.mix = MixBalance() if options.mix == "all" else None
         self.total = Stats()  # everything this driver ran
         self.ambiguities: list[str] = []
         base = options.seed if options.seed is not None else random.randrange(2**31)
@@ -315,6 +311,7 @@ class Driver(Admission):
                 elif self.mix is not None and not self.mix.admit(case):
                     self.runner.stats.mix_skipped += 1
                     return
+                self.note_judged(case)
                 findings = self.judge(case)
                 if now - last_flush > 1.0:
                     self._flush_stats()

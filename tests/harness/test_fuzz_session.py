@@ -612,6 +612,7 @@ def test_a_case_judged_before_is_not_judged_again(tmp_path, monkeypatch) -> None
     monkeypatch.setattr(fuzz, "stop_requested", lambda: len(judged) >= 100)
     try:
         assert not driver.repeated(case)
+        driver.note_judged(case)
         assert driver.repeated(Case.from_dict(case.to_dict()))
         assert not driver.repeated(case.with_layouts(["fortran"]))
         with contextlib.suppress(fuzz.Stopped):
