@@ -15,7 +15,9 @@ one ulp up or down, sums in another order: forward, reversed or in four interlea
 matmuls as products then sums: ``references.perturbed_reference``): they measure each
 element's conditioning where NumPy's single evaluation was close to the truth by luck (sin of a
 huge argument, a sum whose small terms survive pairwise addition beside 2**52), and count
-element by element only, never in the spread.
+element by element only, never in the spread. Where a value no evaluation determines reaches
+several output elements (a softmax row of undetermined logits), ``perturbed:coupled`` gives
+each of them the largest spread the runs show among them (``run.undetermined``).
 
 ``steps`` is the program's error depth: the sum of each equation's depth as the primitive table
 gives it (one step per elementwise op, plus log2 of each contraction length; composites declare

@@ -74,12 +74,14 @@ class Traces:
         self.runs: list[list[Any]] = []
 
     def recorder(self) -> Callable[[int, list[Any], Any], Any] | None:
-        """An ``adapted`` hook recording one evaluation's node values (None: nothing decides)."""
-        if not self.deciding:
+        """An ``adapted`` hook recording one evaluation's node values (None for an invalid
+        program); the perturbed runs' traces also say which values are undetermined
+        (``run.undetermined``)."""
+        if self.case.invalid is not None:
             return None
         trace: list[Any] = []
         self.runs.append(trace)
-        return _into(trace)
+        return record_into(trace)
 
     def flipped_reference(self) -> Reference | None:
         """``perturbed:flip`` (see the module docstring), or None where no element is ambiguous."""
@@ -92,10 +94,10 @@ class Traces:
         truth: list[Any] = []
         widened = [a.astype(np.longdouble) if is_float(a.dtype) else a for a in inputs]
         mine = _evaluate(
-            "truth-trace", adapted(program, EXTENDED, same, None, _into(truth)), widened
+            "truth-trace", adapted(program, EXTENDED, same, None, record_into(truth)), widened
         )
         numpy_trace: list[Any] = []
-        _evaluate("numpy-trace", adapted(program, np, same, None, _into(numpy_trace)), inputs)
+        _evaluate("numpy-trace", adapted(program, np, same, None, record_into(numpy_trace)), inputs)
         count = len(program.nodes)
         if not mine.ok or len(truth) != count:
             return None
@@ -114,7 +116,9 @@ class Traces:
         return _evaluate(FLIPPED, adapted(program, np, same, None, flip), inputs)
 
 
-def _into(trace: list[Any]) -> Callable[[int, list[Any], Any], Any]:
+def record_into(trace: list[Any]) -> Callable[[int, list[Any], Any], Any]:
+    """An ``adapted`` hook appending each node's value to ``trace``."""
+
     def record(index: int, operands: list[Any], value: Any) -> Any:
         trace.append(value)
         return value
@@ -219,4 +223,4 @@ def _other_side(
         return np.where(mask, other, value).astype(value.dtype)
 
 
-__all__ = ["FLIPPED", "Traces", "deciding_nodes"]
+__all__ = ["FLIPPED", "Traces", "deciding_nodes", "record_into"]

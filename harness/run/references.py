@@ -4,10 +4,12 @@
 - ``truth``: the program evaluated by NumPy in extended precision (``np.longdouble``: every float
   input and float cast widened), rounded to float64 — the yardstick of the error model; integer
   parts stay exact;
-- ``perturbed:1`` .. ``perturbed:3``: NumPy in the program's own dtypes with every float result
-  of every operation moved one ulp up or down at random, sums in other orders: three correct
+- ``perturbed:1`` .. ``perturbed:4``: NumPy in the program's own dtypes with every float result
+  of every operation moved one ulp up or down at random, sums in other orders: four correct
   evaluations that round differently, whose spread from the truth says how ill-conditioned
-  each element is (``perturbed_reference``);
+  each element is (``perturbed_reference``); ``perturbed:flip``, the other side of every
+  decision no evaluation settles (``decisions``), and ``perturbed:coupled``, the runs' largest
+  spread over every output element an undetermined value reaches (``undetermined``);
 - ``jax``: ``jax.jit`` of the program over ``jax.numpy`` with x64 enabled (an independent
   implementation; XLA's backend optimizations off, ``XLA_OPTIONS``). Where JAX promotes
   differently from NumPy 2 (int32 meeting float32 is float64 in NumPy, float32 in JAX; the
@@ -516,6 +518,7 @@ def references(case: Case, use_jax: bool = True, perturbed: bool = True) -> dict
     """NumPy, the extended-precision truth, the perturbed evaluations (when ``perturbed``: only
     a local error bound uses them) and (for valid programs, when ``use_jax``) jax.jit."""
     from . import decisions
+    from .undetermined import coupled_reference
 
     refs = {"numpy": numpy_reference(case), "truth": truth_reference(case)}
     if perturbed and case.invalid is None and refs["numpy"].ok:
@@ -525,6 +528,11 @@ def references(case: Case, use_jax: bool = True, perturbed: bool = True) -> dict
         flipped = traces.flipped_reference()
         if flipped is not None:
             refs[flipped.name] = flipped
+        runs = [refs[f"perturbed:{run}"] for run in range(1, PERTURBED_RUNS + 1)]
+        outputs = [r.output for r in runs if r.ok]
+        coupled = coupled_reference(case, traces.runs, refs["numpy"], outputs)
+        if coupled is not None:
+            refs[coupled.name] = coupled
     if use_jax and case.invalid is None:
         refs["jax"] = jax_reference(case)
     return refs

@@ -1,0 +1,137 @@
+"""Values that no evaluation determines, and the output elements they reach.
+
+An element of an intermediate value is *undetermined* when the perturbed runs (every rounding
+moved an ulp, sums in other orders) scatter it over its node's whole range: their spread there,
+times ``tolerance.FACTOR``, reaches the largest magnitude the node holds (the sine of 1e12 known
+to float32 accuracy is anything in [-1, 1]). The error model widens each output element by that
+element's own spread over the perturbed runs. Where an output element depends on such a value
+alone, that is enough; where an operation couples elements, it is not: a softmax row of
+undetermined logits is one-hot, and which column wins is whatever the rounding said, so a column
+that no perturbed run picked shows no spread, and a backend that picked it was reported
+(``cos(softmax(linear(sin(attend(...)))))`` in the large regime, on ``xla-cpu``, a 10-minute
+campaign's one false finding).
+
+``perturbed:coupled`` widens every output element that an undetermined value reaches by the
+largest spread the perturbed runs show among those elements: a deviation that rounding produced
+at one of them is plausible at all of them. Which elements those are, one more NumPy evaluation
+says, with the undetermined values set to NaN: NaN flows through arithmetic, sums, matmuls and
+softmax rows, not through a ``where`` that did not take it. Elsewhere the reference is NumPy's
+output, so it widens nothing; where the reached elements all agree across the runs (a garbage
+value a larger one absorbed), it widens nothing either.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from compiler.dtypes import is_float
+
+if TYPE_CHECKING:
+    from ..case import Case
+    from .references import Reference
+
+#: The name of the coupled evaluation; it starts like the perturbed runs' (``perturbed_outputs``).
+COUPLED = "perturbed:coupled"
+
+
+def _scattered(values: list[np.ndarray]) -> np.ndarray | None:
+    """Where the runs' values of one node scatter: a float element whose spread, times FACTOR,
+    reaches the node's largest finite magnitude; a boolean or integer element on which they
+    differ at all. None where the runs disagree on the shape."""
+    from ..oracles.tolerance import FACTOR
+
+    first = values[0]
+    if any(v.shape != first.shape for v in values):
+        return None
+    if not is_float(first.dtype):
+        return np.any([v != first for v in values[1:]], axis=0)
+    stack = np.stack([v.astype(np.float64) for v in values])
+    finite = np.all(np.isfinite(stack), axis=0)
+    if not np.any(finite):
+        return np.zeros(first.shape, bool)
+    scale = float(np.abs(stack[:, finite]).max())
+    spread = np.where(finite, stack.max(axis=0) - stack.min(axis=0), 0.0)
+    return (FACTOR * spread >= scale) & (spread > 0)
+
+
+def undetermined(program: Any, runs: list[list[Any]]) -> dict[int, np.ndarray]:
+    """Node index -> the mask of the elements where it makes a value undetermined (nodes
+    without any are left out), from the perturbed runs' traces (each every node's value).
+
+    Only a node whose operands the runs agree on can: downstream of a scattered value,
+    scattering is inherited (the poisoned evaluation follows it). Where the runs took a decision
+    differently (a comparison, a cast to an integer), nothing is: the output's spread is then
+    no rounding's alone, since the runs move exact results too and so flip ties the truth
+    computes exactly (``run.decisions`` settles those), and widening every coupled element by
+    it would excuse what the flip did."""
+    count = len(program.nodes)
+    runs = [run for run in runs if len(run) == count]
+    if len(runs) < 2:
+        return {}
+    scattered: list[np.ndarray | None] = []
+    found: dict[int, np.ndarray] = {}
+    with np.errstate(all="ignore"):
+        for index, node in enumerate(program.nodes):
+            values = [np.asarray(run[index]) for run in runs]
+            mask = _scattered(values) if values[0].size else np.zeros(values[0].shape, bool)
+            if mask is not None and not is_float(values[0].dtype) and np.any(mask):
+                return {}  # the runs decided differently: their spread is no rounding's alone
+            scattered.append(mask)
+            sources = [a.index for a in node.args if getattr(a, "kind", "") == "node"]
+            calm = all(scattered[j] is not None and not np.any(scattered[j]) for j in sources)
+            if calm and mask is not None and is_float(values[0].dtype) and np.any(mask):
+                found[index] = mask
+    return found
+
+
+def coupled_reference(
+    case: Case, runs: list[list[Any]], numpy: Reference, perturbed: list[np.ndarray]
+) -> Reference | None:
+    """``perturbed:coupled`` (see the module docstring) in float64, or None where no
+    undetermined value reaches a float output element. ``runs``: the perturbed runs' traces;
+    ``perturbed``: their outputs."""
+    from .decisions import record_into
+    from .references import Reference, _evaluate, adapted
+
+    if case.invalid is not None or not numpy.ok or not is_float(numpy.output.dtype):
+        return None
+    masks = undetermined(case.program, runs)
+    if masks:  # NumPy's own evaluation is one more run (it may decide unlike all of them)
+        numpy_trace: list[Any] = []
+        same = lambda operand, dtype: operand  # noqa: E731 - NumPy's own promotion
+        _evaluate("numpy-trace", adapted(case.program, np, same, None, record_into(numpy_trace)),
+                  case.inputs)  # fmt: skip
+        masks = undetermined(case.program, [numpy_trace, *runs])
+    if not masks:
+        return None
+
+    def poison(index: int, operands: list[Any], value: Any) -> Any:
+        mask = masks.get(index)
+        if mask is None:
+            return value
+        value = np.array(value, copy=True)
+        value[np.broadcast_to(mask, value.shape)] = np.nan
+        return value
+
+    tainted = _evaluate("poisoned", adapted(case.program, np, same, None, poison), case.inputs)
+    expected = np.asarray(numpy.output, np.float64)
+    if not tainted.ok or tainted.output.shape != expected.shape:
+        return None
+    reached = np.isnan(np.asarray(tainted.output, np.float64)) & np.isfinite(expected)
+    shaped = [np.asarray(p, np.float64) for p in perturbed if np.shape(p) == expected.shape]
+    if not np.any(reached) or not shaped:
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        deviation = np.max([np.abs(p - expected) for p in shaped], axis=0)
+    deviation = np.where(reached & np.isfinite(deviation), deviation, 0.0)
+    widest = float(deviation.max())
+    if widest == 0.0:
+        return None
+    with np.errstate(over="ignore"):
+        moved = np.where(np.isfinite(expected + widest), expected + widest, expected - widest)
+    return Reference(COUPLED, np.where(reached, moved, expected))
+
+
+__all__ = ["COUPLED", "coupled_reference", "undetermined"]

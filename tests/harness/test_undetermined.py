@@ -1,0 +1,119 @@
+"""Values no evaluation determines widen every output element they reach, by the largest spread
+the perturbed runs show there (``run.undetermined``); elements they do not reach keep their
+own bound, and a wrong answer far outside the spread is still a finding."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.case import Case
+from harness.oracles import tolerance
+from harness.oracles.differential import reference_outputs, yardstick
+from harness.run.references import references
+from harness.run.undetermined import COUPLED
+from strategies.model import ProgramBuilder
+
+
+def _softmax_of_sines(rows: np.ndarray, seed: int = 0) -> Case:
+    """``cos(softmax(sin(x * x) @ w))``: where ``x * x`` is ~1e12 in float32 (an ulp of 65536),
+    its sine is anything in [-1, 1], and weights of a few hundred make each softmax row one-hot
+    on whichever column the rounding favoured."""
+    rng = np.random.default_rng(seed)
+    b = ProgramBuilder()
+    x, w = b.input(rows.shape, "float32"), b.input((rows.shape[1], 4), "float32")
+    logits = b.node("matmul", b.node("sin", b.node("multiply", x, x)), w)
+    program = b.build(b.node("cos", b.node("softmax", logits, axis=-1)))
+    weights = rng.uniform(-300, 300, (rows.shape[1], 4)).astype(np.float32)
+    return Case(program, [rows.astype(np.float32), weights], ("cpu-loops",))
+
+
+def _judge(refs: dict, case: Case, got: np.ndarray, coupled: bool = True) -> tolerance.Verdict:
+    shape = refs["numpy"].output.shape
+    local = [
+        r.output
+        for name, r in refs.items()
+        if name.startswith("perturbed:") and r.ok and (coupled or name != COUPLED)
+    ]
+    return tolerance.compare(
+        np.asarray(got, np.float32),
+        yardstick(refs),
+        reference_outputs(refs, shape),
+        tolerance.error_steps(case.program),
+        tolerance.working_dtype(case.program),
+        local=local,
+    )
+
+
+def _other_winner(numpy_row: np.ndarray) -> np.ndarray:
+    """A one-hot row (through cos) whose winner is a column NumPy's row did not pick."""
+    column = (int(np.argmin(numpy_row)) + 1) % numpy_row.size
+    return np.cos(np.eye(numpy_row.size, dtype=np.float32)[column])
+
+
+def test_a_softmax_row_of_undetermined_logits_may_pick_any_winner() -> None:
+    rng = np.random.default_rng(1)
+    rejected_before = 0
+    for seed in range(6):
+        case = _softmax_of_sines(rng.uniform(3e5, 1e6, (3, 4)), seed)
+        refs = references(case, use_jax=False)
+        assert COUPLED in refs
+        numpy = refs["numpy"].output
+        for row in range(3):
+            got = numpy.copy()
+            got[row] = _other_winner(numpy[row])
+            assert _judge(refs, case, got)
+            rejected_before += not _judge(refs, case, got, coupled=False)
+            got[row, 0] = 10.0  # cos of anything is no 10
+            assert not _judge(refs, case, got)
+    # Element by element, the perturbed runs missed some of those winners: the false finding.
+    assert rejected_before > 0
+
+
+def test_rows_an_undetermined_value_does_not_reach_keep_their_own_bound() -> None:
+    rows = np.array([[4e5, 7e5, 9e5, 5e5], [0.3, -0.2, 0.1, 0.4]])
+    case = _softmax_of_sines(rows)
+    refs = references(case, use_jax=False)
+    assert COUPLED in refs
+    numpy, coupled = refs["numpy"].output, refs[COUPLED].output
+    assert np.all(coupled[0] != numpy[0]) and np.array_equal(coupled[1], numpy[1])
+
+    def allowed(names: list[str]) -> np.ndarray:
+        local = [refs[n].output for n in names]
+        truth = yardstick(refs)
+        steps, dtype = tolerance.error_steps(case.program), tolerance.working_dtype(case.program)
+        return tolerance.bound(truth, [numpy], steps, dtype, local=local)
+
+    runs = [n for n in refs if n.startswith("perturbed:") and n != COUPLED]
+    without, with_coupled = allowed(runs), allowed([*runs, COUPLED])
+    assert np.array_equal(with_coupled[1], without[1])
+    assert np.all(with_coupled[0] >= without[0]) and np.any(with_coupled[0] > without[0])
+    got = numpy.copy()
+    got[0] = _other_winner(numpy[0])
+    assert _judge(refs, case, got)
+
+
+def test_well_conditioned_programs_have_no_undetermined_value() -> None:
+    case = _softmax_of_sines(np.array([[0.3, -0.2, 0.1, 0.4], [1.5, 0.5, -1.0, 2.0]]))
+    refs = references(case, use_jax=False)
+    assert COUPLED not in refs
+
+
+def _sine_plus(decided: bool) -> Case:
+    """``sin(y * y) + z`` with ``y * y`` ~5e11 (its sine undetermined), ``z`` either ``x`` or
+    ``float32(x + 0 == x)``."""
+    b = ProgramBuilder()
+    x, y = b.input((4,), "float32"), b.input((4,), "float32")
+    z = x
+    if decided:
+        z = b.node("astype", b.node("equal", b.node("add", x, 0.0), x), dtype="float32")
+    program = b.build(b.node("add", z, b.node("sin", b.node("multiply", y, y))))
+    inputs = [np.array([1.0, 2.0, 3.0, 4.0], np.float32), np.full(4, 7e5, np.float32)]
+    return Case(program, inputs, ("cpu-loops",))
+
+
+def test_a_decision_the_runs_took_differently_makes_nothing_undetermined() -> None:
+    """The perturbed runs move exact results too (``x + 0``), so they flip a tie the truth
+    computes exactly; the output's spread is then the flip's, which ``run.decisions`` judges,
+    not a rounding's to spread over the coupled elements."""
+    assert COUPLED in references(_sine_plus(decided=False), use_jax=False)
+    assert COUPLED not in references(_sine_plus(decided=True), use_jax=False)
