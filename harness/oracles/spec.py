@@ -110,14 +110,14 @@ INDEPENDENT = {
 }
 
 
-def _in_xla(case: Any, overrides: dict[str, Any] | None) -> np.ndarray:
+def _in_xla(case: Any, overrides: dict[str, Any] | None, label: str) -> np.ndarray:
     """The program in float64 on XLA's CPU backend (JAX), with ``overrides`` replacing some
-    ops' evaluation.
+    ops' evaluation (``label`` names them: executables are kept per label and program).
 
     Integer and boolean operands that NumPy computes in a float dtype are cast to float64
     first: JAX computes ``mean`` of int32 in float32 (NumPy in float64), and a float32 reference
     would report its own rounding as a definition bug."""
-    from ..run.references import adapted, compiled_once, jax_for_a_case
+    from ..run.references import adapted, compiled_once, jax_for_a_case, program_key
 
     jax_for_a_case()
     _, jnp = _jax()
@@ -129,12 +129,13 @@ def _in_xla(case: Any, overrides: dict[str, Any] | None) -> np.ndarray:
     fn = adapted(case.program, jnp, widen, overrides=overrides)
     # One jit of the whole program, not eager ops: each eager op compiled an XLA executable of
     # its own (about ten a case, 40 ms each), which made this oracle 29% of a driver's time.
-    return np.asarray(compiled_once(fn, _widened(case)), dtype=np.float64)
+    key = program_key(case.program, label)
+    return np.asarray(compiled_once(fn, _widened(case), key), dtype=np.float64)
 
 
 def independent_reference(case: Any) -> np.ndarray:
     """The program in float64 with every composite from ``INDEPENDENT``."""
-    return _in_xla(case, _in_float64(INDEPENDENT))
+    return _in_xla(case, _in_float64(INDEPENDENT), "independent")
 
 
 def _in_float64(rules: dict[str, Any]) -> dict[str, Any]:
@@ -190,7 +191,7 @@ def shared_in_xla(case: Any) -> np.ndarray:
     """The program with the shared definitions, in float64 on XLA's CPU backend, as
     ``independent_reference`` runs the independent ones (subnormals flushed alike)."""
     with np.errstate(all="ignore"):
-        return _in_xla(case, None)
+        return _in_xla(case, None, "shared")
 
 
 def _local_errors(case: Any, refs: dict[str, Any], shared: np.ndarray) -> list[np.ndarray]:

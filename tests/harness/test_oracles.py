@@ -246,6 +246,58 @@ def test_jax_caches_are_cleared_every_few_cases_whoever_evaluates(monkeypatch):
     assert cleared == [True]
 
 
+def test_a_program_seen_before_runs_its_executable_again(monkeypatch):
+    """XLA compiles a program once per argument types: new values of it reuse the executable
+    and get its answer for them; other shapes, another evaluation or another table entry for
+    one of its ops compile anew, and what tracing noted (JAX computing in NumPy's dtypes) is
+    noted again on a reuse."""
+    import dataclasses
+
+    import jax
+
+    from compiler import primitives
+    from harness.oracles.spec import independent_reference
+    from harness.run import references as refs_module
+    from strategies.model import ProgramBuilder
+
+    compiled = []
+    real_jit = jax.jit
+    monkeypatch.setattr(jax, "jit", lambda fn: compiled.append(fn) or real_jit(fn))
+    monkeypatch.setattr(refs_module, "_EXECUTABLES", type(refs_module._EXECUTABLES)())
+    b = ProgramBuilder()
+    x, n = b.input((2, 3), "float32"), b.input((2, 3), "int32")
+    program = b.build(b.node("add", b.node("softmax", x), n))
+    rng = np.random.default_rng(0)
+
+    def case(shape: tuple = (2, 3)) -> Case:
+        values = rng.standard_normal(shape).astype(np.float32)
+        ints = rng.integers(-3, 3, shape).astype(np.int32)
+        built = program
+        if shape != (2, 3):
+            c = ProgramBuilder()
+            y, m = c.input(shape, "float32"), c.input(shape, "int32")
+            built = c.build(c.node("add", c.node("softmax", y), m))
+        return Case(built, [values, ints], ("cpu-loops",))
+
+    first, second = case(), case()
+    answers = []
+    for each in (first, second):
+        jax_ref = refs_module.jax_reference(each)
+        answers.append(jax_ref.output)
+        expected = refs_module.numpy_reference(each).output
+        assert jax_ref.adapted  # float32 + int32 is float64 in NumPy, float32 in JAX
+        np.testing.assert_allclose(jax_ref.output, expected, rtol=1e-6)
+        np.testing.assert_allclose(independent_reference(each), expected, rtol=1e-6)
+    assert len(compiled) == 2  # the jax reference and the independent one, once each
+    refs_module.jax_reference(case((3, 2)))
+    assert len(compiled) == 3
+    wrong = dataclasses.replace(primitives.get("add"), evaluate=lambda xp, a, attrs: a[0] - a[1])
+    monkeypatch.setitem(primitives.PRIMITIVES, "add", wrong)
+    swapped = refs_module.jax_reference(second)
+    assert len(compiled) == 4
+    assert not np.allclose(swapped.output, answers[1])
+
+
 def test_the_worker_tells_a_limitation_of_tracing_from_one_of_a_backend(monkeypatch):
     """``stage == "trace"`` exactly when tracing alone raises ``UnsupportedFeature``."""
     from types import SimpleNamespace
