@@ -4,13 +4,12 @@ someone else.
 Every reference (NumPy, the truth, JAX) evaluates the composites from the same source,
 ``compiler/ops.py``, so a wrong constant or a wrong scale there is invisible to the differential
 oracle. Here the program is evaluated once more in float64, with each composite replaced by an
-independent implementation: ``jax.nn.gelu(approximate=True)``, ``jax.nn.softmax``,
-attention from ``jax.nn`` building blocks (``jax.nn.softmax`` over causally masked scores:
-``jax.nn.dot_product_attention`` always computes its softmax in float32, too coarse for a float64
-reference), and the textbook formulas for layer norm (``(x - mean) / sqrt(var + 1e-5) * g + b``),
-linear and the residual blocks. The shared definition's extended-precision truth must agree
-with it within the differential oracle's error model; if not, the finding is of kind ``spec``:
-the definition under test is wrong, whatever every backend computes.
+independent implementation, in NumPy: GELU and softmax as ``jax.nn.gelu(approximate=True)`` and
+``jax.nn.softmax`` write them, attention by ``einsum`` per head (a softmax over causally masked
+scores), and the textbook formulas for layer norm (``(x - mean) / sqrt(mean((x - mean) ** 2) +
+1e-5) * g + b``), linear and the residual blocks. The shared definition's extended-precision
+truth must agree with it within the differential oracle's error model; if not, the finding is of
+kind ``spec``: the definition under test is wrong, whatever every backend computes.
 
 The primitive table's elementwise rules are shared the same way (the compiler traces through
 them, every reference evaluates them): each is checked against NumPy's own ufunc, and every
@@ -39,51 +38,41 @@ LAYER_NORM_EPS = 1e-5  # GPT-2's, and the textbook's
 COMPOSITES = ("gelu", "softmax", "layer_norm", "linear", "attention", "attend", "feedforward")
 
 
-def _jax() -> Any:
-    from ..run.references import _jax as ready
-
-    ready()
-    import jax
-    import jax.numpy as jnp
-
-    return jax, jnp
-
-
 def gelu(x: Any) -> Any:
-    jax, jnp = _jax()
-    return jax.nn.gelu(jnp.asarray(x), approximate=True)
+    """GPT-2's tanh approximation, as ``jax.nn.gelu(approximate=True)`` writes it."""
+    cdf = 0.5 * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * (x**3))))
+    return x * cdf
 
 
 def softmax(x: Any, axis: int = -1) -> Any:
-    jax, jnp = _jax()
-    return jax.nn.softmax(jnp.asarray(x), axis=axis)
+    """As ``jax.nn.softmax`` computes it."""
+    unnormalized = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return unnormalized / np.sum(unnormalized, axis=axis, keepdims=True)
 
 
 def layer_norm(x: Any, gain: Any, bias: Any) -> Any:
-    _, jnp = _jax()
-    mean = jnp.mean(x, axis=-1, keepdims=True)
-    var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
-    return (x - mean) / jnp.sqrt(var + LAYER_NORM_EPS) * gain + bias
+    mean = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + LAYER_NORM_EPS) * gain + bias
 
 
 def linear(x: Any, weight: Any, bias: Any) -> Any:
-    _, jnp = _jax()
-    return jnp.matmul(x, weight) + bias
+    return np.matmul(x, weight) + bias
 
 
 def attention(x: Any, qkv_w: Any, qkv_b: Any, out_w: Any, out_b: Any, heads: int) -> Any:
-    jax, jnp = _jax()
+    """Per head, by ``einsum``: causally masked scores, their softmax, the weighted values."""
     length, width = x.shape
     depth = width // heads
-    packed = jnp.matmul(x, qkv_w) + qkv_b
+    packed = np.matmul(x, qkv_w) + qkv_b
     q, k, v = (
         packed[:, i * width : (i + 1) * width].reshape(length, heads, depth) for i in range(3)
     )
-    scores = jnp.einsum("tnh,snh->nts", q, k) / jnp.sqrt(jnp.asarray(depth, packed.dtype))
-    causal = jnp.tril(jnp.ones((length, length), dtype=bool))
-    probabilities = jax.nn.softmax(jnp.where(causal, scores, -jnp.inf), axis=-1)
-    context = jnp.einsum("nts,snh->tnh", probabilities, v)
-    return jnp.matmul(context.reshape(length, width), out_w) + out_b
+    scores = np.einsum("tnh,snh->nts", q, k) / np.sqrt(np.asarray(depth, packed.dtype))
+    causal = np.tril(np.ones((length, length), dtype=bool))
+    probabilities = softmax(np.where(causal, scores, -np.inf), axis=-1)
+    context = np.einsum("nts,snh->tnh", probabilities, v)
+    return np.matmul(context.reshape(length, width), out_w) + out_b
 
 
 def attend(
@@ -110,32 +99,21 @@ INDEPENDENT = {
 }
 
 
-def _in_xla(case: Any, overrides: dict[str, Any] | None, label: str) -> np.ndarray:
-    """The program in float64 on XLA's CPU backend (JAX), with ``overrides`` replacing some
-    ops' evaluation (``label`` names them: executables are kept per label and program).
+def independent_reference(case: Any) -> np.ndarray:
+    """The program in float64 (NumPy) with every composite from ``INDEPENDENT``.
 
     Integer and boolean operands that NumPy computes in a float dtype are cast to float64
-    first: JAX computes ``mean`` of int32 in float32 (NumPy in float64), and a float32 reference
-    would report its own rounding as a definition bug."""
-    from ..run.references import adapted, compiled_once, jax_for_a_case, program_key
-
-    jax_for_a_case()
-    _, jnp = _jax()
+    first, as the float inputs are widened. (This side ran on XLA until it was a quarter of a
+    driver's time, a compile of 30-70 ms a case, and XLA's CPU backend flushes subnormals,
+    which needed the shared definition run there too to tell apart.)"""
+    from ..run.references import adapted
 
     def widen(value: Any, dtype: np.dtype | None) -> Any:
         numeric = dtype is not None and is_float(dtype) and hasattr(value, "dtype")
-        return value.astype(jnp.float64) if numeric and not is_float(value.dtype) else value
+        return value.astype(np.float64) if numeric and not is_float(value.dtype) else value
 
-    fn = adapted(case.program, jnp, widen, overrides=overrides)
-    # One jit of the whole program, not eager ops: each eager op compiled an XLA executable of
-    # its own (about ten a case, 40 ms each), which made this oracle 29% of a driver's time.
-    key = program_key(case.program, label)
-    return np.asarray(compiled_once(fn, _widened(case), key), dtype=np.float64)
-
-
-def independent_reference(case: Any) -> np.ndarray:
-    """The program in float64 with every composite from ``INDEPENDENT``."""
-    return _in_xla(case, _in_float64(INDEPENDENT), "independent")
+    fn = adapted(case.program, np, widen, overrides=_in_float64(INDEPENDENT))
+    return np.asarray(fn(*_widened(case)), dtype=np.float64)
 
 
 def _in_float64(rules: dict[str, Any]) -> dict[str, Any]:
@@ -144,14 +122,13 @@ def _in_float64(rules: dict[str, Any]) -> dict[str, Any]:
     independent side run in float32, where ``1 + tanh`` cancels (gelu(-5): -4.47e-07 instead of
     -2.29e-07; a clean one-hour session's spec finding on ``gelu(x.astype(float32))``), while
     the comparison takes it for a float64 evaluation."""
-    _, jnp = _jax()
 
     def widened(rule: Any) -> Any:
         def run(xp: Any, operands: list[Any], attrs: dict[str, Any]) -> Any:
             floats = [a.dtype for a in operands if is_float(a.dtype)]
-            wide = [a.astype(jnp.float64) if is_float(a.dtype) else a for a in operands]
+            wide = [a.astype(np.float64) if is_float(a.dtype) else a for a in operands]
             result = rule(xp, wide, attrs)
-            return result.astype(jnp.result_type(*floats)) if floats else result
+            return result.astype(np.result_type(*floats)) if floats else result
 
         return run
 
@@ -185,13 +162,6 @@ def perturbed_in_float64(case: Any) -> list[np.ndarray]:
     widened = replace(case, inputs=_widened(case))
     runs = [perturbed_reference(widened, run) for run in range(1, PERTURBED_RUNS + 1)]
     return [np.asarray(r.output, np.float64) for r in runs if r.ok]
-
-
-def shared_in_xla(case: Any) -> np.ndarray:
-    """The program with the shared definitions, in float64 on XLA's CPU backend, as
-    ``independent_reference`` runs the independent ones (subnormals flushed alike)."""
-    with np.errstate(all="ignore"):
-        return _in_xla(case, None, "shared")
 
 
 def _local_errors(case: Any, refs: dict[str, Any], shared: np.ndarray) -> list[np.ndarray]:
@@ -242,8 +212,9 @@ def _compare(
             )
             # Where the shared definition, evaluated this float64 way, gives the independent
             # side's very value, the definitions agree and the difference from the truth is
-            # the evaluation's: a bool of 2.0 ** attend(...) near 2 ** -1074 is True in NumPy
-            # and False on XLA, which flushes the subnormal (an integer output: no slack).
+            # the evaluation's: a bool of 2.0 ** attend(...) near 2 ** -1074 was True in NumPy
+            # and False on XLA, which flushes the subnormal, when this side ran there (an
+            # integer output: no slack).
             same = (side == independent) | (np.isnan(side) & np.isnan(independent))
             independent = np.where(overflowed | precision | same, shared, independent)
     return tolerance.compare(
@@ -277,14 +248,6 @@ def definition_verdict(case: Any, refs: dict[str, Any]) -> str | None:
     sides = [shared_in_float64(case)]
     local = _local_errors(case, refs, shared)
     verdict = _compare(case, refs, shared, independent, sides, local)
-    if not verdict.ok:
-        # The independent side runs on XLA's CPU backend, which flushes subnormals to zero
-        # (inputs and results: jax-ml/jax #16200, openxla/xla #22858): 0.5 ** 1074.5 is 0 there
-        # and its log -inf, 4.9e-324 and -744.4 in NumPy (a clean one-hour session's spec finding
-        # on log(0.5 ** feedforward)). The shared definition on the same backend says how far
-        # that alone moves the result; only then is the disagreement judged the definition's.
-        sides.append(shared_in_xla(case))
-        verdict = _compare(case, refs, shared, independent, sides, local)
     if verdict.ok:
         return None
     composites = sorted({op for op in case.program.ops if op in COMPOSITES})
