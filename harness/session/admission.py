@@ -40,7 +40,7 @@ class Admission:
         self.mix = MixBalance() if self.options.mix == "all" else None
 
     def focus_pairs(self) -> tuple[tuple[str, str], ...]:
-        """The focus items (``generate.focus_items``: (op, dtype) pairs, then ops a spelling
+        """The focus items (``focus.focus_items``: (op, dtype) pairs, then ops a spelling
         writes another way) not yet exercised by ``focus_level`` of this driver's cases, its
         share of them first (driver i of n takes every n-th pair, so n drivers cover the table
         n times faster); breadth first: every item once, then every item twice, up to
@@ -49,7 +49,7 @@ class Admission:
         with ``focus`` off."""
         if not self.options.focus:
             return ()
-        from .generate import FOCUS_REPEATS, focus_items
+        from .focus import FOCUS_REPEATS, focus_items
 
         pairs, workers = focus_items(), max(1, self.options.workers)
         mine = [p for k, p in enumerate(pairs) if k % workers == self.index % workers]
@@ -82,7 +82,7 @@ class Admission:
             self.focus_idle_rounds = 0
             return
         self.focus_idle_rounds += 1
-        from .generate import FOCUS_IDLE_ROUNDS
+        from .focus import FOCUS_IDLE_ROUNDS
 
         if self.focus_idle_rounds >= FOCUS_IDLE_ROUNDS:
             self.given_up.update(focus)
@@ -94,7 +94,7 @@ class Admission:
         began: Hypothesis's generate phase replays near-copies of recent examples, so a 60 s
         session judged the same focused int32 ``-x`` seven times in a row while (int32, ``>``)
         waited. Skipping it costs a generation, not a compile and run on every backend."""
-        from .generate import exercised_items
+        from .focus import exercised_items
 
         if not case.origin.startswith("focus/"):
             return False

@@ -197,7 +197,7 @@ class Driver(Admission):
     def judge(self, case: Case) -> list[Finding]:
         """All oracles on ``case``; its write-ahead record stays until ``runner.release()``. The
         focus items it exercised are counted (in every spelling where the spelling oracle ran)."""
-        from .generate import exercised_items
+        from .focus import exercised_items
 
         self.runner.hold = True
         try:

@@ -98,14 +98,9 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
 
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
+    from harness.session.focus import FOCUS_REPEATS, FOCUS_SHARE, exercised_pairs, focus_items
     from harness.session.fuzz import Driver
-    from harness.session.generate import (
-        FOCUS_REPEATS,
-        FOCUS_SHARE,
-        cases,
-        exercised_pairs,
-        focus_items,
-    )
+    from harness.session.generate import cases
     from strategies import op_dtype_pairs
     from strategies.gen.values import EDGE_REGIMES
 
@@ -194,7 +189,8 @@ def test_focus_items_reach_each_op_in_each_spelling() -> None:
 
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
-    from harness.session.generate import SPELLED, cases, exercised_items, focus_items
+    from harness.session.focus import SPELLED, exercised_items, focus_items
+    from harness.session.generate import cases
 
     items = focus_items()
     assert ("sum", SPELLED + "methods") in items and ("sum", SPELLED + "numpy") in items
@@ -492,7 +488,7 @@ def test_a_focused_program_exercises_the_item_it_was_drawn_for() -> None:
     ("divide", "int32") stayed in focus all session with half of a driver's cases drawn for it
     and skipped (3590 of 1932 judged in a 5-minute two-driver session)."""
     from compiler import primitives
-    from harness.session.generate import exercised_pairs
+    from harness.session.focus import exercised_pairs
     from strategies import op_dtype_pairs
     from strategies.model import ProgramBuilder
 
@@ -514,11 +510,11 @@ def test_a_focus_no_case_exercises_is_given_up(tmp_path, monkeypatch) -> None:
     """Rounds of focused cases that exercise no new item: the driver drops those items (they
     would take half of its cases, each drawn and skipped, for the rest of the session)."""
     import harness.session.fuzz as fuzz
-    from harness.session import generate
+    from harness.session import focus
     from harness.session.fuzz import Driver
 
     never = ("exp", "float32")
-    monkeypatch.setattr(generate, "focus_items", lambda: (never,))
+    monkeypatch.setattr(focus, "focus_items", lambda: (never,))
     driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False, seed=2), 0)
     judged, given_up_at = [], []
 
@@ -526,7 +522,7 @@ def test_a_focus_no_case_exercises_is_given_up(tmp_path, monkeypatch) -> None:
         if driver.given_up and not given_up_at:
             given_up_at.append(len(judged))
         judged.append(case)
-        driver.note_exercised(generate.exercised_items(case, True) - {never})
+        driver.note_exercised(focus.exercised_items(case, True) - {never})
         return []
 
     driver.judge = judge
