@@ -75,12 +75,16 @@ def stage_command(target: Target, stage: Stage, source: str, output: str) -> str
 
 
 def llvm_command(target: Target, source: str) -> str:
-    """What the JIT does to the lowered module, with LLVM's tools (translation, opt, codegen)."""
-    level = f"-O{target.opt_level}"
+    """What the JIT does to the lowered module, with LLVM's tools (translation, opt at the
+    target's level, then code generation for this CPU as the JIT really does it:
+    ``runtime.JIT_CODEGEN_ARGUMENTS``, -O2 at every level)."""
+    from .runtime import JIT_CODEGEN_ARGUMENTS
+
+    codegen = [*JIT_CODEGEN_ARGUMENTS, "-mcpu=native"]
     return (
         f"{tools.command('mlir-translate', '--mlir-to-llvmir', source, '-o', 'kernel.ll')} && "
-        f"{tools.command('opt', level, 'kernel.ll', '-S', '-o', 'kernel.opt.ll')} && "
-        f"{tools.command('llc', level, 'kernel.opt.ll', '-o', 'kernel.s')}"
+        f"{tools.command('opt', f'-O{target.opt_level}', 'kernel.ll', '-S', '-o', 'kernel.opt.ll')}"
+        f" && {tools.command('llc', *codegen, 'kernel.opt.ll', '-o', 'kernel.s')}"
     )
 
 

@@ -216,6 +216,15 @@ def blas_calls() -> int:
     return ctypes.c_int64.from_address(_INSTRUMENTS["blas_calls"]).value
 
 
+#: How the JIT generates code, whatever a target's level: MLIR's ExecutionEngine, as its C API and
+#: the Python bindings create it, compiles with the TargetMachine ``mlirExecutionEngineCreate``
+#: made at LLVM's default level (-O2) for this CPU, in ORC's large code model, and ignores the
+#: requested codegen level (``tests/upstream``: ``test_execution_engine_generates_code_at_the_
+#: requested_level``). A target's level sets LLVM's IR optimizer (``opt -O<n>``) alone: an
+#: "@O0" target is unoptimized IR, generated at -O2, and its kernel is llc's below.
+JIT_CODEGEN_ARGUMENTS = ("-O2", "-code-model=large")
+
+
 def make_engine(module: Any, opt_level: int, instrument: bool = False) -> Any:
     """An ExecutionEngine for ``module`` with every runtime library loaded, whatever the module
     declares: LLVM's code generation adds calls of its own (bfloat16 conversions become
@@ -225,6 +234,7 @@ def make_engine(module: Any, opt_level: int, instrument: bool = False) -> Any:
     from mlir.execution_engine import ExecutionEngine
 
     engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=list(runtime_libraries()))
+    # opt_level: LLVM's IR passes only; code generation is JIT_CODEGEN_ARGUMENTS' at every level.
     if instrument:
         instrument_engine(engine)
     return engine
@@ -372,6 +382,7 @@ __all__ = [
     "blas_calls",
     "instrument_engine",
     "instrumented",
+    "JIT_CODEGEN_ARGUMENTS",
     "instrumenting",
     "make_engine",
     "output_buffers",

@@ -569,7 +569,12 @@ class Attributor:
         if culprit is None:
             level = target.opt_level if level is None else level
             if level > 0 and check(f"{family}@O0") == "passes":
-                return done("llvm", f"every stage passes at -O0; -O{level} fails")
+                return done(
+                    "llvm",
+                    f"every stage passes at -O0; -O{level} fails: LLVM's IR optimizer, or code "
+                    "generation of the IR it optimized (the JIT generates code at -O2 at every "
+                    "level: compiler.runtime.JIT_CODEGEN_ARGUMENTS)",
+                )
             return done("unknown", "no variant reproduces the failure")
         if target.stage(culprit).pipeline == "":
             return done(culprit, f"the {culprit} stage (this project's Python) introduces it")

@@ -3,8 +3,9 @@
 MLIR's ExecutionEngine translates the lowered module to LLVM IR, optimizes it at the target's
 level and generates code for this machine's CPU, all inside the process it kills. ``pin`` replays
 the three steps with LLVM's own tools, each a subprocess, to name the one that dies:
-``mlir-translate --mlir-to-llvmir``, ``opt -O<n>``, ``llc -O<n> -mcpu=native``. ``reduce`` then
-shrinks that tool's input with ``llvm-reduce`` (interesting: the same tool dies with the same
+``mlir-translate --mlir-to-llvmir``, ``opt -O<n>``, ``llc -O2 -code-model=large -mcpu=native``
+(the JIT generates code at -O2 whatever the level: ``runtime.JIT_CODEGEN_ARGUMENTS``). ``reduce``
+then shrinks that tool's input with ``llvm-reduce`` (interesting: the same tool dies with the same
 ``LLVM ERROR``/assertion and the same legalizer line before it, node numbers aside), and looks
 for the smallest description of the CPU that still crashes: a generic x86-64, else one feature of
 this CPU (``-mtriple=x86_64-- -mattr=+avx512bf16``), so the stored command reproduces the crash
@@ -36,11 +37,15 @@ _SPELLED = {"sse4_1": "sse4.1", "sse4_2": "sse4.2", "pclmulqdq": "pclmul"}
 
 
 def step_arguments(tool: str, level: int, cpu: list[str]) -> list[str]:
+    """A step's arguments for a target at -O``level``: its IR passes at that level, code
+    generation as the JIT does it at every level (``runtime.JIT_CODEGEN_ARGUMENTS``)."""
+    from compiler.runtime import JIT_CODEGEN_ARGUMENTS
+
     if tool == "mlir-translate":
         return ["--mlir-to-llvmir"]
     if tool == "opt":
         return [f"-O{level}", "-S"]
-    return [f"-O{level}", *cpu]
+    return [*JIT_CODEGEN_ARGUMENTS, *cpu]
 
 
 def host_features(cpuinfo: str = "/proc/cpuinfo") -> list[str]:
@@ -188,7 +193,7 @@ def reduce(pinned: dict[str, Any], budget_s: float = 120) -> dict[str, Any]:
             else:
                 found["reduction_error"] = (err or f"llvm-reduce exit {code}").strip()[-500:]
         if tool == "llc" and "-mcpu=native" in arguments:
-            level = [a for a in arguments if a.startswith("-O")]
+            level = [a for a in arguments if a != "-mcpu=native"]
             candidates = [["-mtriple=x86_64--"]]
             candidates += [["-mtriple=x86_64--", f"-mattr=+{f}"] for f in host_features()]
             for cpu in candidates:

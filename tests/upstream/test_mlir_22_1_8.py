@@ -259,3 +259,56 @@ def test_copy_forwarding_through_a_rank_reducing_subview() -> None:
     24 by the harness, then to 16 by hand."""
     proc = opt("builtin.module(transform-interpreter)", read("copy_forwarding_rank_reducing.mlir"))
     assert proc.returncode == 0, proc.stderr[-500:]
+
+
+def _instructions(objdump: str, obj: Path, function: str) -> list[str]:
+    """``function``'s instructions in an object file (mnemonics and operands; no addresses, no
+    padding)."""
+    proc = subprocess.run(
+        [objdump, "-d", "--no-show-raw-insn", f"--disassemble-symbols={function}", str(obj)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    setup(proc.returncode == 0, f"llvm-objdump failed: {proc.stderr[-400:]}")
+    found = (re.match(r"\s*[0-9a-f]+:\s+(\S.*)$", line) for line in proc.stdout.splitlines())
+    lines = [m.group(1).split(" <")[0].strip() for m in found if m]
+    lines = [line for line in lines if not line.startswith(("nop", "int3", "data16"))]  # padding
+    setup(bool(lines), f"no instructions of {function} in {obj.name}")
+    return lines
+
+
+@xfail("ExecutionEngine ignores jitCodeGenOptLevel: codegen at -O2 at every level (no report)")
+def test_execution_engine_generates_code_at_the_requested_level(tmp_path: Path) -> None:
+    """``ExecutionEngine(module, opt_level=0)`` (the C API and the Python bindings) runs LLVM's
+    IR passes at -O0 but generates code at -O2: ``ExecutionEngine::create`` sets
+    ``jitCodeGenOptLevel`` on a ``JITTargetMachineBuilder`` it never uses, and compiles with the
+    TargetMachine it was given, which ``mlirExecutionEngineCreate`` made at LLVM's default
+    level. The JIT's code for a summing loop is instruction for instruction
+    ``llc -O2 -mcpu=native -code-model=large``'s, not ``llc -O0``'s (ORC's large code model)."""
+    from mlir import ir
+    from mlir.execution_engine import ExecutionEngine
+
+    tools = {name: tool_path(name) for name in ("mlir-translate", "llc", "llvm-objdump")}
+    setup(all(tools.values()), f"tools missing: {tools}")
+    text = read("jit_codegen_level.mlir")
+    llvm_ir = tmp_path / "sum.ll"
+    proc = subprocess.run(
+        [tools["mlir-translate"], "--mlir-to-llvmir", "-", "-o", str(llvm_ir)], input=text,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    setup(proc.returncode == 0, f"mlir-translate failed: {proc.stderr[-400:]}")
+    code = {}
+    for level in (0, 2):
+        obj = tmp_path / f"llc{level}.o"
+        proc = subprocess.run(
+            [tools["llc"], f"-O{level}", "-mcpu=native", "-code-model=large", "-filetype=obj",
+             str(llvm_ir), "-o", str(obj)], capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        setup(proc.returncode == 0, f"llc -O{level} failed: {proc.stderr[-400:]}")
+        code[level] = _instructions(tools["llvm-objdump"], obj, "sum")
+    setup(code[0] != code[2], "llc -O0 and -O2 generate the same code: no level to tell apart")
+    with ir.Context():
+        engine = ExecutionEngine(ir.Module.parse(text), opt_level=0)
+        setup(bool(engine.raw_lookup("sum")), "the JIT did not compile @sum")
+        engine.dump_to_object_file(str(tmp_path / "jit.o"))
+    jit = _instructions(tools["llvm-objdump"], tmp_path / "jit.o", "sum")
+    assert jit == code[0], f"the JIT's code at opt_level=0 is llc -O2's: {jit == code[2]}"
