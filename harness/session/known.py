@@ -1,7 +1,7 @@
 """What a fuzz driver knows of its corpus: is a finding already an entry (open or fixed)?
 
 A finding is known when an entry's signature covers it, or when the known upstream bug its
-failure is (``triage.attribution.known_issue``: IREE's, by message or by a check of the case) is
+failure is (``triage.known_issues.known_issue``: IREE's, by message or by a check of the case) is
 the bug an entry of the same kind and backend family is attributed to: one entry per known bug,
 not one per op it hits. Before a finding is called new, the files that sibling drivers (or other
 sessions) saved since are read, each once.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..corpus import Corpus, CorpusError, Entry, load
 from ..oracles.base import Finding
-from ..triage import attribution
+from ..triage import known_issues
 from ..triage.signature import Signature, backend_family
 
 
@@ -119,7 +119,7 @@ class Known:
         message = finding.result.message if finding.result is not None else ""
         digest = finding.case.digest()
         backends = finding.backends
-        if attribution.failing_outputs(finding, finding.result.backend if finding.result else ""):
+        if known_issues.failing_outputs(finding, finding.result.backend if finding.result else ""):
             # A wrong answer: judged on the backend whose answer the finding holds (a known
             # issue about values must predict it), not on its siblings without one.
             backends = (finding.result.backend,)
@@ -127,8 +127,8 @@ class Known:
             key = (digest, backend, message)
             if key not in self._issues:
                 try:
-                    outputs = attribution.failing_outputs(finding, backend)
-                    found = attribution.known_issue(finding.case, backend, message, outputs)
+                    outputs = known_issues.failing_outputs(finding, backend)
+                    found = known_issues.known_issue(finding.case, backend, message, outputs)
                 except Exception:  # noqa: BLE001 - no diagnosis: judged by its signature alone
                     found = None
                 self._issues[key] = found["name"] if found else ""

@@ -243,7 +243,7 @@ def test_a_trig_known_issue_is_named_only_where_it_explains_the_wrong_elements()
     """float32 ``cos(x) + y`` with x = 1607 in one element: IREE's cosine is known to be wrong
     there (``TRIG_RANGE_REDUCTION``), and the finding is named for it with IREE's own answer; an
     answer also wrong in an element whose cosine IREE gets right is not put down to it."""
-    from harness.triage.attribution import failing_outputs, known_issue
+    from harness.triage.known_issues import failing_outputs, known_issue
 
     b = ProgramBuilder()
     x, y = b.input((3,), "float32"), b.input((3,), "float32")

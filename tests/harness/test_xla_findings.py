@@ -174,7 +174,7 @@ def test_xla_flushing_a_subnormal_is_its_known_deviation() -> None:
     runtime flushes subnormals by design (jax-ml/jax#16200). Such a wrong answer is now the
     known ``denormal-flush``, in a sequence's later call too; the same program on normal values
     is none."""
-    from harness.triage.attribution import known_issue
+    from harness.triage.known_issues import known_issue
 
     subnormal = [-1.4693679385278594e-39, -5.0, 5.0, -0.5]
     normal = [-1.0, -5.0, 5.0, -0.5]
@@ -192,7 +192,7 @@ def test_flushing_is_named_only_where_it_predicts_the_wrong_answer() -> None:
     if flushing gives that answer: XLA's own nan is; a wrong value elsewhere in the same case
     (a new bug the subnormal merely sits next to) is not."""
     import compiler
-    from harness.triage.attribution import known_issue
+    from harness.triage.known_issues import known_issue
 
     case = _masked_matmul_case([-1.4693679385278594e-39, -5.0, 5.0, -0.5])
     got = np.asarray(compiler.jit(case.traced_function())(*case.inputs, target="xla-cpu"))
