@@ -503,7 +503,8 @@ class Attributor:
         ):
             return done(
                 "llvm:codegen",
-                "the same LLVM IR compiled for a generic x86-64 CPU passes (both at -O0): LLVM's "
+                "the same LLVM IR compiled for a generic x86-64 CPU passes (both unoptimized, "
+                "code generated at -O2): LLVM's "
                 f"code generation for this CPU's features ({', '.join(host_features()) or '?'})",
             )
         if check(f"{family}[:{BUILT}]") == "fails":
