@@ -298,12 +298,20 @@ def compile_graph(
     artifacts = Artifacts(target.name, {BUILT: text}, signature=signature)
     reused: list[str] = []
     context = _context()
+
+    def parse(source: str) -> Any:
+        try:
+            return ir.Module.parse(source)
+        except ir.MLIRError as error:
+            if source is text:  # the module as built: this project's IR does not verify
+                raise CompilerError("parse/verify", "", str(error), text) from None
+            raise
+
     with context:
         notify(target.name, BUILT)
-        try:
-            module = ir.Module.parse(text)
-        except ir.MLIRError as error:
-            raise CompilerError("parse/verify", "", str(error), text) from None
+        # Parsed when a stage or the JIT needs it: a program compiled for five targets reaches
+        # most stages' outputs (and every kernel of a linked JIT) from the caches.
+        module = None if cached else parse(text)
         current, previous = text, BUILT
         for stage in target.stages:
             notify(target.name, stage.name)
@@ -314,7 +322,7 @@ def compile_graph(
                 reused.append(stage.name)
             else:
                 if module is None:
-                    module = ir.Module.parse(current)
+                    module = parse(current)
                 try:
                     stage.run(module)
                 except ir.MLIRError as error:
@@ -342,7 +350,7 @@ def compile_graph(
             else:
                 jit_input = poison_globals(current) if instrumenting() else current
                 if module is None or jit_input != current:
-                    module = ir.Module.parse(jit_input)
+                    module = parse(jit_input)
                 make = MlirRuntimeKernel if runtime == "mlir" else Kernel
                 try:
                     kernel = make(module, signature, target.opt_level)
