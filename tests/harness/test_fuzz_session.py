@@ -298,13 +298,13 @@ def test_an_unminimized_record_names_the_known_bug_it_is(tmp_path, monkeypatch) 
     from harness.oracles.base import Finding
     from harness.run.task import BackendResult
     from harness.session.fuzz import Driver
-    from harness.triage import attribution
+    from harness.triage import known_issues
     from strategies.model import ProgramBuilder
 
     def known_issue(case, backend, message="", outputs=None):
         return {"name": "planted-libm"} if "undefined symbol" in message else None
 
-    monkeypatch.setattr(attribution, "known_issue", known_issue)
+    monkeypatch.setattr(known_issues, "known_issue", known_issue)
 
     def failing(op: str) -> Finding:
         b = ProgramBuilder()
