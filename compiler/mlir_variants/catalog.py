@@ -203,7 +203,13 @@ _COPY_FORWARDING = KnownBroken(
     "transfer_read through a memref.copy into a rank-reducing subview with the wrong rank, and "
     "TransferReadOp::fold asserts (isDynamicDim: invalid index; no upstream report found)",
 )
-_TENSOR_VECTOR = (_RANK_REDUCING, _ABSI)
+_RANK0_GATHER = KnownBroken(
+    ("rank0-extract",),
+    "vectorize_nd_extract classifies the tensor.extract of a rank-0 linalg.generic as a gather "
+    "and builds a vector.gather with scalar indices, which fails verification (fixed by llvm "
+    "PR #187085, after 22.1.8; tests/upstream/inputs/rank0_gather.mlir)",
+)
+_TENSOR_VECTOR = (_RANK_REDUCING, _ABSI, _RANK0_GATHER)
 
 
 def entries() -> list[Entry]:

@@ -15,6 +15,7 @@ from typing import Any
 
 _OP = re.compile(r"\b((?:linalg|tensor|math|memref|vector|affine|scf|bufferization)\.[a-z_]+)")
 _MINMAX = re.compile(r"arith\.(?:maximumf|minimumf|maxnumf|minnumf)")
+_EXTRACT = re.compile(r"\btensor\.extract\s")
 
 
 def features(text: str) -> set[str]:
@@ -25,7 +26,8 @@ def features(text: str) -> set[str]:
     ``rank-reducing-insert`` (a tensor.insert_slice into a higher rank), ``minmax-reduction``
     (a reduction combining with max/min), ``negative-map`` (an indexing map with a negative
     coefficient: a reversed slice), ``copy-into-rank-reducing-subview`` (a ``memref.copy`` in a
-    module with a rank-reducing ``memref.subview``)."""
+    module with a rank-reducing ``memref.subview``), ``rank0-extract`` (a ``linalg.generic`` of
+    no loops whose body has a ``tensor.extract``: a gather of one element)."""
     found = set(_OP.findall(text))
     for results in re.findall(r"affine_map<\([^)]*\)(?:\[[^\]]*\])? -> \(([^>]*)\)>", text):
         if re.search(r"(^|[(,\s])-\s*d\d", results) or "* -" in results:  # -d0, d1 - d0
@@ -53,6 +55,8 @@ def features(text: str) -> set[str]:
         kind, body = match.groups()
         if (kind == "reduce" or '"reduction"' in body) and _MINMAX.search(body):
             found.add("minmax-reduction")
+        if kind == "generic" and "iterator_types = []" in body and _EXTRACT.search(body):
+            found.add("rank0-extract")
     for body in re.findall(r"\b(?:tensor|memref)<([^<>,]*)", text):
         parts = body.split("x")
         dims, element = parts[:-1], parts[-1].strip()

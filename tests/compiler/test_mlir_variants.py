@@ -56,7 +56,7 @@ def test_catalog_shape() -> None:
     issues = " ".join(b.issue for e in mv.CATALOG.values() for b in e.known_broken)
     bugs = (
         "#195360", "#221293", "#222275", "#218696", "#221141", "#131135", "#180312", "#189236",
-        "#225247",
+        "#225247", "#187085",
     )  # fmt: skip
     for bug in bugs:
         assert bug in issues
@@ -173,6 +173,12 @@ def test_features() -> None:
     # bug only once it counted (a known-good session met it on a bf16 cos).
     bf16 = mv.features("memref<?x1xbf16, strided<[1, 1], offset: ?>>")
     assert {"dynamic", "unit-dim"} <= bf16 and "rank0" in mv.features("tensor<bf16>")
+    # a gather of one element (llvm PR #187085), not an extract_slice or a looping gather
+    gather = "linalg.generic {iterator_types = []} %x = tensor.extract %t[%i] linalg.yield %x"
+    assert "rank0-extract" in mv.features(gather)
+    assert "rank0-extract" not in mv.features(gather.replace("extract ", "extract_slice "))
+    looping = gather.replace("[]", '["parallel"]')
+    assert "rank0-extract" not in mv.features(looping)
 
 
 def test_preconditions_skip_and_say_why(rng) -> None:

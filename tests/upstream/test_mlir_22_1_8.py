@@ -129,6 +129,18 @@ def test_masked_gather_from_a_table_of_lower_rank_vectorizes(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr[-600:]
 
 
+@xfail("vectorizing a rank-0 tensor.extract builds an invalid vector.gather (llvm PR #187085)")
+def test_a_gather_of_rank_zero_vectorizes() -> None:
+    """Found by a 10-minute ``mlir:*`` campaign (seed 3202) on
+    ``mlir:fold-unit-extent-dims.tile-vectorize-static``: an int32 id picking one row of a
+    float32 table; after fold-unit-extent-dims the gather is a ``linalg.generic`` of no loops.
+    Fixed on LLVM's main by PR #187085 (a 0-d result is a scalar broadcast, not a gather); the
+    catalog's tensor vectorizing entries skip it (feature ``rank0-extract``)."""
+    text = read("rank0_gather.mlir")
+    proc = opt("", text, library="rank0_gather.transform.mlir")
+    assert proc.returncode == 0, proc.stderr[-600:]
+
+
 @xfail("affine-loop-fusion ignores aliasing through memref.reshape (llvm #218696, PR #213413)")
 def test_affine_loop_fusion_respects_reshape_aliases() -> None:
     text = read("fusion_reshape_alias.mlir")
