@@ -15,6 +15,7 @@ from .scripts import (
     duplicated_reduction,
     lower_pack,
     odd_bf16_vectors,
+    replicated_init,
     tile_fuse,
     tile_vectorize,
     vectorize_children,
@@ -150,6 +151,15 @@ _FUSION_REDUCTION = KnownBroken(
     "tests/upstream/inputs/affine_fusion_double_reduction_*.mlir)",
     symptom=duplicated_reduction,
 )
+_FUSION_REPLICATED = KnownBroken(
+    (),
+    "affine-loop-fusion places a producer's stores of fixed cells (an unrolled fill) inside a "
+    "loop of the consumer that also writes that memref, so every iteration re-zeroes the cells "
+    "earlier ones computed: linear of a (1, 1) by a (1, 2) gave [0, 25] for [35, 25] (llvm PR "
+    "#196604, open: 'Refuse affine-loop-fusion when producer writes would replicate onto "
+    "consumer-written cells'; tests/upstream/inputs/affine_fusion_replicated_init.mlir)",
+    symptom=replicated_init,
+)
 _FUSION_VECTOR = KnownBroken(
     _VECTOR_MEMORY, "affine-loop-fusion aborts (UNREACHABLE) on vector memory ops (llvm #221141)"
 )
@@ -224,7 +234,7 @@ def _entries() -> list[Entry]:
     T, Z, B, W, L = STAGES
     affine = ("to-affine-loops",)
     any_lowering = ("to-affine-loops", "to-parallel-loops", "to-loops")
-    fusion = (_FUSION_ALIAS, _FUSION_VECTOR, _FUSION_REDUCTION)
+    fusion = (_FUSION_ALIAS, _FUSION_VECTOR, _FUSION_REDUCTION, _FUSION_REPLICATED)
     super_vectorize = (_SUPER_VECTORIZE_VIEWS, _SUPER_VECTORIZE, _SUPER_VECTORIZE_STEP)
     inner = OPTIMIZE.removeprefix("builtin.module(").removesuffix(")")
     masked = functools.partial(tile_vectorize, masked=True)

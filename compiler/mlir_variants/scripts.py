@@ -77,12 +77,12 @@ _LOAD = re.compile(r"affine\.load (%[\w#]+)\[([^\]]*)\]")
 _STORE = re.compile(r"affine\.store %[\w#]+, (%[\w#]+)\[([^\]]*)\]")
 
 
-def reduction_updates(text: str) -> dict[str, int]:
-    """Per memref, how many times its in-place updates run: an ``affine.store`` to an index that
-    the same loop body loaded from and that does not use the loop's own induction variable (a
-    reduction's accumulator, read and written by every iteration), counted once per iteration
-    of its enclosing loops (constant bounds; a loop of other bounds counts once)."""
-    counts: dict[str, int] = {}
+def _invariant_stores(text: str) -> list[tuple[str, int, bool]]:
+    """Each ``affine.store`` inside a loop to an index that does not use that loop's own
+    induction variable: (memref, how many times it runs: once per iteration of its enclosing
+    loops of constant bounds, a loop of other bounds counting once, whether it is an in-place
+    update: the same loop body loaded that very index)."""
+    found: list[tuple[str, int, bool]] = []
     # (induction variable, trip count, loads in the body) per open region
     loops: list[tuple[str | None, int, set[tuple[str, str]]]] = []
     for line in text.splitlines():
@@ -98,12 +98,11 @@ def reduction_updates(text: str) -> dict[str, int]:
             variable = loops[-1][0]
             if store and variable is not None:
                 memref, index = store.group(1), store.group(2).strip()
-                uses = re.search(re.escape(variable) + r"\b", index)
-                if not uses and (memref, index) in loops[-1][2]:
+                if not re.search(re.escape(variable) + r"\b", index):
                     runs = 1
                     for _, trips, _ in loops:
                         runs *= trips
-                    counts[memref] = counts.get(memref, 0) + runs
+                    found.append((memref, runs, (memref, index) in loops[-1][2]))
         if stripped.endswith("{"):
             bounded, loop = _FOR.match(line), _ANY_FOR.match(line)
             trips = 1
@@ -111,6 +110,29 @@ def reduction_updates(text: str) -> dict[str, int]:
                 low, high, step = int(bounded.group(2)), int(bounded.group(3)), bounded.group(4)
                 trips = max(0, -(-(high - low) // int(step or 1)))
             loops.append((loop.group(1) if loop else None, trips, set()))
+    return found
+
+
+def reduction_updates(text: str) -> dict[str, int]:
+    """Per memref, how many times its in-place updates run: an ``affine.store`` to an index that
+    the same loop body loaded from and that does not use the loop's own induction variable (a
+    reduction's accumulator, read and written by every iteration), counted once per iteration
+    of its enclosing loops (constant bounds; a loop of other bounds counts once)."""
+    counts: dict[str, int] = {}
+    for memref, runs, update in _invariant_stores(text):
+        if update:
+            counts[memref] = counts.get(memref, 0) + runs
+    return counts
+
+
+def replicated_writes(text: str) -> dict[str, int]:
+    """Per memref, how many times plain stores run that write the same cell in every iteration
+    of their loop (an index without the loop's induction variable, not an update): a fill's
+    stores, once ``affine-loop-unroll`` spelled each cell out, put inside a loop."""
+    counts: dict[str, int] = {}
+    for memref, runs, update in _invariant_stores(text):
+        if not update:
+            counts[memref] = counts.get(memref, 0) + runs
     return counts
 
 
@@ -121,6 +143,18 @@ def duplicated_reduction(before: str, after: str) -> bool:
     was = reduction_updates(before)
     now = reduction_updates(after)
     return any(count > was[memref] for memref, count in now.items() if memref in was)
+
+
+def replicated_init(before: str, after: str) -> bool:
+    """Did a pass put a producer's stores of fixed cells inside a loop of the consumer, so they
+    run more often than before (``affine-loop-fusion`` fusing an unrolled fill into a
+    reduction's column loop re-zeroes the columns already computed: llvm PR #196604)? Memrefs
+    the pass made are left out."""
+    was = replicated_writes(before)
+    for memref, count in replicated_writes(after).items():
+        if re.search(re.escape(memref) + r"\b", before) and count > was.get(memref, 0):
+            return True
+    return False
 
 
 _BF16_VECTOR = re.compile(r"vector<(?:\d+x)*(\d+)xbf16>")

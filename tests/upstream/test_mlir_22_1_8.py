@@ -168,6 +168,24 @@ def test_affine_loop_fusion_runs_a_reduction_once(rows: int, options: str) -> No
     assert run(passes(LOWER, fused)) == [3.0] * rows
 
 
+@xfail("affine-loop-fusion replicates a producer's fixed-cell stores (llvm PR #196604, open)")
+@pytest.mark.parametrize("options", ["", "{maximal=true mode=greedy}"])
+def test_affine_loop_fusion_keeps_cells_a_consumer_computed(options: str) -> None:
+    """Found by a 10-minute ``mlir:*`` campaign (seed 3303) on
+    ``mlir:to-affine-loops.affine-loop-unroll.affine-loop-fusion-maximal``: ``linear`` of a
+    (1, 1) by a (1, 2) array gave [0, 25] for [35, 25]. The unrolled fill of the accumulator is
+    fused into the matmul's column loop and zeroes both cells on every iteration. The catalog
+    recognizes the output (``scripts.replicated_init``) and skips the entry there."""
+    from compiler.mlir_variants.scripts import replicated_init
+
+    text = passes("builtin.module()", read("affine_fusion_replicated_init.mlir"))
+    setup(run(passes(LOWER, text)) == [35.0, 25.0], "right unfused")
+    fused = passes(f"builtin.module(func.func(affine-loop-fusion{options}))", text)
+    setup(replicated_init(text, fused) == (run(passes(LOWER, fused)) != [35.0, 25.0]),
+          "the catalog's symptom check tells the wrong fusion")  # fmt: skip
+    assert run(passes(LOWER, fused)) == [35.0, 25.0]
+
+
 @xfail("affine-super-vectorize: a loop of step 2 vectorized as contiguous lanes (llvm #225247)")
 def test_affine_super_vectorize_keeps_a_loops_step() -> None:
     """Found by a 10-minute ``mlir:*`` campaign (seed 2303): a bfloat16 ``x1 / x0`` of (8,) by
