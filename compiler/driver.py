@@ -75,24 +75,17 @@ def stage_command(target: Target, stage: Stage, source: str, output: str) -> str
 
 
 def llvm_command(target: Target, source: str) -> str:
-    """What the JIT does to the lowered module, with the project's and LLVM's tools: at -O0 its
-    functions marked as clang -O0 marks them (``runtime.unoptimized``), translation, opt at
-    the target's level, then code generation for this CPU as the JIT really does it
-    (``runtime.JIT_CODEGEN_ARGUMENTS``: -O2 at every level)."""
+    """What the JIT does to the lowered module, with LLVM's tools (translation, opt at the
+    target's level, then code generation for this CPU as the JIT really does it:
+    ``runtime.JIT_CODEGEN_ARGUMENTS``, -O2 at every level)."""
     from .runtime import JIT_CODEGEN_ARGUMENTS
 
-    steps = []
-    if target.opt_level == 0:
-        quoted = shlex.quote(source)
-        steps.append(f"python -m compiler jit-input {quoted} --level 0 -o kernel.mlir")
-        source = "kernel.mlir"
     codegen = [*JIT_CODEGEN_ARGUMENTS, "-mcpu=native"]
-    steps += [
-        tools.command("mlir-translate", "--mlir-to-llvmir", source, "-o", "kernel.ll"),
-        tools.command("opt", f"-O{target.opt_level}", "kernel.ll", "-S", "-o", "kernel.opt.ll"),
-        tools.command("llc", *codegen, "kernel.opt.ll", "-o", "kernel.s"),
-    ]
-    return " && ".join(steps)
+    return (
+        f"{tools.command('mlir-translate', '--mlir-to-llvmir', source, '-o', 'kernel.ll')} && "
+        f"{tools.command('opt', f'-O{target.opt_level}', 'kernel.ll', '-S', '-o', 'kernel.opt.ll')}"
+        f" && {tools.command('llc', *codegen, 'kernel.opt.ll', '-o', 'kernel.s')}"
+    )
 
 
 def run_stages(module_text: str, target: Target, stages: list[Stage]) -> str:

@@ -220,36 +220,9 @@ def blas_calls() -> int:
 #: the Python bindings create it, compiles with the TargetMachine ``mlirExecutionEngineCreate``
 #: made at LLVM's default level (-O2) for this CPU, in ORC's large code model, and ignores the
 #: requested codegen level (``tests/upstream``: ``test_execution_engine_generates_code_at_the_
-#: requested_level``). A target's level sets LLVM's IR optimizer (``opt -O<n>``); at -O0 the
-#: functions are marked as clang -O0 marks them (``unoptimized``), and its kernel is llc's below.
+#: requested_level``). A target's level sets LLVM's IR optimizer (``opt -O<n>``) alone: an
+#: "@O0" target is unoptimized IR, generated at -O2, and its kernel is llc's below.
 JIT_CODEGEN_ARGUMENTS = ("-O2", "-code-model=large")
-
-
-def unoptimized(module: Any) -> Any:
-    """``module`` (an LLVM-dialect module, changed in place) with every function it defines
-    marked ``optnone`` and ``noinline``, as clang -O0 marks every function: LLVM's "compile
-    this as at -O0", which the JIT's -O2 code generation honours per function (FastISel, no
-    machine optimizations; the register allocator stays -O2's). What an "@O0" target's kernel
-    is made from (``make_engine``, ``python -m compiler jit-input``); its code generation took
-    28% less time (12.5-13.7 ms against 17.3-18.9 ms on 60 linked modules of a session)."""
-    from mlir import ir
-
-    for op in module.body.operations:
-        if op.operation.name == "llvm.func" and len(op.operation.regions[0].blocks):
-            op.operation.attributes["optimize_none"] = ir.UnitAttr.get()
-            op.operation.attributes["no_inline"] = ir.UnitAttr.get()
-    return module
-
-
-def jit_input(text: str, opt_level: int) -> str:
-    """The module text the JIT compiles from lowered ``text`` at ``opt_level``
-    (``unoptimized`` at 0): what the commands that replay the JIT start from."""
-    if opt_level != 0:
-        return text
-    from mlir import ir
-
-    with ir.Context():
-        return str(unoptimized(ir.Module.parse(text)))
 
 
 def make_engine(module: Any, opt_level: int, instrument: bool = False) -> Any:
@@ -260,10 +233,8 @@ def make_engine(module: Any, opt_level: int, instrument: bool = False) -> Any:
     ``instrument``: see ``instrument_engine``."""
     from mlir.execution_engine import ExecutionEngine
 
-    if opt_level == 0:
-        unoptimized(module)
-    # opt_level: LLVM's IR passes only; code generation is JIT_CODEGEN_ARGUMENTS' at every level.
     engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=list(runtime_libraries()))
+    # opt_level: LLVM's IR passes only; code generation is JIT_CODEGEN_ARGUMENTS' at every level.
     if instrument:
         instrument_engine(engine)
     return engine
@@ -413,8 +384,6 @@ __all__ = [
     "instrumented",
     "JIT_CODEGEN_ARGUMENTS",
     "instrumenting",
-    "jit_input",
-    "unoptimized",
     "make_engine",
     "output_buffers",
     "poison_globals",

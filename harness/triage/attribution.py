@@ -426,6 +426,8 @@ class Attributor:
         from . import llvm_crash
 
         target = _ours(backend).target
+        level = split_level(backend)[1]  # the backend's own (cpu-vector@O0), not its family's
+        level = target.opt_level if level is None else level
         task = Task(case, (backend_family(backend),), kind="artifacts", before=LLVM)
         outcome = self.runner.worker.run(task)
         texts = outcome.value.artifacts.get("stages", {}) if outcome.status == "ok" else {}
@@ -436,7 +438,7 @@ class Attributor:
             )  # fmt: skip
         lowered = list(texts.values())[-1]
         info: dict[str, Any] = {"failing_stage": LLVM, "stage_input": lowered}
-        pinned = llvm_crash.pin(lowered, target.opt_level)
+        pinned = llvm_crash.pin(lowered, level)
         if "tool" not in pinned:
             info["llvm_replay"] = {k: v for k, v in pinned.items() if k != "input"}
             return Attribution(
@@ -503,7 +505,8 @@ class Attributor:
         ):
             return done(
                 "llvm:codegen",
-                "the same LLVM IR compiled for a generic x86-64 CPU passes (both at -O0): LLVM's "
+                "the same LLVM IR compiled for a generic x86-64 CPU passes (both unoptimized, "
+                "code generated at -O2): LLVM's "
                 f"code generation for this CPU's features ({', '.join(host_features()) or '?'})",
             )
         if check(f"{family}[:{BUILT}]") == "fails":
@@ -521,9 +524,9 @@ class Attributor:
             if level > 0 and check(f"{family}@O0") == "passes":
                 return done(
                     "llvm",
-                    f"every stage passes at -O0; -O{level} fails: LLVM's optimizations (its IR "
-                    "passes, or code generation of functions not marked optnone: "
-                    "compiler.runtime.unoptimized)",
+                    f"every stage passes at -O0; -O{level} fails: LLVM's IR optimizer, or code "
+                    "generation of the IR it optimized (the JIT generates code at -O2 at every "
+                    "level: compiler.runtime.JIT_CODEGEN_ARGUMENTS)",
                 )
             return done("unknown", "no variant reproduces the failure")
         if target.stage(culprit).pipeline == "":

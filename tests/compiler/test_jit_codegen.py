@@ -1,8 +1,6 @@
-"""The kernel the JIT makes is the one the stored ``llvm`` command makes with the project's and
-LLVM's tools (``driver.llvm_command``): code generation at -O2 at every level, since MLIR's
-ExecutionEngine ignores the level it is asked for (``tests/upstream``), and at -O0 on
-functions marked ``optnone`` as clang -O0 marks them (``runtime.unoptimized``), which that
-code generation compiles as at -O0 (FastISel, no machine optimizations)."""
+"""The kernel the JIT makes is the one the stored ``llvm`` command makes with LLVM's tools
+(``driver.llvm_command``): code generation at -O2 at every level, since MLIR's ExecutionEngine
+ignores the level it is asked for (``tests/upstream``)."""
 
 from __future__ import annotations
 
@@ -75,22 +73,3 @@ def test_the_llvm_command_makes_the_kernel_the_jit_makes(tmp_path: Path, target,
     jit = _instructions(_jit_object(text, level, tmp_path / "jit.o"), "kernel")
     stored = _instructions(_command_object(text, target, tmp_path), "kernel")
     assert jit == stored
-
-
-def test_at_O0_the_kernel_is_compiled_as_at_O0(tmp_path: Path) -> None:
-    """No optimization in code generation either: each element's address is computed from its
-    indices (``imul``), where -O2's loop strength reduction steps pointers instead (what the
-    JIT made of the same module before the functions were marked)."""
-    from mlir import ir
-    from mlir.execution_engine import ExecutionEngine
-
-    text = _lowered("cpu-loops@O0")
-    unmarked = tmp_path / "unmarked.o"
-    with ir.Context():
-        engine = ExecutionEngine(ir.Module.parse(text), opt_level=0)  # not marked: -O2 code
-        assert engine.raw_lookup("_mlir_ciface_kernel")
-        engine.dump_to_object_file(str(unmarked))
-    marked = _instructions(_jit_object(text, 0, tmp_path / "marked.o"), "kernel")
-    plain = _instructions(unmarked, "kernel")
-    assert any(line.startswith("imul") for line in marked)
-    assert not any(line.startswith("imul") for line in plain)
