@@ -266,6 +266,7 @@ def table_verdict(case: Any) -> str | None:
     made ``unary_minus``'s rule ``a`` instead of ``-a`` survived 60 s of fuzzing."""
     from compiler import primitives
 
+    from ..run.decisions import as_numpy
     from ..run.references import adapted
 
     found: list[str] = []
@@ -315,7 +316,7 @@ def table_verdict(case: Any) -> str | None:
         return run
 
     rules = {n.op: checked(primitives.get(n.op)) for n in case.program.nodes}
-    fn = adapted(case.program, np, lambda operand, dtype: operand, rules)
+    fn = adapted(case.program, np, as_numpy, rules)
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")

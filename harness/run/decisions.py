@@ -64,14 +64,32 @@ def _is_ref(arg: Any) -> bool:
     return not isinstance(arg, Const)
 
 
+def as_numpy(operand: Any, dtype: Any) -> Any:
+    """``adapted``'s operand adapter for NumPy itself: NumPy's own promotion."""
+    return operand
+
+
 class Traces:
-    """Every node's value in the truth, NumPy and the perturbed runs (only for programs that
-    decide on floats), and the flipped evaluation built from them."""
+    """Every node's value in the perturbed runs (of valid programs), NumPy's (``numpy_trace``)
+    and the truth's (for programs that decide on floats), and the flipped evaluation built from
+    them."""
 
     def __init__(self, case: Case) -> None:
         self.case = case
         self.deciding = deciding_nodes(case.program) if case.invalid is None else {}
         self.runs: list[list[Any]] = []
+        self._numpy: list[Any] | None = None
+
+    def numpy_trace(self) -> list[Any]:
+        """NumPy's value of every node, in the program's dtypes: evaluated once, though the
+        flipped and the coupled evaluation (``run.undetermined``) both ask."""
+        if self._numpy is None:
+            from .references import _evaluate, adapted
+
+            self._numpy = []
+            fn = adapted(self.case.program, np, as_numpy, None, record_into(self._numpy))
+            _evaluate("numpy-trace", fn, self.case.inputs)
+        return self._numpy
 
     def recorder(self) -> Callable[[int, list[Any], Any], Any] | None:
         """An ``adapted`` hook recording one evaluation's node values (None for an invalid
@@ -90,14 +108,12 @@ class Traces:
         from .references import EXTENDED, _evaluate, adapted
 
         program, inputs = self.case.program, self.case.inputs
-        same = lambda operand, dtype: operand  # noqa: E731 - NumPy's own promotion
         truth: list[Any] = []
         widened = [a.astype(np.longdouble) if is_float(a.dtype) else a for a in inputs]
         mine = _evaluate(
-            "truth-trace", adapted(program, EXTENDED, same, None, record_into(truth)), widened
+            "truth-trace", adapted(program, EXTENDED, as_numpy, None, record_into(truth)), widened
         )
-        numpy_trace: list[Any] = []
-        _evaluate("numpy-trace", adapted(program, np, same, None, record_into(numpy_trace)), inputs)
+        numpy_trace = self.numpy_trace()
         count = len(program.nodes)
         if not mine.ok or len(truth) != count:
             return None
@@ -113,7 +129,7 @@ class Traces:
             return _other_side(program, index, self.deciding[index], ambiguous[index], truth,
                                inputs, operands, value)  # fmt: skip
 
-        return _evaluate(FLIPPED, adapted(program, np, same, None, flip), inputs)
+        return _evaluate(FLIPPED, adapted(program, np, as_numpy, None, flip), inputs)
 
 
 def record_into(trace: list[Any]) -> Callable[[int, list[Any], Any], Any]:
@@ -223,4 +239,4 @@ def _other_side(
         return np.where(mask, other, value).astype(value.dtype)
 
 
-__all__ = ["FLIPPED", "Traces", "deciding_nodes", "record_into"]
+__all__ = ["FLIPPED", "Traces", "as_numpy", "deciding_nodes", "record_into"]

@@ -362,9 +362,11 @@ def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
 
         return inside
 
+    from .decisions import as_numpy
+
     program = case.program
     rules = {n.op: perturbing(primitives.get(n.op)) for n in program.nodes}
-    fn = adapted(program, np, lambda operand, dtype: operand, rules, hook)
+    fn = adapted(program, np, as_numpy, rules, hook)
     return _evaluate(f"perturbed:{run}", fn, case.inputs)
 
 
@@ -568,7 +570,7 @@ def references(case: Case, use_jax: bool = True, perturbed: bool = True) -> dict
             refs[flipped.name] = flipped
         runs = [refs[f"perturbed:{run}"] for run in range(1, PERTURBED_RUNS + 1)]
         outputs = [r.output for r in runs if r.ok]
-        coupled = coupled_reference(case, traces.runs, refs["numpy"], outputs)
+        coupled = coupled_reference(case, traces, refs["numpy"], outputs)
         if coupled is not None:
             refs[coupled.name] = coupled
     if use_jax and case.invalid is None:

@@ -30,6 +30,7 @@ from compiler.dtypes import is_float
 
 if TYPE_CHECKING:
     from ..case import Case
+    from .decisions import Traces
     from .references import Reference
 
 #: The name of the coupled evaluation; it starts like the perturbed runs' (``perturbed_outputs``).
@@ -87,23 +88,19 @@ def undetermined(program: Any, runs: list[list[Any]]) -> dict[int, np.ndarray]:
 
 
 def coupled_reference(
-    case: Case, runs: list[list[Any]], numpy: Reference, perturbed: list[np.ndarray]
+    case: Case, traces: Traces, numpy: Reference, perturbed: list[np.ndarray]
 ) -> Reference | None:
     """``perturbed:coupled`` (see the module docstring) in float64, or None where no
-    undetermined value reaches a float output element. ``runs``: the perturbed runs' traces;
-    ``perturbed``: their outputs."""
-    from .decisions import record_into
+    undetermined value reaches a float output element. ``traces``: the perturbed runs' (and
+    NumPy's) node values; ``perturbed``: the runs' outputs."""
+    from .decisions import as_numpy
     from .references import Reference, _evaluate, adapted
 
     if case.invalid is not None or not numpy.ok or not is_float(numpy.output.dtype):
         return None
-    masks = undetermined(case.program, runs)
+    masks = undetermined(case.program, traces.runs)
     if masks:  # NumPy's own evaluation is one more run (it may decide unlike all of them)
-        numpy_trace: list[Any] = []
-        same = lambda operand, dtype: operand  # noqa: E731 - NumPy's own promotion
-        _evaluate("numpy-trace", adapted(case.program, np, same, None, record_into(numpy_trace)),
-                  case.inputs)  # fmt: skip
-        masks = undetermined(case.program, [numpy_trace, *runs])
+        masks = undetermined(case.program, [traces.numpy_trace(), *traces.runs])
     if not masks:
         return None
 
@@ -115,7 +112,7 @@ def coupled_reference(
         value[np.broadcast_to(mask, value.shape)] = np.nan
         return value
 
-    tainted = _evaluate("poisoned", adapted(case.program, np, same, None, poison), case.inputs)
+    tainted = _evaluate("poisoned", adapted(case.program, np, as_numpy, None, poison), case.inputs)
     expected = np.asarray(numpy.output, np.float64)
     if not tainted.ok or tainted.output.shape != expected.shape:
         return None
