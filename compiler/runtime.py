@@ -221,7 +221,7 @@ def blas_calls() -> int:
 #: made at LLVM's default level (-O2) for this CPU, in ORC's large code model, and ignores the
 #: requested codegen level (``tests/upstream``: ``test_execution_engine_generates_code_at_the_
 #: requested_level``). A target's level sets LLVM's IR optimizer (``opt -O<n>``) alone: an
-#: "@O0" target is unoptimized IR, generated at -O2, and its kernel is llc's below.
+#: "@O0" target's kernel is unoptimized IR that ``llc`` with these arguments compiles.
 JIT_CODEGEN_ARGUMENTS = ("-O2", "-code-model=large")
 
 
@@ -375,6 +375,7 @@ class MlirRuntimeKernel:
 
 
 __all__ = [
+    "JIT_CODEGEN_ARGUMENTS",
     "INSTRUMENT_ENV",
     "POISON_BYTE",
     "Kernel",
@@ -382,7 +383,6 @@ __all__ = [
     "blas_calls",
     "instrument_engine",
     "instrumented",
-    "JIT_CODEGEN_ARGUMENTS",
     "instrumenting",
     "make_engine",
     "output_buffers",

@@ -193,14 +193,14 @@ def reduce(pinned: dict[str, Any], budget_s: float = 120) -> dict[str, Any]:
             else:
                 found["reduction_error"] = (err or f"llvm-reduce exit {code}").strip()[-500:]
         if tool == "llc" and "-mcpu=native" in arguments:
-            level = [a for a in arguments if a != "-mcpu=native"]
+            codegen = [a for a in arguments if a != "-mcpu=native"]  # the level, the code model
             candidates = [["-mtriple=x86_64--"]]
             candidates += [["-mtriple=x86_64--", f"-mattr=+{f}"] for f in host_features()]
             for cpu in candidates:
                 if time.perf_counter() - start > budget_s * 1.5:
                     break
-                if _still(tool, level + cpu, needle, text, work):
-                    arguments = level + cpu
+                if _still(tool, codegen + cpu, needle, text, work):
+                    arguments = codegen + cpu
                     break
     found.update(
         module=text,
