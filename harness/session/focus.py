@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from compiler import primitives
 from strategies import cast_pairs, op_dtype_pairs, programs, samples
-from strategies.gen.values import edge_regimes
+from strategies.gen.values import edge_regimes, values
+from strategies.model import ProgramBuilder
 
 from ..case import Case
 
@@ -43,6 +44,8 @@ def _item_dtype_and_spelling(
 ) -> tuple[str, str | None]:
     """The dtype and spelling (None: the default) a focus item's program is drawn in."""
     op, second = item
+    if second.startswith(SWEPT):
+        return second[len(SWEPT) :], None
     if second.startswith(SPELLED):
         return first_dtypes[op], second[len(SPELLED) :]
     return second.partition("->")[0], None  # a cast's source
@@ -71,6 +74,8 @@ def focus_cases(
     # Uniform over the items left: with ``sampled_from`` (int32, ``>``) was met by 150 cases in
     # 1 of 8 simulated drivers, now 6 of 8 (items done: 75 -> 81 of 134).
     first = uniform(draw, pairs)
+    if first[1].startswith(SWEPT):
+        return draw(sweep_cases(backends, first))
     first_dtypes = _first_dtypes()
     dtype, spelling = _item_dtype_and_spelling(first, first_dtypes)
     alike = [
@@ -101,6 +106,93 @@ def focus_cases(
 
 #: The second member of a focus item that names a spelling instead of a dtype.
 SPELLED = "spelling:"
+#: The second member of an accuracy sweep's focus item (``sweep_items``): "sweep:<dtype>".
+SWEPT = "sweep:"
+#: The float dtypes swept: float16 and bfloat16 compute each op in float32 and round once, so a
+#: few float32 ulps never show in them (their own rounding is judged to an ulp by any case).
+SWEEP_DTYPES = ("float32", "float64")
+#: The sizes of a sweep: a vector's width and one either side (a masked tail), and past
+#: ``cpu-vector``'s 256-element whole-row reductions (into its chunked ones).
+SWEEP_SIDES = (64, 65, 127, 128, 255, 256, 257, 600, 1024)
+#: The ``dense`` spans two sweeps in three draw from (the third: any span).
+SWEEP_MODERATE = ("unit", "ordinary")
+#: The row widths of a two-dimensional sweep: around vector widths and tile sizes.
+SWEEP_ROWS = (7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 257)
+
+
+def sweep_ops() -> tuple[str, ...]:
+    """The primitives whose float results are approximations a backend computes its own way:
+    every elementwise one that rounds (exp, log, sin, power, divide, add: not abs or maximum,
+    exact in every evaluation) and every composite of one array operand, or of one plus
+    per-row vectors (gelu, softmax, layer_norm; not the matmul-based ones, whose accuracy is
+    their contraction's, judged by every matmul case)."""
+    from ..run.references import exact_primitive
+
+    ops = []
+    for prim in primitives.of_kind("unary", "binary", "composite"):
+        if not prim.generate or exact_primitive(prim):
+            continue
+        if prim.kind == "composite" and not _row_composite(prim.name):
+            continue
+        ops.append(prim.name)
+    return tuple(ops)
+
+
+def _row_composite(op: str) -> bool:
+    """Does ``op`` take one (rows, n) array and, past it, only (n,) vectors?"""
+    prim = primitives.get(op)
+    try:
+        b = ProgramBuilder()
+        x = b.input((2, 3), "float32")
+        b.node(op, x, *(b.input((3,), "float32") for _ in range(prim.arity - 1)))
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def sweep_items() -> tuple[tuple[str, str], ...]:
+    """(op, "sweep:<dtype>") for every ``sweep_ops`` op and ``SWEEP_DTYPES`` dtype."""
+    return tuple((op, SWEPT + dtype) for dtype in SWEEP_DTYPES for op in sweep_ops())
+
+
+@st.composite
+def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
+    """An accuracy sweep: ``item``'s op alone on hundreds of ``dense`` values (every significand
+    bit random, over a drawn span), so an approximation off by a few ulps on a few percent of
+    the values (a float32 exp polynomial of degree 5 instead of 7: 12 ulps at worst, beyond
+    the bound on 5% of values) shows in one case. Drawn within a focused case with 4 to 16
+    values, that exp was seen by a third of the cases; 6 such cases in a 90 s session saw it in
+    none of 3 sessions. A log or sqrt reads the absolute value (its domain); the vectors of a
+    layer norm are dense too."""
+    op, second = item
+    dtype = second[len(SWEPT) :]
+    prim = primitives.get(op)
+    size = draw(st.sampled_from(SWEEP_SIDES))
+    if prim.kind != "composite" and draw(st.booleans()):
+        shape: tuple[int, ...] = (size,)
+    else:  # rows of a width around a vector's (a composite's row is its unit)
+        width = draw(st.sampled_from(SWEEP_ROWS))
+        shape = (max(2, -(-size // width)), width)
+    b = ProgramBuilder()
+    x = b.input(shape, dtype)
+    operand = b.node("abs", x) if prim.domain == "nonnegative" else x
+    if prim.kind == "composite":
+        others = [b.input((shape[-1],), dtype) for _ in range(prim.arity - 1)]
+    else:
+        others = [b.input(shape, dtype) for _ in range(prim.arity - 1)]
+    program = b.build(b.node(op, operand, *others))
+    # Mostly moderate spans: where an array also holds exp(88), the bound's share of the
+    # array's scale hides a few ulps on every element below it (the planted exp was seen by
+    # 20 of 30 sweeps over every span).
+    spans = draw(st.sampled_from([SWEEP_MODERATE, SWEEP_MODERATE, ()]))
+    inputs = [draw(values(i.shape, i.dtype, "dense", spans=spans)) for i in program.inputs]
+    event("origin:sweep")
+    return Case(program, list(inputs), backends, origin="sweep/dense")
+
+
+def is_sweep(item: tuple[str, str]) -> bool:
+    """Is ``item`` an accuracy sweep's (``sweep_items``), which a session takes first?"""
+    return item[1].startswith(SWEPT)
 
 
 def _first_dtypes() -> dict[str, str]:  # read each time: a plugin's entries take part
@@ -114,14 +206,15 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     """What focused cases start from: every (op, dtype) pair of the table, every cast
     ("astype", "float32->bool"), then (op, "spelling:<name>") for each op a non-default spelling
     reaches another way (NumPy's dispatch of ``np.sum``, the method ``x.sum``): 200 pairs, 25
-    casts and 43 spelled ops today."""
+    casts and 43 spelled ops today; and the accuracy sweeps (``sweep_items``), which a
+    session takes first (``Admission.focus_pairs``)."""
     spelled = [
         (op, SPELLED + spelling)
         for spelling in primitives.SPELLINGS[1:]
         for op in _first_dtypes()
         if primitives.get(op).respelled(spelling)
     ]
-    return (*op_dtype_pairs(), *cast_pairs(), *spelled)
+    return (*sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled)
 
 
 def exercised_pairs(program: Any) -> set[tuple[str, str]]:
@@ -168,6 +261,11 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
     in a non-default spelling (in each, with ``every_spelling``: the spelling oracle traced the
     case in the others), (op, "spelling:<name>") for each op it writes another way."""
     found = exercised_pairs(case.program)
+    if case.origin.startswith("sweep/"):
+        swept = set(sweep_ops())
+        found |= {
+            (node.op, SWEPT + node.type.dtype) for node in case.program.nodes if node.op in swept
+        }
     spellings = primitives.SPELLINGS[1:] if every_spelling else (case.spelling,)
     for spelling in spellings:
         if spelling == primitives.SPELLINGS[0]:

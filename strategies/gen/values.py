@@ -16,7 +16,13 @@ Each regime targets a known way kernels go wrong:
   epsilon's scale, the smallest normal, subnormals, values either side of exp's overflow and
   underflow thresholds, and for int32 the extremes (NumPy's wrapping
   arithmetic defines every result); gather ids, otherwise in range, sometimes hold one
-  out-of-range id (the gather must raise, as NumPy's reference does).
+  out-of-range id (the gather must raise, as NumPy's reference does);
+- ``dense`` fills an array from a seeded generator: uniform values with every significand bit
+  random over a span of the dtype (``DENSE_SPANS``: [-1, 1], [-4, 4], exp's whole domain,
+  log-uniform magnitudes of either sign or positive; integers small, half-width or over the
+  whole range). A math function's approximation (a polynomial of too low a degree, a wrong
+  range-reduction constant) is off by a few ulps on a few percent of such values and on none
+  of the short, simple values Hypothesis prefers; one draw for the whole array, however large.
 
 Values are float32-representable for float32 arrays, free of subnormals outside ``extreme``
 (where NumPy keeps them and so must every CPU backend; a reference that flushes them, XLA's,
@@ -53,12 +59,14 @@ REGIMES = (
     "ties",
     "special",
     "extreme",
+    "dense",
 )
 #: Regimes whose values a float -> int32 cast may not see.
-UNSAFE_FOR_CASTS = ("special", "extreme")
+UNSAFE_FOR_CASTS = ("special", "extreme", "dense")
 #: Regimes at an op's edges, where its own mistakes show (NaN, infinities, subnormals and
-#: thresholds; equal elements for comparisons; one sign for reduction identities; zero variance).
-EDGE_REGIMES = ("special", "extreme", "ties", "negative", "constant_rows")
+#: thresholds; equal elements for comparisons; one sign for reduction identities; zero variance;
+#: dense full-significand values for an approximation's accuracy).
+EDGE_REGIMES = ("special", "extreme", "ties", "negative", "constant_rows", "dense")
 SPECIALS = (np.nan, np.inf, -np.inf, -0.0)
 
 #: The edges of each kind of primitive (``edge_regimes``): a comparison's and a max/min's are
@@ -69,19 +77,19 @@ _KIND_EDGES = {
     "compare": ("ties", "special"),
     "select": ("ties", "special"),
     "reduction": ("negative", "special", "extreme"),
-    "unary": ("extreme", "special"),
-    "binary": ("extreme", "special", "ties"),
+    "unary": ("extreme", "special", "dense"),
+    "binary": ("extreme", "special", "ties", "dense"),
     "cast": ("extreme", "special"),
     "matmul": ("extreme", "special"),
     "gather": ("extreme",),
-    "composite": ("special", "extreme", "negative"),
+    "composite": ("special", "extreme", "negative", "dense"),
 }
 _OP_EDGES = {
     "maximum": ("ties", "special", "negative"),
     "minimum": ("ties", "special", "negative"),
     "max": ("negative", "ties", "special"),
     "min": ("negative", "ties", "special"),
-    "layer_norm": ("constant_rows", "special", "extreme"),
+    "layer_norm": ("constant_rows", "special", "extreme", "dense"),
 }
 
 
@@ -150,6 +158,8 @@ def _float_elements(regime: str, width: int, info: Any = None) -> st.SearchStrat
         return st.one_of(ordinary, st.sampled_from(SPECIALS))
     if regime == "extreme":
         return st.one_of(st.sampled_from(_float_edges(width, info)), ordinary)
+    if regime == "dense":  # one element: any value of exp's domain (arrays: ``_dense``)
+        return _floats(-_exp_domain(info), _exp_domain(info), width)
     raise ValueError(regime)
 
 
@@ -208,6 +218,8 @@ def _int_elements(dt: np.dtype, regime: str) -> st.SearchStrategy[int]:
         strategy = st.integers(1, 9)
     elif regime == "ties":
         strategy = st.sampled_from([0, 1, -1])
+    elif regime == "dense":
+        strategy = st.integers(int(info.min), int(info.max))
     elif regime == "extreme":
         strategy = st.one_of(
             st.sampled_from([int(info.min), int(info.max), int(info.min) + 1, int(info.max) - 1]),
@@ -254,14 +266,18 @@ def values(
     *,
     finite: bool = True,
     bound: int | None = None,
+    spans: Sequence[str] = (),
 ) -> np.ndarray:
-    """An array of ``shape`` and ``dtype`` from ``regime``; ``bound`` gives ids in [0, bound)."""
+    """An array of ``shape`` and ``dtype`` from ``regime``; ``bound`` gives ids in [0, bound);
+    ``spans``: the ``dense`` regime's float spans to draw from (all if empty)."""
     dt = np.dtype(dtype)
     if bound is not None:
         return draw(_ids(shape, dt, regime, bound))
     # Hypothesis has no bfloat16: its arrays are drawn as float32 holding bfloat16-exact values.
     store = np.dtype(np.float32) if dt.name == BFLOAT16 else dt
     floating = primitives.is_float(dt)
+    if regime == "dense":
+        return draw(_dense(shape, dt, spans))
     if regime == "constant_rows" and len(shape) >= 1:
         rows = draw(
             hnp.arrays(
@@ -302,6 +318,75 @@ def values(
         if np.any((array == 0) & np.signbit(array)):
             event("special:-0.0")
     return array.astype(dt) if store != dt else array
+
+
+#: ``dense``'s spans of a float dtype, by name: (kind, reach), where ``uniform`` draws from
+#: [-reach, reach] (``exp`` reaches exp's whole finite domain, the dtype's log(max)) and
+#: ``log``/``log+`` draw magnitudes 10**u, u uniform in [-reach, reach] times the decimal
+#: exponent of the dtype's largest value (float32: 1e-15 .. 1e15, so products stay finite;
+#: float16: 0.012 .. 83), of either sign or positive (the domain of log, sqrt and of a power's
+#: base).
+DENSE_SPANS = {
+    "unit": ("uniform", 1.0),
+    "ordinary": ("uniform", 4.0),
+    "exp": ("uniform", None),
+    "log": ("log", 0.4),
+    "log+": ("log+", 0.4),
+}
+#: Integer spans: small, half the width (products do not wrap), the whole range (they do; NumPy
+#: defines the wrapped result).
+DENSE_INT_SPANS = ("small", "half", "full")
+
+
+def _exp_domain(info: Any) -> float:
+    """The largest float32-exact x below log(max): exp(x) is finite for |x| up to it."""
+    return float(np.float32(np.log(float(info.max)) * 0.99))
+
+
+@st.composite
+def _dense(
+    draw: st.DrawFn, shape: tuple[int, ...], dt: np.dtype, spans: Sequence[str] = ()
+) -> np.ndarray:
+    """``dense`` values: a seeded generator fills the array, so every element has a random
+    significand and the draw costs Hypothesis three choices whatever the size (the minimizer,
+    not Hypothesis, then crops the array to the elements that fail). ``spans``: the float
+    spans to draw from (``DENSE_SPANS``' names; all of them if empty)."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    size = int(np.prod(shape, dtype=np.int64))
+    if dt.kind == "b":
+        return rng.random(size).reshape(shape) < 0.5
+    if dt.kind in "iu":
+        span = draw(st.sampled_from(DENSE_INT_SPANS))
+        event(f"dense:{span}")
+        info = np.iinfo(dt)
+        if span == "small":
+            lo, hi = -100, 100
+        elif span == "half":
+            reach = 2 ** (info.bits // 2 - 1)
+            lo, hi = -reach, reach
+        else:
+            lo, hi = int(info.min), int(info.max)
+        lo = max(lo, int(info.min))
+        return rng.integers(lo, hi, size, dtype=dt, endpoint=True).reshape(shape)
+    name = draw(st.sampled_from(tuple(spans or DENSE_SPANS)))
+    event(f"dense:{name}")
+    kind, reach = DENSE_SPANS[name]
+    info = primitives.finfo(dt)
+    if kind == "uniform":
+        reach = _exp_domain(info) if reach is None else reach
+        flat = rng.uniform(-reach, reach, size)
+    else:
+        decades = reach * float(np.log10(float(info.max)))
+        flat = 10.0 ** rng.uniform(-decades, decades, size)
+        if kind == "log":
+            flat = np.where(rng.random(size) < 0.5, -flat, flat)
+    array = flat.reshape(shape).astype(np.float32 if dt.name == BFLOAT16 else dt).astype(dt)
+    tiny = float(info.tiny)  # no subnormals outside ``extreme``: round them away from zero
+    magnitude = np.abs(array.astype(np.float64))
+    return np.where((magnitude > 0) & (magnitude < tiny), np.copysign(tiny, array), array).astype(
+        dt
+    )
 
 
 @st.composite
@@ -367,6 +452,7 @@ def input_values(
 
 
 __all__ = [
+    "DENSE_SPANS",
     "EDGE_REGIMES",
     "REGIMES",
     "SPECIALS",

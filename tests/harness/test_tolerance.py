@@ -426,3 +426,34 @@ def test_an_infinity_fused_multiply_adds_reach_is_accepted() -> None:
 
     assert judged(-np.inf) and judged(np.inf) and judged(np.nan)
     assert not judged(1.0)
+
+
+@pytest.mark.parametrize(("dtype", "ulps"), [("float16", 2), ("float32", 10), ("float64", 10)])
+def test_an_add_some_ulps_off_is_a_finding(dtype: str, ulps: int) -> None:
+    """Rounding alone moves NumPy's add and a perturbed run's by an ulp or so: that says
+    nothing about conditioning, and FACTOR times it let a float32 add 16 ulps off pass (and a
+    float32 exp 12 ulps off, a vector polynomial of too low a degree). The floor allows a
+    backend its own rounding: one ulp of float16 passes, two are a finding; of float32 (and
+    float64) four times its epsilon times the magnitude pass, ten ulps of a 7.x do not."""
+    from harness.case import Case
+    from harness.verdict import judge_output
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("add", b.input((256,), dtype), b.input((256,), dtype)))
+    rng = np.random.default_rng(3)
+    x, y = (rng.uniform(-4, 4, 256).astype(dtype) for _ in range(2))
+    case = Case(program, [x, y], ("cpu-loops",))
+    right = np.add(x, y)
+    i = int(np.argmax(np.abs(right)))
+
+    def moved(by: int) -> np.ndarray:
+        out = right.copy()
+        for _ in range(by):
+            out[i] = np.nextafter(out[i], np.inf, dtype=out.dtype)
+        return out
+
+    assert judge_output(case, right, use_jax=False).ok
+    assert judge_output(case, moved(1), use_jax=False).ok
+    verdict = judge_output(case, moved(ulps), use_jax=False)
+    assert not verdict.ok and verdict.worst_index == (i,), verdict

@@ -142,9 +142,62 @@ def test_values_follow_their_regime(
         assert np.all(array > 0)
     elif regime == "extreme" and dtype.kind == "f":
         assert np.all(magnitude <= np.finfo(dtype).max / 32)  # products overflow, sums do not
+    elif regime == "dense" and dtype.kind == "f":
+        assert np.all(magnitude <= 10 ** (np.log10(np.finfo(dtype).max) * 0.4) * 1.01)
     if dtype == np.float32 and regime != "extreme":
         tiny = np.finfo(np.float32).tiny
         assert not np.any((magnitude > 0) & (magnitude < tiny))  # no subnormals
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_dense_values_have_random_significands_over_each_span(dtype: str) -> None:
+    """``dense`` exists for approximations that are off by a few ulps on some values: its
+    arrays hold distinct values with random low significand bits (Hypothesis's own floats are
+    mostly short, such as 1.5), and its spans reach exp's whole domain and both signs of
+    log-uniform magnitudes, without subnormals."""
+    from hypothesis import find
+
+    from compiler import primitives
+
+    info = primitives.finfo(np.dtype(dtype))
+    domain = float(np.log(float(info.max)))
+    decades = 3 if dtype == "float16" else 6
+
+    @settings(max_examples=40, database=None, derandomize=True)
+    @given(st.data())
+    def draw(data: st.DataObject) -> None:
+        wide = data.draw(values((128,), dtype, "dense")).astype(np.float64)
+        assert np.all(np.isfinite(wide)) and len(np.unique(wide)) >= 64
+        assert np.all(np.abs(wide[wide != 0]) >= float(info.tiny))
+        if dtype == "float64":  # the low half of the significand is random, not zeros
+            assert np.count_nonzero(wide.view(np.uint64) & np.uint64(0xFFFFFFFF)) >= 120
+
+    draw()
+
+    def spread(a: np.ndarray) -> float:
+        magnitude = np.abs(a.astype(np.float64))
+        return float(np.log10(magnitude.max() / magnitude[magnitude > 0].min()))
+
+    def reach(predicate):  # noqa: ANN001, ANN202
+        return find(values((128,), dtype, "dense"), predicate, settings=settings(database=None))
+
+    reach(lambda a: 0.9 * domain < np.abs(a.astype(np.float64)).max() <= domain)  # exp's domain
+    reach(lambda a: a.min() < 0 < a.max() and spread(a) >= decades)  # log-uniform, both signs
+    reach(lambda a: a.min() > 0 and spread(a) >= decades)  # log and sqrt's domain
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+def test_dense_integers_reach_the_whole_range(dtype: str) -> None:
+    """Wrapping arithmetic shows only on values near the dtype's limits."""
+    from hypothesis import find
+
+    info = np.iinfo(dtype)
+    big = find(
+        values((64,), dtype, "dense"),
+        lambda a: int(np.abs(a.astype(np.float64)).max()) > info.max // 2,
+        settings=settings(database=None),
+    )
+    assert big.dtype == dtype and len(np.unique(big)) > 30
 
 
 def test_every_op_has_edge_regimes_of_its_kind() -> None:
@@ -159,6 +212,7 @@ def test_every_op_has_edge_regimes_of_its_kind() -> None:
     assert "ties" in edge_regimes("greater") and "ties" in edge_regimes("where")
     assert edge_regimes("max")[0] == "negative" and "special" in edge_regimes("sum")
     assert "extreme" in edge_regimes("log") and "extreme" in edge_regimes("gather")
+    assert "dense" in edge_regimes("exp") and "dense" in edge_regimes("gelu")
     assert edge_regimes("layer_norm")[0] == "constant_rows"
     assert edge_regimes("reshape") == EDGE_REGIMES == edge_regimes("no-such-op")
 
