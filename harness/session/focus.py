@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from compiler import primitives
 from strategies import cast_pairs, op_dtype_pairs, programs, samples
-from strategies.gen.values import edge_regimes, values
+from strategies.gen.values import edge_regimes, edge_values, values
 from strategies.model import ProgramBuilder
 
 from ..case import Case
@@ -45,7 +45,7 @@ def _item_dtype_and_spelling(
     """The dtype and spelling (None: the default) a focus item's program is drawn in."""
     op, second = item
     if second.startswith(SWEPT):
-        return second[len(SWEPT) :], None
+        return _swept(item)[0], None
     if second.startswith(SPELLED):
         return first_dtypes[op], second[len(SPELLED) :]
     return second.partition("->")[0], None  # a cast's source
@@ -106,15 +106,18 @@ def focus_cases(
 
 #: The second member of a focus item that names a spelling instead of a dtype.
 SPELLED = "spelling:"
-#: The second member of an accuracy sweep's focus item (``sweep_items``): "sweep:<dtype>".
+#: The second member of an accuracy sweep's focus item (``sweep_items``): "sweep:<dtype>" for
+#: dense values, "sweep:<dtype>:edges" for dense values with a run of the dtype's edges.
 SWEPT = "sweep:"
+EDGES = ":edges"
 #: The float dtypes swept: float16 and bfloat16 compute each op in float32 and round once, so a
 #: few float32 ulps never show in them (their own rounding is judged to an ulp by any case).
 SWEEP_DTYPES = ("float32", "float64")
 #: The sizes of a sweep: a vector's width and one either side (a masked tail), and past
 #: ``cpu-vector``'s 256-element whole-row reductions (into its chunked ones).
 SWEEP_SIDES = (64, 65, 127, 128, 255, 256, 257, 600, 1024)
-#: The ``dense`` spans two sweeps in three draw from (the third: any span).
+#: The ``dense`` spans two sweeps in three draw from (the third: any span; of a reduction's or a
+#: composite's, one in three are ``offset`` values instead).
 SWEEP_MODERATE = ("unit", "ordinary")
 #: The row widths of a two-dimensional sweep: around vector widths and tile sizes.
 SWEEP_ROWS = (7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 257)
@@ -123,13 +126,14 @@ SWEEP_ROWS = (7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 257)
 def sweep_ops() -> tuple[str, ...]:
     """The primitives whose float results are approximations a backend computes its own way:
     every elementwise one that rounds (exp, log, sin, power, divide, add: not abs or maximum,
-    exact in every evaluation) and every composite of one array operand, or of one plus
-    per-row vectors (gelu, softmax, layer_norm; not the matmul-based ones, whose accuracy is
-    their contraction's, judged by every matmul case)."""
+    exact in every evaluation), every reduction that rounds (sum, mean, var: not max), and every
+    composite of one array operand, or of one plus per-row vectors (gelu, softmax, layer_norm;
+    not the matmul-based ones, whose accuracy is their contraction's, judged by every matmul
+    case)."""
     from ..run.references import exact_primitive
 
     ops = []
-    for prim in primitives.of_kind("unary", "binary", "composite"):
+    for prim in primitives.of_kind("unary", "binary", "reduction", "composite"):
         if not prim.generate or exact_primitive(prim):
             continue
         if prim.kind == "composite" and not _row_composite(prim.name):
@@ -151,8 +155,20 @@ def _row_composite(op: str) -> bool:
 
 
 def sweep_items() -> tuple[tuple[str, str], ...]:
-    """(op, "sweep:<dtype>") for every ``sweep_ops`` op and ``SWEEP_DTYPES`` dtype."""
-    return tuple((op, SWEPT + dtype) for dtype in SWEEP_DTYPES for op in sweep_ops())
+    """(op, "sweep:<dtype>") and (op, "sweep:<dtype>:edges") for every ``sweep_ops`` op and
+    ``SWEEP_DTYPES`` dtype."""
+    return tuple(
+        (op, SWEPT + dtype + kind)
+        for kind in ("", EDGES)
+        for dtype in SWEEP_DTYPES
+        for op in sweep_ops()
+    )
+
+
+def _swept(item: tuple[str, str]) -> tuple[str, bool]:
+    """A sweep item's dtype, and whether it is the sweep with edges."""
+    rest = item[1][len(SWEPT) :]
+    return rest.removesuffix(EDGES), rest.endswith(EDGES)
 
 
 @st.composite
@@ -163,9 +179,11 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     the bound on 5% of values) shows in one case. Drawn within a focused case with 4 to 16
     values, that exp was seen by a third of the cases; 6 such cases in a 90 s session saw it in
     none of 3 sessions. A log or sqrt reads the absolute value (its domain); the vectors of a
-    layer norm are dense too."""
-    op, second = item
-    dtype = second[len(SWEPT) :]
+    layer norm are dense too. The sweep with edges (``item`` "sweep:<dtype>:edges") also holds
+    a run of the dtype's edges (``edge_values``: subnormals, exp's thresholds, a 64th of the
+    largest value): a log that takes a subnormal for a normal number, a clamp constant off."""
+    op = item[0]
+    dtype, edges = _swept(item)
     prim = primitives.get(op)
     size = draw(st.sampled_from(SWEEP_SIDES))
     if prim.kind != "composite" and draw(st.booleans()):
@@ -176,23 +194,40 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     b = ProgramBuilder()
     x = b.input(shape, dtype)
     operand = b.node("abs", x) if prim.domain == "nonnegative" else x
+    attrs = {}
+    if prim.kind == "reduction":  # the whole array, its rows or its columns
+        attrs["axis"] = draw(st.sampled_from([None, -1, 0]))
     if prim.kind == "composite":
         others = [b.input((shape[-1],), dtype) for _ in range(prim.arity - 1)]
     else:
         others = [b.input(shape, dtype) for _ in range(prim.arity - 1)]
-    program = b.build(b.node(op, operand, *others))
+    program = b.build(b.node(op, operand, *others, **attrs))
     # Mostly moderate spans: where an array also holds exp(88), the bound's share of the
     # array's scale hides a few ulps on every element below it (the planted exp was seen by
-    # 20 of 30 sweeps over every span).
-    spans = draw(st.sampled_from([SWEEP_MODERATE, SWEEP_MODERATE, ()]))
+    # 20 of 30 sweeps over every span). A reduction's or a composite's accuracy depends on
+    # the values' offset as much (a one-pass variance), so a third of theirs are offset.
+    offset = ("offset",) if prim.kind in ("reduction", "composite") else SWEEP_MODERATE
+    spans = draw(st.sampled_from([SWEEP_MODERATE, offset, ()]))
     inputs = [draw(values(i.shape, i.dtype, "dense", spans=spans)) for i in program.inputs]
+    if edges:  # a run of every edge, at a drawn place of each array (cyclically)
+        for array in inputs:
+            flat, run = array.reshape(-1), edge_values(dtype)
+            place = draw(st.integers(0, flat.size - 1))
+            for k in range(min(flat.size, len(run))):
+                flat[(place + k) % flat.size] = run[k]
     event("origin:sweep")
-    return Case(program, list(inputs), backends, origin="sweep/dense")
+    return Case(program, inputs, backends, origin="sweep/extreme" if edges else "sweep/dense")
 
 
 def is_sweep(item: tuple[str, str]) -> bool:
-    """Is ``item`` an accuracy sweep's (``sweep_items``), which a session takes first?"""
+    """Is ``item`` an accuracy sweep's (``sweep_items``)?"""
     return item[1].startswith(SWEPT)
+
+
+def first_in_focus(item: tuple[str, str]) -> bool:
+    """Is ``item`` one a session takes before the others: a dense sweep's (28 cases, about 8 s
+    of two drivers; the sweeps with edges take their turn among the other items)?"""
+    return is_sweep(item) and not item[1].endswith(EDGES)
 
 
 def _first_dtypes() -> dict[str, str]:  # read each time: a plugin's entries take part
@@ -206,8 +241,8 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     """What focused cases start from: every (op, dtype) pair of the table, every cast
     ("astype", "float32->bool"), then (op, "spelling:<name>") for each op a non-default spelling
     reaches another way (NumPy's dispatch of ``np.sum``, the method ``x.sum``): 200 pairs, 25
-    casts and 43 spelled ops today; and the accuracy sweeps (``sweep_items``), which a
-    session takes first (``Admission.focus_pairs``)."""
+    casts and 43 spelled ops today; and the accuracy sweeps (``sweep_items``), the dense ones
+    of which a session takes first (``Admission.focus_pairs``)."""
     spelled = [
         (op, SPELLED + spelling)
         for spelling in primitives.SPELLINGS[1:]
@@ -262,9 +297,11 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
     case in the others), (op, "spelling:<name>") for each op it writes another way."""
     found = exercised_pairs(case.program)
     if case.origin.startswith("sweep/"):
-        swept = set(sweep_ops())
+        swept, kind = set(sweep_ops()), EDGES if case.origin == "sweep/extreme" else ""
         found |= {
-            (node.op, SWEPT + node.type.dtype) for node in case.program.nodes if node.op in swept
+            (node.op, SWEPT + node.type.dtype + kind)
+            for node in case.program.nodes
+            if node.op in swept
         }
     spellings = primitives.SPELLINGS[1:] if every_spelling else (case.spelling,)
     for spelling in spellings:

@@ -1,8 +1,9 @@
 """Layer attribution: where does a finding live?
 
 Layers, from the top: ``frontend`` (the traced graph is already wrong, or an error path is),
-``relation`` (a metamorphic relation that the traced graph interpreted by NumPy breaks too:
-the relation may not hold for the program, else the frontend or the definition is wrong),
+``relation`` (a metamorphic relation that the traced graph interpreted by NumPy breaks too,
+while the differential oracle accepts that graph on the case and on the derived one: the
+relation may not hold for the program, else the frontend or the definition is wrong),
 ``definition`` (a composite's shared definition, ``compiler/ops.py``), ``builder`` (the module as
 built is wrong or does not verify), ``mlir-pass:<pass>`` (the first pass after which the result
 changes, or the pass that crashes), ``blas`` (our BLAS stage), ``llvm`` (LLVM's optimizer or code
@@ -195,6 +196,40 @@ class Attributor:
             return "inconclusive: " + ", ".join(sorted({f.kind for f in judgement.findings}))
         return "passes"
 
+    def _interpreter_fails(
+        self, probe: Case, finding: Finding, evidence: dict[str, str]
+    ) -> tuple[str, str]:
+        """``_interpreter_fails``, except that a relation the graph breaks while the
+        differential oracle rejects that graph (``_graph_wrong``, added to ``evidence``) is the
+        frontend's: a correct graph that breaks a relation leaves the relation in doubt, a wrong
+        one does not."""
+        layer, detail = _interpreter_fails(finding)
+        if layer != "relation":
+            return layer, detail
+        evidence["graph-numpy (differential)"] = self._graph_wrong(probe, finding)
+        if evidence["graph-numpy (differential)"] != "fails":
+            return layer, detail
+        return "frontend", (
+            "the traced graph, interpreted by NumPy, breaks the relation and is wrong on the "
+            "case or on the relation's derived case (the differential oracle rejects it): the "
+            "frontend or the shared definition is wrong, not the relation"
+        )
+
+    def _graph_wrong(self, case: Case, finding: Finding) -> str:
+        """``fails`` when the traced graph, interpreted by NumPy, is rejected by the
+        differential oracle on ``case`` or on a case the finding's relation derives from it (a
+        one-pass variance in the frontend breaks the layer-norm shift relation, and is simply
+        wrong on the shifted values), else ``passes``."""
+        from .. import oracles as oracle_registry
+
+        relation = oracle_registry.ORACLES.get(finding.oracle.split("[")[0])
+        derived = [r.case for r in relation.related(case)] if relation is not None else []
+        for probe in (case, *derived):
+            judgement = self.runner.evaluate(probe.on(("graph-numpy",)), ())
+            if any(f.signature.oracle == "differential" for f in judgement.findings):
+                return "fails"
+        return "passes"
+
     def attribute(self, case: Case, finding: Finding) -> Attribution:
         start = time.perf_counter()
         self._verdicts = {}  # verdicts depend on the finding judged
@@ -342,7 +377,7 @@ class Attributor:
         probe = case.on((backend,))
         evidence = {"graph-numpy": self.verdict(probe, finding, "graph-numpy", only)}
         if evidence["graph-numpy"] == "fails":
-            layer, detail = _interpreter_fails(finding)
+            layer, detail = self._interpreter_fails(probe, finding, evidence)
             return Attribution(layer, backend, detail, evidence)
         evidence[backend] = self.verdict(probe, finding, backend, only)
         if evidence[backend] != "fails":
@@ -490,7 +525,7 @@ class Attributor:
             return Attribution(layer, backend, detail, evidence, dict(mlir))
 
         if check("graph-numpy") == "fails":
-            return done(*_interpreter_fails(finding))
+            return done(*self._interpreter_fails(probe, finding, evidence))
         family, level = split_level(backend)
         # NAME+mlir-runtime@O<n>, the canonical order (``cpu-loops@O0+mlir-runtime`` was no
         # target once: the check was inconclusive for every default session's backends).

@@ -19,10 +19,11 @@ Each regime targets a known way kernels go wrong:
   out-of-range id (the gather must raise, as NumPy's reference does);
 - ``dense`` fills an array from a seeded generator: uniform values with every significand bit
   random over a span of the dtype (``DENSE_SPANS``: [-1, 1], [-4, 4], exp's whole domain,
-  log-uniform magnitudes of either sign or positive; integers small, half-width or over the
-  whole range). A math function's approximation (a polynomial of too low a degree, a wrong
-  range-reduction constant) is off by a few ulps on a few percent of such values and on none
-  of the short, simple values Hypothesis prefers; one draw for the whole array, however large.
+  log-uniform magnitudes of either sign or positive, or a large offset +- 1; integers small,
+  half-width or over the whole range). A math function's approximation (a polynomial of too
+  low a degree, a wrong range-reduction constant) is off by a few ulps on a few percent of such
+  values and on none of the short, simple values Hypothesis prefers; one draw for the whole
+  array, however large.
 
 Values are float32-representable for float32 arrays, free of subnormals outside ``extreme``
 (where NumPy keeps them and so must every CPU backend; a reference that flushes them, XLA's,
@@ -194,6 +195,12 @@ def _float_edges(width: int, info: Any) -> list[float]:
     ]
 
 
+def edge_values(dtype: Any) -> list[float]:
+    """The ``extreme`` regime's edges of a float dtype (subnormals, exp's thresholds, a 64th of
+    the largest value, epsilon's scale, both signs), as its arrays hold them."""
+    return _edges_stored(np.dtype(dtype))
+
+
 def _edges_stored(dt: np.dtype) -> list[float]:
     """The ``extreme`` edges of the float dtype ``dt`` as its arrays are drawn (bfloat16's
     rounded to bfloat16, held as float32)."""
@@ -325,13 +332,16 @@ def values(
 #: ``log``/``log+`` draw magnitudes 10**u, u uniform in [-reach, reach] times the decimal
 #: exponent of the dtype's largest value (float32: 1e-15 .. 1e15, so products stay finite;
 #: float16: 0.012 .. 83), of either sign or positive (the domain of log, sqrt and of a power's
-#: base).
+#: base); ``offset`` draws c + [-reach, reach] for c = +-2**(significand bits - 10) (at least
+#: 8), so the values share their leading bits (float32: 8192 +- 1; a one-pass variance,
+#: E[x^2] - E[x]^2, or a softmax without its max subtracted loses every bit there).
 DENSE_SPANS = {
     "unit": ("uniform", 1.0),
     "ordinary": ("uniform", 4.0),
     "exp": ("uniform", None),
     "log": ("log", 0.4),
     "log+": ("log+", 0.4),
+    "offset": ("offset", 1.0),
 }
 #: Integer spans: small, half the width (products do not wrap), the whole range (they do; NumPy
 #: defines the wrapped result).
@@ -376,6 +386,9 @@ def _dense(
     if kind == "uniform":
         reach = _exp_domain(info) if reach is None else reach
         flat = rng.uniform(-reach, reach, size)
+    elif kind == "offset":
+        center = 2.0 ** max(int(info.nmant) - 10, 3) * (1 if rng.random() < 0.5 else -1)
+        flat = center + rng.uniform(-reach, reach, size)
     else:
         decades = reach * float(np.log10(float(info.max)))
         flat = 10.0 ** rng.uniform(-decades, decades, size)
@@ -457,6 +470,7 @@ __all__ = [
     "REGIMES",
     "SPECIALS",
     "edge_regimes",
+    "edge_values",
     "elements",
     "input_values",
     "int_cast_inputs",

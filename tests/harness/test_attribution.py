@@ -280,6 +280,63 @@ def test_a_relation_broken_by_the_graph_interpreter_is_not_called_a_frontend_bug
     assert _interpreter_fails(differential)[0] == "frontend"
 
 
+_RELATION_ATTRIBUTE = """
+import json
+import numpy as np
+from harness.case import Case
+from harness.run.runner import Runner
+from harness.triage.attribution import Attributor
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+x, g, beta = b.input((4, 16), "float32"), b.input((16,), "float32"), b.input((16,), "float32")
+program = b.build(b.node("layer_norm", x, g, beta))
+rng = np.random.default_rng(0)
+inputs = [rng.uniform(-1, 1, s).astype(np.float32) for s in ((4, 16), (16,), (16,))]
+case = Case(program, inputs, ("cpu-loops",))
+with Runner(None, use_jax=False) as runner:
+    findings = runner.evaluate(case, ("metamorphic:layer-norm-shift",)).findings
+    relation = [f for f in findings if f.oracle.startswith("metamorphic:")]
+    result = {"oracles": sorted(f.oracle for f in findings)}
+    if relation:
+        result["attribution"] = Attributor(runner, budget_seconds=60).attribute(
+            case, relation[0]
+        ).to_dict()
+print(json.dumps(result))
+"""
+
+
+@pytest.mark.slow
+def test_a_relation_the_graph_breaks_by_being_wrong_is_a_frontend_bug(tmp_path: Path) -> None:
+    """A one-pass variance planted in the frontend breaks the layer-norm shift relation on the
+    graph interpreter too. On values centred on zero it is right; on the relation's shifted
+    values (x + 8) the differential oracle rejects the graph: the finding is the frontend's,
+    not the relation's (a 60 s session with that plant had named it ``relation``)."""
+    mutation = Mutation(
+        "one-pass-variance",
+        "frontend/lang.py",
+        '        return reduce("mean", centered * centered, axes, keepdims)\n',
+        '        return reduce("mean", xf * xf, axes, keepdims) - reduce("mean", xf, axes, '
+        "keepdims) ** 2\n",
+        "var as E[x^2] - E[x]^2",
+    )
+    scratch = apply(mutation, tmp_path / "src")
+    proc = subprocess.run(
+        [sys.executable, "-c", _RELATION_ATTRIBUTE],
+        cwd=tmp_path,
+        env=scratch_environment(scratch),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "metamorphic:layer-norm-shift" in result["oracles"], result
+    attribution = result["attribution"]
+    assert attribution["layer"] == "frontend", attribution
+    assert attribution["evidence"]["graph-numpy (differential)"] == "fails", attribution
+
+
 def test_unresolved_jit_symbols_are_read_from_the_workers_stderr() -> None:
     from harness.triage.attribution import unresolved_symbols
 

@@ -102,8 +102,8 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
         FOCUS_REPEATS,
         FOCUS_SHARE,
         exercised_pairs,
+        first_in_focus,
         focus_items,
-        is_sweep,
         sweep_items,
     )
     from harness.session.fuzz import Driver
@@ -165,10 +165,11 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
     options = FuzzOptions(corpus=tmp_path, database=None, use_jax=False, workers=2)
     drivers = [Driver(options, 0), Driver(options, 1)]
     try:
-        # The accuracy sweeps come first, each driver its share of them...
+        # The dense accuracy sweeps come first, each driver its share of them...
         first, second = (d.focus_pairs() for d in drivers)
-        sweeps, second_sweeps = set(sweep_items()), set(second)
-        assert all(is_sweep(p) for p in (*first, *second)) and ("exp", "sweep:float32") in sweeps
+        sweeps = {p for p in sweep_items() if first_in_focus(p)}
+        second_sweeps = set(second)
+        assert ("exp", "sweep:float32") in sweeps and ("exp", "sweep:float32:edges") not in sweeps
         assert not set(first) & set(second) and set(first) | set(second) == sweeps
         drivers[0].note_exercised(set(first))
         drivers[1].note_exercised(set(second))

@@ -148,6 +148,15 @@ def test_the_op_sweep_runs_every_op_in_every_dtype_it_takes() -> None:
 def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     baseline = copy_compiler(tmp_path / "baseline")
     sample = build_sample(programs=40, invalid=10, runs=6, sweep=False)
+    # A float add that always runs: which of the drawn programs run changes with the strategies
+    # (a new value regime left no float add among them, and the addf mutant's outputs matched).
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    add = b.build(b.node("add", b.input((3,), "float32"), b.input((3,), "float32")))
+    operands = [np.arange(3, dtype=np.float32), np.full(3, 0.5, np.float32)]
+    sample["items"].insert(0, {"kind": "program", "subject": add.to_dict(), "inputs": operands,
+                               "run": True})  # fmt: skip
     checker = Checker(baseline, tmp_path / "equivalence", sample)
     assert not checker.unstable
     # The lines the sample ran: the kernel's header, never IREE's command line.
