@@ -46,12 +46,11 @@ class Admission:
         n times faster); breadth first: every item once, then every item twice, up to
         ``FOCUS_REPEATS`` (at two cases each from the start, a 60 s driver left 53 of its 268
         items never exercised, (int32, ``>``) among them); none once the table is covered, or
-        with ``focus`` off. The dense accuracy sweeps of its share (``focus.first_in_focus``)
-        come before the rest: about 14 cases a driver, each of one op, at the start of every
-        pass."""
+        with ``focus`` off (the dense accuracy sweeps among them take half of the focused
+        cases while any is left: ``focus.focus_cases``)."""
         if not self.options.focus:
             return ()
-        from .focus import FOCUS_REPEATS, first_in_focus, focus_items
+        from .focus import FOCUS_REPEATS, focus_items
 
         pairs, workers = focus_items(), max(1, self.options.workers)
         mine = [p for k, p in enumerate(pairs) if k % workers == self.index % workers]
@@ -59,8 +58,7 @@ class Admission:
             done = self.exercised | self.given_up
             left = [p for p in pairs if p not in done]
             if left or self.focus_level >= FOCUS_REPEATS:
-                own = tuple(p for p in mine if p not in done)
-                return tuple(p for p in own if first_in_focus(p)) or own or tuple(left)
+                return tuple(p for p in mine if p not in done) or tuple(left)
             self.focus_level += 1
             self.exercised = {
                 p for p, count in self.exercise_counts.items() if count >= self.focus_level

@@ -102,7 +102,6 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
         FOCUS_REPEATS,
         FOCUS_SHARE,
         exercised_pairs,
-        first_in_focus,
         focus_items,
         sweep_items,
     )
@@ -165,24 +164,15 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
     options = FuzzOptions(corpus=tmp_path, database=None, use_jax=False, workers=2)
     drivers = [Driver(options, 0), Driver(options, 1)]
     try:
-        # The dense accuracy sweeps come first, each driver its share of them...
         first, second = (d.focus_pairs() for d in drivers)
-        sweeps = {p for p in sweep_items() if first_in_focus(p)}
-        second_sweeps = set(second)
-        assert ("exp", "sweep:float32") in sweeps and ("exp", "sweep:float32:edges") not in sweeps
-        assert not set(first) & set(second) and set(first) | set(second) == sweeps
-        drivers[0].note_exercised(set(first))
-        drivers[1].note_exercised(set(second))
-        # ...then the rest of the table.
-        first, second = (d.focus_pairs() for d in drivers)
-        assert not set(first) & set(second)
-        assert set(first) | set(second) == set(focus_items()) - sweeps
+        assert not set(first) & set(second) and set(first) | set(second) == set(focus_items())
+        assert set(sweep_items()) < set(focus_items())
         assert set(pairs) < set(focus_items())
         item = second[0]
         drivers[1].note_exercised({item})  # breadth first: once for now...
         assert item not in drivers[1].focus_pairs()
         drivers[0].exercised |= set(first)  # its share done: the rest of the table is next
-        assert set(drivers[0].focus_pairs()) == set(second) | second_sweeps
+        assert set(drivers[0].focus_pairs()) == set(second)
         for pair in focus_items():  # ...and, the table done once, again (one case is often
             drivers[1].note_exercised({pair})  # degenerate: int32 a > b on zeros)
         assert drivers[1].focus_regimes() == ()  # any regime the first time round

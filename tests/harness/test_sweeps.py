@@ -129,3 +129,29 @@ def test_a_sweep_finds_a_one_pass_variance() -> None:
     judge()
     assert all(right for right, _ in verdicts), verdicts
     assert sum(not wrong for _, wrong in verdicts) >= 3, verdicts
+
+
+def test_dense_sweeps_take_half_of_the_focused_cases_while_any_is_left() -> None:
+    """Sweeps first, all of them, had delayed a single driver's other focus items by its 34
+    sweeps (a planted float64 promotion bug: first finding at 16.4 s instead of 2.1 s); half of
+    the focused cases keeps both going."""
+    from collections import Counter
+
+    from harness.session.focus import focus_cases
+
+    items = (("exp", SWEPT + "float32"), ("greater", "int32"), ("log", SWEPT + "float64:edges"))
+    origins: Counter[str] = Counter()
+
+    @settings(_SETTINGS, max_examples=60)
+    @given(focus_cases(("cpu-loops",), items))
+    def count(case) -> None:  # noqa: ANN001
+        origins[case.origin] += 1
+
+    count()
+    assert 0.3 <= origins["sweep/dense"] / sum(origins.values()) <= 0.75, origins
+    assert (
+        origins["sweep/extreme"] >= 5
+        and sum(origins.values())
+        - sum(n for origin, n in origins.items() if origin.startswith("sweep/"))
+        >= 5
+    ), origins
