@@ -233,6 +233,21 @@ PLANTS = {
 }
 
 
+def _run_planted(mutation: Mutation, tmp_path: Path, script: str, *args: str) -> dict:
+    """Run ``script`` (printing JSON last) against a scratch copy with ``mutation`` applied."""
+    scratch = apply(mutation, tmp_path / "src")
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=tmp_path,
+        env=scratch_environment(scratch),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("layer", sorted(PLANTS))
 def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
@@ -241,20 +256,10 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
     if layer == "llvm:codegen" and not set(_BF16_CONVERSIONS) & set(host_features()):
         pytest.skip("LLVM rounds float32 to bfloat16 correctly on CPUs without BF16 conversions")
     mutation, build, backends, expected = PLANTS[layer]
-    scratch = apply(mutation, tmp_path / "src")
     spec = json.dumps(
         {"program": _program(build), "backends": backends, "inputs": _INPUTS.get(layer, {})}
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", _ATTRIBUTE, spec],
-        cwd=tmp_path,
-        env=scratch_environment(scratch),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = _run_planted(mutation, tmp_path, _ATTRIBUTE, spec)
     assert result["findings"], f"the planted {layer} bug was not found"
     attribution = result["attribution"]
     assert attribution["layer"] == expected, attribution
@@ -320,17 +325,7 @@ def test_a_relation_the_graph_breaks_by_being_wrong_is_a_frontend_bug(tmp_path: 
         "keepdims) ** 2\n",
         "var as E[x^2] - E[x]^2",
     )
-    scratch = apply(mutation, tmp_path / "src")
-    proc = subprocess.run(
-        [sys.executable, "-c", _RELATION_ATTRIBUTE],
-        cwd=tmp_path,
-        env=scratch_environment(scratch),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = _run_planted(mutation, tmp_path, _RELATION_ATTRIBUTE)
     assert "metamorphic:layer-norm-shift" in result["oracles"], result
     attribution = result["attribution"]
     assert attribution["layer"] == "frontend", attribution
