@@ -5,6 +5,11 @@ Random programs reach a rare pair seldom (an int32 matmul was 3% of them, int32 
 of 400), so a session passes the items it has not exercised to ``focus_cases`` (``FOCUS_SHARE``
 of its cases, ``generate.cases``) until each is exercised ``FOCUS_REPEATS`` times or a driver
 gives up on them (``admission.Admission``).
+
+Accuracy sweeps are focus items too (``sweep_items``, ``sweep_cases``): each op that rounds,
+alone, on hundreds of dense values (and once more with the dtype's edges among them), so a
+math function a few ulps off on a few percent of its arguments meets a case that shows it in
+the first seconds of a session instead of by luck.
 """
 
 from __future__ import annotations
