@@ -266,8 +266,7 @@ def table_verdict(case: Any) -> str | None:
     made ``unary_minus``'s rule ``a`` instead of ``-a`` survived 60 s of fuzzing."""
     from compiler import primitives
 
-    from ..run.decisions import as_numpy
-    from ..run.references import adapted
+    from ..run.references import adapted, as_numpy
 
     found: list[str] = []
 

@@ -64,11 +64,6 @@ def _is_ref(arg: Any) -> bool:
     return not isinstance(arg, Const)
 
 
-def as_numpy(operand: Any, dtype: Any) -> Any:
-    """``adapted``'s operand adapter for NumPy itself: NumPy's own promotion."""
-    return operand
-
-
 class Traces:
     """Every node's value in the perturbed runs (of valid programs), NumPy's (``numpy_trace``)
     and the truth's (for programs that decide on floats), and the flipped evaluation built from
@@ -84,7 +79,7 @@ class Traces:
         """NumPy's value of every node, in the program's dtypes: evaluated once, though the
         flipped and the coupled evaluation (``run.undetermined``) both ask."""
         if self._numpy is None:
-            from .references import _evaluate, adapted
+            from .references import _evaluate, adapted, as_numpy
 
             self._numpy = []
             fn = adapted(self.case.program, np, as_numpy, None, record_into(self._numpy))
@@ -105,7 +100,7 @@ class Traces:
         """``perturbed:flip`` (see the module docstring), or None where no element is ambiguous."""
         if not self.deciding:
             return None
-        from .references import EXTENDED, _evaluate, adapted
+        from .references import EXTENDED, _evaluate, adapted, as_numpy
 
         program, inputs = self.case.program, self.case.inputs
         truth: list[Any] = []
@@ -239,4 +234,4 @@ def _other_side(
         return np.where(mask, other, value).astype(value.dtype)
 
 
-__all__ = ["FLIPPED", "Traces", "as_numpy", "deciding_nodes", "record_into"]
+__all__ = ["FLIPPED", "Traces", "deciding_nodes", "record_into"]

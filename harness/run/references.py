@@ -362,8 +362,6 @@ def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
 
         return inside
 
-    from .decisions import as_numpy
-
     program = case.program
     rules = {n.op: perturbing(primitives.get(n.op)) for n in program.nodes}
     fn = adapted(program, np, as_numpy, rules, hook)
@@ -391,6 +389,11 @@ def _jax() -> Any:
         jax.config.update("jax_platforms", "cpu")
         _JAX_READY = True
     return jax
+
+
+def as_numpy(operand: Any, dtype: Any) -> Any:
+    """``adapted``'s operand adapter for NumPy itself: NumPy's own promotion."""
+    return operand
 
 
 def adapted(

@@ -93,8 +93,7 @@ def coupled_reference(
     """``perturbed:coupled`` (see the module docstring) in float64, or None where no
     undetermined value reaches a float output element. ``traces``: the perturbed runs' (and
     NumPy's) node values; ``perturbed``: the runs' outputs."""
-    from .decisions import as_numpy
-    from .references import Reference, _evaluate, adapted
+    from .references import Reference, _evaluate, adapted, as_numpy
 
     if case.invalid is not None or not numpy.ok or not is_float(numpy.output.dtype):
         return None
