@@ -168,11 +168,9 @@ def _row_composite(op: str) -> bool:
 def sweep_items() -> tuple[tuple[str, str], ...]:
     """(op, "sweep:<dtype>") and (op, "sweep:<dtype>:edges") for every ``sweep_ops`` op and
     ``SWEEP_DTYPES`` dtype."""
+    ops = sweep_ops()
     return tuple(
-        (op, SWEPT + dtype + kind)
-        for kind in ("", EDGES)
-        for dtype in SWEEP_DTYPES
-        for op in sweep_ops()
+        (op, SWEPT + dtype + kind) for kind in ("", EDGES) for dtype in SWEEP_DTYPES for op in ops
     )
 
 

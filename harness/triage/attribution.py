@@ -196,7 +196,7 @@ class Attributor:
             return "inconclusive: " + ", ".join(sorted({f.kind for f in judgement.findings}))
         return "passes"
 
-    def _interpreter_fails(
+    def _interpreter_layer(
         self, probe: Case, finding: Finding, evidence: dict[str, str]
     ) -> tuple[str, str]:
         """``_interpreter_fails``, except that a relation the graph breaks while the
@@ -377,7 +377,7 @@ class Attributor:
         probe = case.on((backend,))
         evidence = {"graph-numpy": self.verdict(probe, finding, "graph-numpy", only)}
         if evidence["graph-numpy"] == "fails":
-            layer, detail = self._interpreter_fails(probe, finding, evidence)
+            layer, detail = self._interpreter_layer(probe, finding, evidence)
             return Attribution(layer, backend, detail, evidence)
         evidence[backend] = self.verdict(probe, finding, backend, only)
         if evidence[backend] != "fails":
@@ -525,7 +525,7 @@ class Attributor:
             return Attribution(layer, backend, detail, evidence, dict(mlir))
 
         if check("graph-numpy") == "fails":
-            return done(*self._interpreter_fails(probe, finding, evidence))
+            return done(*self._interpreter_layer(probe, finding, evidence))
         family, level = split_level(backend)
         # NAME+mlir-runtime@O<n>, the canonical order (``cpu-loops@O0+mlir-runtime`` was no
         # target once: the check was inconclusive for every default session's backends).

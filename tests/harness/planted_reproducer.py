@@ -1,5 +1,6 @@
-"""A planted bug's reproducer, run with the bug and without it (the slow tests that check "a
-reproducer fails exactly where the oracle does" for one layer each)."""
+"""Planted bugs for the slow tests: a script run against a scratch compiler with the bug
+(``last_line_with``), and a planted bug's reproducer run with the bug and without it (the tests
+that check "a reproducer fails exactly where the oracle does" for one layer each)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,24 @@ import sys
 from pathlib import Path
 
 from harness.selftest import Mutation, apply, scratch_environment
+
+
+def last_line_with(
+    mutation: Mutation, tmp_path: Path, script: str, *args: str, timeout: float = 300
+) -> str:
+    """Plant ``mutation`` in a scratch compiler under ``tmp_path``, run ``script`` (Python
+    source) with ``args`` against it, and return the last line it printed (it must exit 0)."""
+    scratch = apply(mutation, tmp_path / mutation.name)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=tmp_path,
+        env=scratch_environment(scratch),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip().splitlines()[-1]
 
 
 def run_with_and_without(

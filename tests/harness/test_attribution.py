@@ -5,13 +5,12 @@ reduced module that still crashes)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from planted_reproducer import last_line_with
 
-from harness.selftest import Mutation, apply, scratch_environment
+from harness.selftest import Mutation
 
 _ATTRIBUTE = """
 import json, sys
@@ -233,21 +232,6 @@ PLANTS = {
 }
 
 
-def _run_planted(mutation: Mutation, tmp_path: Path, script: str, *args: str) -> dict:
-    """Run ``script`` (printing JSON last) against a scratch copy with ``mutation`` applied."""
-    scratch = apply(mutation, tmp_path / "src")
-    proc = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        cwd=tmp_path,
-        env=scratch_environment(scratch),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("layer", sorted(PLANTS))
 def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
@@ -259,7 +243,7 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
     spec = json.dumps(
         {"program": _program(build), "backends": backends, "inputs": _INPUTS.get(layer, {})}
     )
-    result = _run_planted(mutation, tmp_path, _ATTRIBUTE, spec)
+    result = json.loads(last_line_with(mutation, tmp_path, _ATTRIBUTE, spec, timeout=600))
     assert result["findings"], f"the planted {layer} bug was not found"
     attribution = result["attribution"]
     assert attribution["layer"] == expected, attribution
@@ -325,7 +309,7 @@ def test_a_relation_the_graph_breaks_by_being_wrong_is_a_frontend_bug(tmp_path: 
         "keepdims) ** 2\n",
         "var as E[x^2] - E[x]^2",
     )
-    result = _run_planted(mutation, tmp_path, _RELATION_ATTRIBUTE)
+    result = json.loads(last_line_with(mutation, tmp_path, _RELATION_ATTRIBUTE, timeout=600))
     assert "metamorphic:layer-norm-shift" in result["oracles"], result
     attribution = result["attribution"]
     assert attribution["layer"] == "frontend", attribution

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from planted_reproducer import last_line_with
 
 from harness.case import Case
 from harness.run.runner import Runner
@@ -112,25 +113,11 @@ _COMPOSITE_CASES = {
 }
 
 
-def _findings_in_scratch(mutation: Mutation, tmp_path: Path, script: str, *args: str) -> str:
-    scratch = apply(mutation, tmp_path / mutation.name)
-    proc = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        cwd=tmp_path,
-        env=scratch_environment(scratch),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout.strip().splitlines()[-1]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("mutation", SHARED_DEFINITION_BUGS, ids=lambda m: m.name)
 def test_a_bug_in_the_shared_definition_is_caught(mutation: Mutation, tmp_path: Path) -> None:
     case = json.dumps(_COMPOSITE_CASES[mutation.name])
-    findings = json.loads(_findings_in_scratch(mutation, tmp_path, _EVALUATE, case))
+    findings = json.loads(last_line_with(mutation, tmp_path, _EVALUATE, case))
     assert findings, f"{mutation.name} went unseen"
     assert {oracle for _, oracle in findings} <= {"spec", "metamorphic:layer-norm-shift"}
 
@@ -218,7 +205,7 @@ OUTPUT_REUSE = Mutation(
 
 @pytest.mark.slow
 def test_reused_output_buffers_are_caught_by_the_repeat_check(tmp_path: Path) -> None:
-    findings = json.loads(_findings_in_scratch(OUTPUT_REUSE, tmp_path, _REPEAT))
+    findings = json.loads(last_line_with(OUTPUT_REUSE, tmp_path, _REPEAT))
     assert ["aliasing", "determinism"] in findings, findings
 
 
@@ -255,7 +242,7 @@ BROADCAST = Mutation(
 @pytest.mark.slow
 def test_a_fuzz_session_reports_a_regression_of_a_fixed_entry(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
-    saved = Path(_findings_in_scratch(BROADCAST, tmp_path, _SAVE_FIXED, str(corpus)))
+    saved = Path(last_line_with(BROADCAST, tmp_path, _SAVE_FIXED, str(corpus)))
     assert json.loads(saved.read_text())["status"] == "fixed"
     scratch = tmp_path / BROADCAST.name  # the bug is back in this copy of the compiler
     command = fuzz_command(corpus, 3, 1, "--no-database", "--no-jax", "--backends", "cpu-loops")
