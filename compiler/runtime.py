@@ -225,15 +225,31 @@ def blas_calls() -> int:
 JIT_CODEGEN_ARGUMENTS = ("-O2", "-code-model=large")
 
 
+_LOADED: list[ctypes.CDLL] = []
+_LOADED_LOCK = threading.Lock()
+
+
+def load_runtime_libraries() -> None:
+    """Load the runtime libraries into this process once, with their symbols global: every
+    engine resolves symbols through the process (as it does libc's), so it finds theirs too.
+    Given to each engine as ``shared_libs`` instead, they cost ~5 ms more a JIT (each engine
+    loads and searches them again), and they were already global after the first."""
+    with _LOADED_LOCK:
+        if not _LOADED:
+            loaded = [ctypes.CDLL(path, mode=os.RTLD_GLOBAL) for path in runtime_libraries()]
+            _LOADED.extend(loaded)
+
+
 def make_engine(module: Any, opt_level: int, instrument: bool = False) -> Any:
     """An ExecutionEngine for ``module`` with every runtime library loaded, whatever the module
     declares: LLVM's code generation adds calls of its own (bfloat16 conversions become
     ``__truncsfbf2``), which only the loaded libraries resolve. Loading them only for modules
-    that declared a missing symbol saved ~10 ms a JIT and crashed every bfloat16 program.
-    ``instrument``: see ``instrument_engine``."""
+    that declared a missing symbol crashed every bfloat16 program. ``instrument``: see
+    ``instrument_engine``."""
     from mlir.execution_engine import ExecutionEngine
 
-    engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=list(runtime_libraries()))
+    load_runtime_libraries()
+    engine = ExecutionEngine(module, opt_level=opt_level)
     # opt_level: LLVM's IR passes only; code generation is JIT_CODEGEN_ARGUMENTS' at every level.
     if instrument:
         instrument_engine(engine)

@@ -205,8 +205,8 @@ PLANTS = {
         Mutation(
             "no-runtime-libraries",
             "runtime.py",
-            "shared_libs=list(runtime_libraries())",
-            "shared_libs=[]",
+            "for path in runtime_libraries()]",
+            "for path in ()]",
             "engines load no runtime library (OpenBLAS's gemm among them)",
         ),
         _float32_matmul,
