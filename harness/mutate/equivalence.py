@@ -36,12 +36,20 @@ INVALID = 50
 #: Of the valid programs, how many are compiled and run on every backend (~80 ms CPU each, per
 #: backend: this is what bounds the check to ~20 s of CPU per likely-equivalent mutant).
 RUNS = 64
+#: Jit sequences (calls of one jitted function: other dtypes, statics, captured arrays), each
+#: run call by call on one backend: the ``@jit`` layer's specialization cache and argument
+#: handling, which programs alone never reach (a mutant of the static arguments' equality
+#: was "unreached" without them, and a session kills it in 10 s).
+SEQUENCES = 24
 #: ``--sample``: the full sample, or a small one for a quick look (no op sweep: a mutant of an
 #: op the random draws miss passes for equivalent there, and is reported as such).
 SAMPLES = {
-    "full": {"programs": PROGRAMS, "invalid": INVALID, "runs": RUNS, "sweep": True},
-    "small": {"programs": 60, "invalid": 10, "runs": 12, "sweep": False},
-}
+    "full": {
+        "programs": PROGRAMS, "invalid": INVALID, "runs": RUNS, "sweep": True,
+        "sequences": SEQUENCES,
+    },
+    "small": {"programs": 60, "invalid": 10, "runs": 12, "sweep": False, "sequences": 4},
+}  # fmt: skip
 
 
 def _collect(strategy: Any, n: int) -> list[tuple[Any, list]]:
@@ -94,12 +102,16 @@ def build_sample(
     runs: int = RUNS,
     backends: Sequence[str] = CPU_BACKENDS,
     sweep: bool = True,
+    sequences: int = SEQUENCES,
 ) -> dict[str, Any]:
-    """The sample: the op sweep (unless ``sweep`` is false) and derandomized Hypothesis draws
+    """The sample: the op sweep (unless ``sweep`` is false), derandomized Hypothesis draws
     (the same programs every time, for a given Hypothesis version and primitive table),
-    deduplicated."""
+    deduplicated, and ``sequences`` jit sequences."""
     from strategies import input_values, invalid_programs, samples
     from strategies import programs as program_strategy
+    from strategies.gen.sequences import jit_sequences
+
+    from ..case import encode_array
 
     valid = _collect(
         samples(program_strategy(max_nodes=4)).map(lambda s: (s.program, list(s.inputs))), programs
@@ -122,6 +134,9 @@ def build_sample(
             if key not in seen:
                 seen.add(key)
                 items.append(item)
+    for sequence in _collect(jit_sequences(), sequences) if sequences else []:
+        data = sequence.to_dict(encode_array)
+        items.append({"kind": "sequence", "subject": data, "inputs": [], "run": False})
     return {"items": items, "runs": runs, "backends": list(backends)}
 
 
@@ -207,12 +222,14 @@ class Checker:
     def describe(self) -> str:
         items = self.sample["items"]
         valid = sum(1 for item in items if item["kind"] == "program")
+        invalid = sum(1 for item in items if item["kind"] == "invalid")
+        sequences = len(items) - valid - invalid
         swept = sum(1 for item in items if item.get("run"))
         runs = min(self.sample["runs"], valid - swept)
         return (
-            f"{valid} programs + {len(items) - valid} invalid programs emitted, {swept} of them "
+            f"{valid} programs + {invalid} invalid programs emitted, {swept} of them "
             f"(the op sweep) + {runs} compiled and run on {', '.join(self.sample['backends'])}; "
-            "the original took "
+            f"{sequences} jit sequences called on one of them each; the original took "
             f"{self.reference_seconds:.0f} s (two runs at once)"
             + (f"; {len(self.unstable)} unstable digests ignored" if self.unstable else "")
         )

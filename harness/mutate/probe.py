@@ -5,7 +5,8 @@ the compiler (a failure there is a *stillborn* mutant), then for every sample pr
 what the compiler emits (``jit(fn).emit``) and, for ``runs`` of the valid programs, every
 stage's text and the outputs on each CPU backend. Without a reference it writes every digest;
 with one it stops at the first digest that differs (a live mutant usually differs within the
-first programs, so only likely-equivalent mutants pay for the whole sample). ``--lines FILE``
+first programs, so only likely-equivalent mutants pay for the whole sample). The sample's jit
+sequences are called in order on one backend each, as a session calls them. ``--lines FILE``
 also records which lines of the compiler the sample ran (a mutant elsewhere is *unreached*).
 """
 
@@ -95,6 +96,9 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
     subjects: list[Any] = []
     for i, item in enumerate(sample["items"]):
         subject = None
+        if item["kind"] == "sequence":
+            subjects.append(None)
+            continue
         try:
             cls = Program if item["kind"] == "program" else InvalidProgram
             subject = cls.from_dict(item["subject"])
@@ -122,6 +126,36 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
                 stages, outputs = _error(error), "-"
             yield f"{i}:{backend}:stages", digest(stages)
             yield f"{i}:{backend}:outputs", digest(outputs)
+    sequences = [i for i, item in enumerate(sample["items"]) if item["kind"] == "sequence"]
+    for position, i in enumerate(sequences):
+        backend = sample["backends"][position % len(sample["backends"])]
+        yield from _sequence_observations(i, sample["items"][i]["subject"], backend)
+
+
+def _sequence_observations(index: int, data: Any, backend: str) -> Iterator[tuple[str, str]]:
+    """A jit sequence's calls in order on ``backend`` (``harness.run.worker.run_sequence``, as
+    a session runs them): what the cache did (traced, outputs overwritten) and the answers."""
+    from harness.case import Case, decode_array
+    from harness.run.worker import run_sequence
+    from strategies.model.sequence import JitSequence
+
+    calls: Any
+    try:
+        case = Case.from_sequence(JitSequence.from_dict(data, decode_array), (backend,))
+        results = run_sequence(case, backend)
+        calls = [
+            (r.status, r.error_type, r.traced, r.independent, r.alone and r.alone.status)
+            for r in results
+        ]
+        outputs: Any = [
+            (r.output if r.ok else _ADDRESS.sub("0x?", r.message)[:2000],
+             r.alone and (r.alone.output if r.alone.ok else r.alone.error_type))
+            for r in results
+        ]  # fmt: skip
+    except Exception as error:  # noqa: BLE001 - a mutant may raise anything
+        calls, outputs = _error(error), "-"
+    yield f"{index}:{backend}:calls", digest(calls)
+    yield f"{index}:{backend}:outputs", digest(outputs)
 
 
 def trace_lines(root: str) -> set[tuple[str, int]]:

@@ -147,7 +147,7 @@ def test_the_op_sweep_runs_every_op_in_every_dtype_it_takes() -> None:
 @pytest.mark.slow
 def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     baseline = copy_compiler(tmp_path / "baseline")
-    sample = build_sample(programs=40, invalid=10, runs=6, sweep=False)
+    sample = build_sample(programs=40, invalid=10, runs=6, sweep=False, sequences=8)
     # A float add that always runs: which of the drawn programs run changes with the strategies
     # (a new value regime left no float add among them, and the addf mutant's outputs matched).
     from strategies.model import ProgramBuilder
@@ -167,6 +167,10 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     tensor = (ROOT / "compiler/frontend/tensor.py").read_text().splitlines()
     dispatch = next(i for i, text in enumerate(tensor, 1) if "handler = _ufuncs()" in text)
     assert checker.reached("compiler/frontend/tensor.py", dispatch, "")
+    # A static argument's equality, which only a jit sequence's calls reach.
+    pytree = (ROOT / "compiler/frontend/pytree.py").read_text().splitlines()
+    equality = next(i for i, text in enumerate(pytree, 1) if "self.key == other.key" in text)
+    assert checker.reached("compiler/frontend/pytree.py", equality, "")
     iree = (ROOT / "compiler/iree.py").read_text().splitlines()
     command = next(i for i, text in enumerate(iree, 1) if "proc = subprocess.run(" in text)
     assert not checker.reached("compiler/iree.py", command, "")
@@ -179,6 +183,8 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
         "ir-only": ("compiler/lower/emit.py", 'KERNEL = "', 'KERNEL = "renamed_'),
         # Arguments keep their strides: wrong only on the inputs the runs lay out otherwise.
         "abi": ("compiler/api.py", 'np.require(np.asarray(value), requirements="C")', "value"),
+        # Every call with a static argument traces again: the answers stay right.
+        "static": ("compiler/frontend/pytree.py", "self.key == other.key", "self.key != other.key"),
     }
     verdicts = {}
     for name, (file, old, new) in cases.items():
@@ -190,6 +196,7 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     assert verdicts["stillborn"].status == "stillborn", verdicts["stillborn"]
     assert verdicts["ir-only"].status == "live", verdicts["ir-only"]
     assert verdicts["abi"].status == "live", verdicts["abi"]
+    assert verdicts["static"].status == "live", verdicts["static"]
     for name, expected in (("ir-only", "outputs identical"), ("addf", "outputs differ")):
         scratch, mutant = _by_hand(baseline, *cases[name], name + "-outputs")
         assert checker.outputs_differ(scratch, [mutant.module], name).startswith(expected)
