@@ -125,30 +125,53 @@ def _counting(gemm: str, element: str) -> str:
   }}"""
 
 
+def _count_block(pointer: str, operation: str) -> str:
+    """Add one to (``add``) or take one from (``sub``) ``@live_blocks`` if ``pointer`` is not
+    null (a null block was never allocated, and freeing it does nothing)."""
+    return f"""
+    %null = llvm.mlir.zero : !llvm.ptr
+    %real = llvm.icmp "ne" {pointer}, %null : !llvm.ptr
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %none = llvm.mlir.constant(0 : i64) : i64
+    %step = llvm.select %real, %one, %none : i1, i64
+    %live = llvm.mlir.addressof @live_blocks : !llvm.ptr
+    %was = llvm.atomicrmw {operation} %live, %step seq_cst : !llvm.ptr, i64"""
+
+
 def _poisoning(allocator: str, parameters: str, types: str) -> str:
-    """A wrapper of ``allocator`` that fills what it returns with ``POISON_BYTE``."""
+    """A wrapper of ``allocator`` that fills what it returns with ``POISON_BYTE`` and counts
+    the block as live."""
     arguments = ", ".join(p.split(":")[0] for p in parameters.split(", "))
     return f"""
   llvm.func @{allocator}({types}) -> !llvm.ptr
   llvm.func @poison_{allocator}({parameters}) -> !llvm.ptr {{
-    %p = llvm.call @{allocator}({arguments}) : ({types}) -> !llvm.ptr
+    %p = llvm.call @{allocator}({arguments}) : ({types}) -> !llvm.ptr{_count_block("%p", "add")}
     %byte = llvm.mlir.constant({POISON_BYTE - 256} : i8) : i8
     "llvm.intr.memset"(%p, %byte, %size) <{{isVolatile = false}}> : (!llvm.ptr, i8, i64) -> ()
     llvm.return %p : !llvm.ptr
   }}"""
 
 
+#: A wrapper of ``free`` that counts the block as freed.
+_COUNTING_FREE = f"""
+  llvm.func @free(!llvm.ptr)
+  llvm.func @counting_free(%p: !llvm.ptr) {{{_count_block("%p", "sub")}
+    llvm.call @free(%p) : (!llvm.ptr) -> ()
+    llvm.return
+  }}"""
+
 #: What instrumented kernels call instead of the libraries' functions (name: wrapper).
 _WRAPPERS = {
     "malloc": "poison_malloc",
     "aligned_alloc": "poison_aligned_alloc",
+    "free": "counting_free",
     "scipy_cblas_sgemm": "counting_scipy_cblas_sgemm",
     "scipy_cblas_dgemm": "counting_scipy_cblas_dgemm",
 }
 #: The pointers to the real gemm functions that the counting wrappers call.
 _SLOTS = {name: f"real_{name}" for name in _WRAPPERS if "gemm" in name}
 #: The symbols of the instruments module whose addresses ``addresses`` stores, in its order.
-_EXPORTED = (*_WRAPPERS.values(), *_SLOTS.values(), "blas_calls")
+_EXPORTED = (*_WRAPPERS.values(), *_SLOTS.values(), "blas_calls", "live_blocks")
 
 
 def _wrappers_module() -> str:
@@ -166,8 +189,10 @@ def _wrappers_module() -> str:
         [
             "module {",
             "  llvm.mlir.global internal @blas_calls(0 : i64) {addr_space = 0 : i32} : i64",
+            "  llvm.mlir.global internal @live_blocks(0 : i64) {addr_space = 0 : i32} : i64",
             _poisoning("malloc", "%size: i64", "i64"),
             _poisoning("aligned_alloc", "%alignment: i64, %size: i64", "i64, i64"),
+            _COUNTING_FREE,
             _counting("scipy_cblas_sgemm", "f32"),
             _counting("scipy_cblas_dgemm", "f64"),
             "  llvm.func @addresses(%out: !llvm.ptr) {",
@@ -206,6 +231,16 @@ def _instruments() -> dict[str, int]:
             _INSTRUMENTS_KEPT.extend((context, engine))
             _INSTRUMENTS.update(zip(_EXPORTED, found, strict=True))
         return _INSTRUMENTS
+
+
+def live_blocks() -> int:
+    """Heap blocks instrumented kernels of this process have allocated and not freed (read it
+    before and after a call: a kernel writes its results into buffers it is given, so every
+    block it allocates is a temporary, and a call that ends with more live than it began with
+    leaked them; fewer: it freed a block it never allocated)."""
+    if not _INSTRUMENTS:
+        return 0
+    return ctypes.c_int64.from_address(_INSTRUMENTS["live_blocks"]).value
 
 
 def blas_calls() -> int:
@@ -400,6 +435,8 @@ __all__ = [
     "instrument_engine",
     "instrumented",
     "instrumenting",
+    "live_blocks",
+    "load_runtime_libraries",
     "make_engine",
     "output_buffers",
     "poison_globals",

@@ -146,6 +146,15 @@ MUTATIONS = (
         "every result may be computed in its output buffer (MLIR's empty tensor elimination then "
         "copies one result out twice)",
     ),
+    # Every answer stays right: only the memory oracle counts the blocks a kernel leaves behind.
+    Mutation(
+        "no-deallocation",
+        "pipelines.py",
+        'BUFFERIZED = Stage("bufferized", BUFFERIZE, ',
+        'BUFFERIZED = Stage("bufferized", BUFFERIZE.replace('
+        '"buffer-deallocation-pipeline, ", ""), ',
+        "the bufferized stage runs no deallocation: cpu-loops' and cpu-blas' temporaries leak",
+    ),
 )
 
 

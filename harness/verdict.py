@@ -151,4 +151,33 @@ def blas(compiled: Any, *inputs: Any) -> int:
     return 1
 
 
-__all__ = ["blas", "differential", "error_path", "judge_output", "spec", "vectorized"]
+def memory(compiled: Any, *inputs: Any) -> int:
+    """Print the memory oracle's verdict on an instrumented compilation (``compiled``, made
+    with ``COMPILER_INSTRUMENT=1`` set): call it once on ``inputs``; return 1 if the call left
+    heap blocks it allocated unfreed (or freed more than it allocated), else 0."""
+    from compiler.runtime import live_blocks
+
+    native = getattr(getattr(compiled, "artifacts", None), "native", None)
+    if getattr(native, "instrumented", False) is not True:
+        print("the kernel is not instrumented: set COMPILER_INSTRUMENT=1", file=sys.stderr)
+        return 1
+    before = live_blocks()
+    compiled(*inputs)
+    leaked = live_blocks() - before
+    if leaked == 0:
+        print("ok: every heap block the call allocated was freed")
+        return 0
+    said = f"FAILS the memory oracle: {leaked:+d} heap block(s) live after the call"
+    print(said, file=sys.stderr)
+    return 1
+
+
+__all__ = [
+    "blas",
+    "differential",
+    "error_path",
+    "judge_output",
+    "memory",
+    "spec",
+    "vectorized",
+]

@@ -7,7 +7,8 @@ sequence of calls of one jitted function; each metamorphic relation
 definition against independent implementations); ``spelling`` every valid program that another
 spelling reaches through other frontend code (that spelling's traced graph, interpreted by
 NumPy); ``schedule`` every case on ``cpu-vector`` (its structured ops vectorized); ``blas``
-every case on a backend with a BLAS stage (the gemm calls it promises are made); ``tupled``
+every case on a backend with a BLAS stage (the gemm calls it promises are made); ``memory``
+every case (an instrumented kernel frees every heap block it allocates); ``tupled``
 an eighth of the programs (called twice in one function, and returning several of their
 values: each result as alone); ``intermediate`` an eighth of the programs of two or more
 equations (one value inside, as its own program's output, judged by ``differential``). A new
@@ -20,6 +21,7 @@ from . import (  # noqa: F401 - registration
     differential,
     error_path,
     intermediate,
+    memory,
     metamorphic,
     schedule,
     sequence,

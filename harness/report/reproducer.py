@@ -208,6 +208,11 @@ def reproducer(case: Case, finding: Any) -> str:
             "blas",
             ", {names}",
         ),
+        "memory": (
+            "the heap blocks one call allocates against those it frees. Exit 1: they differ.",
+            "memory",
+            ", {names}",
+        ),
     }
     if finding.oracle in on_compiled and case.invalid is None:
         says, verdict, arguments = on_compiled[finding.oracle]

@@ -104,6 +104,9 @@ class BackendResult:
     # Gemm calls (promised, made) in the first call, for an instrumented kernel of a backend
     # with a BLAS stage (the blas oracle's).
     blas: tuple[int, int] | None = None
+    # Heap blocks the first call of an instrumented kernel allocated and did not free (the
+    # memory oracle's; ``compiler.runtime.live_blocks``); None where not counted.
+    leaked: int | None = None
     # The program called twice in one function (the tupled oracle's): "" where both results
     # were each call's own, else what differed; None where not checked.
     tupled: str | None = None

@@ -161,7 +161,7 @@ def run_backend(
     ``recompile``: the repeat checks include a fresh compile; ``tupled``: the first set also
     runs through the tupled oracle's functions with several results (``oracles.tupled``)."""
     import compiler
-    from compiler.runtime import blas_calls
+    from compiler.runtime import blas_calls, live_blocks
 
     mark = mark or (lambda backend, stage: None)
     shared = fn is not None
@@ -175,9 +175,9 @@ def run_backend(
             mark(backend, "trace")
             compiled = fn.compile(*inputs, target=backend)
             mark(backend, "run")
-            calls = blas_calls()
+            calls, live = blas_calls(), live_blocks()
             output = compiled(*inputs)
-            calls = blas_calls() - calls
+            calls, live = blas_calls() - calls, live_blocks() - live
         except Exception as error:  # noqa: BLE001 - the harness classifies every failure
             results.append(failure(backend, error))
             if results[-1].status == "unsupported" and _refused_by_tracing(fn, inputs):
@@ -191,6 +191,8 @@ def run_backend(
             linked = ["llvm-linked"] if notes.get("linked") else []
             result.shared_stages = ",".join([*filter(None, [notes.get("shared", "")]), *linked])
             result.blas = _blas(compiled, calls)
+            native = getattr(getattr(compiled, "artifacts", None), "native", None)
+            result.leaked = live if getattr(native, "instrumented", False) is True else None
         if repeat and index == 0:
             try:
                 _repeat_checks(fn, inputs, backend, output, result, recompile)

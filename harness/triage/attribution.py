@@ -258,6 +258,8 @@ class Attributor:
                     "schedule; it runs as scalar loops"
                 ),
             )
+        if finding.oracle == "memory":
+            return self._memory(case, finding)
         if finding.oracle == "blas":
             return Attribution(
                 "blas",
@@ -452,6 +454,42 @@ class Attributor:
             backend,
             f"{pinned.get('kind')} in {name} ({stage} stage of {backend_family(backend)})",
             mlir=info,
+        )
+
+    def _memory(self, case: Case, finding: Finding) -> Attribution:
+        """A kernel that leaks heap blocks (or frees one it does not own): the evidence is how
+        many ``memref.alloc`` and deallocations each stage from bufferization on holds, so the
+        stage where the frees go missing (or appear) can be read off."""
+        backend = finding.backends[0] if finding.backends else ""
+        evidence: dict[str, str] = {}
+        if self.runner is not None and _ours(backend) is not None:
+            task = Task(case, (backend_family(backend),), kind="artifacts", before=LLVM)
+            outcome = self.runner.worker.run(task)
+            texts = outcome.value.artifacts.get("stages", {}) if outcome.status == "ok" else {}
+            for stage, text in texts.items():
+                if "memref." not in text and "llvm.call @" not in text:
+                    continue  # still tensors: nothing is allocated yet
+                allocs = text.count("memref.alloc(") + text.count("memref.alloc()")
+                frees = text.count("memref.dealloc ") + text.count("bufferization.dealloc ")
+                calls = text.count("@malloc(") + text.count("@aligned_alloc(")
+                evidence[f"stage {stage}"] = f"{allocs} memref.alloc, {frees} deallocations" + (
+                    f", {calls} allocator calls, {text.count('@free(')} frees" if calls else ""
+                )
+        freed_extra = finding.kind == "bad-free"
+        return Attribution(
+            "deallocation",
+            backend,
+            (
+                "the kernel frees heap memory it did not allocate"
+                if freed_extra
+                else "a heap temporary the kernel allocates is never freed"
+            )
+            + ": bufferization's ownership-based deallocation (buffer-deallocation-pipeline in "
+            "the bufferized stage, cpu-vector's deallocated stage), its place in "
+            "compiler/pipelines.py, or a stage after it that allocates (compiler/lower/blas.py, "
+            "compiler/vector/memory.py); the evidence counts allocations and deallocations "
+            "per stage",
+            evidence,
         )
 
     def _pin_llvm(self, case: Case, backend: str) -> Attribution:

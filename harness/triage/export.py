@@ -46,6 +46,8 @@ OWNERS = {
     "vectorizer": "LLVM/MLIR upstream or this project: MLIR's linalg vectorizer declined an op "
     "cpu-vector planned (a limitation to confirm upstream, or a plan it cannot take)",
     "runtime": "this project: compiler/runtime.py (the calling convention)",
+    "deallocation": "this project or LLVM/MLIR upstream: the kernel's heap temporaries "
+    "(bufferization's buffer-deallocation-pipeline, and where compiler/pipelines.py runs it)",
     "xla": "XLA upstream (github.com/openxla/xla: the CPU compiler behind jax.jit)",
     "iree": "IREE upstream (github.com/iree-org/iree: iree-compile's llvm-cpu target or its "
     "runtime)",

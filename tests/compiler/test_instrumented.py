@@ -17,6 +17,7 @@ from compiler.runtime import (
     blas_calls,
     instrumented,
     instrumenting,
+    live_blocks,
     make_engine,
     output_buffers,
     poison_globals,
@@ -66,6 +67,39 @@ def test_poisoned_allocations_and_globals_read_as_nan_and_minus_one():
     assert np.isnan(real)
     # Unpoisoned, the undefined global is a zeroed page of the JIT's image.
     assert _read_before_writing(poison=False)[1] == 0.0
+
+
+#: Allocates three blocks (one of them of no bytes: NULL or a block, as malloc chooses), frees
+#: two of them and a NULL pointer.
+_LEAVES_ONE_BLOCK = """
+module {
+  llvm.func @malloc(i64) -> !llvm.ptr
+  llvm.func @free(!llvm.ptr)
+  llvm.func @run() {
+    %size = llvm.mlir.constant(64 : i64) : i64
+    %a = llvm.call @malloc(%size) : (i64) -> !llvm.ptr
+    %b = llvm.call @malloc(%size) : (i64) -> !llvm.ptr
+    llvm.call @free(%a) : (!llvm.ptr) -> ()
+    %null = llvm.mlir.zero : !llvm.ptr
+    llvm.call @free(%null) : (!llvm.ptr) -> ()
+    llvm.return
+  }
+}
+"""
+
+
+def test_instrumented_kernels_count_the_blocks_they_leave_allocated():
+    """``live_blocks`` rises by what an instrumented call allocated and did not free (a NULL
+    free counts for nothing); a kernel that is not instrumented is not counted."""
+    from mlir import ir
+
+    for instrument, grows in ((True, 1), (False, 0)):
+        with ir.Context():
+            engine = make_engine(ir.Module.parse(_LEAVES_ONE_BLOCK), 0, instrument)
+            run = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("run"))
+            before = live_blocks()
+            run((ctypes.c_void_p * 0)())
+            assert live_blocks() - before == grows
 
 
 def test_poison_globals_initializes_only_undefined_globals():

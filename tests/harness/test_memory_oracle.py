@@ -1,0 +1,115 @@
+"""The memory oracle: an instrumented kernel frees every heap block it allocates before it
+returns (it writes its results into buffers it is given), whatever the values say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from planted_reproducer import run_with_and_without
+
+from harness.selftest import Mutation
+
+
+def _keep_the_row_sums(b):
+    """``x - x.sum(axis=1, keepdims=True)``: the row sums are a temporary buffer."""
+    x = b.input((3, 5), "float32")
+    return b.build(b.node("subtract", x, b.node("sum", x, axis=1, keepdims=True)))
+
+
+def test_blocks_left_allocated_are_a_leak_and_extra_frees_a_bad_free() -> None:
+    from harness.case import Case
+    from harness.oracles.base import Judgement, Observation
+    from harness.oracles.memory import Memory
+    from harness.run.task import BackendResult
+    from harness.triage.attribution import Attributor
+    from harness.triage.export import owner
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    case = Case(_keep_the_row_sums(b), [np.ones((3, 5), np.float32)])
+    results = [
+        BackendResult("cpu-loops@O0", "ok", leaked=2),
+        BackendResult("cpu-blas@O0", "ok", leaked=0),
+        BackendResult("cpu-vector@O0", "ok", leaked=-1),
+        BackendResult("xla-cpu", "ok"),  # not counted
+        BackendResult("cpu-loops-unfused@O0", "compiler-error", leaked=3),  # no answer
+    ]
+    found = Memory().judge(Observation(case, results, {}, Judgement()), [])
+    assert [(f.kind, f.backends) for f in found] == [
+        ("leak", ("cpu-loops@O0",)),
+        ("bad-free", ("cpu-vector@O0",)),
+    ]
+    assert "2 heap block(s)" in found[0].detail and "1 more heap block(s)" in found[1].detail
+    attribution = Attributor(None).attribute(case, found[1])
+    assert attribution.layer == "deallocation" and "buffer-deallocation" in owner("deallocation")
+
+
+def test_the_worker_counts_what_each_instrumented_kernel_leaves_allocated() -> None:
+    """Every CPU backend frees its temporaries (a program with a row reduction that fusion
+    cannot absorb, unfused too); a backend not running our kernels is not counted."""
+    from harness.case import Case
+    from harness.run.task import Task
+    from harness.run.worker import execute
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = _keep_the_row_sums(b)
+    inputs = [np.arange(15, dtype=np.float32).reshape(3, 5)]
+    backends = (
+        "cpu-loops@O0", "cpu-blas@O0", "cpu-loops-unfused@O0", "cpu-vector@O0",
+        "cpu-loops+mlir-runtime", "xla-cpu",
+    )  # fmt: skip
+    results = execute(Task(Case(program, inputs, backends))).results
+    assert all(r.ok for r in results), [(r.backend, r.message) for r in results]
+    assert {r.backend: r.leaked for r in results} == {
+        **{backend: 0 for backend in backends[:-1]},
+        "xla-cpu": None,
+    }
+
+
+_MAKE = """
+import sys
+import numpy as np
+from harness.case import Case
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from harness.triage.attribution import Attributor
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+x = b.input((3, 5), "float32")
+program = b.build(b.node("subtract", x, b.node("sum", x, axis=1, keepdims=True)))
+inputs = [np.arange(15, dtype=np.float32).reshape(3, 5)]
+case = Case(program, inputs, ("cpu-loops@O0",))
+with Runner(None, use_jax=False) as runner:
+    judgement = runner.evaluate(case)
+    (finding,) = judgement.findings  # the values are right: only the memory oracle sees it
+    assert (finding.kind, finding.oracle, finding.backends) == (
+        "leak", "memory", ("cpu-loops@O0",)), finding
+    attribution = Attributor(runner).attribute(case, finding)
+    assert attribution.layer == "deallocation", attribution
+    assert attribution.evidence["stage bufferized"].endswith(" 0 deallocations"), attribution
+open(sys.argv[1], "w").write(reproducer(case, finding))
+"""
+
+
+@pytest.mark.slow
+def test_a_pipeline_without_deallocation_is_found_and_reproduced(tmp_path: Path) -> None:
+    """The deallocation pipeline planted out of the bufferized stage: every answer stays right,
+    every temporary leaks. A ``leak`` finding attributed to ``deallocation``, whose reproducer
+    fails with the bug and passes without it."""
+    mutation = Mutation(
+        "no-deallocation",
+        "pipelines.py",
+        'BUFFERIZED = Stage("bufferized", BUFFERIZE, ',
+        'BUFFERIZED = Stage("bufferized", BUFFERIZE.replace('
+        '"buffer-deallocation-pipeline, ", ""), ',
+        "the bufferized stage runs no deallocation: temporaries are never freed",
+    )
+    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE)
+    assert "from harness.verdict import memory" in text
+    assert "COMPILER_INSTRUMENT" in text
+    assert with_bug.returncode == 1 and "FAILS the memory" in with_bug.stderr, with_bug.stderr
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
