@@ -51,3 +51,17 @@ def run_with_and_without(
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     return script.read_text(), with_bug, clean
+
+
+def verdict_fails_only_with_the_bug(
+    tmp_path: Path, mutation: Mutation, make: str, verdict: str
+) -> None:
+    """The reproducer ``make`` writes for a planted bug judges as the oracle ``verdict`` does
+    (``harness.verdict.<verdict>``, on an instrumented kernel): it fails with the bug and passes
+    on the real compiler."""
+    text, with_bug, clean = run_with_and_without(tmp_path, mutation, make)
+    assert f"from harness.verdict import {verdict}" in text
+    assert "COMPILER_INSTRUMENT" in text
+    assert with_bug.returncode == 1, with_bug.stdout + with_bug.stderr[-2000:]
+    assert f"FAILS the {verdict} oracle" in with_bug.stderr, with_bug.stderr
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from planted_reproducer import run_with_and_without
+from planted_reproducer import verdict_fails_only_with_the_bug
 
 from harness.selftest import Mutation
 
@@ -146,8 +146,4 @@ def test_a_helper_that_declines_every_matmul_is_found_and_reproduced(tmp_path: P
         "%{p}_unitr = arith.andi %{p}_c1, %{p}_s1u : i1",
         "the helper takes a matrix as row-major only when it has one column",
     )
-    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE)
-    assert "from harness.verdict import blas" in text
-    assert "COMPILER_INSTRUMENT" in text
-    assert with_bug.returncode == 1 and "FAILS the blas" in with_bug.stderr, with_bug.stderr
-    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
+    verdict_fails_only_with_the_bug(tmp_path, mutation, _MAKE, "blas")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from planted_reproducer import run_with_and_without
+from planted_reproducer import verdict_fails_only_with_the_bug
 
 from harness.selftest import Mutation
 
@@ -108,8 +108,4 @@ def test_a_pipeline_without_deallocation_is_found_and_reproduced(tmp_path: Path)
         '"buffer-deallocation-pipeline, ", ""), ',
         "the bufferized stage runs no deallocation: temporaries are never freed",
     )
-    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE)
-    assert "from harness.verdict import memory" in text
-    assert "COMPILER_INSTRUMENT" in text
-    assert with_bug.returncode == 1 and "FAILS the memory" in with_bug.stderr, with_bug.stderr
-    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
+    verdict_fails_only_with_the_bug(tmp_path, mutation, _MAKE, "memory")
