@@ -14,8 +14,10 @@ process) make it the same every time: their output buffers, every ``malloc``/``a
 of the compiled code and its undefined static buffers hold 0xFF bytes, NaN in every float type
 and -1 in every integer one. They also count their gemm calls (``blas_calls``), so the harness
 can check that a matmul the BLAS stage promises to hand to OpenBLAS got there: a wrong layout
-test in the helper falls back to the loop nest and changes no answer. The fuzzing harness runs
-every kernel so; production code pays for neither.
+test in the helper falls back to the loop nest and changes no answer; and the heap blocks they
+leave allocated (``live_blocks``): a kernel writes its results into buffers it is given, so a
+block still allocated when it returns is a leaked temporary, which changes no answer either. The
+fuzzing harness runs every kernel so; production code pays for none of it.
 """
 
 from __future__ import annotations
@@ -211,7 +213,7 @@ _INSTRUMENTS_LOCK = threading.Lock()
 
 
 def _instruments() -> dict[str, int]:
-    """``_INSTRUMENTS``: the wrappers, the real-gemm slots and the counter, JIT-compiled once
+    """``_INSTRUMENTS``: the wrappers, the real-gemm slots and the counters, JIT-compiled once
     per process."""
     with _INSTRUMENTS_LOCK:
         if not _INSTRUMENTS:
