@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import ops as composites
-from ..dtypes import BOOL
+from ..dtypes import BFLOAT16, BOOL
 from ..dtypes import source as dtype_source
 from . import Attr, Primitive, contraction_depth, printed, register, results, scalar
 from .results import compare_dtype
@@ -113,6 +113,15 @@ def format_key(key: tuple[Any, ...]) -> str:
         return repr(item)
 
     return ", ".join(one(item) for item in key) if key else "()"
+
+
+def _namespace_dtype(dtype: Any) -> str:
+    """``dtype`` as the array namespace names it (``xp.float64``: the compiler's namespace,
+    NumPy and ``jax.numpy`` all have these), so a cast in the array-API spelling reaches the
+    namespace's own dtype objects (a namespace whose ``float64`` was int32 passed every case
+    while casts named NumPy's); bfloat16, which NumPy lacks, as ``ml_dtypes.bfloat16``."""
+    dtype = np.dtype(dtype)
+    return dtype_source(dtype) if dtype == BFLOAT16 else f"xp.{dtype.name}"
 
 
 def _kwargs(attrs: Mapping[str, Any], specs: Mapping[str, Attr]) -> str:
@@ -275,7 +284,7 @@ register(
         "cast",
         1,
         results.astype_infer,
-        *printed(lambda a, attrs: f"xp.astype({a[0]}, {dtype_source(attrs['dtype'])})"),
+        *printed(lambda a, attrs: f"xp.astype({a[0]}, {_namespace_dtype(attrs['dtype'])})"),
         method=lambda a, attrs: f"{a[0]}.astype({dtype_source(attrs['dtype'])})",
         attrs={"dtype": Attr("dtype")},
         scalar=scalar.cast,
