@@ -471,9 +471,9 @@ class Attributor:
                     continue  # still tensors: nothing is allocated yet
                 allocs = text.count("memref.alloc(") + text.count("memref.alloc()")
                 frees = text.count("memref.dealloc ") + text.count("bufferization.dealloc ")
-                calls = text.count("@malloc(") + text.count("@aligned_alloc(")
+                calls = text.count("call @malloc(") + text.count("call @aligned_alloc(")
                 evidence[f"stage {stage}"] = f"{allocs} memref.alloc, {frees} deallocations" + (
-                    f", {calls} allocator calls, {text.count('@free(')} frees" if calls else ""
+                    f", {calls} allocator calls, {text.count('call @free(')} frees" if calls else ""
                 )
         freed_extra = finding.kind == "bad-free"
         return Attribution(
