@@ -69,8 +69,7 @@ def test_poisoned_allocations_and_globals_read_as_nan_and_minus_one():
     assert _read_before_writing(poison=False)[1] == 0.0
 
 
-#: Allocates three blocks (one of them of no bytes: NULL or a block, as malloc chooses), frees
-#: two of them and a NULL pointer.
+#: Allocates two blocks, frees one of them and a NULL pointer.
 _LEAVES_ONE_BLOCK = """
 module {
   llvm.func @malloc(i64) -> !llvm.ptr
