@@ -26,7 +26,6 @@ from typing import Any
 from ..case import CPU_BACKENDS, Case
 from ..corpus import Corpus, Entry
 from ..coverage import novelty
-from ..oracles import ORACLES
 from ..oracles.base import Finding
 from ..run.isolation import die_with_parent, request_stop, stop_requested
 from ..run.runner import Runner, Stats, Stopped
@@ -239,11 +238,12 @@ class Driver(Admission):
         return entry is None or entry.status == "fixed"
 
     def predicate(self, restrict: Finding):
-        """For the minimizer: run a candidate on the failing backends with the finding's oracle."""
-        oracle = restrict.oracle
-        only = (oracle,) if oracle in ORACLES and not ORACLES[oracle].primary else ()
-        if restrict.kind in ("nondeterministic", "retrace", "aliasing"):
-            only = ("determinism",)
+        """For the minimizer: run a candidate on the failing backends with the finding's oracle
+        (forced as a replay forces it: a ``spelling[methods]`` finding runs ``spelling``, which
+        its own name, not a registered one, had left out, so no such finding ever reproduced)."""
+        from ..replay import oracles_of
+
+        only = oracles_of(restrict.signature)
 
         def check(candidate: Case) -> Finding | None:
             failing = tuple(b for b in candidate.backends if b in restrict.backends)

@@ -626,3 +626,44 @@ def test_a_case_judged_before_is_not_judged_again(tmp_path, monkeypatch) -> None
         assert stats.repeats_skipped > 0
     finally:
         driver.close()
+
+
+@pytest.mark.parametrize(
+    ("oracle", "kind", "forced"),
+    [
+        ("spelling[methods]", "wrong-error", ("spelling",)),
+        ("metamorphic:transpose-roundtrip", "metamorphic", ("metamorphic:transpose-roundtrip",)),
+        ("differential", "mismatch", ()),
+        ("determinism", "retrace", ("determinism",)),
+    ],
+)
+def test_the_minimizer_runs_the_oracle_that_found_the_failure(
+    oracle: str, kind: str, forced: tuple[str, ...], tmp_path
+) -> None:
+    """A candidate is judged with the finding's own oracle forced, as a replay forces it: a
+    spelling finding is named ``spelling[<spelling>]``, not a registered name, and its oracle
+    was left out, so no such finding was ever minimized or reproduced alone (a planted int-shape
+    bug was stored "not reproduced" and replayed as "not-run")."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.oracles.base import Finding, Judgement
+    from harness.session.fuzz import Driver
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    case = Case(b.build(b.node("reshape", x, shape=(6,))), [np.ones((2, 3), np.float32)])
+    driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
+    asked: list[tuple[str, ...] | None] = []
+
+    class Runner:
+        def evaluate(self, candidate, only=None):
+            asked.append(only)
+            return Judgement()
+
+    driver.runner.close()  # never started: its worker's stderr file goes
+    driver.runner = Runner()
+    finding = Finding(kind, ("cpu-loops",), oracle, "planted", case)
+    assert driver.predicate(finding)(case) is None
+    assert asked == [forced]
