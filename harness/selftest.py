@@ -185,8 +185,17 @@ def apply(mutation: Mutation, directory: Path) -> Path:
 def _replay_on_real_compiler(paths: list[str], real: Path = ROOT) -> list[str]:
     """Which of the findings pass on the unmutated compiler (i.e. were the planted bug); the
     unmutated compiler is the one in ``real`` (a snapshot of the repository's, say)."""
+    states = _replayed_on_real_compiler(paths, real)
+    return [path for path, state in states.items() if state in ("fixed-now", "still-fixed")]
+
+
+def _replayed_on_real_compiler(paths: list[str], real: Path = ROOT) -> dict[str, str]:
+    """Each finding's replay state (``harness.replay.STATES``) on the unmutated compiler in
+    ``real``: passing there (``fixed-now``, ``still-fixed``) it was the planted bug; failing
+    there too (``still-open``), the real compiler's; ``not-run``: not judged (e.g. a finding
+    that did not reproduce alone even with the bug)."""
     if not paths:
-        return []
+        return {}
     # ``python -m`` puts the cwd first on sys.path: it must be the folder of the real compiler.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys([str(real), str(ROOT)])))
     proc = run_child(
@@ -195,11 +204,14 @@ def _replay_on_real_compiler(paths: list[str], real: Path = ROOT) -> list[str]:
         env=env,
         timeout=600,
     )
-    return [
-        line.split(None, 1)[1].strip()
-        for line in proc.stdout.splitlines()
-        if line.startswith(("fixed-now ", "still-fixed "))  # passes here (harness.replay states)
-    ]
+    from .replay import STATES
+
+    states = {}
+    for line in proc.stdout.splitlines():
+        state, _, rest = line.partition(" ")
+        if state in STATES and rest.strip():
+            states[rest.split("  (")[0].strip()] = state
+    return states
 
 
 def fuzz_command(corpus: Path, seconds: float, seed: int, *extra: str) -> list[str]:
@@ -239,7 +251,9 @@ def fuzz_scratch(
     # A finding the time box cut before its triage ended is saved unminimized: it counts too.
     paths = {f["path"] for f in findings}
     raw = [t for t in summary.get("timeline", []) if t["path"] not in paths]
-    planted = set(_replay_on_real_compiler([*paths, *(t["path"] for t in raw)], real))
+    states = _replayed_on_real_compiler([*paths, *(t["path"] for t in raw)], real)
+    planted = {path for path, state in states.items() if state in ("fixed-now", "still-fixed")}
+    shared = {path for path, state in states.items() if state in ("still-open", "regressed")}
     caught = [f for f in findings if f["path"] in planted]
     caught_raw = [t for t in raw if t["path"] in planted]
     best = min(caught, key=lambda f: f["nodes"]) if caught else None
@@ -251,7 +265,11 @@ def fuzz_scratch(
         "first": summary.get("first_finding_seconds"),
         "nodes": best["nodes"] if best else None,
         "kind": kind,
-        "other_findings": len(findings) + len(raw) - len(caught) - len(caught_raw),
+        # Failing on the real compiler too (its own bug, or a false finding)...
+        "other_findings": len(shared),
+        # ...or not judged there (not reproduced alone even with the bug: flaky, or needing
+        # what its worker had run before).
+        "unjudged_findings": len(findings) + len(raw) - len(caught) - len(caught_raw) - len(shared),
         "cases": summary["stats"]["cases"],
         "wall": wall,
         "harness_errors": [e[-1000:] for e in summary.get("harness_errors", [])[:3]],

@@ -135,6 +135,8 @@ def report(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
                 note += f"; {r['outputs']}"
             if (r.get("fuzz") or {}).get("other_findings"):
                 note += "; the session stopped at a finding the original compiler shares"
+            if (r.get("fuzz") or {}).get("unjudged_findings"):
+                note += "; the session stopped at a finding that did not reproduce alone"
             lines.append(f"\n{r['id']} {r['file']}:{r['line']} {r['operator']}  [{note[-300:]}]")
             lines.append(r["diff"].rstrip("\n"))
     return "\n".join(lines)

@@ -28,3 +28,30 @@ def test_planted_bug_is_caught_and_minimized(name: str) -> None:
     row = run_one(mutation, seconds=120, seed=1, workers=1)
     assert row["caught"], row
     assert row["nodes"] <= 3, row
+
+
+def test_a_finding_is_the_plant_the_real_compilers_or_unjudged(monkeypatch) -> None:
+    """The replay on the real compiler sorts a plant's findings three ways: passing there (the
+    plant), failing there too (the real compiler's), or not judged (``not-run``: a finding that
+    did not reproduce alone was counted as the real compiler's own)."""
+    import subprocess
+
+    from harness import selftest
+
+    printed = (
+        "fixed-now    /w/corpus/a.json\n"
+        "still-fixed  /w/corpus/b.json\n"
+        "still-open   /w/corpus/c.json  (mismatch: ...)\n"
+        "not-run      /w/corpus/d.json  (not reproduced alone when found (see its detail))\n"
+        "4 entries: 1 fixed-now, 1 still-fixed, 1 still-open, 1 not-run\n"
+    )
+    done = subprocess.CompletedProcess([], 0, printed, "")
+    monkeypatch.setattr(selftest, "run_child", lambda *args, **kwargs: done)
+    paths = [f"/w/corpus/{name}.json" for name in "abcd"]
+    assert selftest._replayed_on_real_compiler(paths) == {
+        "/w/corpus/a.json": "fixed-now",
+        "/w/corpus/b.json": "still-fixed",
+        "/w/corpus/c.json": "still-open",
+        "/w/corpus/d.json": "not-run",
+    }
+    assert selftest._replay_on_real_compiler(paths) == ["/w/corpus/a.json", "/w/corpus/b.json"]
