@@ -39,6 +39,8 @@ from .triage.signature import Signature
 STATES = ("regressed", "unreadable", "still-open", "fixed-now", "not-run", "still-fixed")
 #: The states that fail a replay (exit 1, a failed test): a bug back, or a file CI cannot read.
 FAILING = ("regressed", "unreadable")
+#: The states of an entry whose case passes here.
+PASSING = ("fixed-now", "still-fixed")
 
 
 @dataclass

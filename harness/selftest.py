@@ -185,8 +185,10 @@ def apply(mutation: Mutation, directory: Path) -> Path:
 def _replay_on_real_compiler(paths: list[str], real: Path = ROOT) -> list[str]:
     """Which of the findings pass on the unmutated compiler (i.e. were the planted bug); the
     unmutated compiler is the one in ``real`` (a snapshot of the repository's, say)."""
+    from .replay import PASSING
+
     states = _replayed_on_real_compiler(paths, real)
-    return [path for path, state in states.items() if state in ("fixed-now", "still-fixed")]
+    return [path for path, state in states.items() if state in PASSING]
 
 
 def _replayed_on_real_compiler(paths: list[str], real: Path = ROOT) -> dict[str, str]:
@@ -251,8 +253,10 @@ def fuzz_scratch(
     # A finding the time box cut before its triage ended is saved unminimized: it counts too.
     paths = {f["path"] for f in findings}
     raw = [t for t in summary.get("timeline", []) if t["path"] not in paths]
+    from .replay import PASSING
+
     states = _replayed_on_real_compiler([*paths, *(t["path"] for t in raw)], real)
-    planted = {path for path, state in states.items() if state in ("fixed-now", "still-fixed")}
+    planted = {path for path, state in states.items() if state in PASSING}
     shared = {path for path, state in states.items() if state in ("still-open", "regressed")}
     caught = [f for f in findings if f["path"] in planted]
     caught_raw = [t for t in raw if t["path"] in planted]

@@ -157,8 +157,9 @@ def memory(compiled: Any, *inputs: Any) -> int:
     heap blocks it allocated unfreed (or freed more than it allocated), else 0."""
     from compiler.runtime import live_blocks
 
-    native = getattr(getattr(compiled, "artifacts", None), "native", None)
-    if getattr(native, "instrumented", False) is not True:
+    from .oracles.base import instrumented_kernel
+
+    if not instrumented_kernel(compiled):
         print("the kernel is not instrumented: set COMPILER_INSTRUMENT=1", file=sys.stderr)
         return 1
     before = live_blocks()

@@ -145,6 +145,14 @@ def group(
     return findings
 
 
+def instrumented_kernel(compiled: Any) -> bool:
+    """Whether ``compiled`` (``compiler.jit(f).compile(...)``) runs an instrumented kernel of
+    ours (``compiler.runtime.instrumented``), whose gemm calls and heap blocks are counted; not
+    ``xla-cpu``'s or IREE's, nor one made without instrumentation."""
+    native = getattr(getattr(compiled, "artifacts", None), "native", None)
+    return bool(getattr(native, "instrumented", False))
+
+
 __all__ = [
     "ORACLES",
     "Derived",
@@ -154,6 +162,7 @@ __all__ = [
     "Oracle",
     "get",
     "group",
+    "instrumented_kernel",
     "register",
     "unregister",
 ]

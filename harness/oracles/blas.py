@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import Finding, Observation, Oracle, register
+from .base import Finding, Observation, Oracle, instrumented_kernel, register
 
 #: The stage whose matmuls are counted, and the stage that substitutes them.
 STAGE, BLAS_STAGE = "bufferized", "blas"
@@ -96,8 +96,7 @@ def unjudged(compiled: Any) -> str:
     stages = getattr(compiled, "stages", {})
     if BLAS_STAGE not in stages or STAGE not in stages:
         return f"no {BLAS_STAGE!r} stage: not a target with BLAS"
-    native = getattr(getattr(compiled, "artifacts", None), "native", None)
-    if not getattr(native, "instrumented", False):
+    if not instrumented_kernel(compiled):
         return "the kernel is not instrumented: set COMPILER_INSTRUMENT=1"
     return ""
 

@@ -163,6 +163,8 @@ def run_backend(
     import compiler
     from compiler.runtime import blas_calls, live_blocks
 
+    from ..oracles.base import instrumented_kernel
+
     mark = mark or (lambda backend, stage: None)
     shared = fn is not None
     fn = fn if shared else compiler.jit(case.traced_function())
@@ -191,8 +193,7 @@ def run_backend(
             linked = ["llvm-linked"] if notes.get("linked") else []
             result.shared_stages = ",".join([*filter(None, [notes.get("shared", "")]), *linked])
             result.blas = _blas(compiled, calls)
-            native = getattr(getattr(compiled, "artifacts", None), "native", None)
-            result.leaked = live if getattr(native, "instrumented", False) is True else None
+            result.leaked = live if instrumented_kernel(compiled) else None
         if repeat and index == 0:
             try:
                 _repeat_checks(fn, inputs, backend, output, result, recompile)

@@ -405,9 +405,7 @@ class Attributor:
         if finding.result is not None and finding.result.module:
             stage_input = finding.result.module  # a CompilerError carries its stage's input
         else:
-            task = Task(case, (backend_family(backend),), kind="artifacts", before=stage)
-            outcome = self.runner.worker.run(task)
-            texts = outcome.value.artifacts.get("stages", {}) if outcome.status == "ok" else {}
+            texts = self._stage_texts(case, backend, stage)
             if not texts:
                 return Attribution("unknown", backend, f"could not rebuild the input of {stage}")
             stage_input = list(texts.values())[-1]
@@ -456,6 +454,13 @@ class Attributor:
             mlir=info,
         )
 
+    def _stage_texts(self, case: Case, backend: str, before: str) -> dict[str, str]:
+        """Every stage's text of ``case`` on ``backend``'s family up to ``before``, rebuilt in
+        the isolated worker; empty if that fails."""
+        task = Task(case, (backend_family(backend),), kind="artifacts", before=before)
+        outcome = self.runner.worker.run(task)
+        return outcome.value.artifacts.get("stages", {}) if outcome.status == "ok" else {}
+
     def _memory(self, case: Case, finding: Finding) -> Attribution:
         """A kernel that leaks heap blocks (or frees one it does not own): the evidence is how
         many ``memref.alloc`` and deallocations each stage from bufferization on holds, so the
@@ -463,9 +468,7 @@ class Attributor:
         backend = finding.backends[0] if finding.backends else ""
         evidence: dict[str, str] = {}
         if self.runner is not None and _ours(backend) is not None:
-            task = Task(case, (backend_family(backend),), kind="artifacts", before=LLVM)
-            outcome = self.runner.worker.run(task)
-            texts = outcome.value.artifacts.get("stages", {}) if outcome.status == "ok" else {}
+            texts = self._stage_texts(case, backend, LLVM)
             for stage, text in texts.items():
                 if "memref." not in text and "llvm.call @" not in text:
                     continue  # still tensors: nothing is allocated yet
@@ -501,9 +504,7 @@ class Attributor:
         target = _ours(backend).target
         level = split_level(backend)[1]  # the backend's own (cpu-vector@O0), not its family's
         level = target.opt_level if level is None else level
-        task = Task(case, (backend_family(backend),), kind="artifacts", before=LLVM)
-        outcome = self.runner.worker.run(task)
-        texts = outcome.value.artifacts.get("stages", {}) if outcome.status == "ok" else {}
+        texts = self._stage_texts(case, backend, LLVM)
         if not texts:
             return Attribution(
                 "llvm", backend, "the process died in stage 'llvm' (the lowered module could "
