@@ -140,27 +140,140 @@ def _count_block(pointer: str, operation: str) -> str:
     %was = llvm.atomicrmw {operation} %live, %step seq_cst : !llvm.ptr, i64"""
 
 
-def _poisoning(allocator: str, parameters: str, types: str) -> str:
-    """A wrapper of ``allocator`` that fills what it returns with ``POISON_BYTE`` and counts
-    the block as live."""
-    arguments = ", ".join(p.split(":")[0] for p in parameters.split(", "))
+#: Bytes of guard after every buffer and heap block an instrumented kernel is handed or allocates
+#: (and as many before it, less a heap block's header): a store there is an overrun, which
+#: changes no answer when nothing reads the bytes after it.
+GUARD_BYTES = 64
+#: The byte guards hold (not ``POISON_BYTE``: a kernel that copies poison out of bounds is seen).
+GUARD_BYTE = 0xA5
+#: A guarded heap block's header, ``GUARD_BYTES`` below the pointer it returns (the front guard
+#: lies between them): a magic word (tells our blocks from foreign ones at ``free``), the block's
+#: size, and the offset back to the real block.
+_MAGIC = 0x6775617264656431  # "guarded1"
+_HEADER = 24
+_FRONT = GUARD_BYTES - _HEADER  # guard bytes just below the pointer
+
+
+def _guarded_block(base: str, head: str) -> str:
+    """From ``base`` (a real block of ``head`` + ``%size`` + ``GUARD_BYTES`` bytes, not null):
+    return ``%p``, ``head`` bytes in, with the header and the front guard below it, the back
+    guard after ``%size``
+    bytes of ``POISON_BYTE``, counted live."""
     return f"""
-  llvm.func @{allocator}({types}) -> !llvm.ptr
-  llvm.func @poison_{allocator}({parameters}) -> !llvm.ptr {{
-    %p = llvm.call @{allocator}({arguments}) : ({types}) -> !llvm.ptr{_count_block("%p", "add")}
+    %p = llvm.getelementptr {base}[{head}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %magic_at = llvm.getelementptr %p[-8] : (!llvm.ptr) -> !llvm.ptr, i64
+    %size_at = llvm.getelementptr %p[-7] : (!llvm.ptr) -> !llvm.ptr, i64
+    %head_at = llvm.getelementptr %p[-6] : (!llvm.ptr) -> !llvm.ptr, i64
+    %magic = llvm.mlir.constant({_MAGIC} : i64) : i64
+    llvm.store %magic, %magic_at : i64, !llvm.ptr
+    llvm.store %size, %size_at : i64, !llvm.ptr
+    llvm.store {head}, %head_at : i64, !llvm.ptr
+    %guard = llvm.mlir.constant({GUARD_BYTE - 256} : i8) : i8
+    %front = llvm.getelementptr %p[-{_FRONT}] : (!llvm.ptr) -> !llvm.ptr, i8
+    %front_bytes = llvm.mlir.constant({_FRONT} : i64) : i64
+    {_memset("%front", "%guard", "%front_bytes")}
+    %back = llvm.getelementptr %p[%size] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %back_bytes = llvm.mlir.constant({GUARD_BYTES} : i64) : i64
+    {_memset("%back", "%guard", "%back_bytes")}
     %byte = llvm.mlir.constant({POISON_BYTE - 256} : i8) : i8
-    "llvm.intr.memset"(%p, %byte, %size) <{{isVolatile = false}}> : (!llvm.ptr, i8, i64) -> ()
-    llvm.return %p : !llvm.ptr
+    {_memset("%p", "%byte", "%size")}{_count_block("%p", "add")}
+    llvm.return %p : !llvm.ptr"""
+
+
+def _memset(pointer: str, byte: str, size: str) -> str:
+    return (
+        f'"llvm.intr.memset"({pointer}, {byte}, {size}) <{{isVolatile = false}}> : '
+        "(!llvm.ptr, i8, i64) -> ()"
+    )
+
+
+#: ``malloc`` for instrumented kernels: a guarded block of ``POISON_BYTE``, counted live.
+_POISON_MALLOC = f"""
+  llvm.func @malloc(i64) -> !llvm.ptr
+  llvm.func @poison_malloc(%size: i64) -> !llvm.ptr {{
+    %head = llvm.mlir.constant({GUARD_BYTES} : i64) : i64
+    %extra = llvm.mlir.constant({2 * GUARD_BYTES} : i64) : i64
+    %total = llvm.add %size, %extra : i64
+    %base = llvm.call @malloc(%total) : (i64) -> !llvm.ptr
+    %nothing = llvm.mlir.zero : !llvm.ptr
+    %failed = llvm.icmp "eq" %base, %nothing : !llvm.ptr
+    llvm.cond_br %failed, ^failed, ^guard
+  ^failed:
+    llvm.return %nothing : !llvm.ptr
+  ^guard:{_guarded_block("%base", "%head")}
   }}"""
 
+#: ``aligned_alloc`` for instrumented kernels: the same, with a front of the larger of
+#: ``GUARD_BYTES`` and the alignment (a power of two), so the pointer keeps its alignment.
+_POISON_ALIGNED_ALLOC = f"""
+  llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+  llvm.func @poison_aligned_alloc(%alignment: i64, %size: i64) -> !llvm.ptr {{
+    %least = llvm.mlir.constant({GUARD_BYTES} : i64) : i64
+    %wide = llvm.icmp "ugt" %alignment, %least : i64
+    %head = llvm.select %wide, %alignment, %least : i1, i64
+    %tail = llvm.add %size, %least : i64
+    %unrounded = llvm.add %tail, %head : i64
+    %unit = llvm.mlir.constant(1 : i64) : i64
+    %mask = llvm.sub %alignment, %unit : i64
+    %up = llvm.add %unrounded, %mask : i64
+    %all = llvm.mlir.constant(-1 : i64) : i64
+    %keep = llvm.xor %mask, %all : i64
+    %total = llvm.and %up, %keep : i64
+    %base = llvm.call @aligned_alloc(%alignment, %total) : (i64, i64) -> !llvm.ptr
+    %nothing = llvm.mlir.zero : !llvm.ptr
+    %failed = llvm.icmp "eq" %base, %nothing : !llvm.ptr
+    llvm.cond_br %failed, ^failed, ^guard
+  ^failed:
+    llvm.return %nothing : !llvm.ptr
+  ^guard:{_guarded_block("%base", "%head")}
+  }}"""
 
-#: A wrapper of ``free`` that counts the block as freed.
+#: ``free`` for instrumented kernels: a guarded block (its magic word) has its guards compared
+#: (a changed byte adds one to ``@heap_overruns``) and its real block freed; any other pointer
+#: is freed as it is (the kernel freed what it does not own: ``live_blocks`` drops below zero).
+_GUARD_TEXT = f"\\{GUARD_BYTE:02X}" * GUARD_BYTES  # the guard as an MLIR string literal
 _COUNTING_FREE = f"""
+  llvm.mlir.global internal constant @guard_pattern("{_GUARD_TEXT}") {{addr_space = 0 : i32}} : !llvm.array<{GUARD_BYTES} x i8>
   llvm.func @free(!llvm.ptr)
+  llvm.func @memcmp(!llvm.ptr, !llvm.ptr, i64) -> i32
   llvm.func @counting_free(%p: !llvm.ptr) {{{_count_block("%p", "sub")}
+    llvm.cond_br %real, ^known, ^done
+  ^known:
+    %magic_at = llvm.getelementptr %p[-8] : (!llvm.ptr) -> !llvm.ptr, i64
+    %magic = llvm.load %magic_at : !llvm.ptr -> i64
+    %ours = llvm.mlir.constant({_MAGIC} : i64) : i64
+    %guarded = llvm.icmp "eq" %magic, %ours : i64
+    llvm.cond_br %guarded, ^guarded, ^foreign
+  ^foreign:
     llvm.call @free(%p) : (!llvm.ptr) -> ()
+    llvm.br ^done
+  ^guarded:
+    %size_at = llvm.getelementptr %p[-7] : (!llvm.ptr) -> !llvm.ptr, i64
+    %size = llvm.load %size_at : !llvm.ptr -> i64
+    %head_at = llvm.getelementptr %p[-6] : (!llvm.ptr) -> !llvm.ptr, i64
+    %head = llvm.load %head_at : !llvm.ptr -> i64
+    %pattern = llvm.mlir.addressof @guard_pattern : !llvm.ptr
+    %front = llvm.getelementptr %p[-{_FRONT}] : (!llvm.ptr) -> !llvm.ptr, i8
+    %front_bytes = llvm.mlir.constant({_FRONT} : i64) : i64
+    %front_diff = llvm.call @memcmp(%front, %pattern, %front_bytes) : (!llvm.ptr, !llvm.ptr, i64) -> i32
+    %back = llvm.getelementptr %p[%size] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %back_bytes = llvm.mlir.constant({GUARD_BYTES} : i64) : i64
+    %back_diff = llvm.call @memcmp(%back, %pattern, %back_bytes) : (!llvm.ptr, !llvm.ptr, i64) -> i32
+    %diff = llvm.or %front_diff, %back_diff : i32
+    %zero = llvm.mlir.constant(0 : i32) : i32
+    %bad = llvm.icmp "ne" %diff, %zero : i32
+    %overrun = llvm.zext %bad : i1 to i64
+    %overruns = llvm.mlir.addressof @heap_overruns : !llvm.ptr
+    %counted = llvm.atomicrmw add %overruns, %overrun seq_cst : !llvm.ptr, i64
+    %cleared = llvm.mlir.constant(0 : i64) : i64
+    llvm.store %cleared, %magic_at : i64, !llvm.ptr
+    %distance = llvm.sub %cleared, %head : i64
+    %base = llvm.getelementptr %p[%distance] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.call @free(%base) : (!llvm.ptr) -> ()
+    llvm.br ^done
+  ^done:
     llvm.return
-  }}"""
+  }}"""  # noqa: E501
 
 #: What instrumented kernels call instead of the libraries' functions (name: wrapper).
 _WRAPPERS = {
@@ -173,7 +286,7 @@ _WRAPPERS = {
 #: The pointers to the real gemm functions that the counting wrappers call.
 _SLOTS = {name: f"real_{name}" for name in _WRAPPERS if "gemm" in name}
 #: The symbols of the instruments module whose addresses ``addresses`` stores, in its order.
-_EXPORTED = (*_WRAPPERS.values(), *_SLOTS.values(), "blas_calls", "live_blocks")
+_EXPORTED = (*_WRAPPERS.values(), *_SLOTS.values(), "blas_calls", "live_blocks", "heap_overruns")
 
 
 def _wrappers_module() -> str:
@@ -192,8 +305,9 @@ def _wrappers_module() -> str:
             "module {",
             "  llvm.mlir.global internal @blas_calls(0 : i64) {addr_space = 0 : i32} : i64",
             "  llvm.mlir.global internal @live_blocks(0 : i64) {addr_space = 0 : i32} : i64",
-            _poisoning("malloc", "%size: i64", "i64"),
-            _poisoning("aligned_alloc", "%alignment: i64, %size: i64", "i64, i64"),
+            "  llvm.mlir.global internal @heap_overruns(0 : i64) {addr_space = 0 : i32} : i64",
+            _POISON_MALLOC,
+            _POISON_ALIGNED_ALLOC,
             _COUNTING_FREE,
             _counting("scipy_cblas_sgemm", "f32"),
             _counting("scipy_cblas_dgemm", "f64"),
@@ -243,6 +357,14 @@ def live_blocks() -> int:
     if not _INSTRUMENTS:
         return 0
     return ctypes.c_int64.from_address(_INSTRUMENTS["live_blocks"]).value
+
+
+def heap_overruns() -> int:
+    """How many heap blocks instrumented kernels of this process freed with a changed guard
+    byte (``GUARD_BYTES`` before or after the block): a temporary written out of its bounds."""
+    if not _INSTRUMENTS:
+        return 0
+    return ctypes.c_int64.from_address(_INSTRUMENTS["heap_overruns"]).value
 
 
 def blas_calls() -> int:
@@ -362,6 +484,87 @@ def output_buffers(signature: KernelSignature, poison: bool) -> list[np.ndarray]
     return outputs
 
 
+_FAULTS: list[str] = []
+_FAULTS_LOCK = threading.Lock()
+
+
+def memory_faults(since: int = 0) -> list[str]:
+    """What instrumented calls of this process did to memory they do not own, one line each,
+    oldest first, from the ``since``-th on (take ``len(memory_faults())``, or a mark, before a
+    call: what is added after is that call's): a store into the guard bytes around a buffer
+    they were handed or a heap block they allocated (an overrun, which changes no answer while
+    nothing reads past the end: ``overrun: ...``), or into an input (``input-written: ...``)."""
+    with _FAULTS_LOCK:
+        return _FAULTS[since:]
+
+
+def fault_mark() -> int:
+    """How many lines ``memory_faults`` holds now."""
+    with _FAULTS_LOCK:
+        return len(_FAULTS)
+
+
+def _fault(line: str) -> None:
+    with _FAULTS_LOCK:
+        _FAULTS.append(line)
+
+
+class _Guarded:
+    """One instrumented call's buffers, each in a slab with ``GUARD_BYTES`` of ``GUARD_BYTE``
+    on both sides: the outputs (poisoned) and copies of the inputs, so a write past either end,
+    or into an input, is seen after the call and the caller's arrays are never touched."""
+
+    def __init__(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
+        self.originals = inputs
+        buffers = [*inputs, *outputs]
+        self.slabs = [self._slab(a) for a in buffers]
+        self.arrays = [self._inside(slab, a) for slab, a in zip(self.slabs, buffers, strict=True)]
+        for copy, original in zip(self.arrays[: len(inputs)], inputs, strict=True):
+            np.copyto(copy, original)
+        for output, given in zip(self.arrays[len(inputs) :], outputs, strict=True):
+            np.copyto(output.reshape(-1).view(np.uint8), given.reshape(-1).view(np.uint8))
+
+    @staticmethod
+    def _slab(array: np.ndarray) -> np.ndarray:
+        slab = np.empty(array.nbytes + 2 * GUARD_BYTES, np.uint8)
+        slab[:GUARD_BYTES] = GUARD_BYTE
+        slab[GUARD_BYTES + array.nbytes :] = GUARD_BYTE
+        return slab
+
+    @staticmethod
+    def _inside(slab: np.ndarray, like: np.ndarray) -> np.ndarray:
+        inner = slab[GUARD_BYTES : slab.size - GUARD_BYTES]
+        return inner.view(like.dtype).reshape(like.shape)
+
+    def check(self, heap_before: int) -> None:
+        """Record (``memory_faults``) every guard byte and input the call changed."""
+        n = len(self.originals)
+        for index, (slab, array) in enumerate(zip(self.slabs, self.arrays, strict=True)):
+            name = f"input {index}" if index < n else f"output {index - n}"
+            what = f"{name} ({array.dtype}{list(array.shape)}, {array.nbytes} bytes)"
+            front = np.flatnonzero(slab[:GUARD_BYTES] != GUARD_BYTE)
+            back = np.flatnonzero(slab[GUARD_BYTES + array.nbytes :] != GUARD_BYTE)
+            if back.size:
+                _fault(f"overrun: {what} written up to {int(back[-1]) + 1} byte(s) past its end")
+            if front.size:
+                _fault(f"overrun: {what} written {GUARD_BYTES - int(front[0])} byte(s) before "
+                       "its start")  # fmt: skip
+            if index < n and array.tobytes() != self.originals[index].tobytes():
+                size = max(array.dtype.itemsize, 1)
+                now = array.reshape(-1).view(np.uint8).reshape(-1, size)
+                was = self.originals[index].reshape(-1).view(np.uint8).reshape(-1, size)
+                changed = int((now != was).any(axis=1).sum())
+                _fault(f"input-written: {what}: {changed} of {array.size} element(s) changed")
+        overruns = heap_overruns() - heap_before
+        if overruns > 0:
+            _fault(f"overrun: {overruns} heap block(s) the kernel allocated were written within "
+                   f"{GUARD_BYTES} bytes outside their bounds (seen when freed)")  # fmt: skip
+
+
+def _split(results: list[np.ndarray], outputs: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    return results[:outputs], results[outputs:]
+
+
 class Kernel:
     """Native code for one lowered module: ``kernel(arrays) -> (outputs, errors)``."""
 
@@ -398,11 +601,16 @@ class Kernel:
         allocated outputs (poisoned, for an instrumented kernel) and the error flags."""
         outputs = output_buffers(self.signature, self.instrumented)
         errors = [np.zeros((), INT32) for _ in range(self.signature.error_outputs)]
-        buffers = arrays + outputs + errors
+        guarded = _Guarded(arrays, outputs + errors) if self.instrumented else None
+        buffers = guarded.arrays if guarded else arrays + outputs + errors
         with self._lock:
             for descriptor, buffer in zip(self._descriptors, buffers, strict=True):
                 descriptor.allocated = descriptor.aligned = buffer.ctypes.data
+            heap = heap_overruns()
             self._entry(self._packed)
+            if guarded:
+                guarded.check(heap)
+                return _split(guarded.arrays[len(arrays) :], len(outputs))
         return outputs, errors
 
 
@@ -422,8 +630,14 @@ class MlirRuntimeKernel:
 
         outputs = output_buffers(self.signature, self.instrumented)
         errors = [np.zeros((), INT32) for _ in range(self.signature.error_outputs)]
-        descriptors = [get_ranked_memref_descriptor(a) for a in arrays + outputs + errors]
+        guarded = _Guarded(arrays, outputs + errors) if self.instrumented else None
+        buffers = guarded.arrays if guarded else arrays + outputs + errors
+        descriptors = [get_ranked_memref_descriptor(a) for a in buffers]
+        heap = heap_overruns()
         self.engine.invoke(KERNEL, *[ctypes.pointer(ctypes.pointer(d)) for d in descriptors])
+        if guarded:
+            guarded.check(heap)
+            return _split(guarded.arrays[len(arrays) :], len(outputs))
         return outputs, errors
 
 
@@ -433,13 +647,18 @@ __all__ = [
     "POISON_BYTE",
     "Kernel",
     "MlirRuntimeKernel",
+    "GUARD_BYTE",
+    "GUARD_BYTES",
     "blas_calls",
+    "fault_mark",
+    "heap_overruns",
     "instrument_engine",
     "instrumented",
     "instrumenting",
     "live_blocks",
     "load_runtime_libraries",
     "make_engine",
+    "memory_faults",
     "output_buffers",
     "poison_globals",
     "runtime_libraries",

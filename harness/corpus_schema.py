@@ -111,6 +111,8 @@ SIGNATURE: dict[str, Any] = {
                 "not-blas",
                 "leak",
                 "bad-free",
+                "overrun",
+                "input-written",
             ],
         },
         "backend": _STRING,

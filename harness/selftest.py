@@ -155,6 +155,15 @@ MUTATIONS = (
         '"buffer-deallocation-pipeline, ", ""), ',
         "the bufferized stage runs no deallocation: cpu-loops' and cpu-blas' temporaries leak",
     ),
+    # Every answer stays right: only the guards around the buffers see the extra matrix written.
+    Mutation(
+        "batch-gemm-overrun",
+        "lower/blas.py",
+        "    scf.for %i = %c0 to %batch step %c1 {{",
+        "    %past = arith.addi %batch, %c1 : index\n    scf.for %i = %c0 to %past step %c1 {{",
+        "the BLAS stage's batched helper runs one gemm past the last matrix: it writes (and "
+        "reads) a whole matrix beyond the end of each buffer",
+    ),
 )
 
 

@@ -154,22 +154,26 @@ def blas(compiled: Any, *inputs: Any) -> int:
 def memory(compiled: Any, *inputs: Any) -> int:
     """Print the memory oracle's verdict on an instrumented compilation (``compiled``, made
     with ``COMPILER_INSTRUMENT=1`` set): call it once on ``inputs``; return 1 if the call left
-    heap blocks it allocated unfreed (or freed more than it allocated), else 0."""
-    from compiler.runtime import live_blocks
+    heap blocks it allocated unfreed (or freed more than it allocated), wrote outside a buffer
+    it was handed or a heap block it allocated, or wrote into an input; else 0."""
+    from compiler.runtime import fault_mark, live_blocks, memory_faults
 
     from .oracles.base import instrumented_kernel
 
     if not instrumented_kernel(compiled):
         print("the kernel is not instrumented: set COMPILER_INSTRUMENT=1", file=sys.stderr)
         return 1
-    before = live_blocks()
+    before, mark = live_blocks(), fault_mark()
     compiled(*inputs)
-    leaked = live_blocks() - before
-    if leaked == 0:
-        print("ok: every heap block the call allocated was freed")
+    leaked, faults = live_blocks() - before, memory_faults(mark)
+    if leaked == 0 and not faults:
+        print("ok: every heap block the call allocated was freed; no store outside its buffers")
         return 0
-    said = f"FAILS the memory oracle: {leaked:+d} heap block(s) live after the call"
-    print(said, file=sys.stderr)
+    if leaked:
+        said = f"FAILS the memory oracle: {leaked:+d} heap block(s) live after the call"
+        print(said, file=sys.stderr)
+    for fault in faults:
+        print(f"FAILS the memory oracle: {fault}", file=sys.stderr)
     return 1
 
 

@@ -1,4 +1,5 @@
-"""The memory oracle: a kernel frees every heap block it allocates before it returns.
+"""The memory oracle: a kernel frees every heap block it allocates before it returns, and
+writes nothing outside the buffers it owns.
 
 Our kernels write their results into buffers the caller hands them (``compiler.runtime``), so
 whatever they ``malloc`` is a temporary, and the ownership-based deallocation of bufferization
@@ -9,15 +10,26 @@ that grows without end would have shown it. The worker counts the blocks an inst
 kernel's first call allocates and frees (``compiler.runtime.live_blocks``) and sets
 ``BackendResult.leaked``; more than zero is a ``leak`` finding, fewer a ``bad-free`` one (it
 freed a block it did not allocate, which the allocator often survives).
+
+Out-of-bounds stores change no answer either while nothing reads what lies past the end (a loop
+bound one too far, a vector tail written unmasked, a tile that is not clipped): an instrumented
+kernel gets its inputs copied and its outputs in slabs with ``GUARD_BYTES`` of a known byte on
+both sides, and its own heap blocks are guarded alike and checked when freed
+(``compiler.runtime.memory_faults``). A changed guard byte is an ``overrun`` finding; a changed
+input (NumPy never writes into an operand) an ``input-written`` one.
 """
 
 from __future__ import annotations
 
 from .base import Finding, Observation, Oracle, register
 
+#: The kinds of ``compiler.runtime.memory_faults`` lines (their prefix), each a finding kind.
+FAULT_KINDS = ("overrun", "input-written")
+
 
 class Memory(Oracle):
-    """Findings from ``BackendResult.leaked``, set by the worker."""
+    """Findings from ``BackendResult.leaked`` and ``BackendResult.memory_faults``, set by the
+    worker."""
 
     name = "memory"
 
@@ -44,9 +56,20 @@ class Memory(Oracle):
             findings.append(
                 Finding(kind, (result.backend,), self.name, detail, obs.case, result=result)
             )
+        for result in obs.results:
+            faults = getattr(result, "memory_faults", None) or ()
+            for kind in FAULT_KINDS:
+                lines = [f.partition(": ")[2] for f in faults if f.startswith(kind + ":")]
+                if lines and result.ok:
+                    detail = "; ".join(lines[:3]) + (
+                        f"; {len(lines) - 3} more" if len(lines) > 3 else ""
+                    )
+                    findings.append(
+                        Finding(kind, (result.backend,), self.name, detail, obs.case, result=result)
+                    )
         return findings
 
 
 register(Memory())
 
-__all__ = ["Memory"]
+__all__ = ["FAULT_KINDS", "Memory"]

@@ -209,7 +209,8 @@ def reproducer(case: Case, finding: Any) -> str:
             ", {names}",
         ),
         "memory": (
-            "the heap blocks one call allocates against those it frees. Exit 1: they differ.",
+            "the heap blocks one call allocates against those it frees, and the guard bytes "
+            "around its buffers and blocks. Exit 1: they differ, or a guard or an input changed.",
             "memory",
             ", {names}",
         ),

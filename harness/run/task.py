@@ -107,6 +107,10 @@ class BackendResult:
     # Heap blocks the first call of an instrumented kernel allocated and did not free (the
     # memory oracle's; ``compiler.runtime.live_blocks``); None where not counted.
     leaked: int | None = None
+    # What an instrumented kernel's call did to memory it does not own, one line each (stores
+    # into the guards around its buffers and heap blocks, or into its inputs; the memory
+    # oracle's; ``compiler.runtime.memory_faults``); None where not checked.
+    memory_faults: list[str] | None = None
     # The program called twice in one function (the tupled oracle's): "" where both results
     # were each call's own, else what differed; None where not checked.
     tupled: str | None = None

@@ -161,7 +161,7 @@ def run_backend(
     ``recompile``: the repeat checks include a fresh compile; ``tupled``: the first set also
     runs through the tupled oracle's functions with several results (``oracles.tupled``)."""
     import compiler
-    from compiler.runtime import blas_calls, live_blocks
+    from compiler.runtime import blas_calls, fault_mark, live_blocks, memory_faults
 
     from ..oracles.base import instrumented_kernel
 
@@ -177,15 +177,16 @@ def run_backend(
             mark(backend, "trace")
             compiled = fn.compile(*inputs, target=backend)
             mark(backend, "run")
-            calls, live = blas_calls(), live_blocks()
+            calls, live, faults = blas_calls(), live_blocks(), fault_mark()
             output = compiled(*inputs)
-            calls, live = blas_calls() - calls, live_blocks() - live
+            calls, live, faults = blas_calls() - calls, live_blocks() - live, memory_faults(faults)
         except Exception as error:  # noqa: BLE001 - the harness classifies every failure
             results.append(failure(backend, error))
             if results[-1].status == "unsupported" and _refused_by_tracing(fn, inputs):
                 results[-1].stage = "trace"
             continue
         result = BackendResult(backend, "ok", output=output, seconds=time.perf_counter() - start)
+        result.memory_faults = faults if instrumented_kernel(compiled) else None
         if index == 0:
             result.cells = sorted(stage_cells(compiled.stages))
             notes = getattr(getattr(compiled, "artifacts", None), "notes", {})

@@ -258,8 +258,10 @@ class Attributor:
                     "schedule; it runs as scalar loops"
                 ),
             )
-        if finding.oracle == "memory":
+        if finding.oracle == "memory" and finding.kind in ("leak", "bad-free"):
             return self._memory(case, finding)
+        # An overrun or a written input is found like a wrong answer (_bisect: the first stage
+        # whose completion at -O0 does it, then the pass), the memory oracle judging each probe.
         if finding.oracle == "blas":
             return Attribution(
                 "blas",

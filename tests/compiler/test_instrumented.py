@@ -221,3 +221,129 @@ def test_instrumented_kernels_count_their_gemm_calls(rng, dtype):
     plain = jit(lambda x, y: x @ y).compile(a, b, target="cpu-blas")  # not instrumented
     assert _calls(plain, a, b) == 0
     np.testing.assert_array_equal(plain(a, b), matmul(a, b))
+
+
+#: Allocates 16 bytes (``malloc``, or ``aligned_alloc`` of 128 when %aligned is not 0), stores a
+#: byte at %at bytes from its start, writes its address to %out and frees it.
+_STORES_AT = """
+module {
+  llvm.func @malloc(i64) -> !llvm.ptr
+  llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+  llvm.func @free(!llvm.ptr)
+  llvm.func @run(%at: i64, %aligned: i64, %out: !llvm.ptr) {
+    %size = llvm.mlir.constant(16 : i64) : i64
+    %alignment = llvm.mlir.constant(128 : i64) : i64
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %use_aligned = llvm.icmp "ne" %aligned, %zero : i64
+    llvm.cond_br %use_aligned, ^aligned, ^plain
+  ^aligned:
+    %a = llvm.call @aligned_alloc(%alignment, %size) : (i64, i64) -> !llvm.ptr
+    llvm.br ^store(%a : !llvm.ptr)
+  ^plain:
+    %m = llvm.call @malloc(%size) : (i64) -> !llvm.ptr
+    llvm.br ^store(%m : !llvm.ptr)
+  ^store(%p: !llvm.ptr):
+    %q = llvm.getelementptr %p[%at] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %v = llvm.mlir.constant(7 : i8) : i8
+    llvm.store %v, %q : i8, !llvm.ptr
+    %address = llvm.ptrtoint %p : !llvm.ptr to i64
+    llvm.store %address, %out : i64, !llvm.ptr
+    llvm.call @free(%p) : (!llvm.ptr) -> ()
+    llvm.return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+def test_heap_blocks_of_instrumented_kernels_are_guarded(aligned):
+    """A store into the ``GUARD_BYTES`` after a block, or just before it, is counted when the
+    block is freed (``heap_overruns``); stores inside are not; ``aligned_alloc`` keeps its
+    alignment; a kernel that is not instrumented is not counted."""
+    from mlir import ir
+
+    from compiler.runtime import GUARD_BYTES, heap_overruns
+
+    inside, outside = (0, 15), (16, 16 + GUARD_BYTES - 1, -1, -40)
+    for instrument in (True, False):
+        with ir.Context():
+            engine = make_engine(ir.Module.parse(_STORES_AT), 0, instrument)
+            run = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("run"))
+            for at in inside + (outside if instrument else ()):
+                values = [ctypes.c_int64(at), ctypes.c_int64(int(aligned)), ctypes.c_int64(0)]
+                out = ctypes.c_void_p(ctypes.addressof(values[2]))
+                pointers = [ctypes.pointer(v) for v in values[:2]] + [ctypes.pointer(out)]
+                packed = (ctypes.c_void_p * 3)(*[ctypes.cast(p, ctypes.c_void_p) for p in pointers])
+                before, live = heap_overruns(), live_blocks()
+                run(packed)
+                assert heap_overruns() - before == (at in outside), at
+                assert live_blocks() == live
+                if aligned:
+                    assert values[2].value % 128 == 0
+
+
+#: ``kernel(x: memref<4xf32>, out: memref<4xf32>)``: out = x, then the store of each mode.
+_COPIES = """
+func.func @kernel(%x: memref<4xf32>, %out: memref<4xf32>) attributes {llvm.emit_c_interface} {
+  memref.copy %x, %out : memref<4xf32> to memref<4xf32>
+  %c = arith.constant 2.0 : f32
+  %i = arith.constant INDEX : index
+  STORE
+  return
+}
+"""
+_STORES = {
+    "none": ("0", ""),
+    "past-the-end": ("4", "memref.store %c, %wide[%i] : memref<5xf32>"),
+    "before-the-start": ("-1", "memref.store %c, %out[%i] : memref<4xf32>"),
+    "into-the-input": ("3", "memref.store %c, %x[%i] : memref<4xf32>"),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(_STORES))
+def test_instrumented_kernels_see_stores_outside_their_outputs_and_into_inputs(mode):
+    """A kernel gets guarded copies of its inputs and guarded outputs: a store past an output's
+    end or before its start is an ``overrun`` line of ``memory_faults``, one into an input an
+    ``input-written`` line, and the caller's array is never changed. Not instrumented: the
+    same answers, nothing checked."""
+    from types import SimpleNamespace
+
+    from mlir import ir, passmanager
+
+    from compiler.lower.emit import KernelSignature
+    from compiler.runtime import Kernel, fault_mark, memory_faults
+
+    index, store = _STORES[mode]
+    wide = "%wide = memref.reinterpret_cast %out to offset: [0], sizes: [5], strides: [1]"
+    text = _COPIES.replace("INDEX", index).replace(
+        "STORE", f"{wide} : memref<4xf32> to " f"memref<5xf32>\n  {store}"
+    )
+    node = SimpleNamespace(shape=(4,), dtype=np.dtype("float32"))
+    signature = KernelSignature([node], [node], 0)
+    x = np.arange(4, dtype=np.float32)
+    expected = {
+        "none": [],
+        "past-the-end": ["overrun: output 0 (float32[4], 16 bytes) written up to 4 byte(s) past "
+                         "its end"],
+        "before-the-start": ["overrun: output 0 (float32[4], 16 bytes) written 4 byte(s) before "
+                             "its start"],
+        "into-the-input": ["input-written: input 0 (float32[4], 16 bytes): 1 of 4 element(s) "
+                           "changed"],
+    }[mode]  # fmt: skip
+    # Not instrumented, a store outside the buffers would corrupt the caller's heap: only the
+    # store into the input is made so, and it lands in the caller's array.
+    for instrument in (True, False) if mode in ("none", "into-the-input") else (True,):
+        with ir.Context():
+            module = ir.Module.parse(text)
+            passmanager.PassManager.parse(
+                "builtin.module(finalize-memref-to-llvm, convert-arith-to-llvm, "
+                "convert-func-to-llvm, reconcile-unrealized-casts)"
+            ).run(module.operation)
+            kernel = Kernel(module, signature, 0, instrument=instrument)
+            given = x.copy()
+            mark = fault_mark()
+            (out,), _ = kernel([given])
+        np.testing.assert_array_equal(out, x)
+        assert memory_faults(mark) == (expected if instrument else [])
+        written = mode == "into-the-input" and not instrument
+        np.testing.assert_array_equal(given, [0, 1, 2, 2] if written else x)

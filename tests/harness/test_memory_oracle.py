@@ -109,3 +109,95 @@ def test_a_pipeline_without_deallocation_is_found_and_reproduced(tmp_path: Path)
         "the bufferized stage runs no deallocation: temporaries are never freed",
     )
     verdict_fails_only_with_the_bug(tmp_path, mutation, _MAKE, "memory")
+
+
+def test_stores_outside_the_buffers_are_overruns_and_into_inputs_input_written() -> None:
+    """Each kind of line ``compiler.runtime.memory_faults`` writes is its own finding, one per
+    backend and kind (the first lines as its detail); a result with no answer is not judged."""
+    from harness.case import Case
+    from harness.oracles.base import Judgement, Observation
+    from harness.oracles.memory import Memory
+    from harness.run.task import BackendResult
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    case = Case(_keep_the_row_sums(b), [np.ones((3, 5), np.float32)])
+    past = "overrun: output 0 (float32[3, 1], 12 bytes) written up to 4 byte(s) past its end"
+    heap = "overrun: 1 heap block(s) the kernel allocated were written within 64 bytes outside"
+    written = "input-written: input 0 (float32[3, 5], 60 bytes): 1 of 15 element(s) changed"
+    results = [
+        BackendResult("cpu-loops@O0", "ok", memory_faults=[past, heap]),
+        BackendResult("cpu-blas@O0", "ok", memory_faults=[]),
+        BackendResult("cpu-vector@O0", "ok", memory_faults=[written]),
+        BackendResult("cpu-loops-unfused@O0", "compiler-error", memory_faults=[past]),
+        BackendResult("xla-cpu", "ok"),  # not checked
+    ]
+    found = Memory().judge(Observation(case, results, {}, Judgement()), [])
+    assert [(f.kind, f.backends) for f in found] == [
+        ("overrun", ("cpu-loops@O0",)),
+        ("input-written", ("cpu-vector@O0",)),
+    ]
+    assert found[0].detail.startswith("output 0 (float32[3, 1], 12 bytes) written up to 4")
+    assert "1 heap block(s)" in found[0].detail
+    assert found[1].detail == "input 0 (float32[3, 5], 60 bytes): 1 of 15 element(s) changed"
+
+
+def test_the_worker_sees_no_store_outside_the_buffers_of_a_correct_kernel() -> None:
+    """Every CPU backend, on a program with a temporary, a matmul (BLAS) and a slice: no
+    guard byte changes, no input is written, and the memory oracle says nothing."""
+    from harness.case import Case
+    from harness.run.task import Task
+    from harness.run.worker import execute
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, w = b.input((3, 5), "float32"), b.input((2, 4, 4), "float32")
+    rows = b.node("subtract", x, b.node("sum", x, axis=1, keepdims=True))
+    program = b.build(b.node("matmul", b.node("index", rows, key=(slice(None), slice(1, 5))), w))
+    inputs = [np.arange(15, dtype=np.float32).reshape(3, 5), np.ones((2, 4, 4), np.float32)]
+    backends = ("cpu-loops@O0", "cpu-blas@O0", "cpu-loops-unfused@O0", "cpu-vector@O0")
+    results = execute(Task(Case(program, inputs, (*backends, "xla-cpu")))).results
+    assert all(r.ok for r in results), [(r.backend, r.message) for r in results]
+    assert {r.backend: r.memory_faults for r in results} == {
+        **{backend: [] for backend in backends},
+        "xla-cpu": None,
+    }
+
+
+_MAKE_OVERRUN = """
+import sys
+import numpy as np
+from harness.case import Case
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from harness.triage.attribution import Attributor
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+x, y = b.input((2, 3, 4), "float32"), b.input((2, 4, 5), "float32")
+program = b.build(b.node("matmul", x, y))
+inputs = [np.ones((2, 3, 4), np.float32), np.ones((2, 4, 5), np.float32)]
+case = Case(program, inputs, ("cpu-blas@O0",))
+with Runner(None, use_jax=False) as runner:
+    judgement = runner.evaluate(case)
+    kinds = {(f.kind, f.oracle) for f in judgement.findings}
+    assert kinds == {("overrun", "memory")}, judgement.findings  # the values are right
+    finding = judgement.findings[0]
+    assert "past its end" in finding.detail, finding.detail
+    attribution = Attributor(runner).attribute(case, finding)
+    assert attribution.layer == "blas", attribution
+    assert attribution.evidence["cpu-blas[:bufferized]"] == "passes", attribution
+open(sys.argv[1], "w").write(reproducer(case, finding))
+"""
+
+
+@pytest.mark.slow
+def test_a_gemm_past_the_last_matrix_is_found_attributed_and_reproduced(tmp_path: Path) -> None:
+    """The BLAS stage's batched helper planted to run one gemm too many: every answer stays
+    right, the output's guard bytes change. An ``overrun`` finding attributed to ``blas`` (the
+    bufferized stage completed without it passes), whose reproducer fails with the bug and
+    passes without it."""
+    from harness.selftest import MUTATIONS
+
+    mutation = next(m for m in MUTATIONS if m.name == "batch-gemm-overrun")
+    verdict_fails_only_with_the_bug(tmp_path, mutation, _MAKE_OVERRUN, "memory")
