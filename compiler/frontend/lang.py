@@ -100,9 +100,31 @@ _COMBINE = {
 }
 
 
+def _degrees_of_freedom(name: str, kwargs: dict[str, Any]) -> Any:
+    """``var``'s ``ddof`` (or the array API's ``correction``, NumPy 2 takes either) out of
+    ``kwargs``: 0 by default, any real number, as NumPy takes it."""
+    ddof, correction = kwargs.pop("ddof", None), kwargs.pop("correction", None)
+    if name != "var":
+        if ddof is not None or correction is not None:
+            keyword = "ddof" if ddof is not None else "correction"
+            raise TypeError(f"{name}() got an unexpected keyword argument {keyword!r}")
+        return 0
+    if correction is not None:
+        if ddof not in (None, 0):
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    ddof = 0 if ddof is None else ddof
+    if not isinstance(ddof, (int, float, np.integer, np.floating)):
+        raise TypeError(f"var: ddof must be a real number, got {type(ddof).__name__}")
+    return ddof
+
+
 def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs: Any) -> Tensor:
-    """``sum/max/min/mean/var`` over ``axis`` (None, int, negative, tuple) with ``keepdims``."""
-    unknown = {k: v for k, v in kwargs.items() if v is not None and not (k == "ddof" and v == 0)}
+    """``sum/max/min/mean/var`` over ``axis`` (None, int, negative, tuple) with ``keepdims``;
+    ``var`` takes ``ddof`` (``correction``): the squared deviations' sum is divided by
+    ``max(n - ddof, 0)``, so a row of ``ddof`` or fewer elements gives inf or NaN, as in NumPy."""
+    ddof = _degrees_of_freedom(name, kwargs)
+    unknown = {k: v for k, v in kwargs.items() if v is not None}
     if unknown:
         raise UnsupportedFeature(f"{name} with arguments {sorted(unknown)}")
     x = as_operand(x, name)
@@ -121,7 +143,14 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs
     if name == "var":
         xf = astype(x, out.dtype)
         centered = xf - reduce("mean", xf, axes, keepdims=True)
-        return reduce("mean", centered * centered, axes, keepdims)
+        squares = centered * centered
+        if not ddof:
+            return reduce("mean", squares, axes, keepdims)
+        count = max(math.prod(x.shape[a] for a in axes) - ddof, 0)
+        if out.dtype == FLOAT16:  # summed in float32, rounded once (as mean does)
+            total = reduce("sum", astype(squares, FLOAT32), axes, keepdims)
+            return astype(elementwise("divide", total, count), FLOAT16)
+        return elementwise("divide", reduce("sum", squares, axes, keepdims), count)
     if not axes:
         return astype(x, out.dtype)
     combine, float_identity, int_identity = _COMBINE[name]

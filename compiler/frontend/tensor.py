@@ -155,6 +155,8 @@ class Tensor:
         return lang.reduce("mean", self, axis, keepdims, **kw)
 
     def var(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+        if "correction" in kw:  # np.var's (the array API's) keyword, not ndarray.var's
+            raise TypeError("var() got an unexpected keyword argument 'correction'")
         return lang.reduce("var", self, axis, keepdims, **kw)
 
     # NumPy protocol: np.exp(t), np.add(a, t), np.sum(t, axis=...)

@@ -53,7 +53,7 @@ RUN_TIME_CHECKED_KINDS = ("gather",)
 SPELLINGS = ("array-api", "numpy", "methods")
 
 #: Attribute kinds: how a static attribute is checked, stored (JSON) and printed.
-ATTR_KINDS = ("axis", "bool", "shape", "axes", "index", "dtype", "positive")
+ATTR_KINDS = ("axis", "bool", "shape", "axes", "index", "dtype", "positive", "count")
 
 
 #: A valid value of each attribute kind, to print an entry without a program.
@@ -65,6 +65,7 @@ _SAMPLE_ATTR = {
     "index": (),
     "dtype": "float32",
     "positive": 1,
+    "count": 0,
 }
 
 

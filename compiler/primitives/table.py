@@ -125,22 +125,27 @@ def _namespace_dtype(dtype: Any) -> str:
 
 
 def _kwargs(attrs: Mapping[str, Any], specs: Mapping[str, Attr]) -> str:
-    return "".join(f", {k}={attrs[k]!r}" for k, spec in specs.items() if attrs[k] != spec.default)
+    """The keywords of ``attrs`` that differ from their default (an absent one does not)."""
+    given = {k: attrs.get(k, spec.default) for k, spec in specs.items()}
+    return "".join(f", {k}={v!r}" for k, v in given.items() if v != specs[k].default)
 
 
 _REDUCTION_ATTRS = {"axis": Attr("axis", None), "keepdims": Attr("bool", False)}
 
 
-def _reduction(name: str, fn: Any, depth_factor: float, **meta: Any) -> None:
+def _reduction(
+    name: str, fn: Any, depth_factor: float, more: Mapping[str, Attr] | None = None, **meta: Any
+) -> None:
+    specs = {**_REDUCTION_ATTRS, **(more or {})}
     register(
         Primitive(
             name,
             "reduction",
             1,
             results.reduction_infer(name, fn),
-            *printed(lambda a, attrs: f"xp.{name}({a[0]}{_kwargs(attrs, _REDUCTION_ATTRS)})"),
-            method=lambda a, attrs: f"{a[0]}.{name}({_kwargs(attrs, _REDUCTION_ATTRS)[2:]})",
-            attrs=_REDUCTION_ATTRS,
+            *printed(lambda a, attrs: f"xp.{name}({a[0]}{_kwargs(attrs, specs)})"),
+            method=lambda a, attrs: f"{a[0]}.{name}({_kwargs(attrs, specs)[2:]})",
+            attrs=specs,
             ufunc=fn,
             error_depth=_depth_reduction(depth_factor),
             **meta,
@@ -277,7 +282,8 @@ register(
 _reduction("max", np.max, 1.0, keeps="bounds")
 _reduction("min", np.min, 1.0, keeps="bounds")
 _reduction("mean", np.mean, 1.0)
-_reduction("var", np.var, 2.0)
+# ddof: NumPy divides the sum of squared deviations by max(n - ddof, 0) (inf or NaN at 0).
+_reduction("var", np.var, 2.0, {"ddof": Attr("count", 0)})
 register(
     Primitive(
         "astype",

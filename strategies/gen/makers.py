@@ -185,7 +185,17 @@ def _matmul_partner(g: Gen, shape: Shape, p_right: bool, *, matrix: bool = False
 def _reduction(g: Gen, op: str) -> None:
     p = g.primary(op)
     red = g.draw(reductions(p.shape))
-    g.node(op, p, axis=red.axis, keepdims=red.keepdims)
+    counts = {}
+    for name, attr in primitives.get(op).attrs.items():
+        if attr.kind == "count":  # var's ddof: a divisor max(n - ddof, 0), n the reduced extent
+            axes = range(len(p.shape)) if red.axis is None else np.atleast_1d(red.axis)
+            n = int(np.prod([p.shape[a] for a in axes]))
+            nonzero = st.sampled_from((1, 2, max(n - 1, 1), n, n + 1))  # n, n + 1: inf or NaN
+            counts[name] = g.draw(st.one_of(st.just(0), nonzero))
+            event(
+                f"reduce:{name}{'=0' if not counts[name] else '>=n' if counts[name] >= n else ''}"
+            )
+    g.node(op, p, axis=red.axis, keepdims=red.keepdims, **counts)
 
 
 def _layout(g: Gen, op: str) -> None:

@@ -100,6 +100,13 @@ def _positive(value: Any) -> int:
     return value
 
 
+def _count(value: Any) -> int:
+    value = _int(value, "attribute")
+    if value < 0:
+        raise ValueError(f"expected a non-negative int, got {value}")
+    return value
+
+
 _NORMALIZE = {
     "axis": _axis,
     "bool": _bool,
@@ -108,6 +115,7 @@ _NORMALIZE = {
     "index": _key,
     "dtype": _dtype,
     "positive": _positive,
+    "count": _count,
 }
 
 

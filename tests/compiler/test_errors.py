@@ -382,7 +382,6 @@ LIMITATIONS = {
     "int32 power": (lambda a: a**2, [((3, 4), I32)]),
     "floor division": (lambda a: a // 2, [(3, 4)]),
     "modulo": (lambda a: a % 2, [(3, 4)]),
-    "var ddof=1": (lambda a: a.var(ddof=1), [(3, 4)]),
     "reshape order F": (lambda a: a.reshape(4, 3, order="F"), [(3, 4)]),
     "complex scalar": (lambda a: a + 1j, [(3, 4)]),
     "np.arctan": (lambda a: np.arctan(a), [(3, 4)]),

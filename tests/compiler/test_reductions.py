@@ -111,3 +111,45 @@ def test_reductions_of_different_arrays_returned_together(rng, target):
 def test_reduction_feeding_elementwise(rng, target):
     x = rand(rng, (3, 4, 5), F32)
     check(reduce_then_broadcast, x, targets=[target], atol=1e-5)
+
+
+@jit
+def variances(x, *, axis, ddof):
+    xp = x.__array_namespace__()
+    return {
+        "method": x.var(axis=axis, ddof=ddof),
+        "np": np.var(x, axis=axis, ddof=ddof, keepdims=True),
+        "np.correction": np.var(x, axis=axis, correction=ddof),
+        "xp": xp.var(x, axis=axis, ddof=ddof),
+    }
+
+
+@pytest.mark.parametrize("ddof", [1, 2, 4, 5, 2.5], ids=str)
+@pytest.mark.parametrize("dtype", [F32, F64, I32], ids=str)
+def test_var_divides_by_n_minus_ddof(rng, dtype, ddof):
+    """``ddof`` (and NumPy 2's ``correction``): the squared deviations' sum over
+    ``max(n - ddof, 0)``; rows of at most ``ddof`` elements are inf (NaN where every deviation
+    is zero), as in NumPy. Over axis 1 (4 elements) and over all 60."""
+    x = rand(rng, (3, 4, 5), dtype, -50, 50) if dtype == I32 else rand(rng, (3, 4, 5), dtype)
+    x[1] = x[1, :1]  # all-equal rows along axis 1: 0 / 0 where ddof >= 4
+    for axis in (1, None):
+        check(variances, x, axis=axis, ddof=ddof, atol=_atol(x, F64 if dtype == I32 else dtype))
+
+
+@pytest.mark.parametrize("target", REAL_TARGETS)
+def test_var_with_ddof_every_target(rng, target):
+    x = rand(rng, (3, 4, 5), F32)
+    for ddof in (1, 4):
+        check(variances, x, axis=1, ddof=ddof, targets=[target], atol=_atol(x, F32))
+
+
+def test_ddof_belongs_to_var_alone_and_is_a_number():
+    x = np.ones((3, 4), np.float32)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ddof'"):
+        jit(lambda a: a.mean(ddof=1))(x)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'correction'"):
+        jit(lambda a: a.var(correction=1))(x)  # ndarray.var has no correction
+    with pytest.raises(TypeError, match="ddof must be a real number"):
+        jit(lambda a: np.var(a, ddof="1"))(x)
+    with pytest.raises(ValueError, match="ddof and correction"):
+        jit(lambda a: np.var(a, ddof=1, correction=1))(x)
