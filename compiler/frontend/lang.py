@@ -101,10 +101,10 @@ _COMBINE = {
 
 
 def _degrees_of_freedom(name: str, kwargs: dict[str, Any]) -> Any:
-    """``var``'s ``ddof`` (or the array API's ``correction``, NumPy 2 takes either) out of
-    ``kwargs``: 0 by default, any real number, as NumPy takes it."""
+    """``var``'s and ``std``'s ``ddof`` (or the array API's ``correction``: NumPy 2 takes
+    either) out of ``kwargs``: 0 by default, any real number, as NumPy takes it."""
     ddof, correction = kwargs.pop("ddof", None), kwargs.pop("correction", None)
-    if name != "var":
+    if name not in ("var", "std"):
         if ddof is not None or correction is not None:
             keyword = "ddof" if ddof is not None else "correction"
             raise TypeError(f"{name}() got an unexpected keyword argument {keyword!r}")
@@ -115,14 +115,15 @@ def _degrees_of_freedom(name: str, kwargs: dict[str, Any]) -> Any:
         ddof = correction
     ddof = 0 if ddof is None else ddof
     if not isinstance(ddof, (int, float, np.integer, np.floating)):
-        raise TypeError(f"var: ddof must be a real number, got {type(ddof).__name__}")
+        raise TypeError(f"{name}: ddof must be a real number, got {type(ddof).__name__}")
     return ddof
 
 
 def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs: Any) -> Tensor:
-    """``sum/max/min/mean/var`` over ``axis`` (None, int, negative, tuple) with ``keepdims``;
-    ``var`` takes ``ddof`` (``correction``): the squared deviations' sum is divided by
-    ``max(n - ddof, 0)``, so a row of ``ddof`` or fewer elements gives inf or NaN, as in NumPy."""
+    """``sum/max/min/mean/var/std`` over ``axis`` (None, int, negative, tuple) with
+    ``keepdims``. ``var`` and ``std`` (its square root, as NumPy computes it) take ``ddof``
+    (``correction``): the squared deviations' sum is divided by ``max(n - ddof, 0)``, so a row
+    of ``ddof`` or fewer elements gives inf or NaN, as in NumPy."""
     ddof = _degrees_of_freedom(name, kwargs)
     unknown = {k: v for k, v in kwargs.items() if v is not None}
     if unknown:
@@ -140,6 +141,8 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs
             return astype(wide, FLOAT16)
         total = reduce("sum", astype(x, out.dtype), axes, keepdims)
         return elementwise("divide", total, math.prod(x.shape[a] for a in axes))
+    if name == "std":
+        return elementwise("sqrt", reduce("var", x, axes, keepdims, ddof=ddof))
     if name == "var":
         xf = astype(x, out.dtype)
         centered = xf - reduce("mean", xf, axes, keepdims=True)

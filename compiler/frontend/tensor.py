@@ -159,6 +159,11 @@ class Tensor:
             raise TypeError("var() got an unexpected keyword argument 'correction'")
         return lang.reduce("var", self, axis, keepdims, **kw)
 
+    def std(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+        if "correction" in kw:
+            raise TypeError("std() got an unexpected keyword argument 'correction'")
+        return lang.reduce("std", self, axis, keepdims, **kw)
+
     # NumPy protocol: np.exp(t), np.add(a, t), np.sum(t, axis=...)
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         name = ufunc.__name__
@@ -253,7 +258,7 @@ _NAMESPACE_FUNCTIONS = {
 }
 for _name, _fn in _NAMESPACE_FUNCTIONS.items():
     setattr(Namespace, _name, staticmethod(_fn))
-for _name in ("sum", "max", "min", "mean", "var"):
+for _name in ("sum", "max", "min", "mean", "var", "std"):
     setattr(Namespace, _name, staticmethod(_reduction(_name)))
 
 xp = Namespace()
@@ -266,6 +271,7 @@ _FUNCTIONS: dict[str, Callable[..., Tensor]] = {
     "amin": _reduction("min"),
     "mean": _reduction("mean"),
     "var": _reduction("var"),
+    "std": _reduction("std"),
     "reshape": _np_reshape,
     "transpose": lambda x, axes=None: lang.transpose(x, axes),
     "permute_dims": lambda x, axes=None: lang.transpose(x, axes),

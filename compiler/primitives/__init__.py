@@ -233,13 +233,13 @@ class Primitive:
         """The dtype NumPy 2 computes each operand in (None: used as it is), so that another
         array library evaluating this primitive computes in NumPy's dtypes (JAX makes float32
         of int32 meeting float32, NumPy float64): elementwise operands as the lowering converts
-        them (a ``where`` condition as it is), matmul and mean/var operands in the result
+        them (a ``where`` condition as it is), matmul and mean/var/std operands in the result
         dtype; layout, casts, gathers and composites leave their operands alone. The harness's
         JAX reference and the ``xla-cpu`` backend's graph both follow this one rule."""
         if self.kind in ("unary", "binary", "compare", "select"):
             found = [np.dtype(d) for d in self.converted_dtypes(operands, out)]
             return [None, *found[1:]] if self.kind == "select" else list(found)
-        if self.kind == "matmul" or self.name in ("mean", "var"):
+        if self.kind == "matmul" or self.name in ("mean", "var", "std"):
             return [np.dtype(out.dtype)] * len(operands)
         return [None] * len(operands)
 

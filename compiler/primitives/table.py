@@ -284,6 +284,7 @@ _reduction("min", np.min, 1.0, keeps="bounds")
 _reduction("mean", np.mean, 1.0)
 # ddof: NumPy divides the sum of squared deviations by max(n - ddof, 0) (inf or NaN at 0).
 _reduction("var", np.var, 2.0, {"ddof": Attr("count", 0)})
+_reduction("std", np.std, 2.0, {"ddof": Attr("count", 0)})  # NumPy's: the square root of var
 register(
     Primitive(
         "astype",

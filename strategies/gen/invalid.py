@@ -82,7 +82,7 @@ def _violate(
             axes = (*range(n - 1), n)
         return RawEquation("permute_dims", (ref,), {"axes": axes})
     if name == "axis_out_of_range":
-        ops = ["max", "min"] + (["sum", "mean", "var"] if t.dtype in FLOAT_DTYPES else [])
+        ops = ["max", "min"] + (["sum", "mean", "var", "std"] if t.dtype in FLOAT_DTYPES else [])
         op = draw(st.sampled_from(ops))
         # NumPy's ufunc reductions accept axis 0 and -1 on 0-d operands: skip those there.
         bads = [1, 2, -2] if t.ndim == 0 else [t.ndim, t.ndim + 1, -t.ndim - 1]

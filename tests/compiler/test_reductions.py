@@ -1,5 +1,5 @@
-"""Reductions (sum, max, min, mean, var) against NumPy: every axis, negative axes, tuples, None,
-the empty tuple, keepdims; as methods, NumPy functions and array-namespace functions."""
+"""Reductions (sum, max, min, mean, var, std) against NumPy: every axis, negative axes, tuples,
+None, the empty tuple, keepdims; as methods, NumPy functions and array-namespace functions."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from compiler_checks import F32, F64, I32, REAL_TARGETS, check, rand
 from compiler import jit
 
 AXES = [None, 0, 1, 2, -1, -2, -3, (0, 2), (-1, 0), (2, 1, 0), ()]
-FLOAT_OPS = ("sum", "max", "min", "mean", "var")
-INT_OPS = ("max", "min", "mean", "var")  # int32 sum is int64 in NumPy: a known limitation
+FLOAT_OPS = ("sum", "max", "min", "mean", "var", "std")
+INT_OPS = ("max", "min", "mean", "var", "std")  # int32 sum is int64 in NumPy: a known limitation
 
 
 @jit
@@ -121,6 +121,9 @@ def variances(x, *, axis, ddof):
         "np": np.var(x, axis=axis, ddof=ddof, keepdims=True),
         "np.correction": np.var(x, axis=axis, correction=ddof),
         "xp": xp.var(x, axis=axis, ddof=ddof),
+        "std.method": x.std(axis=axis, ddof=ddof),
+        "np.std": np.std(x, axis=axis, correction=ddof, keepdims=True),
+        "xp.std": xp.std(x, axis=axis, ddof=ddof),
     }
 
 
@@ -129,7 +132,7 @@ def variances(x, *, axis, ddof):
 def test_var_divides_by_n_minus_ddof(rng, dtype, ddof):
     """``ddof`` (and NumPy 2's ``correction``): the squared deviations' sum over
     ``max(n - ddof, 0)``; rows of at most ``ddof`` elements are inf (NaN where every deviation
-    is zero), as in NumPy. Over axis 1 (4 elements) and over all 60."""
+    is zero), as in NumPy; ``std`` is its square root. Over axis 1 (4 elements) and all 60."""
     x = rand(rng, (3, 4, 5), dtype, -50, 50) if dtype == I32 else rand(rng, (3, 4, 5), dtype)
     x[1] = x[1, :1]  # all-equal rows along axis 1: 0 / 0 where ddof >= 4
     for axis in (1, None):
@@ -149,6 +152,8 @@ def test_ddof_belongs_to_var_alone_and_is_a_number():
         jit(lambda a: a.mean(ddof=1))(x)
     with pytest.raises(TypeError, match="unexpected keyword argument 'correction'"):
         jit(lambda a: a.var(correction=1))(x)  # ndarray.var has no correction
+    with pytest.raises(TypeError, match="unexpected keyword argument 'correction'"):
+        jit(lambda a: a.std(correction=1))(x)
     with pytest.raises(TypeError, match="ddof must be a real number"):
         jit(lambda a: np.var(a, ddof="1"))(x)
     with pytest.raises(ValueError, match="ddof and correction"):
