@@ -455,23 +455,82 @@ def _poison_literal(element: str) -> str | None:
     return None
 
 
+#: The function an instrumented module gets (``poison_globals``) that writes where its globals'
+#: guards are: the count, then each guard's address (linking renames it with its kernel).
+GUARDS_FUNCTION = KERNEL + "_guards"
+_MAX_GUARDED_GLOBALS = 255
+
+
 def poison_globals(lowered: str) -> str:
     """``lowered`` (LLVM dialect) with each global whose initial value is undefined (a
     ``memref.global ... = uninitialized``: cpu-vector's static temporaries) initialized to
-    ``POISON_BYTE`` bytes instead of the zeroed page it would get: the JIT's input when
-    instrumenting, so a first call that reads such a buffer before writing it reads NaN or -1."""
+    ``POISON_BYTE`` bytes instead of the zeroed page it would get, and followed by
+    ``GUARD_BYTES`` of ``GUARD_BYTE`` (the global becomes a struct of the two; its users only
+    take its address), listed by a function ``GUARDS_FUNCTION``: the JIT's input when
+    instrumenting, so a first call that reads such a buffer before writing it reads NaN or -1,
+    and a store past its end is seen (``Kernel``)."""
+    guarded: list[tuple[str, str]] = []
 
     def initialized(match: re.Match[str]) -> str:
         head, rest, array = match.group(1), match.group(2), match.group(3)
         dims = _ARRAY.findall(array)
         element = _ARRAY.sub("", array.removeprefix("!llvm.")).rstrip(">").strip()
         literal = _poison_literal(element)
-        if literal is None or not dims:
+        if literal is None or not dims or len(guarded) >= _MAX_GUARDED_GLOBALS:
             return match.group(0)
         shape = "x".join(dims)
-        return f"{head}(dense<{literal}> : tensor<{shape}x{element}>){rest}"
+        inner = array.removeprefix("!llvm.")
+        struct = f"!llvm.struct<({inner}, array<{GUARD_BYTES} x i8>)>"
+        attributes = rest[: rest.rindex(array)]
+        guarded.append((head.rsplit("@", 1)[1], struct))
+        return (
+            f"{head}(){attributes}{struct} {{\n"
+            f"    %whole = llvm.mlir.undef : {struct}\n"
+            f"    %data = llvm.mlir.constant(dense<{literal}> : tensor<{shape}x{element}>) : "
+            f"{array}\n"
+            f"    %guard = llvm.mlir.constant(dense<{GUARD_BYTE - 256}> : "
+            f"tensor<{GUARD_BYTES}xi8>) : !llvm.array<{GUARD_BYTES} x i8>\n"
+            f"    %first = llvm.insertvalue %data, %whole[0] : {struct}\n"
+            f"    %both = llvm.insertvalue %guard, %first[1] : {struct}\n"
+            f"    llvm.return %both : {struct}\n"
+            "  }"
+        )
 
-    return _UNDEF_GLOBAL.sub(initialized, lowered) if "llvm.mlir.global" in lowered else lowered
+    if "llvm.mlir.global" not in lowered:
+        return lowered
+    text = _UNDEF_GLOBAL.sub(initialized, lowered)
+    if not guarded:
+        return text
+    body = [
+        f"    %count = llvm.mlir.constant({len(guarded)} : i64) : i64",
+        "    llvm.store %count, %out : i64, !llvm.ptr",
+    ]
+    for index, (name, struct) in enumerate(guarded):
+        body += [
+            f"    %g{index} = llvm.mlir.addressof @{name} : !llvm.ptr",
+            f"    %a{index} = llvm.getelementptr %g{index}[0, 1] : (!llvm.ptr) -> !llvm.ptr, "
+            f"{struct}",
+            f"    %o{index} = llvm.getelementptr %out[{index + 1}] : (!llvm.ptr) -> !llvm.ptr, i64",
+            f"    llvm.store %a{index}, %o{index} : !llvm.ptr, !llvm.ptr",
+        ]
+    function = "\n".join(
+        [f"  llvm.func @{GUARDS_FUNCTION}(%out: !llvm.ptr) {{", *body, "    llvm.return", "  }"]
+    )
+    end = text.rstrip().rindex("}")
+    return f"{text[:end]}{function}\n}}\n"
+
+
+def guard_addresses(engine: Any, name: str = GUARDS_FUNCTION) -> list[int]:
+    """The addresses of the guards after the globals of ``engine``'s module that
+    ``poison_globals`` guarded, from its ``name`` function (none without it)."""
+    entry = engine.raw_lookup(name)
+    if not entry:
+        return []
+    found = (ctypes.c_uint64 * (_MAX_GUARDED_GLOBALS + 1))()
+    out = ctypes.c_void_p(ctypes.addressof(found))
+    packed = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(out), ctypes.c_void_p))
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(entry)(packed)
+    return [int(a) for a in found[1 : 1 + int(found[0])]]
 
 
 def output_buffers(signature: KernelSignature, poison: bool) -> list[np.ndarray]:
@@ -536,8 +595,9 @@ class _Guarded:
         inner = slab[GUARD_BYTES : slab.size - GUARD_BYTES]
         return inner.view(like.dtype).reshape(like.shape)
 
-    def check(self, heap_before: int) -> None:
-        """Record (``memory_faults``) every guard byte and input the call changed."""
+    def check(self, heap_before: int, globals_: list[int] = ()) -> None:
+        """Record (``memory_faults``) every guard byte and input the call changed (``globals_``:
+        the guards after the kernel's static temporaries, ``guard_addresses``; set again)."""
         n = len(self.originals)
         for index, (slab, array) in enumerate(zip(self.slabs, self.arrays, strict=True)):
             name = f"input {index}" if index < n else f"output {index - n}"
@@ -555,6 +615,13 @@ class _Guarded:
                 was = self.originals[index].reshape(-1).view(np.uint8).reshape(-1, size)
                 changed = int((now != was).any(axis=1).sum())
                 _fault(f"input-written: {what}: {changed} of {array.size} element(s) changed")
+        for index, address in enumerate(globals_):
+            guard = np.frombuffer(ctypes.string_at(address, GUARD_BYTES), np.uint8)
+            changed = np.flatnonzero(guard != GUARD_BYTE)
+            if changed.size:
+                _fault(f"overrun: static temporary {index} (a global) written up to "
+                       f"{int(changed[-1]) + 1} byte(s) past its end")  # fmt: skip
+                ctypes.memset(address, GUARD_BYTE, GUARD_BYTES)
         overruns = heap_overruns() - heap_before
         if overruns > 0:
             _fault(f"overrun: {overruns} heap block(s) the kernel allocated were written within "
@@ -587,6 +654,9 @@ class Kernel:
         self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
             self.engine.raw_lookup("_mlir_ciface_" + name)
         )
+        # The guards after its static temporaries (poison_globals; linking suffixed the name).
+        guards = GUARDS_FUNCTION + name.removeprefix(KERNEL)
+        self._globals = guard_addresses(self.engine, guards) if self.instrumented else []
         self._lock = threading.Lock()
         shapes = [n.shape for n in signature.inputs + signature.outputs]
         shapes += [()] * signature.error_outputs
@@ -609,7 +679,7 @@ class Kernel:
             heap = heap_overruns()
             self._entry(self._packed)
             if guarded:
-                guarded.check(heap)
+                guarded.check(heap, self._globals)
                 return _split(guarded.arrays[len(arrays) :], len(outputs))
         return outputs, errors
 
@@ -624,6 +694,7 @@ class MlirRuntimeKernel:
         self.signature = signature
         self.instrumented = instrumenting()
         self.engine = make_engine(module, opt_level, self.instrumented)
+        self._globals = guard_addresses(self.engine) if self.instrumented else []
 
     def __call__(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         from mlir.runtime import get_ranked_memref_descriptor
@@ -636,7 +707,7 @@ class MlirRuntimeKernel:
         heap = heap_overruns()
         self.engine.invoke(KERNEL, *[ctypes.pointer(ctypes.pointer(d)) for d in descriptors])
         if guarded:
-            guarded.check(heap)
+            guarded.check(heap, self._globals)
             return _split(guarded.arrays[len(arrays) :], len(outputs))
         return outputs, errors
 
@@ -650,7 +721,9 @@ __all__ = [
     "GUARD_BYTE",
     "GUARD_BYTES",
     "blas_calls",
+    "GUARDS_FUNCTION",
     "fault_mark",
+    "guard_addresses",
     "heap_overruns",
     "instrument_engine",
     "instrumented",

@@ -102,12 +102,24 @@ def test_instrumented_kernels_count_the_blocks_they_leave_allocated():
 
 
 def test_poison_globals_initializes_only_undefined_globals():
+    """An undefined global becomes its poison followed by a guard, listed by the module's
+    ``GUARDS_FUNCTION``; a global with a value is left alone (a second pass changes nothing)."""
+    from mlir import ir
+
+    from compiler.runtime import GUARD_BYTES, GUARDS_FUNCTION
+
     text = poison_globals(_READS_BEFORE_WRITING)
-    assert "@scratch(dense<0xFFFFFFFF> : tensor<2x3xf32>)" in text
-    assert "llvm.mlir.undef" not in text
+    struct = f"!llvm.struct<(array<2 x array<3 x f32>>, array<{GUARD_BYTES} x i8>)>"
+    assert f"@scratch() {{addr_space = 0 : i32, alignment = 64 : i64}} : {struct}" in text
+    assert "llvm.mlir.constant(dense<0xFFFFFFFF> : tensor<2x3xf32>)" in text
+    assert f"dense<-91> : tensor<{GUARD_BYTES}xi8>" in text
+    assert f"llvm.func @{GUARDS_FUNCTION}(%out: !llvm.ptr)" in text
     assert poison_globals(text) == text
+    with ir.Context():
+        ir.Module.parse(text)
     other = _READS_BEFORE_WRITING.replace("array<3 x f32>", "array<3 x i16>")
     assert "dense<-1> : tensor<2x3xi16>" in poison_globals(other)
+    assert poison_globals(_LEAVES_ONE_BLOCK) == _LEAVES_ONE_BLOCK
 
 
 @pytest.mark.parametrize("shape", [(2, 3), (), (1,)])
@@ -284,8 +296,12 @@ def test_heap_blocks_of_instrumented_kernels_are_guarded(aligned):
 
 #: ``kernel(x: memref<4xf32>, out: memref<4xf32>)``: out = x, then the store of each mode.
 _COPIES = """
+memref.global "private" @scratch : memref<4xf32> = uninitialized
 func.func @kernel(%x: memref<4xf32>, %out: memref<4xf32>) attributes {llvm.emit_c_interface} {
   memref.copy %x, %out : memref<4xf32> to memref<4xf32>
+  %scratch = memref.get_global @scratch : memref<4xf32>
+  %long = memref.reinterpret_cast %scratch to offset: [0], sizes: [5], strides: [1]
+    : memref<4xf32> to memref<5xf32>
   %c = arith.constant 2.0 : f32
   %i = arith.constant INDEX : index
   STORE
@@ -297,6 +313,7 @@ _STORES = {
     "past-the-end": ("4", "memref.store %c, %wide[%i] : memref<5xf32>"),
     "before-the-start": ("-1", "memref.store %c, %out[%i] : memref<4xf32>"),
     "into-the-input": ("3", "memref.store %c, %x[%i] : memref<4xf32>"),
+    "past-a-static-buffer": ("4", "memref.store %c, %long[%i] : memref<5xf32>"),
 }
 
 
@@ -304,14 +321,15 @@ _STORES = {
 def test_instrumented_kernels_see_stores_outside_their_outputs_and_into_inputs(mode):
     """A kernel gets guarded copies of its inputs and guarded outputs: a store past an output's
     end or before its start is an ``overrun`` line of ``memory_faults``, one into an input an
-    ``input-written`` line, and the caller's array is never changed. Not instrumented: the
+    ``input-written`` line, and the caller's array is never changed; an undefined global (a
+    static temporary) is followed by a guard too (``poison_globals``). Not instrumented: the
     same answers, nothing checked."""
     from types import SimpleNamespace
 
     from mlir import ir, passmanager
 
     from compiler.lower.emit import KernelSignature
-    from compiler.runtime import Kernel, fault_mark, memory_faults
+    from compiler.runtime import Kernel, fault_mark, memory_faults, poison_globals
 
     index, store = _STORES[mode]
     wide = "%wide = memref.reinterpret_cast %out to offset: [0], sizes: [5], strides: [1]"
@@ -329,6 +347,8 @@ def test_instrumented_kernels_see_stores_outside_their_outputs_and_into_inputs(m
                              "its start"],
         "into-the-input": ["input-written: input 0 (float32[4], 16 bytes): 1 of 4 element(s) "
                            "changed"],
+        "past-a-static-buffer": ["overrun: static temporary 0 (a global) written up to 4 "
+                                 "byte(s) past its end"],
     }[mode]  # fmt: skip
     # Not instrumented, a store outside the buffers would corrupt the caller's heap: only the
     # store into the input is made so, and it lands in the caller's array.
@@ -339,11 +359,15 @@ def test_instrumented_kernels_see_stores_outside_their_outputs_and_into_inputs(m
                 "builtin.module(finalize-memref-to-llvm, convert-arith-to-llvm, "
                 "convert-func-to-llvm, reconcile-unrealized-casts)"
             ).run(module.operation)
+            if instrument:
+                module = ir.Module.parse(poison_globals(str(module)))
             kernel = Kernel(module, signature, 0, instrument=instrument)
             given = x.copy()
             mark = fault_mark()
             (out,), _ = kernel([given])
+            assert memory_faults(mark) == (expected if instrument else [])
+            (out,), _ = kernel([x.copy()])  # a guard is set again after the call that changed it
+            assert memory_faults(mark) == (expected * 2 if instrument else [])
         np.testing.assert_array_equal(out, x)
-        assert memory_faults(mark) == (expected if instrument else [])
         written = mode == "into-the-input" and not instrument
         np.testing.assert_array_equal(given, [0, 1, 2, 2] if written else x)
