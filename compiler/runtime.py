@@ -156,9 +156,8 @@ _FRONT = GUARD_BYTES - _HEADER  # guard bytes just below the pointer
 
 def _guarded_block(base: str, head: str) -> str:
     """From ``base`` (a real block of ``head`` + ``%size`` + ``GUARD_BYTES`` bytes, not null):
-    return ``%p``, ``head`` bytes in, with the header and the front guard below it, the back
-    guard after ``%size``
-    bytes of ``POISON_BYTE``, counted live."""
+    return ``%p``, ``head`` bytes in: ``%size`` bytes of ``POISON_BYTE`` with the header and the
+    front guard below them and the back guard after them, counted live."""
     return f"""
     %p = llvm.getelementptr {base}[{head}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
     %magic_at = llvm.getelementptr %p[-8] : (!llvm.ptr) -> !llvm.ptr, i64
@@ -549,8 +548,8 @@ _FAULTS_LOCK = threading.Lock()
 
 def memory_faults(since: int = 0) -> list[str]:
     """What instrumented calls of this process did to memory they do not own, one line each,
-    oldest first, from the ``since``-th on (take ``len(memory_faults())``, or a mark, before a
-    call: what is added after is that call's): a store into the guard bytes around a buffer
+    oldest first, from the ``since``-th on (take ``fault_mark()`` before a call: what is added
+    after it is that call's): a store into the guard bytes around a buffer
     they were handed or a heap block they allocated (an overrun, which changes no answer while
     nothing reads past the end: ``overrun: ...``), or into an input (``input-written: ...``)."""
     with _FAULTS_LOCK:

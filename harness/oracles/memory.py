@@ -14,8 +14,9 @@ freed a block it did not allocate, which the allocator often survives).
 Out-of-bounds stores change no answer either while nothing reads what lies past the end (a loop
 bound one too far, a vector tail written unmasked, a tile that is not clipped): an instrumented
 kernel gets its inputs copied and its outputs in slabs with ``GUARD_BYTES`` of a known byte on
-both sides, and its own heap blocks are guarded alike and checked when freed
-(``compiler.runtime.memory_faults``). A changed guard byte is an ``overrun`` finding; a changed
+both sides, its own heap blocks are guarded alike and checked when freed, and its static
+temporaries (cpu-vector's globals) get a guard after their end (``compiler.runtime``:
+``memory_faults``). A changed guard byte is an ``overrun`` finding; a changed
 input (NumPy never writes into an operand) an ``input-written`` one.
 """
 
