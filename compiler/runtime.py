@@ -28,6 +28,7 @@ import functools
 import os
 import re
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -532,13 +533,40 @@ def guard_addresses(engine: Any, name: str = GUARDS_FUNCTION) -> list[int]:
     return [int(a) for a in found[1 : 1 + int(found[0])]]
 
 
+def _slab(nbytes: int) -> np.ndarray:
+    """Bytes for a buffer of ``nbytes`` with ``GUARD_BYTES`` of ``GUARD_BYTE`` on each side."""
+    slab = np.empty(nbytes + 2 * GUARD_BYTES, np.uint8)
+    slab[:GUARD_BYTES] = GUARD_BYTE
+    slab[GUARD_BYTES + nbytes :] = GUARD_BYTE
+    return slab
+
+
+def _inside(slab: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """The array of ``shape`` and ``dtype`` between ``slab``'s guards."""
+    return slab[GUARD_BYTES : slab.size - GUARD_BYTES].view(dtype).reshape(shape)
+
+
+def _slab_of(array: np.ndarray) -> np.ndarray | None:
+    """The guarded slab ``array`` lies in (``_inside``), else None."""
+    slab = array.base
+    if not isinstance(slab, np.ndarray) or slab.dtype != np.uint8 or slab.ndim != 1:
+        return None
+    if slab.size != array.nbytes + 2 * GUARD_BYTES:
+        return None
+    return slab if array.ctypes.data == slab.ctypes.data + GUARD_BYTES else None
+
+
 def output_buffers(signature: KernelSignature, poison: bool) -> list[np.ndarray]:
-    """Fresh output buffers for a call of a kernel of ``signature``, filled with
-    ``POISON_BYTE`` for an instrumented kernel."""
-    outputs = [np.empty(n.shape, n.dtype) for n in signature.outputs]
-    if poison:
-        for output in outputs:
-            output.reshape(-1).view(np.uint8).fill(POISON_BYTE)  # 0-d: no view of another size
+    """Fresh output buffers for a call of a kernel of ``signature``; for an instrumented
+    kernel (``poison``) filled with ``POISON_BYTE``, each between guards (``_Guarded``)."""
+    if not poison:
+        return [np.empty(n.shape, n.dtype) for n in signature.outputs]
+    outputs = []
+    for node in signature.outputs:
+        dtype = np.dtype(node.dtype)
+        slab = _slab(int(np.prod(node.shape, dtype=np.int64)) * dtype.itemsize)
+        slab[GUARD_BYTES : slab.size - GUARD_BYTES] = POISON_BYTE
+        outputs.append(_inside(slab, tuple(node.shape), dtype))
     return outputs
 
 
@@ -549,9 +577,9 @@ _FAULTS_LOCK = threading.Lock()
 def memory_faults(since: int = 0) -> list[str]:
     """What instrumented calls of this process did to memory they do not own, one line each,
     oldest first, from the ``since``-th on (take ``fault_mark()`` before a call: what is added
-    after it is that call's): a store into the guard bytes around a buffer
-    they were handed or a heap block they allocated (an overrun, which changes no answer while
-    nothing reads past the end: ``overrun: ...``), or into an input (``input-written: ...``)."""
+    after it is that call's): a store into the guard bytes around a buffer they were handed or
+    a heap block they allocated (an overrun, which changes no answer while nothing reads past
+    the end: ``overrun: ...``), or into an input (``input-written: ...``)."""
     with _FAULTS_LOCK:
         return _FAULTS[since:]
 
@@ -568,38 +596,36 @@ def _fault(line: str) -> None:
 
 
 class _Guarded:
-    """One instrumented call's buffers, each in a slab with ``GUARD_BYTES`` of ``GUARD_BYTE``
-    on both sides: the outputs (poisoned) and copies of the inputs, so a write past either end,
-    or into an input, is seen after the call and the caller's arrays are never touched."""
+    """One instrumented call's buffers (inputs first, then outputs) as the kernel gets them:
+    each input copied, byte for byte as the kernel would read it, between guards (so a store
+    into it is seen and the caller's array is never touched), each output as it is, its guards
+    those ``output_buffers`` put around it (an output without them is not checked)."""
 
-    def __init__(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
-        self.originals = inputs
-        buffers = [*inputs, *outputs]
-        self.slabs = [self._slab(a) for a in buffers]
-        self.arrays = [self._inside(slab, a) for slab, a in zip(self.slabs, buffers, strict=True)]
-        for copy, original in zip(self.arrays[: len(inputs)], inputs, strict=True):
-            np.copyto(copy, original)
-        for output, given in zip(self.arrays[len(inputs) :], outputs, strict=True):
-            np.copyto(output.reshape(-1).view(np.uint8), given.reshape(-1).view(np.uint8))
+    def __init__(self, buffers: list[np.ndarray], inputs: int) -> None:
+        self.inputs = inputs
+        self.arrays: list[np.ndarray] = []
+        self.slabs: list[np.ndarray | None] = []
+        self.before: list[bytes] = []
+        for index, array in enumerate(buffers):
+            if index < inputs:
+                slab = _slab(array.nbytes)
+                copy = _inside(slab, array.shape, array.dtype)
+                if array.nbytes:  # what the kernel reads: nbytes from the data pointer
+                    ctypes.memmove(copy.ctypes.data, array.ctypes.data, array.nbytes)
+                self.before.append(copy.tobytes())
+                array = copy
+            else:
+                slab = _slab_of(array)
+            self.slabs.append(slab)
+            self.arrays.append(array)
 
-    @staticmethod
-    def _slab(array: np.ndarray) -> np.ndarray:
-        slab = np.empty(array.nbytes + 2 * GUARD_BYTES, np.uint8)
-        slab[:GUARD_BYTES] = GUARD_BYTE
-        slab[GUARD_BYTES + array.nbytes :] = GUARD_BYTE
-        return slab
-
-    @staticmethod
-    def _inside(slab: np.ndarray, like: np.ndarray) -> np.ndarray:
-        inner = slab[GUARD_BYTES : slab.size - GUARD_BYTES]
-        return inner.view(like.dtype).reshape(like.shape)
-
-    def check(self, heap_before: int, globals_: list[int] = ()) -> None:
+    def check(self, heap_before: int, globals_: Sequence[int] = ()) -> None:
         """Record (``memory_faults``) every guard byte and input the call changed (``globals_``:
         the guards after the kernel's static temporaries, ``guard_addresses``; set again)."""
-        n = len(self.originals)
         for index, (slab, array) in enumerate(zip(self.slabs, self.arrays, strict=True)):
-            name = f"input {index}" if index < n else f"output {index - n}"
+            if slab is None:
+                continue
+            name = f"input {index}" if index < self.inputs else f"output {index - self.inputs}"
             what = f"{name} ({array.dtype}{list(array.shape)}, {array.nbytes} bytes)"
             front = np.flatnonzero(slab[:GUARD_BYTES] != GUARD_BYTE)
             back = np.flatnonzero(slab[GUARD_BYTES + array.nbytes :] != GUARD_BYTE)
@@ -608,10 +634,10 @@ class _Guarded:
             if front.size:
                 _fault(f"overrun: {what} written {GUARD_BYTES - int(front[0])} byte(s) before "
                        "its start")  # fmt: skip
-            if index < n and array.tobytes() != self.originals[index].tobytes():
+            if index < self.inputs and array.tobytes() != self.before[index]:
                 size = max(array.dtype.itemsize, 1)
                 now = array.reshape(-1).view(np.uint8).reshape(-1, size)
-                was = self.originals[index].reshape(-1).view(np.uint8).reshape(-1, size)
+                was = np.frombuffer(self.before[index], np.uint8).reshape(-1, size)
                 changed = int((now != was).any(axis=1).sum())
                 _fault(f"input-written: {what}: {changed} of {array.size} element(s) changed")
         for index, address in enumerate(globals_):
@@ -670,16 +696,16 @@ class Kernel:
         allocated outputs (poisoned, for an instrumented kernel) and the error flags."""
         outputs = output_buffers(self.signature, self.instrumented)
         errors = [np.zeros((), INT32) for _ in range(self.signature.error_outputs)]
-        guarded = _Guarded(arrays, outputs + errors) if self.instrumented else None
-        buffers = guarded.arrays if guarded else arrays + outputs + errors
+        buffers = arrays + outputs + errors
+        guarded = _Guarded(buffers, len(arrays)) if self.instrumented else None
         with self._lock:
-            for descriptor, buffer in zip(self._descriptors, buffers, strict=True):
+            passed = guarded.arrays if guarded else buffers
+            for descriptor, buffer in zip(self._descriptors, passed, strict=True):
                 descriptor.allocated = descriptor.aligned = buffer.ctypes.data
             heap = heap_overruns()
             self._entry(self._packed)
             if guarded:
                 guarded.check(heap, self._globals)
-                return _split(guarded.arrays[len(arrays) :], len(outputs))
         return outputs, errors
 
 
@@ -700,14 +726,14 @@ class MlirRuntimeKernel:
 
         outputs = output_buffers(self.signature, self.instrumented)
         errors = [np.zeros((), INT32) for _ in range(self.signature.error_outputs)]
-        guarded = _Guarded(arrays, outputs + errors) if self.instrumented else None
-        buffers = guarded.arrays if guarded else arrays + outputs + errors
-        descriptors = [get_ranked_memref_descriptor(a) for a in buffers]
+        handed = [*arrays, *outputs, *errors]
+        guarded = _Guarded(handed, len(arrays)) if self.instrumented else None
+        passed = guarded.arrays if guarded else handed
+        descriptors = [get_ranked_memref_descriptor(a) for a in passed]
         heap = heap_overruns()
         self.engine.invoke(KERNEL, *[ctypes.pointer(ctypes.pointer(d)) for d in descriptors])
         if guarded:
             guarded.check(heap, self._globals)
-            return _split(guarded.arrays[len(arrays) :], len(outputs))
         return outputs, errors
 
 

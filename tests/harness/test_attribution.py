@@ -304,8 +304,8 @@ def test_a_relation_the_graph_breaks_by_being_wrong_is_a_frontend_bug(tmp_path: 
     mutation = Mutation(
         "one-pass-variance",
         "frontend/lang.py",
-        '        return reduce("mean", centered * centered, axes, keepdims)\n',
-        '        return reduce("mean", xf * xf, axes, keepdims) - reduce("mean", xf, axes, '
+        '            return reduce("mean", squares, axes, keepdims)\n',
+        '            return reduce("mean", xf * xf, axes, keepdims) - reduce("mean", xf, axes, '
         "keepdims) ** 2\n",
         "var as E[x^2] - E[x]^2",
     )
