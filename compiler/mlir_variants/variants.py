@@ -260,13 +260,14 @@ class EntryStage(Stage):
 
     def plan(self, text: str) -> Plan:
         entry = _FIXUP_ENTRY if self.entry == _FIXUP else CATALOG[self.entry]
-        reason = entry.check(features(text), self.known_broken)
+        found = features(text)
+        reason = entry.check(found, self.known_broken)
         if reason:
             return Plan(self.fallback, reason)
         plan = Plan(self.pipeline)
         if entry.script is not None and "transform-library-paths=" in self.pipeline:
             plan = Plan(self.pipeline, library=entry.script(text, entry.id))
-        if not self.known_broken and any(b.symptom for b in entry.known_broken):
+        if not self.known_broken and any(b.tried(found) for b in entry.known_broken):
             reason = _trial(entry.id, plan, text)
             if reason:
                 return Plan(self.fallback, reason)
