@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..pipelines import OPTIMIZE
 from .scripts import (
     duplicated_reduction,
+    huge_vectors,
     lower_pack,
     masked_projected_write,
     odd_bf16_vectors,
@@ -201,6 +202,14 @@ _MASKED_PROJECTED_WRITE = KnownBroken(
     symptom=masked_projected_write,
     needs=("vector.transfer_write", "vector"),
 )
+_HUGE_VECTORS = KnownBroken(
+    (),
+    "a limit, not a bug: vectors of more than 1024 lanes (whole-op vectorization of a large "
+    "op) take LLVM's code generation from seconds to minutes (an attend of T = 59 on "
+    "mlir:buf-vectorize-children: no answer within 120 s; compiler.mlir_variants.scripts."
+    "huge_vectors)",
+    symptom=huge_vectors,
+)
 _SUPER_VECTORIZE_VIEWS = KnownBroken(
     _VIEWS, "the affine dependence analysis misses memref view aliases (llvm #218696 family)"
 )
@@ -239,14 +248,15 @@ _TENSOR_VECTOR = (_RANK_REDUCING, _ABSI, _RANK0_GATHER)
 
 
 def entries() -> list[Entry]:
-    """The catalog's rows. Bugs of the stages a vectorizing entry's output reaches: every entry
-    that leaves vector ops carries ``_BF16_VECTORS``, and every one that may make a masked
+    """The catalog's rows. Bugs and limits of the stages a vectorizing entry's output reaches:
+    every entry that leaves vector ops carries ``_BF16_VECTORS`` and ``_HUGE_VECTORS``, and every
+    one that may make a masked
     transfer_write the vector fix-up cannot lower (a vectorizing entry, or one after
     bufferization: ``fold-memref-alias-ops`` folds a subview into a write's map) carries
     ``_MASKED_PROJECTED_WRITE``."""
     rows = []
     for e in _entries():
-        more = (_BF16_VECTORS,) if e.vector else ()
+        more = (_BF16_VECTORS, _HUGE_VECTORS) if e.vector else ()
         if e.vector or e.stage in ("buffer", "lower", "loops"):
             more += (_MASKED_PROJECTED_WRITE,)
         rows.append(dataclasses.replace(e, known_broken=(*e.known_broken, *more)) if more else e)

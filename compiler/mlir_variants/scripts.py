@@ -5,6 +5,7 @@ Both read only IR text (tile sizes depend on each op's loops); the catalog names
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from dataclasses import dataclass
@@ -189,6 +190,24 @@ def masked_projected_write(before: str, after: str) -> bool:
     appends the dropped dims to the mask, not where the vector gets them: invalid IR (llvm PR
     #144893, open)."""
     return masked_projected_writes(after) > masked_projected_writes(before)
+
+
+#: The most lanes a vector an entry makes may have (``huge_vectors``).
+VECTOR_LANES_MAX = 1024
+_VECTOR_SHAPE = re.compile(r"vector<((?:\d+x)*\d+)x[a-z]")
+
+
+def huge_vectors(before: str, after: str) -> bool:
+    """Does an entry's output ``after`` hold a vector of more than ``VECTOR_LANES_MAX`` lanes?
+    Vectorizing a whole op (no tiling) makes one as large as its iteration space, and LLVM's
+    code generation time grows faster than its size: an ``attend`` of T = 8, 16, 24, 32 on
+    ``mlir:buf-vectorize-children`` made vectors of 256 to 4096 lanes and compiled in 0.4, 2.7,
+    18 and 52 s; T = 59 ran past the harness's 120 s (a hang finding that says nothing)."""
+    del before
+    return any(
+        math.prod(int(d) for d in shape.split("x")) > VECTOR_LANES_MAX
+        for shape in _VECTOR_SHAPE.findall(after)
+    )
 
 
 def odd_bf16_vectors(before: str, after: str) -> bool:

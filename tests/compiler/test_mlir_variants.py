@@ -259,6 +259,27 @@ def test_a_fold_that_makes_an_unlowerable_masked_write_is_skipped() -> None:
     assert not masked_projected_write(made, made)  # there already: not this entry's doing
 
 
+def test_whole_op_vectors_past_the_lane_limit_skip_the_entry() -> None:
+    """An ``attend`` of T = 59 on ``mlir:buf-vectorize-children``: vectorized whole, its ops
+    made vectors of thousands of lanes and LLVM's code generation ran past the harness's
+    120 s (a 10-minute ``mlir:*`` session, seed 62, stored it as a hang). A trial run sees
+    them: the entry is skipped and says why, and the compile takes seconds."""
+    from compiler.mlir_variants.scripts import VECTOR_LANES_MAX, huge_vectors
+
+    assert huge_vectors("", f"vector<1x{VECTOR_LANES_MAX + 1}xf32>")
+    assert not huge_vectors("", f"vector<2x{VECTOR_LANES_MAX // 2}xi1> memref<4096xf32>")
+    t, c = 59, 8
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((t, c), (c,), (c,), (c, 3 * c))]
+    args += [np.zeros(3 * c, np.float32), rng.standard_normal((c, c)).astype(np.float32)]
+    args += [np.zeros(c, np.float32)]
+    program = jit(lambda *a: ops.attend(*a, heads=4))
+    compiled = program.compile(*args, target="mlir:buf-vectorize-children")
+    assert "buf-vectorize-children: known broken" in compiled.artifacts.notes["skipped"]
+    assert "1024 lanes" in compiled.artifacts.notes["skipped"]
+    np.testing.assert_allclose(compiled(*args), program(*args), rtol=1e-4, atol=2e-5)  # float32
+
+
 def test_odd_bfloat16_vectors_skip_a_vectorizing_entry() -> None:
     """LLVM 22.1.8 aborts the process on bfloat16 vectors of 33 lanes (a 10-minute campaign,
     seed 2505: a bfloat16 layer_norm of 33 elements on ``mlir:buf-vectorize-children``). Every
