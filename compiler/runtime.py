@@ -156,10 +156,17 @@ _FRONT = GUARD_BYTES - _HEADER  # guard bytes just below the pointer
 
 
 def _guarded_block(base: str, head: str) -> str:
-    """From ``base`` (a real block of ``head`` + ``%size`` + ``GUARD_BYTES`` bytes, not null):
-    return ``%p``, ``head`` bytes in: ``%size`` bytes of ``POISON_BYTE`` with the header and the
-    front guard below them and the back guard after them, counted live."""
+    """The end of an allocator wrapper, from ``base`` (a real block of ``head`` + ``%size`` +
+    ``GUARD_BYTES`` bytes): null stays null; else return ``%p``, ``head`` bytes in: ``%size``
+    bytes of ``POISON_BYTE`` with the header and the front guard below them and the back guard
+    after them, counted live."""
     return f"""
+    %nothing = llvm.mlir.zero : !llvm.ptr
+    %failed = llvm.icmp "eq" {base}, %nothing : !llvm.ptr
+    llvm.cond_br %failed, ^failed, ^guard
+  ^failed:
+    llvm.return %nothing : !llvm.ptr
+  ^guard:
     %p = llvm.getelementptr {base}[{head}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
     %magic_at = llvm.getelementptr %p[-8] : (!llvm.ptr) -> !llvm.ptr, i64
     %size_at = llvm.getelementptr %p[-7] : (!llvm.ptr) -> !llvm.ptr, i64
@@ -195,12 +202,7 @@ _POISON_MALLOC = f"""
     %extra = llvm.mlir.constant({2 * GUARD_BYTES} : i64) : i64
     %total = llvm.add %size, %extra : i64
     %base = llvm.call @malloc(%total) : (i64) -> !llvm.ptr
-    %nothing = llvm.mlir.zero : !llvm.ptr
-    %failed = llvm.icmp "eq" %base, %nothing : !llvm.ptr
-    llvm.cond_br %failed, ^failed, ^guard
-  ^failed:
-    llvm.return %nothing : !llvm.ptr
-  ^guard:{_guarded_block("%base", "%head")}
+    {_guarded_block("%base", "%head")}
   }}"""
 
 #: ``aligned_alloc`` for instrumented kernels: the same, with a front of the larger of
@@ -220,12 +222,7 @@ _POISON_ALIGNED_ALLOC = f"""
     %keep = llvm.xor %mask, %all : i64
     %total = llvm.and %up, %keep : i64
     %base = llvm.call @aligned_alloc(%alignment, %total) : (i64, i64) -> !llvm.ptr
-    %nothing = llvm.mlir.zero : !llvm.ptr
-    %failed = llvm.icmp "eq" %base, %nothing : !llvm.ptr
-    llvm.cond_br %failed, ^failed, ^guard
-  ^failed:
-    llvm.return %nothing : !llvm.ptr
-  ^guard:{_guarded_block("%base", "%head")}
+    {_guarded_block("%base", "%head")}
   }}"""
 
 #: ``free`` for instrumented kernels: a guarded block (its magic word) has its guards compared
