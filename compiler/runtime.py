@@ -650,10 +650,6 @@ class _Guarded:
                    f"{GUARD_BYTES} bytes outside their bounds (seen when freed)")  # fmt: skip
 
 
-def _split(results: list[np.ndarray], outputs: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    return results[:outputs], results[outputs:]
-
-
 class Kernel:
     """Native code for one lowered module: ``kernel(arrays) -> (outputs, errors)``."""
 
@@ -735,15 +731,15 @@ class MlirRuntimeKernel:
 
 
 __all__ = [
-    "JIT_CODEGEN_ARGUMENTS",
-    "INSTRUMENT_ENV",
-    "POISON_BYTE",
-    "Kernel",
-    "MlirRuntimeKernel",
+    "GUARDS_FUNCTION",
     "GUARD_BYTE",
     "GUARD_BYTES",
+    "INSTRUMENT_ENV",
+    "JIT_CODEGEN_ARGUMENTS",
+    "Kernel",
+    "MlirRuntimeKernel",
+    "POISON_BYTE",
     "blas_calls",
-    "GUARDS_FUNCTION",
     "fault_mark",
     "guard_addresses",
     "heap_overruns",

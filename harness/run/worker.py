@@ -186,7 +186,8 @@ def run_backend(
                 results[-1].stage = "trace"
             continue
         result = BackendResult(backend, "ok", output=output, seconds=time.perf_counter() - start)
-        result.memory_faults = faults if instrumented_kernel(compiled) else None
+        instrumented = instrumented_kernel(compiled)
+        result.memory_faults = faults if instrumented else None
         if index == 0:
             result.cells = sorted(stage_cells(compiled.stages))
             notes = getattr(getattr(compiled, "artifacts", None), "notes", {})
@@ -194,7 +195,7 @@ def run_backend(
             linked = ["llvm-linked"] if notes.get("linked") else []
             result.shared_stages = ",".join([*filter(None, [notes.get("shared", "")]), *linked])
             result.blas = _blas(compiled, calls)
-            result.leaked = live if instrumented_kernel(compiled) else None
+            result.leaked = live if instrumented else None
         if repeat and index == 0:
             try:
                 _repeat_checks(fn, inputs, backend, output, result, recompile)

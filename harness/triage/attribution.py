@@ -36,6 +36,7 @@ from compiler.pipelines import BUILT, LLVM, pipeline_steps, split_level, step_na
 
 from ..case import Case
 from ..oracles.base import Finding
+from ..oracles.memory import FAULT_KINDS
 from ..oracles.schedule import STAGE as VECTORIZED
 from ..oracles.spelling import failing_spelling
 from ..run.task import Task
@@ -258,8 +259,8 @@ class Attributor:
                     "schedule; it runs as scalar loops"
                 ),
             )
-        if finding.oracle == "memory" and finding.kind in ("leak", "bad-free"):
-            return self._memory(case, finding)
+        if finding.oracle == "memory" and finding.kind not in FAULT_KINDS:
+            return self._memory(case, finding)  # a leak or a bad free
         # An overrun or a written input is found like a wrong answer (_bisect: the first stage
         # whose completion at -O0 does it, then the pass), the memory oracle judging each probe.
         if finding.oracle == "blas":
