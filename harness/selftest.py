@@ -78,6 +78,15 @@ MUTATIONS = (
         "    if isinstance(value, (bool, int, float, np.generic)):\n",
         "NumPy scalars are treated as weak Python scalars",
     ),
+    # A constant on the left is Python's reflected operator: rare in random programs (7 in
+    # 2000 had one left of a subtract), so the focus asks for it (``CONST_LEFT``).
+    Mutation(
+        "reflected-subtract-unswapped",
+        "frontend/tensor.py",
+        '__sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)',
+        '__sub__, __rsub__ = _binary("subtract"), _binary("subtract", False)',
+        "3.0 - x is traced as x - 3.0 (the reflected operator keeps its operands' order)",
+    ),
     Mutation(
         "wrong-broadcast-map",
         "lower/emit.py",

@@ -8,7 +8,7 @@ compiler; it never imports ``harness``.
 """
 
 from .gen.invalid import invalid_programs
-from .gen.programs import Sample, cast_pairs, op_dtype_pairs, programs, samples
+from .gen.programs import Sample, cast_pairs, const_left_ops, op_dtype_pairs, programs, samples
 from .gen.shapes import (
     MATMUL_KINDS,
     AttentionConfig,
@@ -27,7 +27,7 @@ from .gen.shapes import (
     slices,
     valid_tuple_axes,
 )
-from .gen.state import generation_order
+from .gen.state import CONST_LEFT, generation_order
 from .gen.values import REGIMES, elements, input_values, regimes, values
 from .model import (
     DTYPES,
@@ -50,6 +50,7 @@ from .model import (
 )
 
 __all__ = [
+    "CONST_LEFT",
     "DTYPES",
     "FLOAT_DTYPES",
     "FORMAT_VERSION",
@@ -85,6 +86,7 @@ __all__ = [
     "mutually_broadcastable_shapes",
     "permutations",
     "cast_pairs",
+    "const_left_ops",
     "op_dtype_pairs",
     "programs",
     "reductions",

@@ -15,6 +15,7 @@ the first seconds of a session instead of by luck.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from compiler import primitives
-from strategies import cast_pairs, op_dtype_pairs, programs, samples
+from strategies import CONST_LEFT, cast_pairs, const_left_ops, op_dtype_pairs, programs, samples
 from strategies.gen.values import edge_regimes, edge_values, values
 from strategies.model import ProgramBuilder
 
@@ -51,6 +52,8 @@ def _item_dtype_and_spelling(
     op, second = item
     if second.startswith(SWEPT):
         return _swept(item)[0], None
+    if second == CONST_LEFT:
+        return "", None  # any dtype the op takes, drawn by the case
     if second.startswith(SPELLED):
         return first_dtypes[op], second[len(SPELLED) :]
     return second.partition("->")[0], None  # a cast's source
@@ -59,6 +62,8 @@ def _item_dtype_and_spelling(
 def _first_step(item: tuple[str, str]) -> str:
     """The first step that exercises a focus item: its op, or "astype->TARGET" for a cast."""
     op, second = item
+    if second == CONST_LEFT:
+        return f"{op}@{CONST_LEFT}"
     target = second.partition("->")[2]
     return f"{op}->{target}" if target else op
 
@@ -76,17 +81,26 @@ def focus_cases(
     rarely random programs draw it (an int32 matmul was 3% of them, int32 ``a > b`` none of
     400). ``regimes``: its values come from one of them at the first op's edges
     (``edge_regimes``); if empty, half the cases take the first op's edges, half any regime."""
-    # Uniform over the items left: with ``sampled_from`` (int32, ``>``) was met by 150 cases in
-    # 1 of 8 simulated drivers, now 6 of 8 (items done: 75 -> 81 of 134).
+    # Uniform over the kinds of item left (``item_kind``), then over that kind's items: with
+    # ``sampled_from`` over the items (int32, ``>``) was met by 150 cases in 1 of 8 simulated
+    # drivers, uniform 6 of 8 (items done: 75 -> 81 of 134); uniform over the items, a kind of
+    # few (11 constants left of a binary op, among 280 items) waited half a 60 s session.
     # The dense sweeps take half of the focused cases while any is left (all of them first, a
     # single driver's 34, had delayed a planted float64 promotion bug from 2.1 s to 16.4 s).
     sweeps = [p for p in pairs if is_dense_sweep(p)]
     rest = [p for p in pairs if not is_dense_sweep(p)]
     if sweeps and (not rest or draw(st.integers(0, 1))):
         return draw(sweep_cases(backends, uniform(draw, sweeps)))
-    first = uniform(draw, rest)
+    kinds = sorted({item_kind(p) for p in rest})
+    kind = uniform(draw, kinds)
+    first = uniform(draw, [p for p in rest if item_kind(p) == kind])
     if is_sweep(first):
         return draw(sweep_cases(backends, first))
+    if first == SEQUENCE_ITEM:
+        from .generate import sequence_cases  # (generate draws focused cases from here)
+
+        case = draw(sequence_cases(backends))
+        return replace(case, origin="focus/jit-sequence")
     first_dtypes = _first_dtypes()
     dtype, spelling = _item_dtype_and_spelling(first, first_dtypes)
     alike = [
@@ -99,6 +113,8 @@ def focus_cases(
         if count
         else []
     )
+    if not dtype:  # a constant on the left: of any dtype the op takes, uniformly
+        dtype = uniform(draw, [d for op, d in op_dtype_pairs() if op == first[0]])
     steps = [_first_step(item) for item in (first, *more)]
     # One step beyond what the ops need (a cast to bool takes a consumer): more steps leave the
     # first ones dead more often.
@@ -114,6 +130,12 @@ def focus_cases(
     case = Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/{drawn.regime}")
     return case.respelled(spelling) if spelling else case
 
+
+#: The focus item of a jit sequence (``generate.sequence_cases``: one jitted function called
+#: with other dtypes, statics, argument trees, captured arrays): 10% of the mix, but none of the
+#: 78 mix cases a 20 s single-driver session drew was one (Hypothesis's mutants keep their
+#: example's kind), and planted cache bugs waited 20 to 37 s for their first sequence.
+SEQUENCE_ITEM = ("jit-sequence", "calls")
 
 #: The second member of a focus item that names a spelling instead of a dtype.
 SPELLED = "spelling:"
@@ -228,6 +250,22 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     return Case(program, inputs, backends, origin="sweep/extreme" if edges else "sweep/dense")
 
 
+def item_kind(item: tuple[str, str]) -> str:
+    """What a focus item exercises: "pair" (an op in a dtype), "cast", "spelling",
+    "const-left", "jit-sequence" or "sweep" (with edges; the dense sweeps have their own
+    share)."""
+    op, second = item
+    if item == SEQUENCE_ITEM:
+        return "jit-sequence"
+    if second.startswith(SWEPT):
+        return "sweep"
+    if second.startswith(SPELLED):
+        return "spelling"
+    if second == CONST_LEFT:
+        return "const-left"
+    return "cast" if "->" in second else "pair"
+
+
 def is_sweep(item: tuple[str, str]) -> bool:
     """Is ``item`` an accuracy sweep's (``sweep_items``)?"""
     return item[1].startswith(SWEPT)
@@ -249,22 +287,27 @@ def _first_dtypes() -> dict[str, str]:  # read each time: a plugin's entries tak
 def focus_items() -> tuple[tuple[str, str], ...]:
     """What focused cases start from: every (op, dtype) pair of the table, every cast
     ("astype", "float32->bool"), then (op, "spelling:<name>") for each op a non-default spelling
-    reaches another way (NumPy's dispatch of ``np.sum``, the method ``x.sum``): 200 pairs, 25
-    casts and 43 spelled ops today; and the accuracy sweeps (``sweep_items``), the dense ones
-    of which take half of the focused cases while any is left (``focus_cases``)."""
+    reaches another way (NumPy's dispatch of ``np.sum``, the method ``x.sum``), and (op,
+    "const-left") for each binary op and comparison a constant can stand on the left of
+    (``3.0 - x``: the reflected operator, in a dtype the case draws): 205 pairs, 25 casts, 45
+    spelled ops and 11 reflected ones today; a jit sequence (``SEQUENCE_ITEM``); and the
+    accuracy sweeps (``sweep_items``), the dense ones of which take half of the focused cases
+    while any is left (``focus_cases``)."""
     spelled = [
         (op, SPELLED + spelling)
         for spelling in primitives.SPELLINGS[1:]
         for op in _first_dtypes()
         if primitives.get(op).respelled(spelling)
     ]
-    return (*sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled)
+    reflected = [(op, CONST_LEFT) for op in const_left_ops()]
+    return (*sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, SEQUENCE_ITEM)
 
 
 def exercised_pairs(program: Any) -> set[tuple[str, str]]:
     """The (op, dtype) pairs a program exercises: each node's op with the dtype it computes in
     (``_computed_in``; its result's, for a node without a tensor operand: causal_mask), and
-    each cast as ("astype", "SOURCE->TARGET"); not a node of two operands that are one value."""
+    each cast as ("astype", "SOURCE->TARGET"), each binary op or comparison with a constant on
+    its left as (op, "const-left"); not a node of two operands that are one value."""
     from strategies.model.types import Const
 
     found = set()
@@ -282,6 +325,9 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
             found.add((equation.op, dtypes[0]))
         if equation.op == "astype":
             found.add(("astype", f"{types[0].dtype}->{equation.type.dtype}"))
+        if len(equation.args) == 2 and isinstance(equation.args[0], Const):
+            if not isinstance(equation.args[1], Const):  # a constant left of a tensor
+                found.add((equation.op, CONST_LEFT))
     return found
 
 
@@ -305,6 +351,9 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
     in a non-default spelling (in each, with ``every_spelling``: the spelling oracle traced the
     case in the others), (op, "spelling:<name>") for each op it writes another way."""
     found = exercised_pairs(case.program)
+    sequence = case.sequence
+    if sequence is not None and len(sequence.calls) > 1:
+        found.add(SEQUENCE_ITEM)
     if case.origin.startswith("sweep/"):
         swept, kind = set(sweep_ops()), EDGES if case.origin == "sweep/extreme" else ""
         found |= {

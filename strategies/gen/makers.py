@@ -28,9 +28,11 @@ def _unary(g: Gen, op: str) -> None:
 
 
 def _binary(g: Gen, op: str) -> None:
+    left = g.takes_const_left()
     p = g.primary(op)
     if op == "power":
         kind = g.draw(st.sampled_from(["exponent", "base"]))
+        kind = "base" if left else kind
         if kind == "base":
             g.node(op, Const(g.draw(st.sampled_from([2.0, 0.5]))), p)
             return
@@ -39,13 +41,19 @@ def _binary(g: Gen, op: str) -> None:
             exponents.append(0.5)
         g.node(op, p, Const(g.draw(st.sampled_from(exponents))))
         return
+    if left and primitives.get(op).consts:
+        g.node(op, g.const(p.dtype, op), p)
+        return
     q = g.partner(p, op, consts=primitives.get(op).consts)
     a, b = g.ordered(p, q)
     g.node(op, a, b)
 
 
 def _condition(g: Gen, op: str) -> tuple[Value, Value]:
+    left = g.takes_const_left()
     p = g.primary(op)
+    if left:
+        return g.node(op, g.const(p.dtype, op), p), p
     q = g.partner(p, op, consts=True)
     a, b = g.ordered(p, q)
     return g.node(op, a, b), p

@@ -32,7 +32,7 @@ from compiler import primitives
 from ..model import DTYPES, LOW_PRECISION_DTYPES, Program, Ref
 from .makers import MAKERS
 from .shapes import SHAPE_REGIMES
-from .state import Config, Gen, broadcast, generation_order
+from .state import CONST_LEFT, Config, Gen, broadcast, generation_order, takes_const_left
 from .values import input_values, regimes
 
 # --------------------------------------------------------------------------------------------
@@ -74,9 +74,12 @@ def programs(
         raise ValueError("need 1 <= min_nodes <= max_nodes, max_rank >= 1 and max_side >= 2")
     order = tuple(op for op in order_all if op in op_list)
     firsts = (first,) if isinstance(first, str) else tuple(first or ())
-    for step in firsts:  # an op, or "astype->DTYPE" (a cast to that dtype)
-        if step.partition("->")[0] not in order:
+    for step in firsts:  # an op, "astype->DTYPE" (a cast to that dtype) or "OP@const-left"
+        op, _, form = step.partition("->")[0].partition("@")
+        if op not in order:
             raise ValueError(f"first op {step!r} is not among the ops {order}")
+        if form and (form != CONST_LEFT or not takes_const_left(op)):
+            raise ValueError(f"first step {step!r}: {op} takes no @{CONST_LEFT} form")
     cfg = Config(
         max_nodes, min_nodes, order, dtype_list, max_rank, max_side, implicit_int_to_float, firsts
     )
@@ -143,8 +146,11 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
         return None
     first = g.cfg.first[g.steps] if g.steps < len(g.cfg.first) else ""
     first, _, g.cast_to = first.partition("->")
+    first, _, form = first.partition("@")
+    g.const_left = form == CONST_LEFT
     if first not in choices:  # not drawable here (the budget): a step like any other
         first = g.cast_to = ""
+        g.const_left = False
     op = first or draw(st.sampled_from(choices))
     g.steps += 1
     MAKERS[primitives.get(op).kind](g, op)
@@ -226,6 +232,12 @@ def samples(
     return Sample(program, inputs, chosen)
 
 
+def const_left_ops() -> tuple[str, ...]:
+    """The ops a focused step can put a constant on the left of, every binary op and comparison
+    that takes a constant operand: ``programs(first="OP@const-left")``."""
+    return tuple(op for op in generation_order() if takes_const_left(op))
+
+
 def cast_pairs() -> tuple[tuple[str, str], ...]:
     """Every cast a focused program can start with, as ("astype", "SOURCE->TARGET"):
     ``programs(dtypes=[SOURCE], first="astype->TARGET")``; bool among the targets."""
@@ -251,4 +263,12 @@ def op_dtype_pairs() -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
-__all__ = ["Sample", "cast_pairs", "generation_order", "op_dtype_pairs", "programs", "samples"]
+__all__ = [
+    "Sample",
+    "cast_pairs",
+    "const_left_ops",
+    "generation_order",
+    "op_dtype_pairs",
+    "programs",
+    "samples",
+]

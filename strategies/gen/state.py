@@ -84,6 +84,12 @@ def _meets(op: str, a: str, b: str) -> bool:
     return True
 
 
+def takes_const_left(op: str) -> bool:
+    """Can ``op`` be drawn with a constant on its left (``CONST_LEFT``)?"""
+    prim = primitives.get(op)
+    return prim.kind in ("binary", "compare") and prim.consts
+
+
 @functools.cache
 def _int_to_float(op: str) -> bool:
     """Does ``op`` give a float for int32 operands (NumPy float64, JAX float32)?"""
@@ -97,6 +103,12 @@ def _int_to_float(op: str) -> bool:
 
 Shape = tuple[int, ...]
 
+#: The form of a focused binary or comparison step with a constant on its left ("OP@const-left"):
+#: ``3.0 - x`` or ``2 < x``, which Python evaluates as the tensor's reflected operator
+#: (``__rsub__``, ``__gt__``) and NumPy's scalar as a ufunc call. Random programs put a constant
+#: on a subtract's left in 7 of 2000 (a mutant tracing ``3.0 - x`` as ``x - 3.0`` survived).
+CONST_LEFT = "const-left"
+
 
 @dataclass(frozen=True)
 class Config:
@@ -108,7 +120,7 @@ class Config:
     max_side: int
     implicit: bool
     # The ops of the first steps, in order (a focused program), each where it can be drawn;
-    # "astype->DTYPE" casts to DTYPE.
+    # "astype->DTYPE" casts to DTYPE, "OP@const-left" puts a constant on OP's left (``3.0 - x``).
     first: tuple[str, ...] = ()
 
     @property
@@ -172,6 +184,7 @@ class Gen:
     reserve: int = 0  # nodes kept back from the steps for joining dead branches at the end
     steps: int = 0  # generation steps taken
     cast_to: str = ""  # the target a focused first step casts to ("astype->bool"), if any
+    const_left: bool = False  # a focused first step takes a constant on its left ("@const-left")
 
     @property
     def budget(self) -> int:
@@ -353,9 +366,27 @@ class Gen:
         )
         return Const(value)
 
+    def takes_const_left(self) -> bool:
+        """Does this step put a constant on its op's left (a focused "OP@const-left" step)? Read
+        once, by the op's maker: its helpers' nodes take their operands as usual."""
+        wanted, self.const_left = self.const_left, False
+        return wanted
+
     def ordered(self, a: Any, b: Any) -> tuple[Any, Any]:
-        """``(a, b)`` or, when drawn, ``(b, a)`` (reflected operators, swapped matmul sides)."""
+        """``(a, b)`` or, when drawn, ``(b, a)`` (reflected operators, swapped matmul sides): the
+        draw leans to ``(a, b)``, so a focus item (``CONST_LEFT``) asks for the constant on the
+        left."""
         return (b, a) if self.draw(st.booleans()) else (a, b)
 
 
-__all__ = ["Config", "Gen", "Shape", "Value", "broadcast", "generation_order", "of_kind"]
+__all__ = [
+    "CONST_LEFT",
+    "Config",
+    "Gen",
+    "Shape",
+    "Value",
+    "broadcast",
+    "generation_order",
+    "of_kind",
+    "takes_const_left",
+]

@@ -321,3 +321,46 @@ def test_a_cast_in_a_one_dtype_program_always_has_a_target() -> None:
 
     check()  # the point: no draw raises; and the second cast is there in a good share
     assert sum(c >= 2 for c in casts) >= 0.3 * len(casts), Counter(casts)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
+def test_a_focused_step_puts_a_constant_on_its_ops_left(dtype) -> None:
+    """``first="OP@const-left"``: ``3.0 - x`` or ``2 < x``, the tensor's reflected operator.
+    Random programs put a constant left of a subtract in 7 of 2000, and a frontend tracing
+    ``3.0 - x`` as ``x - 3.0`` survived a 60 s session; every focused program has one."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from strategies import CONST_LEFT, Const, const_left_ops, programs
+
+    ops = const_left_ops()
+    assert {"subtract", "divide", "power", "less", "equal"} <= set(ops)
+    assert "maximum" not in ops  # called as a function, with no constant operand
+    seen: list[str] = []
+
+    @seed(3)
+    @settings(
+        max_examples=60, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(
+        programs(
+            max_nodes=4, dtypes=[dtype], first=[f"subtract@{CONST_LEFT}", f"less@{CONST_LEFT}"]
+        )
+    )
+    def check(program) -> None:
+        lefts = {
+            n.op
+            for n in program.nodes
+            if isinstance(n.args[0], Const) and not isinstance(n.args[1], Const)
+        }
+        seen.extend(lefts & {"subtract", "less"})
+        counted.append(program)
+
+    counted: list = []
+    check()
+    # A later step may leave an earlier one dead (dead-code removal): the first op most often.
+    assert seen.count("subtract") >= 0.5 * len(counted), Counter(seen)
+    assert seen.count("less") >= 0.5 * len(counted), Counter(seen)
+    for bad in ("maximum@const-left", "exp@const-left", "subtract@const-right"):
+        with pytest.raises(ValueError, match="takes no @const-left"):
+            programs(first=bad)
