@@ -3,7 +3,9 @@
 ``python -m harness.mutate.probe SAMPLE OUT [--reference FILE] [--module NAME ...]``: imports
 the compiler (a failure there is a *stillborn* mutant), then for every sample program digests
 what the compiler emits (``jit(fn).emit``) and, for ``runs`` of the valid programs, every
-stage's text and the outputs on each CPU backend. Without a reference it writes every digest;
+stage's text, the outputs and the blas and memory oracles' evidence (gemm calls, blocks left,
+guard faults) on each CPU backend, its kernels instrumented as a session's worker runs them (a
+mutant of the guards was "unreached"). Without a reference it writes every digest;
 with one it stops at the first digest that differs (a live mutant usually differs within the
 first programs, so only likely-equivalent mutants pay for the whole sample). The sample's jit
 sequences are called in order on one backend each, as a session calls them. ``--lines FILE``
@@ -112,20 +114,32 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
     swept = [i for i in valid if item_runs(sample["items"][i])]
     rest = [i for i in valid if not item_runs(sample["items"][i])]
     chosen = swept + rest[:: max(1, len(rest) // max(1, sample["runs"]))][: sample["runs"]]
+    from compiler.runtime import blas_calls, fault_mark, instrumented, live_blocks, memory_faults
+
     for position, i in enumerate(chosen):
         inputs = _arranged(position, sample["items"][i]["inputs"])
         for backend in sample["backends"]:
             stages: Any
             try:
                 fn = compiler.jit(subjects[i].as_function(None, _spelling(i)))
-                compiled = fn.specialize(*inputs, target=backend)
-                stages = list(compiled.stages.items())
-                outputs: Any = compiled(*inputs)
+                # Instrumented, as a session's worker runs kernels: a mutant of the guards or
+                # the counters (the memory and blas oracles' evidence) is reached and seen.
+                with instrumented():
+                    compiled = fn.specialize(*inputs, target=backend)
+                    stages = list(compiled.stages.items())
+                    before = (blas_calls(), live_blocks(), fault_mark())
+                    outputs: Any = compiled(*inputs)
+                    evidence = (
+                        blas_calls() - before[0],
+                        live_blocks() - before[1],
+                        memory_faults(before[2]),
+                    )
                 fn.clear()
             except Exception as error:  # noqa: BLE001
-                stages, outputs = _error(error), "-"
+                stages, outputs, evidence = _error(error), "-", "-"
             yield f"{i}:{backend}:stages", digest(stages)
             yield f"{i}:{backend}:outputs", digest(outputs)
+            yield f"{i}:{backend}:memory", digest(evidence)
     sequences = [i for i, item in enumerate(sample["items"]) if item["kind"] == "sequence"]
     for position, i in enumerate(sequences):
         backend = sample["backends"][position % len(sample["backends"])]

@@ -50,9 +50,11 @@ class Admission:
         cases while any is left: ``focus.focus_cases``)."""
         if not self.options.focus:
             return ()
-        from .focus import FOCUS_REPEATS, focus_items
+        from .focus import FOCUS_REPEATS, SEQUENCE_ITEM, focus_items
 
         pairs, workers = focus_items(), max(1, self.options.workers)
+        if self.options.mix != "all":  # random programs only: no jit sequence
+            pairs = tuple(p for p in pairs if p != SEQUENCE_ITEM)
         mine = [p for k, p in enumerate(pairs) if k % workers == self.index % workers]
         while True:
             done = self.exercised | self.given_up

@@ -293,13 +293,14 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     spelled ops and 11 reflected ones today; a jit sequence (``SEQUENCE_ITEM``); and the
     accuracy sweeps (``sweep_items``), the dense ones of which take half of the focused cases
     while any is left (``focus_cases``)."""
+    first = _first_dtypes()  # the ops with a dtype to draw them in
     spelled = [
         (op, SPELLED + spelling)
         for spelling in primitives.SPELLINGS[1:]
-        for op in _first_dtypes()
+        for op in first
         if primitives.get(op).respelled(spelling)
     ]
-    reflected = [(op, CONST_LEFT) for op in const_left_ops()]
+    reflected = [(op, CONST_LEFT) for op in const_left_ops() if op in first]
     return (*sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, SEQUENCE_ITEM)
 
 

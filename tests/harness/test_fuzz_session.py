@@ -222,7 +222,7 @@ def test_focus_items_reach_each_op_in_each_spelling() -> None:
     assert sum(started) >= 0.5 * len(started), started  # a later step may leave it dead
 
 
-def test_focus_items_put_a_constant_left_of_each_binary_op() -> None:
+def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     """(op, "const-left") for each binary op and comparison: ``3.0 - x`` is the reflected
     operator (``__rsub__``), 7 in 2000 random programs; a focused case draws it, in any dtype
     the op takes, and exercising it takes it out of the focus. A kind of few items (11 of
@@ -278,8 +278,18 @@ def test_focus_items_put_a_constant_left_of_each_binary_op() -> None:
     # 41 items it would be 1 in 60 of them.
     assert first_kinds["const-left"] >= 0.15 * sum(first_kinds.values()), first_kinds
 
+    # An op no dtype can be drawn in (a compiler that rejects subtract on every dtype: a mutant
+    # of its result rule) has no such item, instead of a focused case with no dtype to draw.
+    from harness.session import focus
+    from strategies import op_dtype_pairs
 
-def test_a_jit_sequence_is_a_focus_item() -> None:
+    without = tuple(p for p in op_dtype_pairs() if p[0] != "subtract")
+    monkeypatch.setattr(focus, "op_dtype_pairs", lambda: without)
+    assert ("subtract", CONST_LEFT) not in focus.focus_items()
+    assert ("add", CONST_LEFT) in focus.focus_items()
+
+
+def test_a_jit_sequence_is_a_focus_item(tmp_path) -> None:
     """A jit sequence is 10% of the mix, yet a 20 s single-driver session drew none (Hypothesis
     mutates its examples within their kind): it is a focus item too, drawn early, done by any
     sequence of two calls or more, and its focused cases stay outside the mix's balance."""
@@ -306,6 +316,14 @@ def test_a_jit_sequence_is_a_focus_item() -> None:
 
     collect()
     assert len(focused) >= 5 and sum(focused) >= 0.8 * len(focused), focused
+    from harness.session.fuzz import Driver
+
+    for mix, expected in (("all", True), ("programs", False)):  # random programs only: none
+        driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False, mix=mix), 0)
+        try:
+            assert (SEQUENCE_ITEM in driver.focus_pairs()) is expected, mix
+        finally:
+            driver.close()
 
 
 def test_one_round_in_four_is_guided_unless_turned_off(monkeypatch) -> None:

@@ -171,6 +171,10 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     pytree = (ROOT / "compiler/frontend/pytree.py").read_text().splitlines()
     equality = next(i for i, text in enumerate(pytree, 1) if "self.key == other.key" in text)
     assert checker.reached("compiler/frontend/pytree.py", equality, "")
+    # The guards' check: the sample runs kernels instrumented, as a session's worker does.
+    runtime = (ROOT / "compiler/runtime.py").read_text().splitlines()
+    guard = next(i for i, text in enumerate(runtime, 1) if "back = np.flatnonzero(" in text)
+    assert checker.reached("compiler/runtime.py", guard, "")
     iree = (ROOT / "compiler/iree.py").read_text().splitlines()
     command = next(i for i, text in enumerate(iree, 1) if "proc = subprocess.run(" in text)
     assert not checker.reached("compiler/iree.py", command, "")
@@ -185,6 +189,12 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
         "abi": ("compiler/api.py", 'np.require(np.asarray(value), requirements="C")', "value"),
         # Every call with a static argument traces again: the answers stay right.
         "static": ("compiler/frontend/pytree.py", "self.key == other.key", "self.key != other.key"),
+        # Every answer right; every guard byte intact reported as an overrun (memory evidence).
+        "guard": (
+            "compiler/runtime.py",
+            "+ array.nbytes :] != GUARD_BYTE",
+            "+ array.nbytes :] == GUARD_BYTE",
+        ),
     }
     verdicts = {}
     for name, (file, old, new) in cases.items():
@@ -197,6 +207,7 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     assert verdicts["ir-only"].status == "live", verdicts["ir-only"]
     assert verdicts["abi"].status == "live", verdicts["abi"]
     assert verdicts["static"].status == "live", verdicts["static"]
+    assert verdicts["guard"].status == "live", verdicts["guard"]
     for name, expected in (("ir-only", "outputs identical"), ("addf", "outputs differ")):
         scratch, mutant = _by_hand(baseline, *cases[name], name + "-outputs")
         assert checker.outputs_differ(scratch, [mutant.module], name).startswith(expected)
