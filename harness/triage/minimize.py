@@ -5,8 +5,8 @@ Hypothesis, a corpus entry, a leftover write-ahead record): end the program earl
 equations, drop unused inputs, shrink dimensions (one input, or one extent everywhere), simplify
 values, drop entries of an ``mlir:`` pipeline variant, keeping each step only if the *same*
 failure (``Signature.matches``) still happens. An invalid program keeps its violation through
-every step. A jit-sequence finding shrinks its sequence instead: fewer calls, then simpler calls
-(``JitSequence.simpler``), then values.
+every step. A jit-sequence finding shrinks its sequence instead: fewer calls, fewer equations
+in its function, then simpler calls (``JitSequence.simpler``), then values.
 """
 
 from __future__ import annotations
@@ -195,7 +195,8 @@ def _variants_sequence(case: Case) -> list[tuple[str, Case]]:
     """A jit sequence with fewer calls (a fed-back output whose call is gone becomes its own
     array), or one call simpler: its own arrays instead of aliases, positional arguments,
     default statics, the captured array unchanged, variant 0; unused variants and statics
-    dropped. Each candidate is re-checked (every call's program must build)."""
+    dropped; an equation of the function bypassed. Each candidate is re-checked (every call's
+    program must build)."""
     sequence = case.sequence
     found = []
     for description, smaller in sequence.simpler():

@@ -1,5 +1,6 @@
-"""Smaller jit sequences, for minimizers: fewer calls, variants or static arguments, plainer
-argument trees, unaliased leaves, rounded values. Results are unchecked (``validate`` them)."""
+"""Smaller jit sequences, for minimizers: fewer calls, variants, static arguments or
+equations, plainer argument trees, unaliased leaves, rounded values. Results are unchecked
+(``validate`` them)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from .program import REJECTIONS
+from .rewrites import rewrite_keeping
 from .sequence import OUTPUT, OWN, Call, JitSequence, positional
+from .types import Ref
 
 
 def keep(sequence: JitSequence, indices: Sequence[int]) -> JitSequence:
@@ -35,6 +39,37 @@ def keep(sequence: JitSequence, indices: Sequence[int]) -> JitSequence:
             call = replace(call, captured=None)
         calls.append(call)
     return sequence.with_calls(calls)
+
+
+def _without_equations(sequence: JitSequence) -> Iterator[tuple[str, JitSequence]]:
+    """The sequence with one of variant 0's equations bypassed by an operand of it in every
+    variant (the equations then unread dropped), a static argument's equation kept: the calls
+    alone left the template's program whole (``abs``, ``log`` and two products, where a cache
+    that forgets the dtypes shows on one product)."""
+    first = sequence.variants[0]
+    kept = [Ref("node", h.node) for h in sequence.holes]
+    for index, equation in enumerate(first.nodes):
+        if any(h.node == index for h in sequence.holes):
+            continue
+        for operand in equation.args:
+            if not isinstance(operand, Ref):
+                continue
+            try:
+                variants, remaps = [], []
+                for variant in sequence.variants:  # each extends variant 0's equations
+                    program, remap = rewrite_keeping(
+                        variant, {index: operand}, variant.output, kept
+                    )
+                    variants.append(program)
+                    remaps.append(remap)
+                holes = tuple(
+                    replace(h, node=remaps[0](Ref("node", h.node)).index) for h in sequence.holes
+                )
+            except REJECTIONS:
+                continue
+            smaller = JitSequence(tuple(variants), holes, sequence.captured, sequence.calls)
+            yield f"without equation {index} ({equation.op})", smaller
+            break
 
 
 def simpler(sequence: JitSequence) -> Iterator[tuple[str, JitSequence]]:
@@ -67,6 +102,7 @@ def simpler(sequence: JitSequence) -> Iterator[tuple[str, JitSequence]]:
         yield "without unused static arguments", JitSequence(
             sequence.variants, holes, sequence.captured, sequence.calls
         )
+    yield from _without_equations(sequence)
     outputs: list[Any] | None = None
     for i, call in enumerate(sequence.calls):
         for j, source in enumerate(call.sources):

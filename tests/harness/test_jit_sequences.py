@@ -160,6 +160,26 @@ def test_keeping_calls_materializes_what_they_saw() -> None:
     assert all(valid(smaller) for _, smaller in captured.simpler() if "only" in _)
 
 
+def test_a_sequence_loses_equations_but_keeps_its_static_arguments() -> None:
+    """The minimizer shrinks the template's program too (a planted cache bug's sequence kept
+    ``abs``, ``log`` and two products; now none, its function returning its argument): each
+    equation bypassed in every variant, the equations a static argument sets kept (renumbered),
+    variant 1 still extending variant 0."""
+    sequence = cache_sequence()  # multiply(scale) -> add -> sum(axis) -> add W; variant 1 negates
+    smaller = {d: s for d, s in sequence.simpler() if d.startswith("without equation")}
+    assert set(smaller) == {"without equation 1 (add)", "without equation 3 (add)"}, set(smaller)
+    for description, candidate in smaller.items():
+        candidate.validate()
+        assert [h.name for h in candidate.holes] == ["scale", "axis"]
+        first = candidate.variants[0]
+        assert first.nodes[candidate.holes[0].node].op == "multiply", description
+        assert first.nodes[candidate.holes[1].node].op == "sum", description
+        assert len(candidate.variants[1].nodes) == len(first.nodes) + 1
+        assert len(first.nodes) == len(sequence.variants[0].nodes) - 1
+    without_add = smaller["without equation 1 (add)"].variants[0]  # sum(x * scale, axis) + W
+    assert [n.op for n in without_add.nodes] == ["multiply", "sum", "add"]
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(jit_sequences())
 def test_drawn_sequences_are_valid_and_their_function_is_each_calls_program(sequence) -> None:
