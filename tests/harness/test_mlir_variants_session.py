@@ -131,10 +131,14 @@ def test_planted_entry_found_attributed_minimized_reproduced(tmp_path: Path) -> 
     [finding] = [f for f in summary["findings"] if f["new"]]
     assert finding["kind"] == "mismatch" and finding["oracle"] == "differential", output
     entry = load(Path(finding["path"]))
-    # minimized: the other entries dropped
-    assert entry.case["case"]["backends"] == [f"mlir:{PLANTED}"]
+    # minimized: the other entries dropped, but for one the failure needs (which the minimizer
+    # keeps because dropping it loses the failure: a var with ddof=2 on one element divides by
+    # a zero that canonicalize folds into the constant the planted entry then changes)
+    [backend] = entry.case["case"]["backends"]
+    kept = backend.removeprefix("mlir:").split(".")
+    assert PLANTED in kept and len(kept) <= 2, backend
     steps = entry.minimization["steps"]
-    assert sum("drop" in s for s in steps) == 4, steps
+    assert sum("drop" in s for s in steps) == len(PLANTED_VARIANT.split(".")) - len(kept), steps
     # attributed to the entry's stage
     attribution = entry.evidence["attribution"]
     assert attribution["mlir"]["failing_stage"] == PLANTED, attribution
@@ -149,7 +153,7 @@ def test_planted_entry_found_attributed_minimized_reproduced(tmp_path: Path) -> 
     assert "TRANSFORM_LIBRARY" in script and "transform-interpreter" in script
     subprocess.run(["sh", "commands.sh"], cwd=out, env=env, capture_output=True, timeout=600)
     stages = entry.mlir["stages"]
-    assert set(stages) == {"module", PLANTED, "bufferized", "lowered"}
+    assert set(stages) == {"module", *kept, "bufferized", "lowered"}
     for name, text in stages.items():
         assert (out / f"{name}.mlir").read_text().strip() == text.strip(), name
     assert "1.000000e+00" in (out / f"{PLANTED}.mlir").read_text()
