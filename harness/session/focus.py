@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from compiler import primitives
 from strategies import CONST_LEFT, cast_pairs, const_left_ops, op_dtype_pairs, programs, samples
 from strategies.gen.values import edge_regimes, edge_values, values
-from strategies.model import ProgramBuilder
+from strategies.model import ProgramBuilder, Ref
 
 from ..case import Case
 
@@ -80,7 +80,7 @@ def focus_cases(
     have not exercised yet, so every op meets every dtype it takes early in a session, however
     rarely random programs draw it (an int32 matmul was 3% of them, int32 ``a > b`` none of
     400). ``regimes``: its values come from one of them at the first op's edges
-    (``edge_regimes``); if empty, half the cases take the first op's edges, half any regime."""
+    (``edge_regimes``); if empty, 3 cases in 4 take the first op's edges, the rest any regime."""
     # Uniform over the kinds of item left (``item_kind``), then over that kind's items: with
     # ``sampled_from`` over the items (int32, ``>``) was met by 150 cases in 1 of 8 simulated
     # drivers, uniform 6 of 8 (items done: 75 -> 81 of 134); uniform over the items, a kind of
@@ -96,6 +96,8 @@ def focus_cases(
     first = uniform(draw, [p for p in rest if item_kind(p) == kind])
     if is_sweep(first):
         return draw(sweep_cases(backends, first))
+    if first[1] in OUT_OF_RANGE:
+        return draw(_out_of_range_cases(backends, first))
     if first == SEQUENCE_ITEM:
         from .generate import sequence_cases  # (generate draws focused cases from here)
 
@@ -105,14 +107,20 @@ def focus_cases(
     dtype, spelling = _item_dtype_and_spelling(first, first_dtypes)
     alike = [
         p for p in pairs
-        if p != first and _item_dtype_and_spelling(p, first_dtypes) == (dtype, spelling)
+        if p != first and not is_sweep(p)
+        and _item_dtype_and_spelling(p, first_dtypes) == (dtype, spelling)
     ]  # fmt: skip
-    count = min(len(alike), FOCUS_ITEMS_PER_CASE - 1)
-    more = (
-        draw(st.lists(st.sampled_from(alike), min_size=count, max_size=count, unique=True))
-        if count
-        else []
-    )
+    # Of its own kind first (a cast case, more casts from its dtype): drawn from any alike item,
+    # a driver's 131 cases held one float -> bool cast, its cast items starved by the pairs.
+    same = [p for p in alike if item_kind(p) == item_kind(first)]
+    other = [p for p in alike if p not in same]
+    more: list[tuple[str, str]] = []
+    for pool, count in ((same, FOCUS_ITEMS_PER_CASE - 1), (other, FOCUS_ITEMS_PER_CASE - 1)):
+        count = min(len(pool), count - len(more))
+        if count > 0:
+            more += draw(
+                st.lists(st.sampled_from(pool), min_size=count, max_size=count, unique=True)
+            )
     if not dtype:  # a constant on the left: of any dtype the op takes, uniformly
         dtype = uniform(draw, [d for op, d in op_dtype_pairs() if op == first[0]])
     steps = [_first_step(item) for item in (first, *more)]
@@ -123,8 +131,10 @@ def focus_cases(
     strategy = programs(max_nodes=budget, min_nodes=len(steps), dtypes=[dtype], first=steps)
     if regimes:  # those at the first op's edges, where the session asks for edges
         regimes = tuple(r for r in edge_regimes(first[0]) if r in regimes) or regimes
-    elif draw(st.integers(0, 1)):  # half the first pass too (a 60 s session on one worker
-        regimes = edge_regimes(first[0])  # never reached the second: int32 > as >= unseen)
+    elif draw(st.integers(0, 3)):  # 3 in 4 of the first pass too (a 60 s session on one
+        # worker never reached the second: int32 > as >= unseen; with half, a cast of NaN to
+        # bool as False survived a 60 s session, its NaN drawn in a quarter of its cases)
+        regimes = edge_regimes(first[0])
     drawn = draw(samples(strategy, regime=draw(st.sampled_from(regimes)) if regimes else None))
     event("origin:focus")
     case = Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/{drawn.regime}")
@@ -136,6 +146,12 @@ def focus_cases(
 #: 78 mix cases a 20 s single-driver session drew was one (Hypothesis's mutants keep their
 #: example's kind), and planted cache bugs waited 20 to 37 s for their first sequence.
 SEQUENCE_ITEM = ("jit-sequence", "calls")
+
+#: The second members of a gather's focus items for its run-time range check: one id just
+#: past each end (the bound itself, -1) of the ids a gather reads. The ``extreme`` and
+#: ``special`` regimes put one out-of-range id in half of their cases, but gathers are 4% of
+#: the cases: a check that let the bound through survived 60 s sessions on two seeds of three.
+OUT_OF_RANGE = {"out-of-range:upper": None, "out-of-range:lower": -1}
 
 #: The second member of a focus item that names a spelling instead of a dtype.
 SPELLED = "spelling:"
@@ -250,20 +266,66 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     return Case(program, inputs, backends, origin="sweep/extreme" if edges else "sweep/dense")
 
 
+@st.composite
+def _out_of_range_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
+    """A small program starting with ``item``'s gather, in any dtype it takes and any regime,
+    one of whose ids is just past the table's end the item names (``OUT_OF_RANGE``): NumPy's
+    reference raises, and so must the compiled kernel."""
+    op, edge = item
+    dtype = uniform(draw, [d for o, d in op_dtype_pairs() if o == op])
+    cost = primitives.get(op).cost
+    strategy = programs(max_nodes=cost + 1, min_nodes=1, dtypes=[dtype], first=op)
+    drawn = draw(samples(strategy))
+    inputs = [np.array(a, copy=True) for a in drawn.inputs]
+    for node in drawn.program.nodes:
+        ids = node.args[-1] if node.op == op else None
+        if isinstance(ids, Ref) and ids.kind == "input":
+            bound = drawn.program.inputs[ids.index].bound
+            flat = inputs[ids.index].reshape(-1)
+            if bound is not None and flat.size:
+                value = bound if OUT_OF_RANGE[edge] is None else OUT_OF_RANGE[edge]
+                flat[draw(st.integers(0, flat.size - 1))] = value
+                break
+    event("origin:focus-out-of-range")
+    return Case(drawn.program, inputs, backends, origin=f"focus/{edge}")
+
+
+def _out_of_range_items(case: Case) -> set[tuple[str, str]]:
+    """The (op, OUT_OF_RANGE edge) items a case exercises: a gather reading an input of ids
+    that holds the bound itself, or -1."""
+    found = set()
+    program = case.program
+    for node in program.nodes:
+        if primitives.get(node.op).kind != "gather":
+            continue
+        ids = node.args[-1]
+        if not (isinstance(ids, Ref) and ids.kind == "input"):
+            continue
+        bound = program.inputs[ids.index].bound
+        values = np.asarray(case.inputs[ids.index])
+        for edge, value in OUT_OF_RANGE.items():
+            if bound is not None and (values == (bound if value is None else value)).any():
+                found.add((node.op, edge))
+    return found
+
+
 def item_kind(item: tuple[str, str]) -> str:
-    """What a focus item exercises: "pair" (an op in a dtype), "cast", "spelling",
-    "const-left", "jit-sequence" or "sweep" (with edges; the dense sweeps have their own
-    share)."""
+    """What a focus item exercises: "pair:KIND" (an op of the primitive kind KIND in a
+    dtype: "pair:gather" has 5 items, "pair:unary" 45; a gather's range check waited behind the
+    unary ops), "cast", "spelling", "const-left", "jit-sequence", "out-of-range" or "sweep"
+    (with edges; the dense sweeps have their own share)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
+    if second in OUT_OF_RANGE:
+        return "out-of-range"
     if second.startswith(SWEPT):
         return "sweep"
     if second.startswith(SPELLED):
         return "spelling"
     if second == CONST_LEFT:
         return "const-left"
-    return "cast" if "->" in second else "pair"
+    return "cast" if "->" in second else f"pair:{primitives.get(op).kind}"
 
 
 def is_sweep(item: tuple[str, str]) -> bool:
@@ -290,9 +352,10 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     reaches another way (NumPy's dispatch of ``np.sum``, the method ``x.sum``), and (op,
     "const-left") for each binary op and comparison a constant can stand on the left of
     (``3.0 - x``: the reflected operator, in a dtype the case draws): 205 pairs, 25 casts, 45
-    spelled ops and 11 reflected ones today; a jit sequence (``SEQUENCE_ITEM``); and the
-    accuracy sweeps (``sweep_items``), the dense ones of which take half of the focused cases
-    while any is left (``focus_cases``)."""
+    spelled ops and 11 reflected ones today; an id just past each end of a gather's table
+    (``OUT_OF_RANGE``); a jit sequence (``SEQUENCE_ITEM``); and the accuracy sweeps
+    (``sweep_items``), the dense ones of which take half of the focused cases while any is
+    left (``focus_cases``)."""
     first = _first_dtypes()  # the ops with a dtype to draw them in
     spelled = [
         (op, SPELLED + spelling)
@@ -301,7 +364,13 @@ def focus_items() -> tuple[tuple[str, str], ...]:
         if primitives.get(op).respelled(spelling)
     ]
     reflected = [(op, CONST_LEFT) for op in const_left_ops() if op in first]
-    return (*sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, SEQUENCE_ITEM)
+    checked = [
+        (op, edge) for op in first if primitives.get(op).kind == "gather" for edge in OUT_OF_RANGE
+    ]
+    return (
+        *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *checked,
+        SEQUENCE_ITEM,
+    )  # fmt: skip
 
 
 def exercised_pairs(program: Any) -> set[tuple[str, str]]:
@@ -351,7 +420,7 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
     """The focus items (``focus_items``) a case exercises: its program's (op, dtype) pairs and,
     in a non-default spelling (in each, with ``every_spelling``: the spelling oracle traced the
     case in the others), (op, "spelling:<name>") for each op it writes another way."""
-    found = exercised_pairs(case.program)
+    found = exercised_pairs(case.program) | _out_of_range_items(case)
     sequence = case.sequence
     if sequence is not None and len(sequence.calls) > 1:
         found.add(SEQUENCE_ITEM)
