@@ -295,15 +295,31 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
 
 def test_a_jit_sequence_is_a_focus_item(tmp_path) -> None:
     """A jit sequence is 10% of the mix, yet a 20 s single-driver session drew none (Hypothesis
-    mutates its examples within their kind): it is a focus item too, drawn early, done by any
-    sequence of two calls or more, and its focused cases stay outside the mix's balance."""
+    mutates its examples within their kind): it is a focus item too, done by any sequence of
+    two calls or more, and its focused cases stay outside the mix's balance."""
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
-    from harness.session.focus import SEQUENCE_ITEM, exercised_items, focus_items, item_kind
+    from harness.case import CPU_BACKENDS
+    from harness.session import focus
+    from harness.session.focus import SEQUENCE_ITEM, exercised_items, item_kind
     from harness.session.generate import cases, mix_kind
 
-    assert SEQUENCE_ITEM in focus_items() and item_kind(SEQUENCE_ITEM) == "jit-sequence"
+    assert SEQUENCE_ITEM in focus.focus_items() and item_kind(SEQUENCE_ITEM) == "jit-sequence"
     focused: list[bool] = []
+
+    @seed(2)
+    @settings(
+        max_examples=20, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(focus.focus_cases(CPU_BACKENDS, (SEQUENCE_ITEM,)))
+    def collect(case) -> None:
+        assert case.origin == "focus/jit-sequence" and mix_kind(case) is None
+        assert case.sequence is not None
+        focused.append(SEQUENCE_ITEM in exercised_items(case))
+
+    collect()
+    assert sum(focused) >= 0.8 * len(focused), focused  # a sequence of one call does not count
 
     @seed(2)
     @settings(
@@ -311,15 +327,11 @@ def test_a_jit_sequence_is_a_focus_item(tmp_path) -> None:
         suppress_health_check=list(HealthCheck),
     )  # fmt: skip
     @given(cases(focus=(SEQUENCE_ITEM, ("exp", "float32"))))
-    def collect(case) -> None:
-        if case.origin == "focus/jit-sequence":
-            assert case.sequence is not None and mix_kind(case) is None
-            focused.append(SEQUENCE_ITEM in exercised_items(case))
-        elif case.sequence is None:
+    def others(case) -> None:  # no other case does it
+        if case.sequence is None:
             assert SEQUENCE_ITEM not in exercised_items(case)
 
-    collect()
-    assert len(focused) >= 5 and sum(focused) >= 0.8 * len(focused), focused
+    others()
     from harness.session.fuzz import Driver
 
     for mix, expected in (("all", True), ("programs", False)):  # random programs only: none
