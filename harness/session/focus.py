@@ -95,15 +95,16 @@ def focus_cases(
     # Uniform over the families of kinds left, then over the family's kinds, then the kind's
     # items: the pairs' ten kinds of primitive are one family (as ten, they took 10 of 16
     # picks: the constants left of a subtract waited a whole single-driver session).
-    kinds = sorted({item_kind(p) for p in rest})
+    kind_of = {p: item_kind(p) for p in rest}
+    kinds = sorted(set(kind_of.values()))
     family = uniform(draw, sorted({k.partition(":")[0] for k in kinds}))
     kind = uniform(draw, [k for k in kinds if k.partition(":")[0] == family])
-    first = uniform(draw, [p for p in rest if item_kind(p) == kind])
-    if is_sweep(first):
+    first = uniform(draw, [p for p in rest if kind_of[p] == kind])
+    if kind == "sweep":
         return draw(sweep_cases(backends, first))
-    if first[1] in OUT_OF_RANGE:
+    if kind == "out-of-range":
         return draw(_out_of_range_cases(backends, first))
-    if first == SEQUENCE_ITEM:
+    if kind == "jit-sequence":
         from .generate import sequence_cases  # (generate draws focused cases from here)
 
         case = draw(sequence_cases(backends))
@@ -111,13 +112,13 @@ def focus_cases(
     first_dtypes = _first_dtypes()
     dtype, spelling = _item_dtype_and_spelling(first, first_dtypes)
     alike = [
-        p for p in pairs
-        if p != first and not is_sweep(p)
+        p for p in rest
+        if p != first and kind_of[p] not in _OWN_CASES
         and _item_dtype_and_spelling(p, first_dtypes) == (dtype, spelling)
     ]  # fmt: skip
     # Of its own kind first (a cast case, more casts from its dtype): drawn from any alike item,
     # a driver's 131 cases held one float -> bool cast, its cast items starved by the pairs.
-    same = [p for p in alike if item_kind(p) == item_kind(first)]
+    same = [p for p in alike if kind_of[p] == kind]
     other = [p for p in alike if p not in same]
     more: list[tuple[str, str]] = []
     for pool, count in ((same, FOCUS_ITEMS_PER_CASE - 1), (other, FOCUS_ITEMS_PER_CASE - 1)):
@@ -156,7 +157,17 @@ SEQUENCE_ITEM = ("jit-sequence", "calls")
 #: past each end (the bound itself, -1) of the ids a gather reads. The ``extreme`` and
 #: ``special`` regimes put one out-of-range id in half of their cases, but gathers are 4% of
 #: the cases: a check that let the bound through survived 60 s sessions on two seeds of three.
-OUT_OF_RANGE = {"out-of-range:upper": None, "out-of-range:lower": -1}
+OUT_OF_RANGE = ("out-of-range:upper", "out-of-range:lower")
+
+#: The kinds of item whose focused case is drawn whole by its own strategy (a sweep, a gather
+#: alone, a jit sequence): no other item joins it as one more step.
+_OWN_CASES = ("sweep", "out-of-range", "jit-sequence")
+
+
+def _out_of_range_id(edge: str, bound: int) -> int:
+    """The id an ``OUT_OF_RANGE`` edge names for a table of ``bound`` rows."""
+    return bound if edge == OUT_OF_RANGE[0] else -1
+
 
 #: The second member of a focus item that names a spelling instead of a dtype.
 SPELLED = "spelling:"
@@ -289,8 +300,7 @@ def _out_of_range_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[
             bound = drawn.program.inputs[ids.index].bound
             flat = inputs[ids.index].reshape(-1)
             if bound is not None and flat.size:
-                value = bound if OUT_OF_RANGE[edge] is None else OUT_OF_RANGE[edge]
-                flat[draw(st.integers(0, flat.size - 1))] = value
+                flat[draw(st.integers(0, flat.size - 1))] = _out_of_range_id(edge, bound)
                 break
     event("origin:focus-out-of-range")
     return Case(drawn.program, inputs, backends, origin=f"focus/{edge}")
@@ -308,10 +318,14 @@ def _out_of_range_items(case: Case) -> set[tuple[str, str]]:
         if not (isinstance(ids, Ref) and ids.kind == "input"):
             continue
         bound = program.inputs[ids.index].bound
+        if bound is None:
+            continue
         values = np.asarray(case.inputs[ids.index])
-        for edge, value in OUT_OF_RANGE.items():
-            if bound is not None and (values == (bound if value is None else value)).any():
-                found.add((node.op, edge))
+        found |= {
+            (node.op, edge)
+            for edge in OUT_OF_RANGE
+            if (values == _out_of_range_id(edge, bound)).any()
+        }
     return found
 
 
@@ -401,9 +415,9 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
             found.add((equation.op, dtypes[0]))
         if equation.op == "astype":
             found.add(("astype", f"{types[0].dtype}->{equation.type.dtype}"))
-        if len(equation.args) == 2 and isinstance(equation.args[0], Const):
-            if not isinstance(equation.args[1], Const):  # a constant left of a tensor
-                found.add((equation.op, CONST_LEFT))
+        args = equation.args
+        if len(args) == 2 and isinstance(args[0], Const) and not isinstance(args[1], Const):
+            found.add((equation.op, CONST_LEFT))  # a constant left of a tensor
     return found
 
 

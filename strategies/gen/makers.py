@@ -41,7 +41,7 @@ def _binary(g: Gen, op: str) -> None:
             exponents.append(0.5)
         g.node(op, p, Const(g.draw(st.sampled_from(exponents))))
         return
-    if left and primitives.get(op).consts:
+    if left:  # (``programs`` takes the form only for an op that takes constants)
         g.node(op, g.const(p.dtype, op), p)
         return
     q = g.partner(p, op, consts=primitives.get(op).consts)

@@ -49,25 +49,23 @@ def _without_equations(sequence: JitSequence) -> Iterator[tuple[str, JitSequence
     first = sequence.variants[0]
     kept = [Ref("node", h.node) for h in sequence.holes]
     for index, equation in enumerate(first.nodes):
-        if any(h.node == index for h in sequence.holes):
+        if Ref("node", index) in kept:
             continue
         for operand in equation.args:
             if not isinstance(operand, Ref):
                 continue
             try:
-                variants, remaps = [], []
-                for variant in sequence.variants:  # each extends variant 0's equations
-                    program, remap = rewrite_keeping(
-                        variant, {index: operand}, variant.output, kept
-                    )
-                    variants.append(program)
-                    remaps.append(remap)
+                rewritten = [  # each variant extends variant 0's equations: renumbered alike
+                    rewrite_keeping(v, {index: operand}, v.output, kept) for v in sequence.variants
+                ]
+                remap = rewritten[0][1]
                 holes = tuple(
-                    replace(h, node=remaps[0](Ref("node", h.node)).index) for h in sequence.holes
+                    replace(h, node=remap(Ref("node", h.node)).index) for h in sequence.holes
                 )
             except REJECTIONS:
                 continue
-            smaller = JitSequence(tuple(variants), holes, sequence.captured, sequence.calls)
+            variants = tuple(program for program, _ in rewritten)
+            smaller = JitSequence(variants, holes, sequence.captured, sequence.calls)
             yield f"without equation {index} ({equation.op})", smaller
             break
 
