@@ -8,7 +8,15 @@ compiler; it never imports ``harness``.
 """
 
 from .gen.invalid import invalid_programs
-from .gen.programs import Sample, cast_pairs, const_left_ops, op_dtype_pairs, programs, samples
+from .gen.programs import (
+    Sample,
+    cast_pairs,
+    const_left_ops,
+    const_wide_ops,
+    op_dtype_pairs,
+    programs,
+    samples,
+)
 from .gen.shapes import (
     MATMUL_KINDS,
     AttentionConfig,
@@ -27,7 +35,7 @@ from .gen.shapes import (
     slices,
     valid_tuple_axes,
 )
-from .gen.state import CONST_LEFT, generation_order
+from .gen.state import CONST_LEFT, CONST_WIDE, generation_order
 from .gen.values import REGIMES, elements, input_values, regimes, values
 from .model import (
     DTYPES,
@@ -51,6 +59,7 @@ from .model import (
 
 __all__ = [
     "CONST_LEFT",
+    "CONST_WIDE",
     "DTYPES",
     "FLOAT_DTYPES",
     "FORMAT_VERSION",
@@ -87,6 +96,7 @@ __all__ = [
     "permutations",
     "cast_pairs",
     "const_left_ops",
+    "const_wide_ops",
     "op_dtype_pairs",
     "programs",
     "reductions",

@@ -24,7 +24,16 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from compiler import primitives
-from strategies import CONST_LEFT, cast_pairs, const_left_ops, op_dtype_pairs, programs, samples
+from strategies import (
+    CONST_LEFT,
+    CONST_WIDE,
+    cast_pairs,
+    const_left_ops,
+    const_wide_ops,
+    op_dtype_pairs,
+    programs,
+    samples,
+)
 from strategies.gen.values import edge_regimes, edge_values, values
 from strategies.model import ProgramBuilder, Ref
 
@@ -55,6 +64,8 @@ def _item_dtype_and_spelling(
         return _swept(item)[0], None
     if second == CONST_LEFT:
         return "", None  # any dtype the op takes, drawn by the case
+    if second == CONST_WIDE:
+        return "int32", None
     if second.startswith(SPELLED):
         return first_dtypes[op], second[len(SPELLED) :]
     return second.partition("->")[0], None  # a cast's source
@@ -63,8 +74,8 @@ def _item_dtype_and_spelling(
 def _first_step(item: tuple[str, str]) -> str:
     """The first step that exercises a focus item: its op, or "astype->TARGET" for a cast."""
     op, second = item
-    if second == CONST_LEFT:
-        return f"{op}@{CONST_LEFT}"
+    if second in (CONST_LEFT, CONST_WIDE):
+        return f"{op}@{second}"
     target = second.partition("->")[2]
     return f"{op}->{target}" if target else op
 
@@ -332,8 +343,9 @@ def _out_of_range_items(case: Case) -> set[tuple[str, str]]:
 def item_kind(item: tuple[str, str]) -> str:
     """What a focus item exercises: "pair:KIND" (an op of the primitive kind KIND in a
     dtype: "pair:gather" has 5 items, "pair:unary" 45; a gather's range check waited behind the
-    unary ops), "cast", "spelling", "const-left", "jit-sequence", "out-of-range" or "sweep"
-    (with edges; the dense sweeps have their own share)."""
+    unary ops), "cast", "spelling", "const:left" or "const:wide" (one family: a constant
+    operand's forms), "jit-sequence", "out-of-range" or "sweep" (with edges; the dense sweeps
+    have their own share)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
@@ -344,7 +356,9 @@ def item_kind(item: tuple[str, str]) -> str:
     if second.startswith(SPELLED):
         return "spelling"
     if second == CONST_LEFT:
-        return "const-left"
+        return "const:left"
+    if second == CONST_WIDE:
+        return "const:wide"
     return "cast" if "->" in second else f"pair:{primitives.get(op).kind}"
 
 
@@ -371,8 +385,10 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     ("astype", "float32->bool"), then (op, "spelling:<name>") for each op a non-default spelling
     reaches another way (NumPy's dispatch of ``np.sum``, the method ``x.sum``), and (op,
     "const-left") for each binary op and comparison a constant can stand on the left of
-    (``3.0 - x``: the reflected operator, in a dtype the case draws): 205 pairs, 25 casts, 45
-    spelled ops and 11 reflected ones today; an id just past each end of a gather's table
+    (``3.0 - x``: the reflected operator, in a dtype the case draws), (op, "const-wide") for
+    each of those an int32 tensor meets a constant of another range in (``x < 2**40``, ``x *
+    0.5``): 205 pairs, 25 casts, 45 spelled ops, 11 reflected ones and 10 wide constants today;
+    an id just past each end of a gather's table
     (``OUT_OF_RANGE``); a jit sequence (``SEQUENCE_ITEM``); and the accuracy sweeps
     (``sweep_items``), the dense ones of which take half of the focused cases while any is
     left (``focus_cases``)."""
@@ -384,12 +400,13 @@ def focus_items() -> tuple[tuple[str, str], ...]:
         if primitives.get(op).respelled(spelling)
     ]
     reflected = [(op, CONST_LEFT) for op in const_left_ops() if op in first]
+    wide = [(op, CONST_WIDE) for op in const_wide_ops()]
     checked = [
         (op, edge) for op in first if primitives.get(op).kind == "gather" for edge in OUT_OF_RANGE
     ]
     return (
-        *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *checked,
-        SEQUENCE_ITEM,
+        *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
+        *checked, SEQUENCE_ITEM,
     )  # fmt: skip
 
 
@@ -397,7 +414,8 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
     """The (op, dtype) pairs a program exercises: each node's op with the dtype it computes in
     (``_computed_in``; its result's, for a node without a tensor operand: causal_mask), and
     each cast as ("astype", "SOURCE->TARGET"), each binary op or comparison with a constant on
-    its left as (op, "const-left"); not a node of two operands that are one value."""
+    its left as (op, "const-left"), with an int32 tensor and a constant int32 cannot represent as
+    (op, "const-wide"); not a node of two operands that are one value."""
     from strategies.model.types import Const
 
     found = set()
@@ -418,7 +436,19 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
         args = equation.args
         if len(args) == 2 and isinstance(args[0], Const) and not isinstance(args[1], Const):
             found.add((equation.op, CONST_LEFT))  # a constant left of a tensor
+        if len(args) == 2 and [t.dtype for t in types] == ["int32"] and _wide(args):
+            found.add((equation.op, CONST_WIDE))
     return found
+
+
+def _wide(args: Any) -> bool:
+    """Is one of ``args`` a constant int32 cannot represent (a float, an int past its ends)?"""
+    from strategies.model.types import Const
+
+    return any(
+        isinstance(a, Const) and (isinstance(a.value, float) or not -(2**31) <= a.value < 2**31)
+        for a in args
+    )
 
 
 def _computed_in(program: Any, equation: Any, dtypes: list[str]) -> str | None:

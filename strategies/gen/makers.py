@@ -16,7 +16,7 @@ from compiler import primitives
 from ..model import Const, Ref
 from .shapes import attention_configs, broadcastable_shapes, permutations, reductions, reshapes
 from .shapes import slices as slices_strategy
-from .state import Gen, Shape, Value, broadcast, of_kind
+from .state import CONST_LEFT, CONST_WIDE, Gen, Shape, Value, broadcast, of_kind
 
 
 def _unary(g: Gen, op: str) -> None:
@@ -28,7 +28,8 @@ def _unary(g: Gen, op: str) -> None:
 
 
 def _binary(g: Gen, op: str) -> None:
-    left = g.takes_const_left()
+    form = g.takes_const_form()
+    left = form == CONST_LEFT
     p = g.primary(op)
     if op == "power":
         kind = g.draw(st.sampled_from(["exponent", "base"]))
@@ -44,16 +45,21 @@ def _binary(g: Gen, op: str) -> None:
     if left:  # (``programs`` takes the form only for an op that takes constants)
         g.node(op, g.const(p.dtype, op), p)
         return
+    if form == CONST_WIDE:
+        g.node(op, *g.ordered(p, g.const(p.dtype, op, wide=True)))
+        return
     q = g.partner(p, op, consts=primitives.get(op).consts)
     a, b = g.ordered(p, q)
     g.node(op, a, b)
 
 
 def _condition(g: Gen, op: str) -> tuple[Value, Value]:
-    left = g.takes_const_left()
+    form = g.takes_const_form()
     p = g.primary(op)
-    if left:
+    if form == CONST_LEFT:
         return g.node(op, g.const(p.dtype, op), p), p
+    if form == CONST_WIDE:
+        return g.node(op, *g.ordered(p, g.const(p.dtype, op, wide=True))), p
     q = g.partner(p, op, consts=True)
     a, b = g.ordered(p, q)
     return g.node(op, a, b), p

@@ -32,7 +32,14 @@ from compiler import primitives
 from ..model import DTYPES, LOW_PRECISION_DTYPES, Program, Ref
 from .makers import MAKERS
 from .shapes import SHAPE_REGIMES
-from .state import CONST_LEFT, Config, Gen, broadcast, generation_order, takes_const_left
+from .state import (
+    CONST_FORMS,
+    Config,
+    Gen,
+    broadcast,
+    generation_order,
+    takes_const_left,
+)
 from .values import input_values, regimes
 
 # --------------------------------------------------------------------------------------------
@@ -74,12 +81,13 @@ def programs(
         raise ValueError("need 1 <= min_nodes <= max_nodes, max_rank >= 1 and max_side >= 2")
     order = tuple(op for op in order_all if op in op_list)
     firsts = (first,) if isinstance(first, str) else tuple(first or ())
-    for step in firsts:  # an op, "astype->DTYPE" (a cast to that dtype) or "OP@const-left"
+    for step in firsts:  # an op, "astype->DTYPE" (a cast to that dtype), "OP@const-left" or
+        # "OP@const-wide"
         op, _, form = step.partition("->")[0].partition("@")
         if op not in order:
             raise ValueError(f"first op {step!r} is not among the ops {order}")
-        if form and (form != CONST_LEFT or not takes_const_left(op)):
-            raise ValueError(f"first step {step!r}: {op} takes no @{CONST_LEFT} form")
+        if form and (form not in CONST_FORMS or not takes_const_left(op)):
+            raise ValueError(f"first step {step!r}: {op} takes no @{form} form")
     cfg = Config(
         max_nodes, min_nodes, order, dtype_list, max_rank, max_side, implicit_int_to_float, firsts
     )
@@ -147,10 +155,9 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
     first = g.cfg.first[g.steps] if g.steps < len(g.cfg.first) else ""
     first, _, g.cast_to = first.partition("->")
     first, _, form = first.partition("@")
-    g.const_left = form == CONST_LEFT
+    g.const_form = form
     if first not in choices:  # not drawable here (the budget): a step like any other
-        first = g.cast_to = ""
-        g.const_left = False
+        first = g.cast_to = g.const_form = ""
     op = first or draw(st.sampled_from(choices))
     g.steps += 1
     MAKERS[primitives.get(op).kind](g, op)
@@ -238,6 +245,14 @@ def const_left_ops() -> tuple[str, ...]:
     return tuple(op for op in generation_order() if takes_const_left(op))
 
 
+def const_wide_ops() -> tuple[str, ...]:
+    """The ops a focused step can give an int32 operand's unrepresentable constant (a float, an
+    int past int32's ends for a comparison): ``programs(dtypes=["int32"],
+    first="OP@const-wide")``, each op of ``const_left_ops`` drawn on int32 tensors."""
+    int32 = {op for op, dtype in op_dtype_pairs() if dtype == "int32"}
+    return tuple(op for op in const_left_ops() if op in int32)
+
+
 def cast_pairs() -> tuple[tuple[str, str], ...]:
     """Every cast a focused program can start with, as ("astype", "SOURCE->TARGET"):
     ``programs(dtypes=[SOURCE], first="astype->TARGET")``; bool among the targets."""
@@ -267,6 +282,7 @@ __all__ = [
     "Sample",
     "cast_pairs",
     "const_left_ops",
+    "const_wide_ops",
     "generation_order",
     "op_dtype_pairs",
     "programs",

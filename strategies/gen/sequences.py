@@ -61,7 +61,11 @@ def skeleton(kind: str, count: int) -> tuple[Any, ...]:
             if count <= 26
             else [f"x{i:03d}" for i in range(count)]
         )
-        return ({k: LEAF for k in keys},)
+        # Built in another order than sorted (keys rotated by one), as user code builds dicts:
+        # jit flattens by sorted keys, whatever the insertion order; a flattening that walked
+        # the keys sorted and the values in insertion order would be right on sorted dicts only.
+        keys = list(keys)
+        return ({k: LEAF for k in keys[1:] + keys[:1]},)
     if kind == "none":
         return (tuple([LEAF, None, *leaves[1:]]),)
     if kind == "nested":

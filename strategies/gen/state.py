@@ -108,6 +108,13 @@ Shape = tuple[int, ...]
 #: (``__rsub__``, ``__gt__``) and NumPy's scalar as a ufunc call. Random programs put a constant
 #: on a subtract's left in 7 of 2000 (a mutant tracing ``3.0 - x`` as ``x - 3.0`` survived).
 CONST_LEFT = "const-left"
+#: The form of a focused step whose constant operand the int32 tensor's dtype cannot represent
+#: ("OP@const-wide"): ``x < 2**40`` (NumPy 2 compares exactly) or ``x * 0.5`` (float64). Random
+#: programs drew an int beyond int32 next to an int32 comparison in about 1 of 300; a frontend
+#: that compared in the tensor's dtype (``x < 2**40`` as ``x < 0``) survived a 60 s session.
+CONST_WIDE = "const-wide"
+#: The steps' constant forms (``programs(first="OP@FORM")``).
+CONST_FORMS = (CONST_LEFT, CONST_WIDE)
 
 
 @dataclass(frozen=True)
@@ -120,7 +127,8 @@ class Config:
     max_side: int
     implicit: bool
     # The ops of the first steps, in order (a focused program), each where it can be drawn;
-    # "astype->DTYPE" casts to DTYPE, "OP@const-left" puts a constant on OP's left (``3.0 - x``).
+    # "astype->DTYPE" casts to DTYPE, "OP@const-left" puts a constant on OP's left (``3.0 - x``),
+    # "OP@const-wide" gives OP an int32 operand's unrepresentable constant (``x < 2**40``).
     first: tuple[str, ...] = ()
 
     @property
@@ -184,7 +192,7 @@ class Gen:
     reserve: int = 0  # nodes kept back from the steps for joining dead branches at the end
     steps: int = 0  # generation steps taken
     cast_to: str = ""  # the target a focused first step casts to ("astype->bool"), if any
-    const_left: bool = False  # a focused first step takes a constant on its left ("@const-left")
+    const_form: str = ""  # a focused first step's constant ("const-left", "const-wide") or ""
 
     @property
     def budget(self) -> int:
@@ -332,13 +340,18 @@ class Gen:
         dtype = self.draw(st.sampled_from(sorted(allowed, key=lambda d: d != dtype)))
         return self.input(self.partner_shape(target), dtype)
 
-    def const(self, dtype: str, op: str) -> Const:
+    def const(self, dtype: str, op: str, wide: bool = False) -> Const:
         """A weak (Python) or strong (NumPy) scalar of every kind NumPy accepts next to a
         ``dtype`` operand: values the operand's dtype cannot represent included (0.5 next to
-        int32 promotes to float64; a comparison with an int beyond int32 is exact in NumPy 2)."""
+        int32 promotes to float64; a comparison with an int beyond int32 is exact in NumPy 2).
+        ``wide``: only those, next to int32 (``CONST_WIDE``), ints just past int32's ends too."""
         comparison = primitives.get(op).kind == "compare"
-        if comparison:
-            choices: list[int | float] = [0.0, 0.5, -1.0, 0, 2, 2**40, -(2**33), 1e10]
+        if wide and dtype == "int32" and self.cfg.implicit:
+            choices: list[int | float] = [0.5, -1.5, 1e10]
+            if comparison:
+                choices += [2**40, -(2**33), INT32_MAX + 1, -INT32_MAX - 2]
+        elif comparison:
+            choices = [0.0, 0.5, -1.0, 0, 2, 2**40, -(2**33), 1e10]
         else:
             choices = [2.0, 0.5, -1.5, 3.0, 2, -3, 1e10]
         if not self.cfg.implicit and dtype == "int32":
@@ -366,10 +379,10 @@ class Gen:
         )
         return Const(value)
 
-    def takes_const_left(self) -> bool:
-        """Does this step put a constant on its op's left (a focused "OP@const-left" step)? Read
-        once, by the op's maker: its helpers' nodes take their operands as usual."""
-        wanted, self.const_left = self.const_left, False
+    def takes_const_form(self) -> str:
+        """The constant this step's op takes (a focused "OP@const-left" or "OP@const-wide"
+        step), or "". Read once, by the op's maker: its helpers' nodes take operands as usual."""
+        wanted, self.const_form = self.const_form, ""
         return wanted
 
     def ordered(self, a: Any, b: Any) -> tuple[Any, Any]:
@@ -380,7 +393,9 @@ class Gen:
 
 
 __all__ = [
+    "CONST_FORMS",
     "CONST_LEFT",
+    "CONST_WIDE",
     "Config",
     "Gen",
     "Shape",

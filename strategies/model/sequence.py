@@ -84,8 +84,9 @@ def fill(skeleton: Any, leaves: Sequence[Any]) -> Any:
             return tuple(build(n) for n in node)
         if isinstance(node, list):
             return [build(n) for n in node]
-        if isinstance(node, dict):
-            return {k: build(node[k]) for k in sorted(node)}
+        if isinstance(node, dict):  # leaves in sorted key order (jit's), keys in the tree's
+            built = {k: build(node[k]) for k in sorted(node)}
+            return {k: built[k] for k in node}
         return None if node is None else next(it)
 
     return build(skeleton)
@@ -102,7 +103,9 @@ def _encode_tree(node: Any) -> Any:
     if isinstance(node, list):
         return {"list": [_encode_tree(n) for n in node]}
     if isinstance(node, dict):
-        return {"dict": {k: _encode_tree(v) for k, v in node.items()}}
+        items = {k: _encode_tree(v) for k, v in node.items()}
+        # Canonical JSON sorts an object's keys: a dict built in another order is kept as pairs.
+        return {"dict": items if list(node) == sorted(node) else [[k, v] for k, v in items.items()]}
     return node
 
 
@@ -117,8 +120,14 @@ def _decode_tree(data: Any, budget: list[int], depth: int = 0) -> Any:
         if kind in ("tuple", "list") and isinstance(items, list):
             out = [_decode_tree(i, budget, depth + 1) for i in items]
             return tuple(out) if kind == "tuple" else out
-        if kind == "dict" and isinstance(items, dict) and all(isinstance(k, str) for k in items):
-            return {k: _decode_tree(v, budget, depth + 1) for k, v in items.items()}
+        if kind == "dict" and isinstance(items, dict):
+            items = [[k, v] for k, v in items.items()]
+        if (
+            kind == "dict" and isinstance(items, list)
+            and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in items)
+            and len({k for k, _ in items}) == len(items)
+        ):  # fmt: skip
+            return {k: _decode_tree(v, budget, depth + 1) for k, v in items}
     raise ValueError(f"malformed argument skeleton {data!r:.80}")
 
 

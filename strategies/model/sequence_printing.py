@@ -117,8 +117,9 @@ def _tree_source(node: Any, names: Iterator[str]) -> str:
         return f"({inner},)" if len(node) == 1 else f"({inner})"
     if isinstance(node, list):
         return "[" + ", ".join(_tree_source(n, names) for n in node) + "]"
-    if isinstance(node, dict):
-        return "{" + ", ".join(f"{k!r}: {_tree_source(node[k], names)}" for k in sorted(node)) + "}"
+    if isinstance(node, dict):  # names in sorted key order (jit's), written in the tree's order
+        written = {k: _tree_source(node[k], names) for k in sorted(node)}
+        return "{" + ", ".join(f"{k!r}: {written[k]}" for k in node) + "}"
     return "None" if node is None else next(names)
 
 

@@ -240,10 +240,11 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     assert ("subtract", CONST_LEFT) in items and ("less", CONST_LEFT) in items
     assert ("maximum", CONST_LEFT) not in items and ("exp", CONST_LEFT) not in items
     kinds = Counter(item_kind(item) for item in items)
-    others = {"sweep", "cast", "spelling", "const-left", "jit-sequence", "out-of-range"}
+    others = {"sweep", "cast", "spelling", "const:left", "const:wide", "jit-sequence"}
+    others.add("out-of-range")
     assert set(kinds) == others | {f"pair:{p.kind}" for p in primitives.PRIMITIVES.values()
                                    if p.generate and p.kind != "cast"}, kinds  # fmt: skip
-    assert kinds["pair:gather"] == 5 and kinds["const-left"] == 11, kinds
+    assert kinds["pair:gather"] == 5 and kinds["const:left"] == 11, kinds
     dtypes: Counter[str] = Counter()
     started: list[bool] = []
 
@@ -291,6 +292,43 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     monkeypatch.setattr(focus, "op_dtype_pairs", lambda: without)
     assert ("subtract", CONST_LEFT) not in focus.focus_items()
     assert ("add", CONST_LEFT) in focus.focus_items()
+
+
+def test_focus_items_give_int32_operands_constants_they_cannot_represent() -> None:
+    """(op, "const-wide") for each binary op and comparison on int32: a focused case draws its
+    step on int32 tensors with a float or (comparisons) an int past int32's ends, and doing so
+    takes the item out of the focus; a constant int32 represents does not."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from harness.session.focus import exercised_pairs, focus_items, item_kind
+    from harness.session.generate import cases
+    from strategies import CONST_WIDE, Const, ProgramBuilder
+
+    items = [i for i in focus_items() if item_kind(i) == "const:wide"]
+    assert ("less", CONST_WIDE) in items and ("add", CONST_WIDE) in items, items
+    assert all(second == CONST_WIDE for _, second in items)
+    started: list[bool] = []
+
+    @seed(6)
+    @settings(
+        max_examples=80, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(mix="programs", focus=(("less", CONST_WIDE),)))
+    def collect(case) -> None:
+        if case.origin.startswith("focus"):
+            started.append(("less", CONST_WIDE) in exercised_pairs(case.program))
+
+    collect()
+    assert len(started) >= 10 and sum(started) >= 0.5 * len(started), started
+
+    def pairs(value) -> set:
+        b = ProgramBuilder()
+        x = b.input((2, 3), "int32")
+        return exercised_pairs(b.build(b.node("where", b.node("less", x, Const(value)), x, x)))
+
+    assert ("less", CONST_WIDE) in pairs(2**31) and ("less", CONST_WIDE) in pairs(0.5)
+    assert ("less", CONST_WIDE) not in pairs(2**31 - 1)
 
 
 def test_a_jit_sequence_is_a_focus_item(tmp_path) -> None:

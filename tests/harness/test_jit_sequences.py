@@ -34,6 +34,8 @@ from strategies.model.sequence import (
     Call,
     Hole,
     JitSequence,
+    _decode_tree,
+    _encode_tree,
     fill,
     skeleton_text,
     tree_leaves,
@@ -77,8 +79,8 @@ def cache_sequence() -> JitSequence:
         call(f32, first, (a, b_), rng.standard_normal(3).astype("float32")),
         call(("float64", "float64"), first, _arrays(rng, "float64", "float64")),
         call(f32, {**first, "scale": 3.0}, _arrays(rng, "float32", "float32")),
-        call(f32, first, _arrays(rng, "float32", "float32"), skeleton=({"a": "*", "b": "*"},),
-             variant=1),
+        call(f32, first, _arrays(rng, "float32", "float32"), skeleton=({"b": "*", "a": "*"},),
+             variant=1),  # built unsorted: jit flattens it by sorted keys
         call(f32, first, _arrays(rng, "float32", "float32"), rng.standard_normal(3).astype("f4")),
         call(f32, first, (_arrays(rng, "float32")[0], None), sources=(OWN, 0)),
     )  # fmt: skip
@@ -117,6 +119,33 @@ def test_every_skeleton_holds_as_many_arrays_as_asked_in_order(kind: str) -> Non
         tree = skeleton(kind, count)
         leaves = list(range(count))
         assert tree_leaves(fill(tree, leaves)) == leaves, (kind, count)
+
+
+def test_a_dict_keeps_the_order_it_was_built_in() -> None:
+    """A dict argument is built in another order than sorted (as user code builds them): its
+    leaves are still jit's (sorted keys), and the order survives canonical JSON (which sorts an
+    object's keys) and the reproducer's source, so a flattening that walked the values in
+    insertion order is caught and its finding replays."""
+    from strategies.gen.sequences import skeleton
+
+    tree = skeleton("dict", 3)
+    assert list(tree[0]) == ["b", "c", "a"]
+    filled = fill(tree, [1, 2, 3])
+    assert list(filled[0].items()) == [("b", 2), ("c", 3), ("a", 1)]
+    assert tree_leaves(filled) == [1, 2, 3]
+    sequence = cache_sequence()
+    data = json.loads(json.dumps(sequence.to_dict(encode_array), sort_keys=True))
+    back = JitSequence.from_dict(data, decode_array)
+    assert [list(c.skeleton[0]) for c in back.calls if isinstance(c.skeleton[0], dict)] == [
+        ["b", "a"]
+    ]
+    old = {"dict": {"a": "*", "b": "*"}}  # a sorted dict stays an object (entries before)
+    assert _encode_tree(_decode_tree(old, [100])) == old
+    from harness.oracles.base import Finding
+
+    case = Case.from_sequence(sequence, (BACKEND,))
+    text = reproducer(case, Finding("mismatch", (BACKEND,), "jit-sequence", "call 3", case))
+    assert "{'b': a3_1, 'a': a3_0}" in text, text
 
 
 def test_a_sequence_round_trips_through_json() -> None:

@@ -362,6 +362,50 @@ def test_a_focused_step_puts_a_constant_on_its_ops_left(dtype) -> None:
     # A later step may leave an earlier one dead (dead-code removal): the first op most often.
     assert seen.count("subtract") >= 0.5 * len(counted), Counter(seen)
     assert seen.count("less") >= 0.5 * len(counted), Counter(seen)
-    for bad in ("maximum@const-left", "exp@const-left", "subtract@const-right"):
-        with pytest.raises(ValueError, match="takes no @const-left"):
+    for bad in ("maximum@const-left", "exp@const-wide", "subtract@const-right"):
+        with pytest.raises(ValueError, match=f"takes no @{bad.partition('@')[2]} form"):
             programs(first=bad)
+
+
+def test_a_focused_step_gives_an_int32_operand_a_constant_it_cannot_represent() -> None:
+    """``first="OP@const-wide"`` on int32: ``x < 2**40`` (NumPy 2 compares exactly, in our
+    compiler in float64) or ``x * 0.5`` (float64). Random programs drew an int beyond int32
+    next to an int32 comparison in about 1 in 300, and a frontend comparing in the tensor's own
+    dtype (``x < 2**40`` as ``x < 0``) survived a 60 s session."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from strategies import CONST_WIDE, Const, const_wide_ops, programs
+
+    ops = const_wide_ops()
+    assert {"less", "equal", "add", "divide"} <= set(ops) and "power" not in ops
+    big_ints: list[int] = []
+    floats: list[float] = []
+    counted: list = []
+
+    @seed(2)
+    @settings(
+        max_examples=60, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(
+        programs(
+            max_nodes=4, dtypes=["int32"], first=[f"less@{CONST_WIDE}", f"multiply@{CONST_WIDE}"]
+        )
+    )
+    def check(program) -> None:
+        counted.append(program)
+        for node in program.nodes:
+            if node.op not in ("less", "multiply"):
+                continue
+            for arg in node.args:
+                if isinstance(arg, Const) and isinstance(arg.value, int):
+                    assert abs(arg.value) > 2**31 - 1, node  # never representable
+                    assert node.op == "less", node  # int32 * 2**40 overflows in NumPy
+                    big_ints.append(arg.value)
+                elif isinstance(arg, Const):
+                    floats.append(arg.value)
+
+    check()
+    assert len(big_ints) >= 0.2 * len(counted), big_ints
+    assert {2**31, -(2**31) - 1} & set(big_ints), big_ints  # just past either end
+    assert len(floats) >= 0.5 * len(counted), floats
