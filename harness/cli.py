@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from . import arguments as arg
-from .case import CPU_BACKENDS, SAMPLED_BACKENDS
+from .case import CPU_BACKENDS, SAMPLED_BACKENDS, SIBLINGS
 from .interrupt import Interrupted, signals_interrupt
 
 EXAMPLES = """examples:
@@ -47,6 +47,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         database=args.example_db or (None if args.no_database else Path(args.database)),
         disable_workarounds=tuple(sorted(set(args.disable_workaround))),
         focus=not args.no_focus,
+        siblings=args.siblings,
     )
     print(
         f"fuzzing {options.seconds:.0f} s on {', '.join(options.backends)} with "
@@ -315,6 +316,13 @@ def main(argv: list[str] | None = None) -> int:
         "--no-focus",
         action="store_true",
         help="no cases focused on the (op, dtype) pairs not exercised yet (to measure them)",
+    )
+    fuzz.add_argument(
+        "--siblings",
+        type=int,
+        default=SIBLINGS,
+        help="each case's program also judged on values of this many other regimes, reusing "
+        "its compiled kernels (0: none, to measure them)",
     )
     fuzz.add_argument(
         "--disable-workaround",

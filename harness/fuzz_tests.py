@@ -23,7 +23,7 @@ from .case import Case
 from .plugin import HYPOFUZZ_MARK, record_shard, shard_count, worker_name
 from .run.runner import Runner
 from .session.fuzz import Driver, FuzzOptions
-from .session.generate import cases
+from .session.generate import cases, with_siblings
 
 
 def test_fuzz(fuzz_shard: int, fuzz_options: FuzzOptions, request: pytest.FixtureRequest) -> None:
@@ -58,10 +58,16 @@ def _runner() -> Runner:
 
 @getattr(pytest.mark, HYPOFUZZ_MARK)
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
-@given(case=cases())
-def test_fuzz_hypothesis(case: Case) -> None:
-    """Every finding fails (HypoFuzz shrinks and keeps it); no fixtures, so HypoFuzz collects it."""
+@given(pair=with_siblings(cases()))
+def test_fuzz_hypothesis(pair: tuple[Case, tuple[Case, ...]]) -> None:
+    """Every finding fails (HypoFuzz shrinks and keeps it); no fixtures, so HypoFuzz collects it.
+    The case's siblings (its program on other values) are judged after it, as a session does."""
+    case, siblings = pair
     findings = _runner().evaluate(case).findings
+    for sibling in siblings:
+        if findings:
+            break
+        findings = _runner().evaluate(sibling, ()).findings
     assert not findings, "\n".join(
         f"{f.oracle}: {f.kind} on {','.join(f.backends)}: {f.detail[:400]}" for f in findings
     )

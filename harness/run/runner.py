@@ -75,6 +75,8 @@ class Stats:
     mix_skipped: int = 0
     # cases not run: this driver already judged the very same case (Driver.repeated)
     repeats_skipped: int = 0
+    # siblings judged: a case's program on values of another regime (session.generate.siblings)
+    siblings: int = 0
     seconds_worker: float = 0.0
     seconds_references: float = 0.0
     cells: dict[str, int] = field(default_factory=dict)  # coverage cell -> cases (see coverage)
@@ -93,7 +95,7 @@ class Stats:
 
     _COUNTS = (
         "cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities",
-        "focus_skipped", "focus_given_up", "mix_skipped", "repeats_skipped",
+        "focus_skipped", "focus_given_up", "mix_skipped", "repeats_skipped", "siblings",
     )  # fmt: skip
     _SECONDS = ("seconds_worker", "seconds_references")
     _TABLES = ("cells", "kinds", "oracles", "runs", "reused", "limitations")

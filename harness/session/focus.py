@@ -414,7 +414,8 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
     """The (op, dtype) pairs a program exercises: each node's op with the dtype it computes in
     (``_computed_in``; its result's, for a node without a tensor operand: causal_mask), and
     each cast as ("astype", "SOURCE->TARGET"), each binary op or comparison with a constant on
-    its left as (op, "const-left"), with an int32 tensor and a constant int32 cannot represent as
+    its left as (op, "const-left") (a Python scalar: a NumPy one is a ufunc call, not the
+    tensor's reflected operator), with an int32 tensor and a constant int32 cannot represent as
     (op, "const-wide"); not a node of two operands that are one value."""
     from strategies.model.types import Const
 
@@ -435,7 +436,8 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
             found.add(("astype", f"{types[0].dtype}->{equation.type.dtype}"))
         args = equation.args
         if len(args) == 2 and isinstance(args[0], Const) and not isinstance(args[1], Const):
-            found.add((equation.op, CONST_LEFT))  # a constant left of a tensor
+            if args[0].dtype is None:  # a Python scalar: the tensor's reflected operator
+                found.add((equation.op, CONST_LEFT))
         if len(args) == 2 and [t.dtype for t in types] == ["int32"] and _wide(args):
             found.add((equation.op, CONST_WIDE))
     return found

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..case import CPU_BACKENDS, Case
+from ..case import CPU_BACKENDS, SIBLINGS, Case
 from ..corpus import Corpus, Entry
 from ..coverage import novelty
 from ..oracles.base import Finding
@@ -62,6 +62,8 @@ class FuzzOptions:
     disable_workarounds: tuple[str, ...] = ()
     #: a share of the cases start from an (op, dtype) pair not exercised yet (``focus_cases``)
     focus: bool = True
+    #: each case's program judged again on values of other regimes (``generate.siblings``)
+    siblings: int = SIBLINGS
 
 
 def describe_error(error: BaseException, limit: int = 4000) -> str:
@@ -193,20 +195,33 @@ class Driver(Admission):
         self.runner.stats = Stats()
 
     # -- evaluation ---------------------------------------------------------------------------
-    def judge(self, case: Case) -> list[Finding]:
-        """All oracles on ``case``; its write-ahead record stays until ``runner.release()``. The
-        focus items it exercised are counted (in every spelling where the spelling oracle ran)."""
+    def judge(self, case: Case, siblings: tuple[Case, ...] = ()) -> list[Finding]:
+        """All oracles on ``case``, then the primary ones on each of its ``siblings`` (the same
+        program on other values: ``generate.siblings``) until one finds something new; the
+        write-ahead record (the case, then the sibling being judged) stays until
+        ``runner.release()``. The focus items the case exercised are counted (in every spelling
+        where the spelling oracle ran); siblings count as such, not as cases."""
         from .focus import exercised_items
 
         self.runner.hold = True
         try:
             judgement = self.runner.evaluate(case)
+            findings = list(judgement.findings)
+            for sibling in siblings:
+                if any(self.is_new(f) for f in findings):
+                    break
+                stats = self.runner.stats
+                cases, stats.siblings = stats.cases, stats.siblings + 1
+                judged = self.runner.evaluate(sibling, ())
+                stats.cases = cases
+                findings += judged.findings
+                self.ambiguities.extend(judged.ambiguities[:1])
         finally:
             self.runner.hold = False
         self.ambiguities.extend(judgement.ambiguities[:1])
         self._steer(judgement)
         self.note_exercised(exercised_items(case, "spelling" in judgement.oracles))
-        return judgement.findings
+        return findings
 
     def _steer(self, judgement: Any) -> None:
         """Point Hypothesis's target phase at the cases closest to failing (the largest error
@@ -261,7 +276,7 @@ class Driver(Admission):
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as hypothesis_seed
 
-        from .generate import cases
+        from .generate import cases, with_siblings
 
         self.recover_pending()
         self.resume_unminimized()
@@ -291,9 +306,11 @@ class Driver(Admission):
             if self.options.disable_workarounds:
                 off = tuple(sorted(self.options.disable_workarounds))
                 strategy = strategy.map(lambda case: replace(case, workarounds_off=off))
+            drawn = with_siblings(strategy, self.options.siblings)
 
-            def test(case: Case) -> None:
+            def test(pair: tuple[Case, tuple[Case, ...]]) -> None:
                 nonlocal last_flush
+                case, siblings = pair
                 now = time.perf_counter()
                 if stop_requested():
                     raise Stopped()
@@ -312,7 +329,7 @@ class Driver(Admission):
                     self.runner.stats.mix_skipped += 1
                     return
                 self.note_judged(case)
-                findings = self.judge(case)
+                findings = self.judge(case, siblings)
                 if now - last_flush > 1.0:
                     self._flush_stats()
                     last_flush = now
@@ -323,7 +340,7 @@ class Driver(Admission):
 
             # The seed first: ``@seed`` drops the database from the settings it finds, so the
             # settings (with the database) are applied after it.
-            wrapped = hypothesis_seed(self.seed * 1000 + round_number)(given(strategy)(test))
+            wrapped = hypothesis_seed(self.seed * 1000 + round_number)(given(drawn)(test))
             wrapped = settings(
                 max_examples=self.options.examples_per_round,
                 deadline=None,

@@ -10,6 +10,7 @@ not exercised yet; ``FOCUS_SHARE`` of its cases then start from one of them (``f
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,10 +20,10 @@ from hypothesis import strategies as st
 from strategies import invalid_programs, programs, samples
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
-from strategies.gen.values import input_values
+from strategies.gen.values import EDGE_REGIMES, REGIMES, edge_regimes, input_values
 from strategies.model import ProgramBuilder
 
-from ..case import CPU_BACKENDS, SAMPLED_BACKENDS, SAMPLED_SHARE, Case, generated_array
+from ..case import CPU_BACKENDS, SAMPLED_BACKENDS, SAMPLED_SHARE, SIBLINGS, Case, generated_array
 from .focus import FOCUS_SHARE, focus_cases, uniform
 
 #: The longest side of a long-row program (``program_cases``): past ``cpu-vector``'s 256-element
@@ -372,6 +373,56 @@ def with_layouts(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
         return case.with_layouts(names)
 
     return laid_out()
+
+
+def _case_regime(case: Case) -> str:
+    """The value regime a case's origin names (``programs/ties``, ``focus/special``), or ""."""
+    regime = case.origin.rpartition("/")[2]
+    return regime if regime in REGIMES else ""
+
+
+@st.composite
+def siblings(draw: st.DrawFn, case: Case, count: int = SIBLINGS) -> tuple[Case, ...]:
+    """Up to ``count`` siblings of ``case`` (none for a jit sequence, an invalid program, an
+    accuracy sweep, whose hundreds of dense values are its point, or a program without inputs):
+    each draws one of the program's ops and one regime at its edges (``edge_regimes``) other
+    than the case's own and the other siblings', and values for every input from it (ids in
+    range, inputs of a float -> int cast ordinary, as for any case); origin "<case's>+<regime>"."""
+    program = case.program
+    if (
+        case.sequence is not None or case.invalid is not None or not program.inputs
+        or case.origin.startswith("sweep/") or not program.nodes
+    ):  # fmt: skip
+        return ()
+    ops = sorted(set(program.ops))
+    taken = {_case_regime(case)}
+    found = []
+    for _ in range(count):
+        op = draw(st.sampled_from(ops))
+        choices = [r for r in edge_regimes(op) if r not in taken]
+        choices = choices or [r for r in EDGE_REGIMES if r not in taken]
+        if not choices:
+            break
+        regime = draw(st.sampled_from(choices))
+        taken.add(regime)
+        inputs = draw(input_values(program, regime))
+        found.append(
+            replace(case, inputs=list(inputs), recipes=[], origin=f"{case.origin}+{regime}")
+        )
+    return tuple(found)
+
+
+def with_siblings(
+    strategy: st.SearchStrategy[Case], count: int = SIBLINGS
+) -> st.SearchStrategy[tuple[Case, tuple[Case, ...]]]:
+    """Each case of ``strategy`` with its ``siblings`` (a fuzz session judges them after it)."""
+
+    @st.composite
+    def pair(draw: st.DrawFn) -> tuple[Case, tuple[Case, ...]]:
+        case = draw(strategy)
+        return case, draw(siblings(case, count))
+
+    return pair()
 
 
 def _rejected_alike(case: Case, respelled: Case) -> bool:

@@ -27,6 +27,13 @@ def _unary(g: Gen, op: str) -> None:
     g.node(op, p)
 
 
+def _weak_left(g: Gen) -> bool:
+    """A focused constant left of a tensor is a Python scalar 3 times in 4: only those reach the
+    tensor's reflected operator (a strong one is NumPy's ufunc call; a plant that traced ``2.0 /
+    x`` as ``x / 2.0`` went unseen in a session whose one such case had a strong scalar)."""
+    return g.draw(st.integers(0, 3)) != 0
+
+
 def _binary(g: Gen, op: str) -> None:
     form = g.takes_const_form()
     left = form == CONST_LEFT
@@ -43,7 +50,7 @@ def _binary(g: Gen, op: str) -> None:
         g.node(op, p, Const(g.draw(st.sampled_from(exponents))))
         return
     if left:  # (``programs`` takes the form only for an op that takes constants)
-        g.node(op, g.const(p.dtype, op), p)
+        g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p)
         return
     if form == CONST_WIDE:
         g.node(op, *g.ordered(p, g.const(p.dtype, op, wide=True)))
@@ -57,7 +64,7 @@ def _condition(g: Gen, op: str) -> tuple[Value, Value]:
     form = g.takes_const_form()
     p = g.primary(op)
     if form == CONST_LEFT:
-        return g.node(op, g.const(p.dtype, op), p), p
+        return g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p), p
     if form == CONST_WIDE:
         return g.node(op, *g.ordered(p, g.const(p.dtype, op, wide=True))), p
     q = g.partner(p, op, consts=True)

@@ -340,18 +340,26 @@ class Gen:
         dtype = self.draw(st.sampled_from(sorted(allowed, key=lambda d: d != dtype)))
         return self.input(self.partner_shape(target), dtype)
 
-    def const(self, dtype: str, op: str, wide: bool = False) -> Const:
+    def const(self, dtype: str, op: str, wide: bool = False, weak: bool = False) -> Const:
         """A weak (Python) or strong (NumPy) scalar of every kind NumPy accepts next to a
         ``dtype`` operand: values the operand's dtype cannot represent included (0.5 next to
         int32 promotes to float64; a comparison with an int beyond int32 is exact in NumPy 2).
-        ``wide``: only those, next to int32 (``CONST_WIDE``), ints just past int32's ends too."""
+        ``wide``: only those, weak, next to int32 (``CONST_WIDE``): for a comparison mostly ints
+        past int32's ends (just past, too), whose exact comparison a strong scalar (a float64)
+        would not ask for. ``weak``: a Python scalar (the only kind left of a tensor that reaches
+        its reflected operator: ``np.float32(2) / x`` is NumPy's ufunc call, ``2.0 / x`` is
+        ``x.__rtruediv__``)."""
         comparison = primitives.get(op).kind == "compare"
         if wide and dtype == "int32" and self.cfg.implicit:
-            choices: list[int | float] = [0.5, -1.5, 1e10]
             if comparison:
-                choices += [2**40, -(2**33), INT32_MAX + 1, -INT32_MAX - 2]
-        elif comparison:
-            choices = [0.0, 0.5, -1.0, 0, 2, 2**40, -(2**33), 1e10]
+                wide_ints = [2**40, -(2**33), INT32_MAX + 1, -INT32_MAX - 2]
+                value = self.draw(st.sampled_from([*wide_ints, 0.5, -1.5]))
+            else:
+                value = self.draw(st.sampled_from([0.5, -1.5, 1e10]))
+            event("const:weak-wide")
+            return Const(value)
+        if comparison:
+            choices: list[int | float] = [0.0, 0.5, -1.0, 0, 2, 2**40, -(2**33), 1e10]
         else:
             choices = [2.0, 0.5, -1.5, 3.0, 2, -3, 1e10]
         if not self.cfg.implicit and dtype == "int32":
@@ -369,7 +377,7 @@ class Gen:
             strong = [d for d in strong if d in FLOAT_DTYPES]
         elif abs(value) > INT32_MAX:
             strong = [d for d in strong if d in FLOAT_DTYPES]
-        if strong and self.draw(st.booleans()):
+        if strong and not weak and self.draw(st.booleans()):
             const_dtype = self.draw(st.sampled_from(strong))
             event(f"const:strong-{const_dtype}")
             return Const(float(value) if const_dtype in FLOAT_DTYPES else value, const_dtype)

@@ -550,7 +550,7 @@ def test_a_finding_that_fails_to_save_is_a_harness_error(tmp_path, monkeypatch) 
     )  # fmt: skip
     driver = Driver(options, 0)
 
-    def judge(case):
+    def judge(case, siblings=()):
         return [Finding("mismatch", ("cpu-loops",), "differential", "planted", case)]
 
     def record_raw(case, finding):
@@ -725,7 +725,7 @@ def test_a_focus_no_case_exercises_is_given_up(tmp_path, monkeypatch) -> None:
     driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False, seed=2), 0)
     judged, given_up_at = [], []
 
-    def judge(case):
+    def judge(case, siblings=()):
         if driver.given_up and not given_up_at:
             given_up_at.append(len(judged))
         judged.append(case)
@@ -807,7 +807,7 @@ def test_a_case_judged_before_is_not_judged_again(tmp_path, monkeypatch) -> None
     driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False, seed=3), 0)
     judged: list = []
 
-    def judge(case):
+    def judge(case, siblings=()):
         judged.append(case.digest())
         return []
 

@@ -1,0 +1,119 @@
+"""Siblings: a case's program judged again on values of other regimes, on the kernels compiled
+for the case (``harness.session.generate.siblings``, ``Driver.judge``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from harness.case import SIBLINGS, Case
+from harness.oracles.base import Finding, Judgement
+from harness.session.generate import cases, siblings, with_siblings
+from strategies.gen.values import EDGE_REGIMES, REGIMES, edge_regimes
+from strategies.model import ProgramBuilder
+
+BACKEND = "cpu-loops@O0"
+
+
+def test_siblings_are_the_case_on_values_of_other_regimes() -> None:
+    """Each sibling is the case (program, backends, spelling, layouts) on new values of the
+    same shapes and dtypes, from a regime at the edges of one of its ops, other than the case's
+    own and the other siblings'; a jit sequence, an invalid program and a sweep have none."""
+    seen: list[int] = []
+    regimes: set[str] = set()
+
+    @seed(7)
+    @settings(
+        max_examples=80, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(with_siblings(cases()))
+    def check(pair: tuple[Case, tuple[Case, ...]]) -> None:
+        case, found = pair
+        if case.sequence is not None or case.invalid is not None:
+            assert found == (), case.origin
+            return
+        if case.origin.startswith("sweep/") or not case.program.inputs:
+            assert found == ()
+            return
+        seen.append(len(found))
+        own = case.origin.rpartition("/")[2]
+        names = []
+        for sibling in found:
+            assert sibling.program == case.program and sibling.backends == case.backends
+            assert sibling.extra == case.extra and sibling.spelling == case.spelling
+            assert [(a.shape, a.dtype) for a in sibling.inputs] == [
+                (a.shape, a.dtype) for a in case.inputs
+            ]
+            assert sibling.origin.startswith(case.origin + "+")
+            name = sibling.origin.rpartition("+")[2]
+            assert name in EDGE_REGIMES and name != own, sibling.origin
+            ops = set(case.program.ops)
+            taken = {own, *names}  # an op whose edges are all taken: any other edge regime
+            assert any(name in edge_regimes(op) or set(edge_regimes(op)) <= taken for op in ops)
+            names.append(name)
+        assert len(set(names)) == len(names), names
+        regimes.update(names)
+
+    check()
+    assert seen and sum(n == SIBLINGS for n in seen) >= 0.9 * len(seen), seen
+    assert len(regimes) >= 4 and regimes <= set(REGIMES), regimes
+
+
+def _max_case() -> Case:
+    b = ProgramBuilder()
+    x = b.input((3, 4), "float32")
+    program = b.build(b.node("max", x, axis=1))
+    x = np.array([[-2, -1, 1, 3], [0.5, -1, -3, 2], [1, 2, 3, 4]], np.float32)  # each row: a > 0
+    return Case(program, [x], (BACKEND,), origin="programs/mixed_sign")
+
+
+def test_a_bug_only_a_siblings_values_show_is_found_with_the_sibling(tmp_path: Path) -> None:
+    """A max whose identity is 0 is right on rows with a positive element (the case's values)
+    and wrong on rows of negatives: the driver judges the siblings after the case, and the
+    finding keeps the sibling as its case (its reproducer holds those values). Siblings count
+    as such, not as cases; none is judged once a new finding is in hand."""
+    from hypothesis import strategies as st
+
+    from harness.session.fuzz import Driver, FuzzOptions
+
+    case = _max_case()
+
+    @seed(1)
+    @settings(max_examples=1, phases=[Phase.generate], database=None, deadline=None)
+    @given(st.just(case).flatmap(lambda c: siblings(c, 3)))
+    def draw(found: tuple[Case, ...]) -> None:
+        drawn.extend(found)
+
+    drawn: list[Case] = []
+    draw()
+    negative = [s for s in drawn if s.origin.endswith("+negative")]
+    assert len(drawn) == 3 and negative, [s.origin for s in drawn]  # max's edges: 3 regimes
+
+    driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
+    judged: list[Case] = []
+
+    def evaluate(candidate: Case, only: tuple[str, ...] | None = None) -> Judgement:
+        judged.append(candidate)
+        driver.runner.stats.cases += 1
+        rows = np.asarray(candidate.inputs[0], np.float64)
+        if np.any(np.all(rows < 0, axis=1)):  # the planted identity shows
+            finding = Finding("mismatch", (BACKEND,), "differential", "max of negatives", candidate)
+            return Judgement(findings=[finding], oracles=["differential"])
+        return Judgement(oracles=["differential"])
+
+    try:
+        driver.runner.evaluate = evaluate  # type: ignore[method-assign]
+        ordered = sorted(drawn, key=lambda s: s.origin.endswith("+negative"))
+        findings = driver.judge(case, tuple(ordered))
+        assert [f.case.origin for f in findings] == [negative[0].origin]
+        assert judged == [case, *ordered]  # the negative sibling last: all judged
+        assert driver.runner.stats.cases == 1 and driver.runner.stats.siblings == 3
+        judged.clear()
+        findings = driver.judge(case, tuple(reversed(ordered)))
+        assert len(findings) == 1 and judged == [case, ordered[-1]]  # then none after it
+        assert driver.judge(case, ()) == [] and judged[-1] is case
+    finally:
+        driver.close()
