@@ -413,8 +413,10 @@ def test_a_real_session_report_in_headless_chromium(tmp_path: Path) -> None:
     for section in SECTIONS:
         assert f'id="{section}"' in dom.stdout, section
     shot = tmp_path / "report.png"
+    # Tall enough for the whole page: its value-regime table grows with what the session
+    # covered (a case's siblings add regimes: 88 rows of it became 122, the page 7.5k -> 8.3k px).
     taken = _run(
-        [browser, *flags, f"--screenshot={shot}", "--window-size=1400,8000", url], timeout=180
+        [browser, *flags, f"--screenshot={shot}", "--window-size=1400,12000", url], timeout=180
     )
     assert shot.is_file(), taken.stderr[-3000:]
     image = decode_png(shot.read_bytes())
