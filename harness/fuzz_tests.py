@@ -67,7 +67,7 @@ def test_fuzz_hypothesis(pair: tuple[Case, tuple[Case, ...]]) -> None:
     for sibling in siblings:
         if findings:
             break
-        findings = _runner().evaluate(sibling, ()).findings
+        findings = _runner().evaluate(sibling, (), sibling=True).findings
     assert not findings, "\n".join(
         f"{f.oracle}: {f.kind} on {','.join(f.backends)}: {f.detail[:400]}" for f in findings
     )

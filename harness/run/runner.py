@@ -238,13 +238,20 @@ class Runner:
                 chosen.append(oracle)
         return chosen
 
-    def evaluate(self, case: Case, only: tuple[str, ...] | None = None) -> Judgement:
+    def evaluate(
+        self, case: Case, only: tuple[str, ...] | None = None, sibling: bool = False
+    ) -> Judgement:
         """All oracles on one case; never raises for anything the compiler does.
 
         ``only`` names the non-primary oracles to run (e.g. the one a finding came from, when
-        minimizing it); by default every oracle that wants the case runs.
+        minimizing it); by default every oracle that wants the case runs. A ``sibling`` (a
+        case's program on other values: ``session.generate.siblings``) counts as such, not as a
+        case.
         """
-        self.stats.cases += 1
+        if sibling:
+            self.stats.siblings += 1
+        else:
+            self.stats.cases += 1
         if self.ahead is not None:
             self.ahead.write({"case": case.to_dict()})
         try:

@@ -305,37 +305,38 @@ def _out_of_range_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[
     strategy = programs(max_nodes=cost, min_nodes=1, dtypes=[dtype], first=op)
     drawn = draw(samples(strategy))
     inputs = [np.array(a, copy=True) for a in drawn.inputs]
-    for node in drawn.program.nodes:
-        ids = node.args[-1] if node.op == op else None
-        if isinstance(ids, Ref) and ids.kind == "input":
-            bound = drawn.program.inputs[ids.index].bound
-            flat = inputs[ids.index].reshape(-1)
-            if bound is not None and flat.size:
-                flat[draw(st.integers(0, flat.size - 1))] = _out_of_range_id(edge, bound)
-                break
+    for gather, index, bound in _id_inputs(drawn.program):
+        flat = inputs[index].reshape(-1)
+        if gather == op and flat.size:
+            flat[draw(st.integers(0, flat.size - 1))] = _out_of_range_id(edge, bound)
+            break
     event("origin:focus-out-of-range")
     return Case(drawn.program, inputs, backends, origin=f"focus/{edge}")
+
+
+def _id_inputs(program: Any) -> list[tuple[str, int, int]]:
+    """(gather op, input index, bound) for each gather that reads its ids from an input with a
+    bound (the table's rows)."""
+    found = []
+    for node in program.nodes:
+        if primitives.get(node.op).kind != "gather":
+            continue
+        ids = node.args[-1]
+        if isinstance(ids, Ref) and ids.kind == "input":
+            bound = program.inputs[ids.index].bound
+            if bound is not None:
+                found.append((node.op, ids.index, bound))
+    return found
 
 
 def _out_of_range_items(case: Case) -> set[tuple[str, str]]:
     """The (op, OUT_OF_RANGE edge) items a case exercises: a gather reading an input of ids
     that holds the bound itself, or -1."""
     found = set()
-    program = case.program
-    for node in program.nodes:
-        if primitives.get(node.op).kind != "gather":
-            continue
-        ids = node.args[-1]
-        if not (isinstance(ids, Ref) and ids.kind == "input"):
-            continue
-        bound = program.inputs[ids.index].bound
-        if bound is None:
-            continue
-        values = np.asarray(case.inputs[ids.index])
+    for op, index, bound in _id_inputs(case.program):
+        values = np.asarray(case.inputs[index])
         found |= {
-            (node.op, edge)
-            for edge in OUT_OF_RANGE
-            if (values == _out_of_range_id(edge, bound)).any()
+            (op, edge) for edge in OUT_OF_RANGE if (values == _out_of_range_id(edge, bound)).any()
         }
     return found
 
@@ -445,10 +446,11 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
 
 def _wide(args: Any) -> bool:
     """Is one of ``args`` a constant int32 cannot represent (a float, an int past its ends)?"""
-    from strategies.model.types import Const
+    from strategies.model.types import INT32_MAX, Const
 
     return any(
-        isinstance(a, Const) and (isinstance(a.value, float) or not -(2**31) <= a.value < 2**31)
+        isinstance(a, Const)
+        and (isinstance(a.value, float) or not -INT32_MAX - 1 <= a.value <= INT32_MAX)
         for a in args
     )
 

@@ -210,10 +210,7 @@ class Driver(Admission):
             for sibling in siblings:
                 if any(self.is_new(f) for f in findings):
                     break
-                stats = self.runner.stats
-                cases, stats.siblings = stats.cases, stats.siblings + 1
-                judged = self.runner.evaluate(sibling, ())
-                stats.cases = cases
+                judged = self.runner.evaluate(sibling, (), sibling=True)
                 findings += judged.findings
                 self.ambiguities.extend(judged.ambiguities[:1])
         finally:
