@@ -153,6 +153,13 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=20).digest()
 
 
+def _text(module: Any) -> str:
+    """A stage's output as text, printed without verifying it again: the pass manager verified
+    it after each pass, ``Stage.run`` after a Python stage (``str(module)`` verifies first, a
+    third of the printing of a small module; the text is the same)."""
+    return module.operation.get_asm(assume_verified=True)
+
+
 def _stage_key(stage: Stage, text: str) -> tuple:
     """A stage's output is a function of its input text, its passes and, for a Python stage,
     the workarounds on (the cpu-vector planner asks them)."""
@@ -327,7 +334,7 @@ def compile_graph(
                     stage.run(module)
                 except ir.MLIRError as error:
                     raise CompilerError(stage.name, stage.pipeline, str(error), current) from None
-                current = str(module)
+                current = _text(module)
                 _STAGE_MEMO.put(key, current)
             artifacts.stages[stage.name] = current
             artifacts.commands[stage.name] = stage_command(

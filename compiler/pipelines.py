@@ -8,6 +8,7 @@ target is a list of stages plus LLVM's optimization level for the JIT.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -120,9 +121,28 @@ class Stage:
             self.transform(module)
             module.operation.verify()
             return
-        from mlir import passmanager
+        pass_manager(self.pipeline, module.context).run(module.operation)
 
-        passmanager.PassManager.parse(self.pipeline).run(module.operation)
+
+_PASS_MANAGERS = threading.local()
+
+
+def pass_manager(pipeline: str, context: Any) -> Any:
+    """A pass manager for ``pipeline`` in ``context``, kept for the thread's next run there, as
+    ``mlir-opt`` keeps one for every input of a ``--split-input-file`` run: a new one
+    initializes its passes again on each run (canonicalize collects every dialect's patterns,
+    each conversion builds its own), about 20% of a small module's time in the passes. One
+    context's pass managers are kept at a time: the driver's thread changes context every
+    ``driver.CONTEXT_USES`` compiles, or for each ``fresh()`` one."""
+    from mlir import passmanager
+
+    cache = getattr(_PASS_MANAGERS, "cache", None)
+    if cache is None or cache[0] is not context:
+        cache = _PASS_MANAGERS.cache = (context, {})
+    manager = cache[1].get(pipeline)
+    if manager is None:
+        manager = cache[1][pipeline] = passmanager.PassManager.parse(pipeline, context)
+    return manager
 
 
 def _generic_cpu(module: Any) -> None:

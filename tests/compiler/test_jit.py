@@ -491,6 +491,43 @@ def test_fresh_compiles_every_stage_and_the_kernel_again(rng):
     np.testing.assert_array_equal(again(x, w), cached(x, w))
 
 
+def test_a_kept_pass_manager_gives_what_a_new_one_gives(rng):
+    """Stages reuse one pass manager per pipeline in the thread's context (``pass_manager``);
+    run after other programs, it gives the text a new one gives, and a new context gets new
+    ones."""
+    from mlir import ir, passmanager
+
+    from compiler import pipelines
+    from compiler.pipelines import pass_manager, resolve
+
+    x, w = rand(rng, (3, 4)), rand(rng, (4, 5))
+    texts = [
+        jit(lambda a, b: np.exp(a @ b).max(axis=1)).emit(x, w),
+        jit(lambda a: np.tanh(a).sum(axis=0) - a[1]).emit(x),
+        jit(lambda a, b: (a @ b).T * 2.0).emit(x, w),
+    ]
+    targets = [resolve(name) for name in ("cpu-loops", "cpu-blas", "cpu-vector")]
+
+    def lowered(text, target, new):
+        module = ir.Module.parse(text)
+        for stage in target.stages:
+            if stage.pipeline and new:
+                passmanager.PassManager.parse(stage.pipeline).run(module.operation)
+            else:
+                stage.run(module)
+        return str(module)
+
+    with ir.Context() as context:
+        runs = [(t, target) for target in targets for t in texts]
+        kept = [lowered(t, target, new=False) for t, target in runs * 2]  # after the others
+        assert kept[: len(runs)] == kept[len(runs) :]
+        assert kept[: len(runs)] == [lowered(t, target, new=True) for t, target in runs]
+        one = pass_manager(pipelines.LOWER, context)
+        assert pass_manager(pipelines.LOWER, context) is one
+    with ir.Context() as other:
+        assert pass_manager(pipelines.LOWER, other) is not one
+
+
 def test_a_different_opt_level_or_program_gets_its_own_kernel(rng):
     x = rand(rng, (3, 4))
     base = jit(lambda a: a * 2).compile(x, target="cpu-loops")
