@@ -275,6 +275,10 @@ class _Rounding(np.ndarray):
     def move(value: Any) -> Any:
         return value
 
+    @staticmethod
+    def spread(value: np.ndarray, bound: np.ndarray) -> np.ndarray:
+        return value
+
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         plain = [i.view(np.ndarray) if isinstance(i, _Rounding) else i for i in inputs]
         out = kwargs.get("out")
@@ -284,9 +288,32 @@ class _Rounding(np.ndarray):
             )
         result = None
         if ufunc is np.matmul and method == "__call__" and out is None and len(plain) == 2:
-            result = _unfused_matmul(np.asarray(plain[0]), np.asarray(plain[1]), self.order)
+            a, b = np.asarray(plain[0]), np.asarray(plain[1])
+            result = _unfused_matmul(a, b, self.order)
+            if result is not None and a.ndim and b.ndim:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+                    # Each product's lowest bit is at least the product of its factors'.
+                    rows = _lowest_bit(a, axis=-1, keepdims=True)
+                    columns = _lowest_bit(b, axis=-2 if b.ndim > 1 else -1, keepdims=True)
+                    quantum = rows * columns  # (..., m, n), as a @ b of 2-D operands
+                    if b.ndim == 1:
+                        quantum = quantum[..., 0]
+                    if a.ndim == 1 and b.ndim > 1:
+                        quantum = quantum[..., 0, :]
+                result = self._reordered(result, magnitude, a.shape[-1], quantum)
         elif ufunc is np.add and method == "reduce" and out is None and len(plain) == 1:
             result = _sequential_sum(plain[0], self.order, **kwargs)
+            if result is not None:
+                terms = np.asarray(plain[0])
+                axis, keepdims = kwargs.get("axis", 0), kwargs.get("keepdims", False)
+                with np.errstate(over="ignore"):
+                    magnitude = np.add.reduce(
+                        np.abs(terms.astype(np.float64)), axis=axis, keepdims=keepdims
+                    )
+                quantum = _lowest_bit(terms, axis=axis, keepdims=keepdims)
+                count = terms.size // max(magnitude.size, 1)
+                result = self._reordered(result, magnitude, count, quantum)
         if result is None:
             result = getattr(ufunc, method)(*plain, **kwargs)
         if out is not None:  # moved in place: NumPy's own code may read ``out`` afterwards
@@ -300,9 +327,65 @@ class _Rounding(np.ndarray):
             return tuple(self._wrapped(r) for r in result)
         return self._wrapped(result)
 
+    def _reordered(
+        self, total: np.ndarray, magnitude: np.ndarray, count: int, quantum: np.ndarray
+    ) -> np.ndarray:
+        """A sum of ``count`` terms whose absolute values add up to ``magnitude``, moved by up
+        to ``spread_bound`` (``spread``): another order of its additions can be that far off.
+        Where the terms cancel, every order the runs take can agree by luck: the float32 sum
+        of [-102.8, 5.3e36, -5.3e36, 1.2e-7, -1.2e-7] is 0 first to last, last to first, in
+        NumPy's pairwise order and in four lanes, and 1.2e-7 in four lanes added up in turn
+        (cpu-vector's), which a one-hour session reported against an allowed 4.6e-14. Not
+        moved: a sum every order computes exactly (``quantum``, the lowest bit any term has:
+        every partial sum is a multiple of it no larger than ``magnitude``, so representable
+        where that is within the dtype's precision of it, as for [1, -3, 3, -1])."""
+        total = np.asarray(total)
+        if count < 3 or not is_float(total.dtype):  # two terms: one rounding in any order
+            return total
+        running = np.dtype(np.float32) if total.dtype.itemsize < 4 else total.dtype
+        bits = int(finfo(running).nmant) + 1
+        with np.errstate(over="ignore", invalid="ignore"):
+            exact = np.asarray(magnitude <= np.ldexp(np.asarray(quantum, np.float64), bits))
+            bound = spread_bound(total.dtype, magnitude, count)
+            moved = np.asarray(self.spread(total.astype(np.float64), bound)).astype(total.dtype)
+        keep = exact | ~(np.isfinite(total) & np.isfinite(bound))
+        return np.where(keep, total, moved)
+
     def _wrapped(self, value: Any, exact: bool = False) -> Any:
         moved = value if exact else self.move(value)
         return moved.view(type(self)) if isinstance(moved, np.ndarray) else moved
+
+
+def _lowest_bit(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    """The value of the lowest set bit of any nonzero element along ``axis``: every element is
+    a multiple of it (inf where all are zero; 0 where one is not finite: nothing is exact)."""
+    x = np.asarray(x)
+    if not is_float(x.dtype):
+        x = x.astype(np.float64)
+    wide = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        mantissa, exponent = np.frexp(np.where(np.isfinite(wide), wide, 0.0))
+        whole = np.ldexp(mantissa, 53).astype(np.int64)  # the significand as an integer
+        lowest = np.ldexp((whole & -whole).astype(np.float64), exponent - 53)
+        lowest = np.where(wide == 0, np.inf, np.abs(lowest))
+        lowest = np.where(np.isfinite(wide), lowest, 0.0)  # inf, nan: no quantum (never exact)
+        return np.min(lowest, axis=axis, keepdims=keepdims)
+
+
+def spread_bound(dtype: np.dtype, magnitude: np.ndarray, count: int) -> np.ndarray:
+    """How far another order may move a sum of ``count`` terms whose absolute values add up to
+    ``magnitude``, as a perturbed run's share: the a priori bound of a sum in any order
+    (``eps * log2(count) * magnitude``, eps of the running dtype: float32 for 16-bit sums) over
+    the error model's ``FACTOR``, which multiplies what the runs show. Below a well-conditioned
+    sum's rounding noise, where the bound is unchanged; it widens where the terms cancel."""
+    from compiler.primitives import contraction_depth
+
+    from ..oracles.tolerance import FACTOR
+
+    running = np.dtype(np.float32) if np.dtype(dtype).itemsize < 4 else np.dtype(dtype)
+    scale = float(finfo(running).eps) * contraction_depth(count) / FACTOR
+    with np.errstate(over="ignore", invalid="ignore"):
+        return scale * np.asarray(magnitude, np.float64)
 
 
 def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
@@ -340,6 +423,11 @@ def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
         # moved zero would make log(x - x) finite).
         return np.where(np.isfinite(a) & (a != 0), moved, a).astype(a.dtype)
 
+    def reorder(value: np.ndarray, bound: np.ndarray) -> np.ndarray:
+        # Half to all of the bound, either way: the largest of the runs' moves is what counts.
+        sign = np.where(rng.integers(0, 2, np.shape(value)).astype(bool), 1.0, -1.0)
+        return value + sign * rng.uniform(0.5, 1.0, np.shape(value)) * bound
+
     def perturbing(prim: Any) -> Any:
         rule = prim.evaluate
         if exact_primitive(prim):
@@ -353,7 +441,11 @@ def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
         rounding = type(
             "Rounding",
             (_Rounding,),
-            {"move": staticmethod(perturb), "order": SUM_ORDERS[(run - 1) % len(SUM_ORDERS)]},
+            {
+                "move": staticmethod(perturb),
+                "spread": staticmethod(reorder),
+                "order": SUM_ORDERS[(run - 1) % len(SUM_ORDERS)],
+            },
         )
 
         def inside(xp: Any, operands: list[Any], attrs: dict[str, Any]) -> Any:

@@ -90,6 +90,15 @@ def _sin_exp_case(x: list[float]):
     return Case(program, [np.array(x, np.float64)], ("cpu-loops",))
 
 
+def _numpy_near_by_luck(refs: dict) -> None:
+    """These tests need NumPy's sin(exp(42.62)) near the truth, which depends on the CPU's exp
+    and sin (NumPy's AVX-512 loops were; on an AVX2 machine it is 0.91 against -0.96): skip
+    where it is not, since NumPy's own error then says what the perturbed runs are there for."""
+    numpy_out, truth = refs["numpy"].output, refs["truth"].output
+    if abs(numpy_out[2] - truth[2]) >= 0.05:
+        pytest.skip(f"NumPy's sin(exp(42.62)) here is {numpy_out[2]:.3f}, the truth {truth[2]:.3f}")
+
+
 def test_perturbed_evaluations_round_each_operation_one_ulp_otherwise():
     """Well-conditioned elements: a perturbed run stays within a few ulps of NumPy; integers
     are untouched; sin of a 3.2e18 (whose ulp is 512) lands anywhere."""
@@ -97,6 +106,7 @@ def test_perturbed_evaluations_round_each_operation_one_ulp_otherwise():
 
     case = _sin_exp_case([0.25, 1.0, 42.620306275813974])
     refs = references(case, use_jax=False)
+    _numpy_near_by_luck(refs)
     numpy_out, truth = refs["numpy"].output, refs["truth"].output
     runs = [refs["perturbed:1"].output, refs["perturbed:2"].output]
     assert not np.array_equal(runs[0], runs[1]), "two runs round differently"
@@ -116,6 +126,7 @@ def test_perturbed_errors_widen_only_their_own_element():
 
     case = _sin_exp_case([0.25, 1.0, 42.620306275813974])
     refs = references(case, use_jax=False)
+    _numpy_near_by_luck(refs)
     numpy_out, truth = refs["numpy"].output, refs["truth"].output
     local = perturbed_outputs(refs, numpy_out.shape)
     other = numpy_out.copy()
@@ -393,6 +404,34 @@ def test_an_infinity_the_truth_has_is_accepted() -> None:
 
     assert judged(-np.inf) and judged(np.nan)
     assert not judged(np.inf) and not judged(1.0)
+
+
+def test_a_sum_whose_terms_cancel_may_come_out_of_any_order() -> None:
+    """A one-hour session's only finding on the real compiler: gelu of the float32 row sum of
+    [-102.8, 5.3e36, -5.3e36, 1.2e-7, -1.2e-7] was 6e-8 on cpu-vector (four lanes added up in
+    turn: 1.2e-7) against 0 in NumPy, the truth (the long double sum loses -102.8 too) and every
+    order the perturbed runs took, so 4.6e-14 was allowed. A sum's perturbed runs move it by a
+    share of the a priori bound of any order, where its terms cancel; the same value 1e-4 off
+    where nothing cancels is still rejected, and a sum exact in every order is not moved."""
+    from harness.case import Case
+    from harness.run.references import perturbed_reference, references
+    from harness.verdict import judge_output
+    from strategies.model import ProgramBuilder
+
+    def row_sum(row: list[float], gelu: bool = True) -> Case:
+        b = ProgramBuilder()
+        total = b.node("sum", b.input((1, len(row)), "float32"), axis=1, keepdims=False)
+        program = b.build(b.node("gelu", total) if gelu else total)
+        return Case(program, [np.array([row], np.float32)], ("cpu-vector",))
+
+    cancelling = row_sum([-102.77893, 5.3169117e36, -5.3169117e36, 1.1920929e-07, -1.1920929e-07])
+    assert judge_output(cancelling, np.array([5.960464477539063e-08]), use_jax=False)
+    plain = row_sum([1.0, 2.0, 0.5, 0.25, 3.0])
+    want = np.asarray(references(plain, use_jax=False)["numpy"].output)
+    assert judge_output(plain, want, use_jax=False)
+    assert not judge_output(plain, want * (1 + 1e-4), use_jax=False)
+    exact = row_sum([1.0, -3.0, 3.0, -1.0, 0.0], gelu=False)  # 0 in every order
+    assert all(perturbed_reference(exact, run).output[0] == 0.0 for run in range(1, 5))
 
 
 def test_an_infinity_fused_multiply_adds_reach_is_accepted() -> None:
