@@ -212,9 +212,10 @@ def _reduction(g: Gen, op: str) -> None:
         if attr.kind == "count":  # var's ddof: a divisor max(n - ddof, 0), n the reduced extent
             axes = range(len(p.shape)) if red.axis is None else np.atleast_1d(red.axis)
             n = int(np.prod([p.shape[a] for a in axes]))
-            # n and n + 1: inf or NaN. Drawn near uniformly (sampled_from and one_of favour
+            # n and past it: inf or NaN (NumPy clamps the divisor at 0; past n, a divisor
+            # left unclamped is negative). Drawn near uniformly (sampled_from and one_of favour
             # their first items and repeat recent picks), shrinking toward 0, the default.
-            choices = (0, 0, 1, 2, max(n - 1, 1), n, n + 1)
+            choices = (0, 0, 1, 2, max(n - 1, 1), n, n + 1, n + 3)
             counts[name] = choices[g.draw(st.integers(0, 2**16 - 1)) % len(choices)]
             event(
                 f"reduce:{name}{'=0' if not counts[name] else '>=n' if counts[name] >= n else ''}"
