@@ -67,7 +67,7 @@ UNSAFE_FOR_CASTS = ("special", "extreme", "dense")
 #: Regimes at an op's edges, where its own mistakes show (NaN, infinities, subnormals and
 #: thresholds; equal elements for comparisons; one sign for reduction identities; zero variance;
 #: dense full-significand values for an approximation's accuracy).
-EDGE_REGIMES = ("special", "extreme", "ties", "negative", "constant_rows", "dense")
+EDGE_REGIMES = ("special", "extreme", "ties", "negative", "positive", "constant_rows", "dense")
 SPECIALS = (np.nan, np.inf, -np.inf, -0.0)
 
 #: The edges of each kind of primitive (``edge_regimes``): a comparison's and a max/min's are
@@ -89,7 +89,7 @@ _OP_EDGES = {
     "maximum": ("ties", "special", "negative"),
     "minimum": ("ties", "special", "negative"),
     "max": ("negative", "ties", "special"),
-    "min": ("negative", "ties", "special"),
+    "min": ("positive", "ties", "special"),  # its identity (+inf) shows in rows of one sign
     "layer_norm": ("constant_rows", "special", "extreme", "dense"),
 }
 

@@ -28,8 +28,10 @@ def test_sweep_ops_are_the_primitives_that_approximate() -> None:
     assert ("exp", SWEPT + "float32") in sweep_items()
     assert {second for _, second in sweep_items()} == {
         "sweep:float32", "sweep:float64", "sweep:float32:edges", "sweep:float64:edges",
-        "sweep:float16", "sweep:float16:edges",
+        "sweep:float16", "sweep:float16:edges", "sweep:float32:tails", "sweep:float64:tails",
+        "sweep:int32:tails", "sweep:float16:tails", "sweep:bfloat16:tails",
     }  # fmt: skip
+    assert {op for op, second in sweep_items() if second.endswith(":tails")} == {"max", "min"}
     # In float16, the ops that accumulate only (NumPy adds float16 up in float32).
     assert {op for op, second in sweep_items() if second == "sweep:float16"} == {
         "sum", "mean", "var", "std", "gelu", "softmax", "layer_norm"
@@ -139,6 +141,37 @@ def test_a_float16_sweep_finds_a_sum_accumulated_in_16_bits() -> None:
     judge()
     assert all(right for right, _ in verdicts), verdicts
     assert sum(not wrong for _, wrong in verdicts) >= 0.25 * len(verdicts), verdicts
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_a_tail_sweep_finds_a_masked_neutral_in_rows_of_one_sign(op: str) -> None:
+    """An exact reduction's sweep (``tail_ops``) is the op alone on hundreds of values of one
+    regime at its edges, in rows around vector widths: a vectorized max whose masked lanes read
+    -0.0 instead of -inf (MLIR's masked ``maximumf``, worked around in ``cpu-vector``) gives
+    -0.0 for a row of negatives; every sweep of rows of one sign rejects it."""
+    from harness.verdict import judge_output
+
+    item = (op, SWEPT + "bfloat16:tails")
+    assert item in sweep_items()
+    one_sign = "negative" if op == "max" else "positive"
+    verdicts: list[bool] = []
+
+    @settings(_SETTINGS, max_examples=30)
+    @given(sweep_cases(("cpu-vector",), item))
+    def judge(case) -> None:  # noqa: ANN001
+        (x,) = case.inputs
+        assert [n.op for n in case.program.nodes] == [op] and x.size >= 64
+        assert case.origin.startswith("sweep/tails+") and item in exercised_items(case)
+        if not case.origin.endswith(one_sign):
+            return
+        axis = case.program.nodes[-1].attrs.get("axis")
+        right = getattr(np, op)(x, axis=axis)
+        wrong = np.where(np.all(x < 0 if op == "max" else x > 0, axis=axis), 0.0, right)
+        assert judge_output(case, right, use_jax=False)
+        verdicts.append(bool(judge_output(case, wrong.astype(x.dtype), use_jax=False)))
+
+    judge()
+    assert verdicts and not any(verdicts), verdicts
 
 
 def test_a_sweep_finds_a_one_pass_variance() -> None:
