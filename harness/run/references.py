@@ -332,7 +332,8 @@ class _Rounding(np.ndarray):
     ) -> np.ndarray:
         """A sum of ``count`` terms whose absolute values add up to ``magnitude``, moved by up
         to ``spread_bound`` (``spread``): another order of its additions can be that far off.
-        Where the terms cancel, every order the runs take can agree by luck: the float32 sum
+        Where the terms cancel (by ``CANCELLATION`` or more), every order the runs take can
+        agree by luck: the float32 sum
         of [-102.8, 5.3e36, -5.3e36, 1.2e-7, -1.2e-7] is 0 first to last, last to first, in
         NumPy's pairwise order and in four lanes, and 1.2e-7 in four lanes added up in turn
         (cpu-vector's), which a one-hour session reported against an allowed 4.6e-14. Not
@@ -346,9 +347,13 @@ class _Rounding(np.ndarray):
         bits = int(finfo(running).nmant) + 1
         with np.errstate(over="ignore", invalid="ignore"):
             exact = np.asarray(magnitude <= np.ldexp(np.asarray(quantum, np.float64), bits))
+            wide = total.astype(np.float64)
+            cancelling = np.asarray(magnitude > CANCELLATION * np.abs(wide))
             bound = spread_bound(total.dtype, magnitude, count)
-            moved = np.asarray(self.spread(total.astype(np.float64), bound)).astype(total.dtype)
-        keep = exact | ~(np.isfinite(total) & np.isfinite(bound))
+            keep = exact | ~cancelling | ~(np.isfinite(total) & np.isfinite(bound))
+            if np.all(keep):  # nothing drawn: the other roundings' draws stay as they were
+                return total
+            moved = np.asarray(self.spread(wide, bound)).astype(total.dtype)
         return np.where(keep, total, moved)
 
     def _wrapped(self, value: Any, exact: bool = False) -> Any:
@@ -370,6 +375,13 @@ def _lowest_bit(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.n
         lowest = np.where(wide == 0, np.inf, np.abs(lowest))
         lowest = np.where(np.isfinite(wide), lowest, 0.0)  # inf, nan: no quantum (never exact)
         return np.min(lowest, axis=axis, keepdims=keepdims)
+
+
+#: How much a sum's terms must cancel (the sum of their magnitudes over the magnitude of the
+#: sum) before a perturbed run moves it by its a priori bound (``_Rounding._reordered``). Below,
+#: the runs' own orders are the measure: moving every sum, a layer norm's mean of values near 8
+#: moved each deviation from it enough that a one-pass variance (E[x^2] - E[x]^2) passed.
+CANCELLATION = 2.0**8
 
 
 def spread_bound(dtype: np.dtype, magnitude: np.ndarray, count: int) -> np.ndarray:
