@@ -407,12 +407,14 @@ def test_an_infinity_the_truth_has_is_accepted() -> None:
 
 
 def test_a_sum_whose_terms_cancel_may_come_out_of_any_order() -> None:
-    """A one-hour session's only finding on the real compiler: gelu of the float32 row sum of
-    [-102.8, 5.3e36, -5.3e36, 1.2e-7, -1.2e-7] was 6e-8 on cpu-vector (four lanes added up in
-    turn: 1.2e-7) against 0 in NumPy, the truth (the long double sum loses -102.8 too) and every
-    order the perturbed runs took, so 4.6e-14 was allowed. A sum's perturbed runs move it by a
-    share of the a priori bound of any order, where its terms cancel; the same value 1e-4 off
-    where nothing cancels is still rejected, and a sum exact in every order is not moved."""
+    """A one-hour session's two findings on the real compiler, both false: gelu of the float32
+    row sum of [-102.8, 5.3e36, -5.3e36, 1.2e-7, -1.2e-7] was 6e-8 on cpu-vector (four lanes
+    added up in turn: 1.2e-7) against 0 in NumPy, the truth (the long double sum loses -102.8
+    too) and every order the perturbed runs took, so 4.6e-14 was allowed; the sum of 8388608,
+    -87, -104, -103, 5.3e36 and -5.3e36 was 8388314 there, the exact sum, against a truth of 0.
+    A sum's perturbed runs move it by a share of the a priori bound of any order, where its
+    terms cancel; the same value 1e-4 off where nothing cancels is still rejected, and a sum
+    exact in every order is not moved."""
     from harness.case import Case
     from harness.run.references import perturbed_reference, references
     from harness.verdict import judge_output
@@ -426,6 +428,8 @@ def test_a_sum_whose_terms_cancel_may_come_out_of_any_order() -> None:
 
     cancelling = row_sum([-102.77893, 5.3169117e36, -5.3169117e36, 1.1920929e-07, -1.1920929e-07])
     assert judge_output(cancelling, np.array([5.960464477539063e-08]), use_jax=False)
+    exact_there = row_sum([8388608.0, -87.0, -104.0, -103.0, 5.3169113e36, -5.3169113e36], False)
+    assert judge_output(exact_there, np.array([8388314.0], np.float32), use_jax=False)
     plain = row_sum([1.0, 2.0, 0.5, 0.25, 3.0])
     want = np.asarray(references(plain, use_jax=False)["numpy"].output)
     assert judge_output(plain, want, use_jax=False)
