@@ -112,6 +112,13 @@ INTERNALLY_ROUNDED = ("composite", "reduction", "matmul")
 UNFUSED_MATMUL_LIMIT = 1 << 22
 
 
+def running_dtype(dtype: Any) -> np.dtype:
+    """The dtype a sum of ``dtype`` values runs in: float16 and bfloat16 add up in float32 and
+    round once, as NumPy's own loops do; every other dtype in itself."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
 def _unfused_matmul(a: np.ndarray, b: np.ndarray, order: str = "forward") -> np.ndarray | None:
     """``a @ b`` as products, then their sum in ``order`` (``_sequential_sum``), as a loop nest
     adds them: another correct order, without the fused
@@ -172,8 +179,7 @@ def _fused_matmul(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
         lhs, rhs = left.astype(wide), right.astype(wide)
     except TypeError:
         return None
-    # float16 and bfloat16 add up in float32 and round once (``_sequential_sum``)
-    running = np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+    running = running_dtype(dtype)
     shape = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
     acc = np.full((*shape, left.shape[-2], right.shape[-1]), -0.0, running)
     for k in range(left.shape[-1]):
@@ -210,8 +216,7 @@ def _sequential_sum(
         axes = tuple(np.lib.array_utils.normalize_axis_tuple(axis, a.ndim))
     if not axes:
         return None
-    # float16 and bfloat16 add up in float32 and round once, as NumPy's own loops do
-    running = np.dtype(np.float32) if work.itemsize < 4 else work
+    running = running_dtype(work)
     moved = np.moveaxis(a.astype(running, copy=False), axes, range(-len(axes), 0))
     flat = moved.reshape(moved.shape[: a.ndim - len(axes)] + (-1,))
     if order == "lanes":
@@ -343,7 +348,7 @@ class _Rounding(np.ndarray):
         total = np.asarray(total)
         if count < 3 or not is_float(total.dtype):  # two terms: one rounding in any order
             return total
-        running = np.dtype(np.float32) if total.dtype.itemsize < 4 else total.dtype
+        running = running_dtype(total.dtype)
         bits = int(finfo(running).nmant) + 1
         with np.errstate(over="ignore", invalid="ignore"):
             exact = np.asarray(magnitude <= np.ldexp(np.asarray(quantum, np.float64), bits))
@@ -394,7 +399,7 @@ def spread_bound(dtype: np.dtype, magnitude: np.ndarray, count: int) -> np.ndarr
 
     from ..oracles.tolerance import FACTOR
 
-    running = np.dtype(np.float32) if np.dtype(dtype).itemsize < 4 else np.dtype(dtype)
+    running = running_dtype(dtype)
     scale = float(finfo(running).eps) * contraction_depth(count) / FACTOR
     with np.errstate(over="ignore", invalid="ignore"):
         return scale * np.asarray(magnitude, np.float64)
