@@ -16,7 +16,7 @@ import numpy as np
 
 from .case import Case
 from .oracles import tolerance
-from .oracles.differential import reference_outputs, yardstick
+from .oracles.differential import reference_outputs, rounds_as_numpy, yardstick
 from .run.references import perturbed_outputs, references
 
 
@@ -43,6 +43,7 @@ def judge_output(
         tolerance.error_steps(case.program),
         tolerance.working_dtype(case.program),
         local=perturbed_outputs(refs, actual.shape),
+        exact=tolerance.exactly_rounded(case.program) and rounds_as_numpy(backend),
     )
 
 

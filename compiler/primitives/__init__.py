@@ -172,6 +172,11 @@ class Primitive:
     #: "values": the result's values are the first operand's (layout, casts of bounded values);
     #: "bounds": the result is bounded where its operands are (negative, abs, maximum, max).
     keeps: str = ""
+    #: "correct": each float result is one rounding of the exact one, as IEEE 754 defines +, -,
+    #: *, /, sqrt and conversions (NumPy's float16 and bfloat16 compute them in float32 and
+    #: round once more, the same single rounding for these), so a program of such and exact
+    #: ones has one right answer: NumPy's, to the bit (the error model's ``exactly_rounded``).
+    rounding: str = ""
     #: Drawn by the program generator (False for entries the frontend uses internally only).
     generate: bool = True
     #: NumPy's function for an entry printed as a Python operator or attribute (``a + b``,

@@ -182,13 +182,16 @@ _LAYOUT = {"keeps": "values"}
 # --------------------------------------------------------------------------------------------
 # The table, in generation order (the generator's shrinker prefers earlier entries)
 
-_elementwise("add", "binary", np.add, scalar.op("arith.addf", "arith.addi"), infix="+")
+_elementwise(
+    "add", "binary", np.add, scalar.op("arith.addf", "arith.addi"), infix="+", rounding="correct"
+)
 _elementwise(
     "multiply",
     "binary",
     np.multiply,
     scalar.op("arith.mulf", "arith.muli"),
     infix="*",
+    rounding="correct",
 )
 _elementwise("negative", "unary", np.negative, scalar.negative, keeps="bounds")
 _elementwise("exp", "unary", np.exp, scalar.op("math.exp"), result_range="nonnegative")
@@ -225,6 +228,7 @@ _elementwise(
     np.subtract,
     scalar.op("arith.subf", "arith.subi"),
     infix="-",
+    rounding="correct",
 )
 _elementwise(
     "abs",
@@ -297,6 +301,7 @@ register(
         scalar=scalar.cast,
         operand_dtypes=lambda ops, out: [np.dtype(ops[0].dtype)],
         keeps="values",
+        rounding="correct",
         doc="x.astype(dtype) with NumPy's C-style conversions (float -> int truncates)",
     )
 )
@@ -332,7 +337,9 @@ for _name, _ufunc, _symbol, _float_predicate, _int_predicate in (
         infix=_symbol,
         cost=2,
     )
-_elementwise("divide", "binary", np.true_divide, scalar.op("arith.divf"), infix="/")
+_elementwise(
+    "divide", "binary", np.true_divide, scalar.op("arith.divf"), infix="/", rounding="correct"
+)
 _elementwise("power", "binary", np.power, scalar.power, infix="**")
 _elementwise("log", "unary", np.log, scalar.op("math.log"), domain="nonnegative", cost=2)
 _elementwise(
@@ -343,6 +350,7 @@ _elementwise(
     domain="nonnegative",
     result_range="nonnegative",
     cost=2,
+    rounding="correct",
 )
 _elementwise("sin", "unary", np.sin, scalar.op("math.sin"), result_range="bounded")
 _elementwise("cos", "unary", np.cos, scalar.op("math.cos"), result_range="bounded")

@@ -88,6 +88,7 @@ def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple
         tolerance.error_steps(program),
         tolerance.working_dtype(program),
         local=perturbed_outputs(refs, out.shape),
+        exact=tolerance.exactly_rounded(program),
     )
     return None if verdict.ok else ("mismatch", verdict.reason)
 

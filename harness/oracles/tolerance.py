@@ -127,6 +127,23 @@ def working_dtype(program: Any) -> np.dtype:
     return max(floats, key=eps) if floats else output
 
 
+def exactly_rounded(program: Any) -> bool:
+    """Does ``program`` have one right answer, NumPy's to the bit? Every equation is exact (a
+    layout, a selection, a comparison, a maximum: ``references.exact_primitive``) or rounds its
+    exact result once (``Primitive.rounding`` "correct": +, -, *, /, sqrt, casts), each in the
+    dtype NumPy computes it in, which the compiler follows. No bound of the error model is
+    small enough there: float32 ``a + b`` 3 ulps off, a bfloat16 cast rounding half up instead
+    of to even (half an ulp from the truth, as NumPy's is) or a division by a reciprocal (an
+    ulp) all pass it, and a float16 result one ulp off is within its floor."""
+    from ..run.references import exact_primitive
+
+    for node in program.nodes:
+        prim = primitives.get(node.op)
+        if not (exact_primitive(prim) or prim.rounding == "correct"):
+            return False
+    return True
+
+
 def eps(dtype: np.dtype) -> float:
     """The dtype's machine epsilon (bfloat16's from ``ml_dtypes.finfo``); 0 for integers."""
     dtype = np.dtype(dtype)
@@ -223,6 +240,7 @@ def compare(
     errors: Sequence[np.ndarray] = (),
     local: Sequence[np.ndarray] = (),
     local_errors: Sequence[np.ndarray] = (),
+    exact: bool = False,
 ) -> Verdict:
     """Judge ``got`` (a backend's output) against the float64 ``truth`` and the references.
 
@@ -234,7 +252,8 @@ def compare(
     element only (``bound``); ``local_errors`` are perturbed errors measured against their own
     truth (element by element, never excusing a nan or inf). Integers and booleans must equal
     NumPy's, or a perturbed evaluation's at that element (where a float decided them: a
-    comparison of nearly equal values, a cast of a value near an integer).
+    comparison of nearly equal values, a cast of a value near an integer). ``exact`` (a program
+    ``exactly_rounded``): every element must equal NumPy's (``references[0]``), nan where nan.
     """
     got = np.asarray(got)
     dtype = np.dtype(dtype or got.dtype)
@@ -245,7 +264,8 @@ def compare(
     if not is_float(dtype):
         expected = np.asarray(references[0]) if references else np.asarray(truth)
         wrong = got != expected
-        for p in local:  # a decision no evaluation settles (``run.decisions``) goes either way
+        for p in () if exact else local:  # a decision no evaluation settles (``run.decisions``)
+            # goes either way; in an ``exactly_rounded`` program every evaluation settles it
             if np.shape(p) == got.shape:
                 wrong &= got != np.asarray(p)
         if np.any(wrong):
@@ -257,6 +277,8 @@ def compare(
     truth = np.asarray(truth, np.float64)
     got64 = got.astype(np.float64)
     refs = [np.asarray(r, np.float64) for r in references]
+    if exact and refs and refs[0].shape == got.shape:
+        return _exactly(got64, refs[0], dtype)
     # Non-finite values: the backend must reproduce what a dtype-faithful reference produces,
     # NumPy or JAX, or a perturbed evaluation (another correct rounding and order: a product
     # sum with +inf and -inf products is nan, inf under BLAS's fused multiply-adds).
@@ -306,3 +328,29 @@ def compare(
             excess,
         )
     return Verdict(True, "", max_error, ulps, worst, excess)
+
+
+def _exactly(got: np.ndarray, expected: np.ndarray, dtype: np.dtype) -> Verdict:
+    """``compare`` for an ``exactly_rounded`` program: every element NumPy's (nan where nan; a
+    zero of either sign is a zero)."""
+    with np.errstate(invalid="ignore"):
+        differs = (got != expected) & ~(np.isnan(got) & np.isnan(expected))
+    if not differs.any():
+        return Verdict(True)
+    index = tuple(int(i) for i in np.argwhere(differs)[0])
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.where(differs, np.abs(got - expected), 0.0)
+    finite = error[np.isfinite(error)]
+    max_error = float(finite.max()) if finite.size else np.inf
+    scale = float(np.abs(np.where(np.isfinite(expected), expected, 0.0)).max(initial=0.0))
+    ulps = max_error / (eps(dtype) * max(scale, float(finfo(dtype).tiny)))
+    return Verdict(
+        False,
+        f"{int(differs.sum())} elements differ from NumPy's, which is the only right answer "
+        f"(every operation is exact or rounds once): at {index} got {got[index]!r}, NumPy "
+        f"{expected[index]!r}",
+        max_error,
+        ulps,
+        index,
+        np.inf,
+    )

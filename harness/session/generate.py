@@ -20,7 +20,13 @@ from hypothesis import strategies as st
 from strategies import invalid_programs, programs, samples
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
-from strategies.gen.values import EDGE_REGIMES, REGIMES, edge_regimes, input_values
+from strategies.gen.values import (
+    EDGE_REGIMES,
+    REGIMES,
+    cast_edge_regimes,
+    edge_regimes,
+    input_values,
+)
 from strategies.model import ProgramBuilder
 
 from ..case import CPU_BACKENDS, SAMPLED_BACKENDS, SAMPLED_SHARE, SIBLINGS, Case, generated_array
@@ -390,11 +396,22 @@ def _case_regime(case: Case) -> str:
     return regime if regime in REGIMES else ""
 
 
+def _edges_by_step(program: Any) -> dict[str, tuple[str, ...]]:
+    """The regimes at the edges of each step of ``program``: its op's (``edge_regimes``), and a
+    cast's own conversion's (``cast_edge_regimes``: "astype float32->bool" is at NaN)."""
+    edges = {op: edge_regimes(op) for op in set(program.ops) if op != "astype"}
+    for node in program.nodes:
+        if node.op == "astype":
+            pair = (program.arg_types(node)[0].dtype, node.type.dtype)
+            edges["astype " + "->".join(pair)] = cast_edge_regimes(*pair)
+    return edges
+
+
 @st.composite
 def siblings(draw: st.DrawFn, case: Case, count: int = SIBLINGS) -> tuple[Case, ...]:
     """Up to ``count`` siblings of ``case`` (none for a jit sequence, an invalid program, an
     accuracy sweep, whose hundreds of dense values are its point, or a program without inputs):
-    each draws one of the program's ops and one regime at its edges (``edge_regimes``) other
+    each draws one of the program's steps and one regime at its edges (``_edges_by_step``) other
     than the case's own and the other siblings', and values for every input from it (ids in
     range, inputs of a float -> int cast ordinary, as for any case); origin "<case's>+<regime>"."""
     program = case.program
@@ -403,12 +420,12 @@ def siblings(draw: st.DrawFn, case: Case, count: int = SIBLINGS) -> tuple[Case, 
         or case.origin.startswith("sweep/") or not program.nodes
     ):  # fmt: skip
         return ()
-    ops = sorted(set(program.ops))
+    edges = _edges_by_step(program)
     taken = {_case_regime(case)}
     found = []
     for _ in range(count):
-        op = draw(st.sampled_from(ops))
-        choices = [r for r in edge_regimes(op) if r not in taken]
+        step = draw(st.sampled_from(sorted(edges)))
+        choices = [r for r in edges[step] if r not in taken]
         choices = choices or [r for r in EDGE_REGIMES if r not in taken]
         if not choices:
             break

@@ -106,14 +106,17 @@ def xla_script(entry: Entry) -> str:
     run through XLA's CPU client (``jax.extend``) with nothing of this project. It exits 1
     exactly where the differential oracle rejects XLA's output (JAX is not a reference here:
     it is the implementation under test)."""
+    from compiler.xla import NAME
+
     from ..case import Case
+    from ..oracles.differential import rounds_as_numpy
     from ..report.reproducer import array_source
 
     stablehlo = _stages(entry).get("stablehlo", "")
     if not stablehlo:
         return ""
     case = Case.from_dict(entry.case["case"])
-    verdict = _embedded_verdict(case)
+    verdict = _embedded_verdict(case, exact=rounds_as_numpy(NAME))
     if verdict is None:
         return ""
     names = [f"x{i}" for i in range(len(case.inputs))]
@@ -458,10 +461,11 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
     return written
 
 
-def _embedded_verdict(case: Any) -> list[str] | None:
+def _embedded_verdict(case: Any, exact: bool = True) -> list[str] | None:
     """The script lines defining what ``_judged`` compares with, as the differential oracle
     computes them for ``case``: ``NUMPY``, ``EXACT``, ``ALLOWED`` and ``PATTERNS``; None when
-    NumPy rejects the case."""
+    NumPy rejects the case. ``exact``: the backend rounds as NumPy (``rounds_as_numpy``), so an
+    ``exactly_rounded`` program's answer is NumPy's with nothing allowed around it."""
     from ..oracles import tolerance
     from ..oracles.differential import yardstick
     from ..report.reproducer import array_source
@@ -473,7 +477,11 @@ def _embedded_verdict(case: Any) -> list[str] | None:
     expected = np.asarray(refs["numpy"].output)
     exact = np.asarray(yardstick(refs), np.float64)
     local = perturbed_outputs(refs, expected.shape)
-    if is_float(expected.dtype):
+    if exact and tolerance.exactly_rounded(case.program):
+        exact = expected.astype(np.float64)  # one right answer: NumPy's (the oracle's ``exact``)
+        allowed = np.zeros(expected.shape)
+        local = []
+    elif is_float(expected.dtype):
         steps = tolerance.error_steps(case.program)
         working = tolerance.working_dtype(case.program)
         allowed = tolerance.bound(exact, [expected], steps, working, local=local)

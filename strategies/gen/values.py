@@ -17,6 +17,11 @@ Each regime targets a known way kernels go wrong:
   underflow thresholds, and for int32 the extremes (NumPy's wrapping
   arithmetic defines every result); gather ids, otherwise in range, sometimes hold one
   out-of-range id (the gather must raise, as NumPy's reference does);
+- ``halfway`` holds values exactly halfway between two neighbours of a narrower format (float16
+  and bfloat16 for float32; float32 too for float64 and int32), one ulp either side of such, and
+  narrower formats' overflow and underflow thresholds: a conversion that rounds a tie up, or
+  truncates, or rounds twice, differs from NumPy's there and nowhere else by more than the
+  ulp the tie is from both neighbours (the differential oracle judges such programs exactly);
 - ``dense`` fills an array from a seeded generator: uniform values with every significand bit
   random over a span of the dtype (``DENSE_SPANS``: [-1, 1], [-4, 4], exp's whole domain,
   log-uniform magnitudes of either sign or positive, or a large offset +- 1; integers small,
@@ -26,8 +31,8 @@ Each regime targets a known way kernels go wrong:
   array, however large.
 
 Values are float32-representable for float32 arrays, free of subnormals outside ``extreme``
-(where NumPy keeps them and so must every CPU backend; a reference that flushes them, XLA's,
-is judged as such), and shrink toward simple numbers. float16 values respect its range
+and ``halfway`` (where NumPy keeps them and so must every CPU backend; a reference that flushes
+them, XLA's, is judged as such), and shrink toward simple numbers. float16 values respect its range
 (largest 65504: ``large`` stays below 1e4, ``extreme`` uses its own edges); bfloat16 values are
 float32 draws rounded to bfloat16's 8-bit significand (Hypothesis has no bfloat16), with
 bfloat16's own edges (largest ~3.4e38, epsilon 2**-7). Inputs that flow into a float ->
@@ -37,6 +42,7 @@ int32 cast (undefined in NumPy for NaN, infinities and out-of-range values) only
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,13 +67,16 @@ REGIMES = (
     "special",
     "extreme",
     "dense",
+    "halfway",
 )
 #: Regimes whose values a float -> int32 cast may not see.
-UNSAFE_FOR_CASTS = ("special", "extreme", "dense")
+UNSAFE_FOR_CASTS = ("special", "extreme", "dense", "halfway")
 #: Regimes at an op's edges, where its own mistakes show (NaN, infinities, subnormals and
 #: thresholds; equal elements for comparisons; one sign for reduction identities; zero variance;
 #: dense full-significand values for an approximation's accuracy).
-EDGE_REGIMES = ("special", "extreme", "ties", "negative", "positive", "constant_rows", "dense")
+EDGE_REGIMES = (
+    "special", "extreme", "ties", "negative", "positive", "constant_rows", "dense", "halfway",
+)  # fmt: skip
 SPECIALS = (np.nan, np.inf, -np.inf, -0.0)
 
 #: The edges of each kind of primitive (``edge_regimes``): a comparison's and a max/min's are
@@ -80,7 +89,7 @@ _KIND_EDGES = {
     "reduction": ("negative", "special", "extreme"),
     "unary": ("extreme", "special", "dense"),
     "binary": ("extreme", "special", "ties", "dense"),
-    "cast": ("extreme", "special"),
+    "cast": ("extreme", "special", "halfway"),
     "matmul": ("extreme", "special"),
     "gather": ("extreme",),
     "composite": ("special", "extreme", "negative", "dense"),
@@ -106,6 +115,22 @@ def edge_regimes(op: str) -> tuple[str, ...]:
     except (KeyError, ValueError):
         return EDGE_REGIMES
     return _KIND_EDGES.get(kind, EDGE_REGIMES)
+
+
+def cast_edge_regimes(source: str, target: str) -> tuple[str, ...]:
+    """The regimes at the edges of one conversion (of ``edge_regimes("astype")``): NaN, -0.0 and
+    infinities for a float to bool (NaN is True: an ordered != makes it False); ties of the
+    narrower format for a narrowing one (``halfway``: rounding ties up, truncating, rounding
+    twice), with its overflow and subnormals; the dtype's extremes otherwise (a float to int32
+    sees ordinary values whatever the regime, ``int_cast_inputs``), and for a narrowing one
+    ``dense`` values too."""
+    if target == "bool":
+        return ("special", "ties")
+    if source in _NARROWER and target in _NARROWER[source]:
+        # ``dense``: every significand bit random, where a cast that truncates is off on half
+        # the values (short values, which Hypothesis prefers, narrow exactly)
+        return ("halfway", "dense", "special")
+    return ("extreme", "special")
 
 
 def regimes() -> st.SearchStrategy[str]:
@@ -213,6 +238,84 @@ def _edges_stored(dt: np.dtype) -> list[float]:
     return _float_edges(8 * dt.itemsize, np.finfo(dt))
 
 
+#: The formats a value of each dtype may be converted to that are narrower in precision or range:
+#: where the ``halfway`` regime's ties lie.
+_NARROWER = {
+    "float64": ("float32", "float16", BFLOAT16),
+    "float32": ("float16", BFLOAT16),
+    "float16": (BFLOAT16,),
+    BFLOAT16: ("float16",),
+    "int32": ("float32", "float16", BFLOAT16),
+}
+
+
+def _unsigned(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"uint{8 * dt.itemsize}")
+
+
+@functools.cache
+def halfway_groups(dtype: str) -> tuple[tuple[float, ...], ...]:
+    """The ``halfway`` regime's values of ``dtype`` (both signs), in groups drawn alike: for each
+    narrower format (``_NARROWER``), its values at ~64 places over its whole range and at every
+    power of two (one even and one odd neighbour below each, its smallest subnormals, its
+    smallest normal, its largest), the values exactly between each and the next (past the
+    largest: the overflow threshold), and those one ``dtype`` ulp either side of a middle (a
+    conversion that rounds twice, through float32, goes the wrong way there); each only where
+    ``dtype`` holds it exactly (for int32: integers, the middles' neighbours one apart)."""
+    dt = np.dtype(dtype)
+    groups = []
+    for name in _NARROWER.get(dt.name, ()):
+        target = np.dtype(name)
+        bits = _unsigned(target)
+        info = primitives.finfo(target)
+        top = int(np.array(np.inf, target).view(bits))  # +inf's bit pattern
+        tiny, one = (int(np.array(v, target).view(bits)) for v in (info.tiny, 1.0))
+        binades = np.arange(int(info.minexp), int(info.maxexp), dtype=np.float64)
+        starts = np.exp2(binades).astype(target).view(bits).astype(np.int64)
+        spread = np.linspace(0, top - 2, 64).astype(np.int64)
+        base = np.concatenate([starts, spread, [0, 1, tiny - 1, tiny, one, top - 2]])
+        k = np.unique(np.concatenate([base, base + 1]))
+        k = k[(k >= 0) & (k < top)]
+        low = k.astype(bits).view(target).astype(np.float64)
+        high = (k + 1).astype(bits).view(target).astype(np.float64)
+        below = np.maximum(k - 1, 0).astype(bits).view(target).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            high = np.where(np.isinf(high), low + (low - below), high)
+        middle = (low + high) / 2
+        if dt.kind in "iu":
+            aside = np.concatenate([middle - 1, middle + 1])
+        else:
+            with np.errstate(over="ignore"):
+                held = middle.astype(dt)
+            exact = held[(held.astype(np.float64) == middle) & (middle > 0)]
+            wide = exact.view(_unsigned(dt)).astype(np.int64)
+            aside = np.concatenate(
+                [
+                    (wide + step).astype(_unsigned(dt)).view(dt).astype(np.float64)
+                    for step in (-1, 1)
+                ]
+            )
+        for found in (low, middle, aside):
+            kept = _held(np.unique(np.abs(found)), dt)
+            if kept.size:
+                groups.append(tuple(float(v) for m in kept for v in (m, -m)))
+    return tuple(groups)
+
+
+def _held(values: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """The finite ``values`` that ``dt`` holds exactly (for an integer dtype: in range)."""
+    values = values[np.isfinite(values)]
+    if dt.kind in "iu":
+        return values[(values == np.round(values)) & (values <= np.iinfo(dt).max)]
+    with np.errstate(over="ignore"):
+        return values[values.astype(dt).astype(np.float64) == values]
+
+
+def halfway_values(dtype: str) -> tuple[float, ...]:
+    """Every value of the ``halfway`` regime of ``dtype`` (``halfway_groups``), once."""
+    return tuple(dict.fromkeys(v for group in halfway_groups(dtype) for v in group))
+
+
 def _int_elements(dt: np.dtype, regime: str) -> st.SearchStrategy[int]:
     info = np.iinfo(dt)
     if regime in ("ordinary", "constant_rows", "special"):
@@ -251,6 +354,12 @@ def elements(
     dt = np.dtype(dtype)
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; choose from {REGIMES}")
+    if regime == "halfway" and dt.kind != "b":
+        groups = halfway_groups(dt.name)
+        if not groups:
+            return elements(dt, "extreme")
+        pool = st.one_of(*(st.sampled_from(group) for group in groups))
+        return pool.map(int) if dt.kind in "iu" else pool
     if dt.name == BFLOAT16:
         strategy = _float_elements(regime, 32, primitives.finfo(dt)).map(_bfloat16)
         if not finite:
@@ -322,6 +431,11 @@ def values(
         row = draw(st.integers(0, max(array.size // shape[-1] - 1, 0)))
         array.reshape(-1, shape[-1])[row] = -np.inf
         event("special:row-of-minus-inf")
+    if regime == "special" and floating and array.size and draw(st.booleans()):
+        # Half the time, a NaN at a drawn place: NaN is the special value most conversions and
+        # predicates get wrong (a float -> bool cast as ordered !=), and element by element a
+        # focused cast's few-element input held one in a sixth of its cases.
+        array.reshape(-1)[draw(st.integers(0, array.size - 1))] = np.nan
     if regime == "special" and floating:
         for name, test in (("nan", np.isnan), ("inf", np.isinf)):
             if np.any(test(array)):
@@ -478,9 +592,12 @@ __all__ = [
     "EDGE_REGIMES",
     "REGIMES",
     "SPECIALS",
+    "cast_edge_regimes",
     "edge_regimes",
     "edge_values",
     "elements",
+    "halfway_groups",
+    "halfway_values",
     "input_values",
     "int_cast_inputs",
     "regimes",

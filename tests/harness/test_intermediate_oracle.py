@@ -126,3 +126,55 @@ def test_a_wrong_value_a_cast_hides_is_found(tmp_path: Path) -> None:
     plain, forced = proc.stdout.strip().splitlines()[-2:]
     assert plain == "() []", plain
     assert "('differential', ('cpu-vector@O0',), ['abs', 'log'])" in forced, forced
+
+
+def _cast_then_exp(values: np.ndarray) -> Case:
+    """``exp(x.astype(bfloat16))``: the cast has one right answer, the exp a bound."""
+    b = ProgramBuilder()
+    x = b.input(values.shape, "float32")
+    narrow = b.node("astype", x, dtype="bfloat16")
+    return Case(b.build(b.node("exp", narrow)), [values], ("cpu-loops@O0",))
+
+
+def test_the_exactly_rounded_value_nearest_the_output_is_found() -> None:
+    from harness.oracles.intermediate import exact_value
+
+    assert exact_value(_cast_then_exp(np.ones(3, "f4")).program) == 0
+
+    def scaled(then_sin: bool) -> object:
+        b = ProgramBuilder()
+        x = b.input((2, 3), "float32")
+        scaled = b.node("multiply", b.node("transpose", x), Const(3.0))
+        total = b.node("add", scaled, Const(1.0))
+        return b.build(b.node("sin", total) if then_sin else total)
+
+    assert exact_value(scaled(True)) == 2  # the add, nearest the output
+    assert exact_value(scaled(False)) is None  # exactly rounded whole: its output judged so
+    c = ProgramBuilder()
+    y = c.input((3,), "float32")
+    assert exact_value(c.build(c.node("exp", c.node("negative", y)))) is None  # nothing rounds
+    assert exact_value(c.build(c.node("sqrt", c.node("exp", y)))) is None  # exp on the way
+
+
+def test_a_value_within_the_bound_but_not_exact_is_seen_on_its_own() -> None:
+    """A float32 -> bfloat16 cast that truncates is up to an ulp off, within the bound of
+    any program that goes on to an exp; its own program, exactly rounded, shows it. A quarter
+    of the cases with such a value (``EXACT_SHARE``) judge it."""
+    import ml_dtypes
+
+    from harness.oracles.intermediate import EXACT_SHARE, Intermediate, _judges_exactly
+    from harness.verdict import judge_output
+
+    rng = np.random.default_rng(5)
+    cases = [_cast_then_exp(rng.uniform(-2, 2, 16).astype("f4")) for _ in range(200)]
+    chosen = [c for c in cases if _judges_exactly(c)]
+    assert 0.15 < len(chosen) / len(cases) < 0.35 and EXACT_SHARE == 0.25
+    assert all(Intermediate().wants(c) for c in chosen)
+    case = chosen[0]
+    smaller = intermediate_case(case)
+    assert [n.op for n in smaller.program.nodes] == ["astype"]
+    x = case.inputs[0]
+    truncated = (x.view(np.uint32) & 0xFFFF0000).view(np.float32).astype(ml_dtypes.bfloat16)
+    assert np.any(truncated != x.astype(ml_dtypes.bfloat16))
+    assert judge_output(case, np.exp(truncated), use_jax=False).ok  # the output hides it
+    assert not judge_output(smaller, truncated, use_jax=False).ok

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from harness.case import SIBLINGS, Case
 from harness.oracles.base import Finding, Judgement
-from harness.session.generate import cases, siblings, with_siblings
-from strategies.gen.values import EDGE_REGIMES, REGIMES, edge_regimes
+from harness.session.generate import _edges_by_step, cases, siblings, with_siblings
+from strategies.gen.values import EDGE_REGIMES, REGIMES
 from strategies.model import ProgramBuilder
 
 BACKEND = "cpu-loops@O0"
@@ -50,9 +50,9 @@ def test_siblings_are_the_case_on_values_of_other_regimes() -> None:
             assert sibling.origin.startswith(case.origin + "+")
             name = sibling.origin.rpartition("+")[2]
             assert name in EDGE_REGIMES and name != own, sibling.origin
-            ops = set(case.program.ops)
-            taken = {own, *names}  # an op whose edges are all taken: any other edge regime
-            assert any(name in edge_regimes(op) or set(edge_regimes(op)) <= taken for op in ops)
+            steps = _edges_by_step(case.program).values()
+            taken = {own, *names}  # a step whose edges are all taken: any other edge regime
+            assert any(name in edges or set(edges) <= taken for edges in steps)
             names.append(name)
         assert len(set(names)) == len(names), names
         regimes.update(names)
@@ -116,3 +116,32 @@ def test_a_bug_only_a_siblings_values_show_is_found_with_the_sibling(tmp_path: P
         assert driver.judge(case, ()) == [] and judged[-1] is case
     finally:
         driver.close()
+
+
+def test_a_casts_siblings_take_its_own_conversions_edges() -> None:
+    """A sibling of ``x.astype(bool)`` is drawn at NaN and ties (where an ordered != makes NaN
+    False), of ``x.astype(bfloat16)`` at the halfway ties and dense values, not at the edges
+    common to every cast."""
+    from strategies.gen.values import cast_edge_regimes
+
+    def drawn_for(target: str) -> set[str]:
+        b = ProgramBuilder()
+        cast = b.node("astype", b.input((4,), "float32"), dtype=target)
+        out = b.node("astype", cast, dtype="float32") if target == "bool" else cast
+        program = b.build(out)
+        pair = f"float32->{target}"
+        assert _edges_by_step(program)[f"astype {pair}"] == cast_edge_regimes("float32", target)
+        case = Case(program, [np.ones(4, "f4")], (BACKEND,), origin="focus/ordinary")
+        drawn: set[str] = set()
+
+        @settings(max_examples=30, database=None, deadline=None)
+        @given(siblings(case))
+        def check(found: tuple[Case, ...]) -> None:
+            drawn.update(s.origin.rpartition("+")[2] for s in found)
+
+        check()
+        return drawn
+
+    assert {"special", "ties"} <= drawn_for("bool") <= {"special", "ties", "extreme"}
+    halfway = drawn_for("bfloat16")
+    assert {"halfway", "dense"} <= halfway <= set(cast_edge_regimes("float32", "bfloat16"))

@@ -472,22 +472,24 @@ def test_an_infinity_fused_multiply_adds_reach_is_accepted() -> None:
 
 
 @pytest.mark.parametrize(("dtype", "ulps"), [("float16", 2), ("float32", 10), ("float64", 10)])
-def test_an_add_some_ulps_off_is_a_finding(dtype: str, ulps: int) -> None:
-    """Rounding alone moves NumPy's add and a perturbed run's by an ulp or so: that says
+def test_an_op_some_ulps_off_is_a_finding(dtype: str, ulps: int) -> None:
+    """Rounding alone moves NumPy's exp and a perturbed run's by an ulp or so: that says
     nothing about conditioning, and FACTOR times it let a float32 add 16 ulps off pass (and a
     float32 exp 12 ulps off, a vector polynomial of too low a degree). The floor allows a
     backend its own rounding: one ulp of float16 passes, two are a finding; of float32 (and
-    float64) four times its epsilon times the magnitude pass, ten ulps of a 7.x do not."""
+    float64) four times its epsilon times the magnitude pass, ten ulps of a 7.x do not. (An
+    add has one right answer: ``test_a_correctly_rounded_program_has_one_right_answer``.)"""
     from harness.case import Case
     from harness.verdict import judge_output
     from strategies.model import ProgramBuilder
 
     b = ProgramBuilder()
-    program = b.build(b.node("add", b.input((256,), dtype), b.input((256,), dtype)))
+    program = b.build(b.node("exp", b.input((256,), dtype)))
+    assert not tolerance.exactly_rounded(program)
     rng = np.random.default_rng(3)
-    x, y = (rng.uniform(-4, 4, 256).astype(dtype) for _ in range(2))
-    case = Case(program, [x, y], ("cpu-loops",))
-    right = np.add(x, y)
+    x = rng.uniform(-4, 2, 256).astype(dtype)
+    case = Case(program, [x], ("cpu-loops",))
+    right = np.exp(x)
     i = int(np.argmax(np.abs(right)))
 
     def moved(by: int) -> np.ndarray:
@@ -500,3 +502,116 @@ def test_an_add_some_ulps_off_is_a_finding(dtype: str, ulps: int) -> None:
     assert judge_output(case, moved(1), use_jax=False).ok
     verdict = judge_output(case, moved(ulps), use_jax=False)
     assert not verdict.ok and verdict.worst_index == (i,), verdict
+
+
+def _add_case(dtype: str, size: int = 256) -> tuple:
+    """A case adding two arrays of ``dtype`` (values in [-4, 4]) and NumPy's answer."""
+    from harness.case import Case
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("add", b.input((size,), dtype), b.input((size,), dtype)))
+    rng = np.random.default_rng(3)
+    x, y = (rng.uniform(-4, 4, size).astype(np.dtype(dtype)) for _ in range(2))  # ml_dtypes
+    return Case(program, [x, y], ("cpu-loops",)), x + y
+
+
+def _neighbour(value: np.ndarray) -> np.ndarray:
+    """The next representable value of ``value``'s float dtype away from zero (one ulp)."""
+    unsigned = np.dtype(f"uint{8 * value.dtype.itemsize}")
+    return (value.view(unsigned) + 1).astype(unsigned).view(value.dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_a_correctly_rounded_program_has_one_right_answer(dtype: str) -> None:
+    """+, -, *, /, sqrt and casts round their exact result once (IEEE 754), exact ops not at
+    all: such a program has one right answer, NumPy's, and an ulp off anywhere is a finding
+    (it was within the floor: a float16 add an ulp off, a float32 one three ulps off, a
+    division by a reciprocal). nan is nan."""
+    from harness.verdict import judge_output
+
+    case, right = _add_case(dtype)
+    assert tolerance.exactly_rounded(case.program)
+    assert judge_output(case, right, use_jax=False).ok
+    for i in (0, 17, 255):
+        off = right.copy()
+        off[i : i + 1] = _neighbour(right[i : i + 1])
+        verdict = judge_output(case, off, use_jax=False)
+        assert not verdict.ok and verdict.worst_index == (i,), verdict
+        assert "only right answer" in verdict.reason
+    nan = right.copy()
+    nan[3] = np.nan
+    assert not judge_output(case, nan, use_jax=False).ok
+
+
+def test_a_cast_rounding_a_tie_up_is_a_finding() -> None:
+    """float32 -> bfloat16 of 1 + 2**-8, halfway between 1 and 1 + 2**-7: NumPy (ml_dtypes)
+    rounds to even, 1.0. Half up, 1.0078125, is as far from the truth, so only an exact
+    comparison with NumPy's answer sees it."""
+    import ml_dtypes
+
+    from harness.case import Case
+    from harness.verdict import judge_output
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("astype", b.input((3,), "float32"), dtype="bfloat16"))
+    x = np.array([1.00390625, 1.01171875, 3.0], np.float32)
+    case = Case(program, [x], ("cpu-loops",))
+    right = x.astype(ml_dtypes.bfloat16)
+    assert float(right[0]) == 1.0
+    assert judge_output(case, right, use_jax=False).ok
+    up = right.copy()
+    up[0] = ml_dtypes.bfloat16(1.0078125)
+    assert not judge_output(case, up, use_jax=False).ok
+
+
+def test_a_program_with_a_rounding_function_keeps_the_error_model() -> None:
+    """exp, power, sums, matmuls and composites round their own way (libm, summation order):
+    a program with one of them is judged by the bound, whatever else it holds."""
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((4, 3), "float32")
+    assert tolerance.exactly_rounded(b.build(b.node("sqrt", b.node("abs", x))))
+    assert tolerance.exactly_rounded(b.build(b.node("max", b.node("divide", x, x), axis=0)))
+    for op in ("exp", "sum", "tanh"):
+        b2 = ProgramBuilder()
+        y = b2.input((4, 3), "float32")
+        assert not tolerance.exactly_rounded(b2.build(b2.node("add", b2.node(op, y), y)))
+
+
+def test_an_exported_script_judges_a_correctly_rounded_program_exactly() -> None:
+    """The reproducer script embeds NumPy's answer with nothing allowed around it, so it fails
+    on an add one ulp off exactly where the oracle does."""
+    from harness.triage.export import _embedded_verdict, _judged
+
+    case, right = _add_case("float32", 16)
+    lines = _embedded_verdict(case)
+    script = "import sys\nimport numpy as np\n" + "\n".join(lines + _judged("out")) + "\n"
+
+    def status(out: np.ndarray) -> object:
+        with pytest.raises(SystemExit) as stopped:
+            exec(script, {"out": out})
+        return stopped.value.code
+
+    assert status(right) == 0
+    off = right.copy()
+    off[5] = np.nextafter(off[5], np.inf, dtype=np.float32)
+    assert status(off) != 0
+
+
+def test_a_backend_that_does_not_round_as_numpy_keeps_the_bound() -> None:
+    """XLA rewrites ``x / sqrt(y)`` with rsqrt and keeps float16 chains in float32 (its
+    ``rounds_as_numpy`` is False): an exactly rounded program is judged there within the
+    error model's bound, on ours and IREE's to the bit."""
+    from harness.oracles.differential import rounds_as_numpy
+    from harness.verdict import judge_output
+
+    assert not rounds_as_numpy("xla-cpu")
+    assert rounds_as_numpy("cpu-loops@O0") and rounds_as_numpy("iree-cpu@O2")
+    case, right = _add_case("float32")
+    off = right.copy()
+    off[7:8] = _neighbour(right[7:8])
+    assert judge_output(case, off, use_jax=False, backend="xla-cpu").ok
+    assert not judge_output(case, off, use_jax=False, backend="cpu-vector").ok

@@ -144,7 +144,7 @@ def test_values_follow_their_regime(
         assert np.all(magnitude <= np.finfo(dtype).max / 32)  # products overflow, sums do not
     elif regime == "dense" and dtype.kind == "f":
         assert np.all(magnitude <= 10 ** (np.log10(np.finfo(dtype).max) * 0.4) * 1.01)
-    if dtype == np.float32 and regime != "extreme":
+    if dtype == np.float32 and regime not in ("extreme", "halfway"):
         tiny = np.finfo(np.float32).tiny
         assert not np.any((magnitude > 0) & (magnitude < tiny))  # no subnormals
 
@@ -307,10 +307,11 @@ def test_inputs_reaching_an_int_cast_stay_ordinary() -> None:
     assert np.all(np.isfinite(found[0]))
 
 
-@given(st.data(), st.sampled_from([r for r in REGIMES if r != "extreme"]))
-def test_ids_respect_their_bound_outside_the_extreme_regime(
+@given(st.data(), st.sampled_from([r for r in REGIMES if r not in ("extreme", "special")]))
+def test_ids_respect_their_bound_outside_an_ids_edge_regimes(
     data: st.DataObject, regime: str
 ) -> None:
+    """(``extreme`` and ``special`` put one id out of range half the time: ``_ids``.)"""
     array = data.draw(values((4, 5), "int32", regime, bound=3))
     assert array.dtype == np.int32 and array.min() >= 0 and array.max() < 3
 
@@ -360,3 +361,59 @@ def test_reshapes_reach_split_and_merge_in_one_call() -> None:
     assert (12, 2) in _split_merges((3, 8))  # 8 = 4 * 2, the 4 merged with the 3
     for new in _split_merges((4, 6, 5)):
         assert math.prod(new) == 120 and len(new) == 3
+
+
+def test_halfway_values_are_ties_of_every_narrower_format() -> None:
+    """A conversion that rounds a tie up, truncates or rounds twice differs from NumPy's only
+    at values halfway between two neighbours of the narrower format: the ``halfway`` regime
+    holds them (and their overflow and underflow thresholds) for every dtype a cast narrows."""
+    import ml_dtypes
+
+    from strategies.gen.values import halfway_values
+
+    f32 = np.array(halfway_values("float32"), np.float32)
+    bits = f32.view(np.uint32)
+    assert np.sum((bits & 0xFFFF) == 0x8000) > 100  # bfloat16 ties, both parities below
+    assert {0x8000, 0x18000} <= set((bits & 0x1FFFF).tolist())
+    assert {65504.0, 65520.0, 2.0**-25, 1 + 2.0**-8, 1 + 2.0**-11} <= set(f32.tolist())
+    halfway_up = (bits + 0x8000) & 0xFFFF0000  # round half up, in integers
+    nearest_even = f32.astype(ml_dtypes.bfloat16).astype(np.float32).view(np.uint32)
+    assert np.sum(halfway_up != nearest_even) > 100
+    assert {2049.0, 2.0**24 + 1, 257.0} <= set(halfway_values("int32"))
+    assert {1 + 2.0**-24, 3.4028235677973366e38} <= set(halfway_values("float64"))
+    assert 2.0**-25 in halfway_values("bfloat16")  # half float16's smallest subnormal
+    for dtype in ("float64", "float32", "float16", "bfloat16", "int32"):
+        pool = np.array(halfway_values(dtype))
+        assert np.all(np.isfinite(pool)) and np.all(pool == np.array(pool, dtype).astype(float))
+    assert "halfway" in edge_regimes("astype")
+
+
+def test_a_cast_has_the_edges_of_its_own_conversion() -> None:
+    """A float -> bool cast goes wrong at NaN (an ordered != makes it False), a narrowing one at
+    the narrower format's ties: a focused cast case draws from its conversion's own edges."""
+    from harness.session.focus import _item_edges
+    from strategies.gen.values import cast_edge_regimes
+
+    assert set(cast_edge_regimes("float32", "bool")) <= {"special", "ties"}
+    for pair in ("float64->float16", "float32->bfloat16", "int32->float16", "bfloat16->float16"):
+        assert cast_edge_regimes(*pair.split("->"))[0] == "halfway", pair
+    assert "halfway" not in cast_edge_regimes("float16", "float32")
+    assert _item_edges(("astype", "float16->bool")) == cast_edge_regimes("float16", "bool")
+    assert _item_edges(("greater", "int32")) == edge_regimes("greater")
+    for edges in map(cast_edge_regimes, ("float32", "int32"), ("float16", "bool")):
+        assert set(edges) <= set(EDGE_REGIMES)
+
+
+def test_half_of_the_special_arrays_hold_a_nan() -> None:
+    """NaN is the special value conversions and predicates get wrong most (a float -> bool
+    cast as an ordered !=): half of the ``special`` arrays hold one at a drawn place, where one
+    element in eight of a three-element array gave a third of them one."""
+    held: list[bool] = []
+
+    @settings(max_examples=80, database=None, derandomize=True, deadline=None)
+    @given(values((3,), "float32", "special"))
+    def draw(array: np.ndarray) -> None:
+        held.append(bool(np.isnan(array).any()))
+
+    draw()
+    assert sum(held) >= 0.5 * len(held), (sum(held), len(held))
