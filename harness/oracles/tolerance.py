@@ -346,9 +346,9 @@ def _exactly(got: np.ndarray, expected: np.ndarray, dtype: np.dtype) -> Verdict:
     ulps = max_error / (eps(dtype) * max(scale, float(finfo(dtype).tiny)))
     return Verdict(
         False,
-        f"{int(differs.sum())} elements differ from NumPy's, which is the only right answer "
-        f"(every operation is exact or rounds once): at {index} got {got[index]!r}, NumPy "
-        f"{expected[index]!r}",
+        f"error {float(error[index]):.3g} at {index}, allowed 0: {int(differs.sum())} "
+        f"elements differ from NumPy's, the only right answer (every operation is exact or "
+        f"rounds once; got {got[index]!r}, NumPy {expected[index]!r})",
         max_error,
         ulps,
         index,

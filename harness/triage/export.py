@@ -116,7 +116,7 @@ def xla_script(entry: Entry) -> str:
     if not stablehlo:
         return ""
     case = Case.from_dict(entry.case["case"])
-    verdict = _embedded_verdict(case, exact=rounds_as_numpy(NAME))
+    verdict = _embedded_verdict(case, to_the_bit=rounds_as_numpy(NAME))
     if verdict is None:
         return ""
     names = [f"x{i}" for i in range(len(case.inputs))]
@@ -461,10 +461,10 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
     return written
 
 
-def _embedded_verdict(case: Any, exact: bool = True) -> list[str] | None:
+def _embedded_verdict(case: Any, to_the_bit: bool = True) -> list[str] | None:
     """The script lines defining what ``_judged`` compares with, as the differential oracle
     computes them for ``case``: ``NUMPY``, ``EXACT``, ``ALLOWED`` and ``PATTERNS``; None when
-    NumPy rejects the case. ``exact``: the backend rounds as NumPy (``rounds_as_numpy``), so an
+    NumPy rejects the case. ``to_the_bit``: the backend rounds as NumPy (``rounds_as_numpy``), so an
     ``exactly_rounded`` program's answer is NumPy's with nothing allowed around it."""
     from ..oracles import tolerance
     from ..oracles.differential import yardstick
@@ -477,7 +477,7 @@ def _embedded_verdict(case: Any, exact: bool = True) -> list[str] | None:
     expected = np.asarray(refs["numpy"].output)
     exact = np.asarray(yardstick(refs), np.float64)
     local = perturbed_outputs(refs, expected.shape)
-    if exact and tolerance.exactly_rounded(case.program):
+    if to_the_bit and tolerance.exactly_rounded(case.program):
         exact = expected.astype(np.float64)  # one right answer: NumPy's (the oracle's ``exact``)
         allowed = np.zeros(expected.shape)
         local = []
