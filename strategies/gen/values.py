@@ -20,8 +20,8 @@ Each regime targets a known way kernels go wrong:
 - ``halfway`` holds values exactly halfway between two neighbours of a narrower format (float16
   and bfloat16 for float32; float32 too for float64 and int32), one ulp either side of such, and
   narrower formats' overflow and underflow thresholds: a conversion that rounds a tie up, or
-  truncates, or rounds twice, differs from NumPy's there and nowhere else by more than the
-  ulp the tie is from both neighbours (the differential oracle judges such programs exactly);
+  rounds twice, differs from NumPy's there only, and by less than an ulp, which only an exact
+  comparison sees (the differential oracle judges such programs to the bit);
 - ``dense`` fills an array from a seeded generator: uniform values with every significand bit
   random over a span of the dtype (``DENSE_SPANS``: [-1, 1], [-4, 4], exp's whole domain,
   log-uniform magnitudes of either sign or positive, or a large offset +- 1; integers small,
