@@ -24,33 +24,31 @@ def yardstick(refs: dict[str, Reference]) -> np.ndarray:
     return truth.output if truth is not None and truth.ok else refs["numpy"].output
 
 
-def shared_with(backend: str) -> tuple[str, ...]:
-    """The references computed by ``backend``'s own implementation (its ``shares``: JAX for
-    ``xla-cpu``), which must not judge it: their errors would excuse its own."""
+def _declared(backend: str, name: str, default: object) -> object:
+    """The attribute ``name`` of the backend named ``backend`` (without its ``@`` level), or
+    ``default`` where it has none or the name is none of a backend's."""
     if not backend:
-        return ()
+        return default
     from compiler import backends
 
     try:
         found = backends.get(backend.split("@")[0])
     except (ValueError, TypeError):
-        return ()
-    return tuple(getattr(found, "shares", ()))
+        return default
+    return getattr(found, name, default)
+
+
+def shared_with(backend: str) -> tuple[str, ...]:
+    """The references computed by ``backend``'s own implementation (its ``shares``: JAX for
+    ``xla-cpu``), which must not judge it: their errors would excuse its own."""
+    return tuple(_declared(backend, "shares", ()))
 
 
 def rounds_as_numpy(backend: str) -> bool:
     """Does ``backend`` round each operation as NumPy does, so that an ``exactly_rounded``
     program has NumPy's answer there to the bit (its ``rounds_as_numpy``; ours and IREE's do,
     XLA's does not)?"""
-    if not backend:
-        return True
-    from compiler import backends
-
-    try:
-        found = backends.get(backend.split("@")[0])
-    except (ValueError, TypeError):
-        return True
-    return bool(getattr(found, "rounds_as_numpy", True))
+    return bool(_declared(backend, "rounds_as_numpy", True))
 
 
 def reference_outputs(

@@ -42,20 +42,19 @@ def exact_value(program: Any) -> int | None:
     from compiler.dtypes import is_float
     from strategies.model import Ref
 
-    from ..run.references import exact_primitive
-    from .tolerance import exactly_rounded
+    from .tolerance import rounds_at_most_once
 
-    if program.output.kind != "node" or exactly_rounded(program):
+    if program.output.kind != "node":
         return None
     exact: list[bool] = []
     rounds: list[bool] = []
     for node in program.nodes:
         prim = primitives.get(node.op)
         nodes = [a.index for a in node.args if isinstance(a, Ref) and a.kind == "node"]
-        exact.append(
-            (exact_primitive(prim) or prim.rounding == "correct") and all(exact[k] for k in nodes)
-        )
+        exact.append(rounds_at_most_once(prim) and all(exact[k] for k in nodes))
         rounds.append(prim.rounding == "correct" or any(rounds[k] for k in nodes))
+    if all(exact):  # the program is ``exactly_rounded``: its output is judged to the bit
+        return None
     found = [
         k for k, node in enumerate(program.nodes)
         if exact[k] and rounds[k] and k != program.output.index and is_float(node.type.dtype)

@@ -135,13 +135,15 @@ def exactly_rounded(program: Any) -> bool:
     small enough there: float32 ``a + b`` 3 ulps off, a bfloat16 cast rounding half up instead
     of to even (half an ulp from the truth, as NumPy's is) or a division by a reciprocal (an
     ulp) all pass it, and a float16 result one ulp off is within its floor."""
+    return all(rounds_at_most_once(primitives.get(node.op)) for node in program.nodes)
+
+
+def rounds_at_most_once(prim: Any) -> bool:
+    """Is every float result of the table entry ``prim`` exact (``references.exact_primitive``)
+    or its exact result rounded once (``Primitive.rounding`` "correct")?"""
     from ..run.references import exact_primitive
 
-    for node in program.nodes:
-        prim = primitives.get(node.op)
-        if not (exact_primitive(prim) or prim.rounding == "correct"):
-            return False
-    return True
+    return exact_primitive(prim) or prim.rounding == "correct"
 
 
 def eps(dtype: np.dtype) -> float:
