@@ -1,7 +1,7 @@
 """The compile driver: a traced graph and a target in, every stage's IR and a native kernel out.
 
 Compilation is separate from the runtime: ``compile_graph`` builds the module, runs each stage of
-the target (verifying after each), keeps each stage's output text and the command line that
+the target (each verified at its end), keeps each stage's output text and the command line that
 reproduces that stage from the previous stage's text with the project's tools, and finally hands
 the lowered module to LLVM through the runtime. Listeners hear about each stage *before* it runs,
 so a process that dies inside a stage has said which one (the harness writes this down).
@@ -22,7 +22,7 @@ from . import tools, workarounds
 from .errors import CompilerError
 from .frontend.graph import Graph
 from .lower import emit
-from .pipelines import BUILT, LLVM, Stage, Target
+from .pipelines import BUILT, LLVM, Stage, Target, verify_each, verifying_each
 from .threadlocal import setting
 
 #: Called as ``listener(backend, stage)`` before each stage (``module``, pipeline stages, ``llvm``).
@@ -93,7 +93,7 @@ def run_stages(module_text: str, target: Target, stages: list[Stage]) -> str:
     ``python -m compiler opt``)."""
     from mlir import ir
 
-    with ir.Context():
+    with ir.Context(), verify_each():  # as mlir-opt: an error names its pass
         module = ir.Module.parse(module_text)
         for stage in stages:
             stage.run(module)
@@ -154,9 +154,9 @@ def _digest(text: str) -> bytes:
 
 
 def _text(module: Any) -> str:
-    """A stage's output as text, printed without verifying it again: the pass manager verified
-    it after each pass, ``Stage.run`` after a Python stage (``str(module)`` verifies first, a
-    third of the printing of a small module; the text is the same)."""
+    """A stage's output as text, printed without verifying it again: ``Stage.run`` verified it
+    (``str(module)`` verifies first, a third of the printing of a small module; the text is the
+    same)."""
     return module.operation.get_asm(assume_verified=True)
 
 
@@ -185,6 +185,23 @@ def _context() -> Any:
         _LOCAL.context, uses = ir.Context(), 0
     _LOCAL.uses = uses + 1
     return _LOCAL.context
+
+
+def _verified_error(stage: Stage, text: str) -> str:
+    """The error ``stage`` reports on ``text`` when it verifies after every pass (``mlir-opt``'s
+    error, naming the pass whose output does not verify), where the stage failed verifying only
+    its end; "" if it was run so already, or if the verifying run does not fail (it always
+    should: the passes are deterministic)."""
+    from mlir import ir
+
+    if verifying_each():
+        return ""
+    with verify_each():
+        try:
+            stage.run(ir.Module.parse(text))
+        except ir.MLIRError as error:
+            return str(error)
+    return ""
 
 
 def _kernel_key(lowered: str, target: Target, runtime: str, signature: Any) -> tuple:
@@ -333,7 +350,8 @@ def compile_graph(
                 try:
                     stage.run(module)
                 except ir.MLIRError as error:
-                    raise CompilerError(stage.name, stage.pipeline, str(error), current) from None
+                    message = _verified_error(stage, current) or str(error)
+                    raise CompilerError(stage.name, stage.pipeline, message, current) from None
                 current = _text(module)
                 _STAGE_MEMO.put(key, current)
             artifacts.stages[stage.name] = current

@@ -184,12 +184,17 @@ class Runner:
 
     def _failed(self, task: Task, outcome: Outcome) -> list[Finding]:
         """Findings for a task whose worker crashed, hung or raised: re-run a multi-backend
-        task backend by backend, so only the backends that fail are blamed."""
+        task backend by backend, so only the backends that fail are blamed, each verifying the
+        IR after every pass (``compiler.pipelines.verify_each``), as the crash's ``mlir-opt``
+        reproducer will: a pass that crashes on an earlier pass's invalid output is then seen
+        as that pass's verifier error."""
         case = task.case
         failing: list[tuple[str, Outcome]] = []
         if len(task.backends) > 1 and outcome.status in ("crash", "hang"):
             for backend in task.backends:
-                alone = self.run_task(Task(case, (backend,), input_sets=task.input_sets))
+                alone = self.run_task(
+                    Task(case, (backend,), input_sets=task.input_sets, verify_each=True)
+                )
                 if alone.status != "ok":
                     failing.append((backend, alone))
         if not failing:

@@ -38,6 +38,7 @@ class Task:
     marker: str = ""  # a file the worker writes "<backend> <stage>" to before each stage
     before: str = ""  # artifacts only: stop before this stage (the input of a stage that crashed)
     tupled: str = ""  # the backend that also runs the program twice in one function (tupled)
+    verify_each: bool = False  # IR verified after every pass, not once a stage (crash re-runs)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -58,6 +59,8 @@ class Task:
             "recompile": self.recompile,
             "tupled": self.tupled,
         }
+        if self.verify_each:
+            data["verify_each"] = True
         if self.input_sets is not None:
             data["input_sets"] = [[encode_array(a) for a in s] for s in self.input_sets]
         return data
@@ -75,6 +78,7 @@ class Task:
             bool(data.get("repeat", False)),
             str(data.get("recompile", "")),
             tupled=str(data.get("tupled", "")),
+            verify_each=data.get("verify_each") is True,
         )
 
 

@@ -295,10 +295,13 @@ def execute(task: Task) -> TaskResult:
     instrumented (``compiler.runtime.instrumented``): on poisoned memory, code that reads memory
     it never wrote reads NaN or -1 in every run and every variant alike, so the failure is found
     every time, and attribution's variants (another runtime, fewer passes) do not pass by the
-    luck of a zeroed page; gemm calls are counted (the ``blas`` oracle)."""
+    luck of a zeroed page; gemm calls are counted (the ``blas`` oracle); and, where the task
+    says so, the IR is verified after every pass."""
+    from compiler.pipelines import verify_each
     from compiler.runtime import instrumented
 
-    with workarounds_off(task.case), instrumented():
+    each = verify_each() if task.verify_each else contextlib.nullcontext()
+    with workarounds_off(task.case), instrumented(), each:
         return _execute(task)
 
 

@@ -674,3 +674,66 @@ def test_a_kernel_key_is_shapes_and_dtypes_not_the_graph():
     byte = Node("elementwise", (x,), (2, 3), np.dtype(np.int8))
     assert deep.key() == ((((2, 3), "float32"),), (((2, 3), "float32"),), 1)
     assert KernelSignature([x], [flag], 0).key() != KernelSignature([x], [byte], 0).key()
+
+
+# --------------------------------------------------------------------------------------------
+# Verification: once a stage, or after every pass when asked
+
+
+def test_verifying_a_stage_once_or_after_every_pass_gives_the_same_text(rng):
+    """A stage verifies its output once, at its end, unless ``verify_each`` asks for every pass
+    (``mlir-opt``'s default): the passes are the same, so every stage's text is too, on every
+    CPU target; each mode keeps its own pass manager."""
+    from mlir import ir
+
+    from compiler import driver, pipelines
+    from compiler.pipelines import pass_manager, resolve, verify_each, verifying_each
+
+    x, w = rand(rng, (3, 4)), rand(rng, (4, 5))
+    graphs = [
+        jit(lambda a, b: np.exp(a @ b).max(axis=1)).trace(x, w)[1],
+        jit(lambda a: np.tanh(a).sum(axis=0) - a[1]).trace(x)[1],
+    ]
+    for target in ("cpu-loops", "cpu-blas", "cpu-vector@O0"):
+        for graph in graphs:
+            with driver.fresh():
+                once = driver.compile_graph(graph, resolve(target), native=False).stages
+                with verify_each():
+                    assert verifying_each()
+                    each = driver.compile_graph(graph, resolve(target), native=False).stages
+            assert not verifying_each()
+            assert once == each, target
+    with ir.Context() as context:
+        plain = pass_manager(pipelines.LOWER, context)
+        with verify_each():
+            verifying = pass_manager(pipelines.LOWER, context)
+            assert verifying is not plain and pass_manager(pipelines.LOWER, context) is verifying
+        assert pass_manager(pipelines.LOWER, context) is plain
+
+
+def test_a_stage_that_fails_reports_the_error_of_a_run_verifying_every_pass(rng):
+    """A stage that fails while verifying only its end is run again verifying after every pass,
+    and that run's error (the one naming the pass, as ``mlir-opt``'s) is the one reported."""
+    from mlir import ir
+
+    from compiler import driver
+    from compiler.errors import CompilerError
+    from compiler.pipelines import Stage, Target, verifying_each
+
+    graph = jit(lambda a: a * 2.0).trace(rand(rng, (3, 4)))[1]
+    seen: list[bool] = []
+
+    def invalid(module):
+        """Leaves IR that does not verify, with a mark of how it was run."""
+        seen.append(verifying_each())
+        mark = "verified-each" if verifying_each() else "verified-once"
+        with ir.InsertionPoint(module.body), ir.Location.unknown():
+            ir.Operation.create(
+                "func.return", operands=[], attributes={mark: ir.UnitAttr.get()}
+            )  # a terminator outside any function: the module does not verify
+
+    broken = Target("broken", (Stage("invalid", transform=invalid),), opt_level=0)
+    with driver.fresh(), pytest.raises(CompilerError) as failed:
+        driver.compile_graph(graph, broken, native=False)
+    assert seen == [False, True] and "verified-each" in str(failed.value)
+    assert failed.value.stage == "invalid"

@@ -43,3 +43,46 @@ def test_the_stage_marker_names_the_last_stage_started(tmp_path) -> None:
     marker("cpu-loops", "llvm")
     marker.close()
     assert _stage_of(path) == " [stage cpu-loops llvm]"
+
+
+def test_a_crash_is_rerun_backend_by_backend_verifying_after_every_pass() -> None:
+    """A multi-backend task that crashed runs again one backend at a time, each verifying the
+    IR after every pass (as the crash's ``mlir-opt`` reproducer does), and the write-ahead
+    record keeps that; only the backend that crashes alone is blamed."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.run.isolation import Outcome
+    from harness.run.runner import Runner
+    from harness.run.task import Task
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    case = Case(b.build(b.node("exp", b.input((3,), "float32"))), [np.ones(3, "f4")], ())
+    seen: list[Task] = []
+
+    class Crashing:
+        stderr_path = "/nonexistent/stderr"
+
+        def run(self, task: Task) -> Outcome:
+            seen.append(task)
+            crashes = len(task.backends) > 1 or task.backends == ("cpu-blas",)
+            return Outcome("crash", detail="killed by SIGABRT") if crashes else Outcome("ok")
+
+        def close(self) -> None:
+            pass
+
+    with Runner(None, use_jax=False) as runner:
+        runner.worker.close()
+        runner.worker = Crashing()
+        task = Task(case, ("cpu-loops", "cpu-blas"))
+        findings = runner._failed(task, runner.run_task(task))
+    assert [(t.backends, t.verify_each) for t in seen] == [
+        (("cpu-loops", "cpu-blas"), False), (("cpu-loops",), True), (("cpu-blas",), True)
+    ]  # fmt: skip
+    assert [(f.kind, f.backends) for f in findings] == [("crash", ("cpu-blas",))]
+    record = seen[1].to_dict()
+    assert record["verify_each"] is True and Task.from_dict(record).verify_each
+    assert (
+        "verify_each" not in seen[0].to_dict() and not Task.from_dict(seen[0].to_dict()).verify_each
+    )
