@@ -665,6 +665,44 @@ def test_some_random_programs_have_rows_past_the_vector_planners_whole_row_limit
     assert long_row.origin.startswith("programs/")
 
 
+def test_a_case_whose_int32_arithmetic_may_wrap_always_runs_the_optimized_targets() -> None:
+    """LLVM reasons from what an integer op claims about overflow (nsw, poison), so only -O3
+    code can be wrong where NumPy's int32 wraps: a program with int32 ``+``, ``-``, ``*``,
+    negation or abs runs the sampled -O3 targets every time (its siblings bring the extreme
+    values); other cases keep the coin's share."""
+    import numpy as np
+    from hypothesis import HealthCheck, Phase, find, settings
+
+    from harness.case import CPU_BACKENDS, SAMPLED_BACKENDS, Case
+    from harness.session.generate import cases, wraps
+    from strategies.model import ProgramBuilder
+
+    def program(op: str, dtype: str) -> object:
+        b = ProgramBuilder()
+        x = b.input((3,), dtype)
+        return b.build(b.node("maximum", b.node(op, x, x), x))
+
+    big = np.array([2**31 - 1, 5, -3], np.int32)
+    assert wraps(Case(program("add", "int32"), [big], CPU_BACKENDS))
+    assert wraps(Case(program("multiply", "int32"), [-big], CPU_BACKENDS))
+    assert not wraps(Case(program("minimum", "int32"), [big], CPU_BACKENDS))
+    assert not wraps(Case(program("add", "float32"), [big.astype(np.float32)], CPU_BACKENDS))
+
+    quick = settings(
+        max_examples=3000, phases=[Phase.generate], database=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    wrapping = find(cases(CPU_BACKENDS, mix="programs"), wraps, settings=quick)
+    assert set(SAMPLED_BACKENDS) <= set(wrapping.backends)
+    assert len(set(wrapping.backends)) == len(wrapping.backends)
+    plain = find(
+        cases(CPU_BACKENDS, mix="programs"),
+        lambda case: not wraps(case) and not set(SAMPLED_BACKENDS) & set(case.backends),
+        settings=quick,
+    )
+    assert tuple(plain.backends) == CPU_BACKENDS
+
+
 def test_an_interrupted_sessions_unminimized_entries_count_as_added() -> None:
     """A session stopped during minimization saved its finding (unminimized) but never reported
     it minimized: its summary said "corpus entries added 0" with the entry on disk."""
