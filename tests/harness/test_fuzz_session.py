@@ -33,18 +33,23 @@ def test_the_cases_judged_keep_the_session_mix() -> None:
 
     balance = MixBalance()
     drawn: Counter[str] = Counter()
+    # Three seeds pooled: one seed's 300 draws are correlated (Hypothesis mutates earlier
+    # examples), and they move with the constants of every module imported so far (Hypothesis
+    # draws those now and then): seed 11 alone passed in CI's whole run of 4614a51 and gave
+    # random programs 41% of the cases when this test ran on its own.
+    for number in (11, 12, 13):
 
-    @seed(11)
-    @settings(
-        max_examples=300, phases=[Phase.generate], database=None, deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
-    @given(cases())
-    def collect(case) -> None:
-        drawn[mix_kind(case)] += 1
-        balance.admit(case)
+        @seed(number)
+        @settings(
+            max_examples=300, phases=[Phase.generate], database=None, deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )  # fmt: skip
+        @given(cases())
+        def collect(case) -> None:
+            drawn[mix_kind(case)] += 1
+            balance.admit(case)
 
-    collect()
+        collect()
     judged = sum(balance.counts.values())
     assert set(drawn) == set(MIX_PERCENT), drawn
     assert judged >= 0.3 * sum(drawn.values()), (judged, drawn)  # a skip costs a generation
