@@ -313,9 +313,10 @@ def cases(
     """The session's mix (``all``), or random programs only (``programs``), or jit sequences
     only (``sequences``); random programs come first so shrinking heads towards them.
     ``sampled`` backends (by default the shipped -O3 targets, when ``backends`` are the default
-    ones) join a share of the cases. ``focus``: (op, dtype) pairs a share of the cases
-    (``FOCUS_SHARE``) start from (``focus_cases``, with values from ``focus_regimes``, any if
-    empty; the coin shrinks toward the mix)."""
+    ones) join a share of the cases, and every case whose int32 arithmetic may wrap
+    (``wraps``). ``focus``: (op, dtype) pairs a share of the cases (``FOCUS_SHARE``) start from
+    (``focus_cases``, with values from ``focus_regimes``, any if empty; the coin shrinks toward
+    the mix)."""
     if sampled is None:
         sampled = SAMPLED_BACKENDS if tuple(backends) == CPU_BACKENDS else ()
     mixed = _mix(backends, max_nodes, mix)
