@@ -103,6 +103,9 @@ def _blas_substitute(module: Any) -> None:
     substitute(module)
 
 
+_blas_substitute.source = "compiler/lower/blas.py"  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class Stage:
     """One named step from module text to module text."""
@@ -116,6 +119,12 @@ class Stage:
     def layer(self) -> str:
         """Where a failure of this stage lives: an MLIR pass pipeline or this project's code."""
         return "mlir" if self.pipeline else "project"
+
+    @property
+    def source(self) -> str:
+        """The file of this project that implements a Python stage ("" if not known), so that
+        a failure attributed to the stage names the code to read."""
+        return str(getattr(self.transform, "source", "") or "")
 
     def run(self, module: Any) -> None:
         """Run on a parsed ``mlir.ir.Module`` (inside its context); the output is verified once
@@ -260,7 +269,18 @@ def _vector_hook(module_name: str, function: str) -> Callable[[Any], None]:
         getattr(importlib.import_module(f".vector.{module_name}", __package__), function)(module)
 
     run.__name__ = f"{module_name}.{function}"
+    run.source = f"compiler/vector/{module_name}.py"  # type: ignore[attr-defined]
     return run
+
+
+def python_stage_source(name: str) -> str | None:
+    """The file implementing the Python stage ``name`` of any CPU target (None: no such
+    stage), for a finding whose layer is that stage."""
+    for target in TARGETS.values():
+        for stage in (*target.stages, *target.completion):
+            if stage.name == name and not stage.pipeline and stage.transform is not None:
+                return stage.source
+    return None
 
 
 VECTOR_STAGES: tuple[Stage, ...] = (
@@ -462,6 +482,7 @@ __all__ = [
     "join_steps",
     "parse_variant",
     "pipeline_steps",
+    "python_stage_source",
     "resolve",
     "split_level",
     "step_name",

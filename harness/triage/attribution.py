@@ -126,6 +126,15 @@ def _pass_stage(name: str, stage: str) -> bool:
     return bool(backend.target.stage(stage).pipeline)
 
 
+def _source(name: str, stage: str) -> str:
+    """ ", FILE" for the file implementing our backend's Python stage, else ""."""
+    backend = _ours(name)
+    if backend is None or stage not in backend.target.stage_names():
+        return ""
+    source = backend.target.stage(stage).source
+    return f", {source}" if source else ""
+
+
 def _ours(name: str) -> backends.MlirCpuBackend | None:
     try:
         backend = backends.get(backend_family(name))
@@ -413,6 +422,8 @@ class Attributor:
                 return Attribution("unknown", backend, f"could not rebuild the input of {stage}")
             stage_input = list(texts.values())[-1]
         standalone = getattr(target.stage(stage), "standalone", None)
+        if standalone is None and not pipeline:
+            return self._python_stage(finding, backend, stage, stage_input)
         if standalone is not None:  # a stage that decides on its input (mlir: variants)
             pipeline, stage_input = standalone(stage_input)
         pinned = pin_crash(stage_input, pipeline)
@@ -455,6 +466,29 @@ class Attributor:
             backend,
             f"{pinned.get('kind')} in {name} ({stage} stage of {backend_family(backend)})",
             mlir=info,
+        )
+
+    @staticmethod
+    def _python_stage(finding: Finding, backend: str, stage: str, stage_input: str) -> Attribution:
+        """A stage written in this project's Python (the BLAS substitution, cpu-vector's
+        planners and rewrites) that raised, or whose output does not verify: no ``mlir-opt``
+        command replays it, so the evidence is its input, its error and the ``python -m
+        compiler opt`` command that runs the pipeline up to it (replaying it with ``mlir-opt``
+        had said "did not fail" and left the layer unknown)."""
+        error = (finding.result.message if finding.result is not None else "") or finding.detail
+        first = error.strip().splitlines()[0] if error.strip() else "?"
+        return Attribution(
+            stage,
+            backend,
+            f"the {stage} stage (this project's Python{_source(backend, stage)}) fails on its "
+            f"input: {first}",
+            mlir={
+                "failing_stage": stage,
+                "stage_input": stage_input,
+                "error": error,
+                "command": f"python -m compiler opt stage_input.mlir --target "
+                f"{backend_family(backend)} --from-stage {stage} --to-stage {stage}",
+            },
         )
 
     def _stage_texts(self, case: Case, backend: str, before: str) -> dict[str, str]:
@@ -607,7 +641,10 @@ class Attributor:
                 )
             return done("unknown", "no variant reproduces the failure")
         if target.stage(culprit).pipeline == "":
-            return done(culprit, f"the {culprit} stage (this project's Python) introduces it")
+            where = _source(backend, culprit)
+            return done(
+                culprit, f"the {culprit} stage (this project's Python{where}) introduces it"
+            )
         steps = pipeline_steps(target.stage(culprit).pipeline)
         good, bad = 0, len(steps)
         candidates = list(range(1, len(steps)))

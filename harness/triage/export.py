@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from compiler.dtypes import is_float
+from compiler.pipelines import python_stage_source
 from compiler.tools import tool_path
 
 from ..corpus import Entry
@@ -65,7 +66,12 @@ def owner(layer: str) -> str:
     family = layer.split(":", 1)[0]
     if family == "backend":
         return f"the {layer.split(':', 1)[1]} backend's project"
-    return OWNERS.get(family, "unknown: attribution did not conclude")
+    if family in OWNERS:
+        return OWNERS[family]
+    source = python_stage_source(layer)
+    if source is not None:  # a Python stage of our pipelines (cpu-vector's rewrites)
+        return f"this project: {source or 'compiler/pipelines.py'} (the {layer} stage)"
+    return "unknown: attribution did not conclude"
 
 
 def minimal_module(entry: Entry) -> tuple[str, str]:

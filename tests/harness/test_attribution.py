@@ -213,6 +213,20 @@ PLANTS = {
         ["cpu-blas"],
         "runtime",
     ),
+    # A Python stage that fails (here: its output does not verify) has no mlir-opt replay: it
+    # was once sent to one, which "did not fail", and the layer was unknown.
+    "blas-stage-fails": (
+        Mutation(
+            "blas-declares-no-helper",
+            "lower/blas.py",
+            "    used = sorted({elt for _, _, elt in targets})\n",
+            "    used = sorted({elt for _, _, elt in targets})[1:]\n",
+            "the gemm helper is called but never declared",
+        ),
+        _float32_matmul,
+        ["cpu-blas"],
+        "blas",
+    ),
     "mlir-pass": (
         Mutation(
             "rank-reducing-slices",
@@ -247,6 +261,14 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
     assert result["findings"], f"the planted {layer} bug was not found"
     attribution = result["attribution"]
     assert attribution["layer"] == expected, attribution
+    if layer == "blas-stage-fails":
+        mlir = attribution["mlir"]
+        assert mlir["failing_stage"] == "blas" and "linalg.matmul" in mlir["stage_input"], mlir
+        assert (
+            "does not reference a valid" in mlir["error"]
+            and "--from-stage blas --to-stage blas" in mlir["command"]
+        )
+        assert "compiler/lower/blas.py" in attribution["detail"], attribution
     if expected.startswith("mlir-pass:"):
         mlir = attribution["mlir"]
         reduced = mlir["reduced_module"]
@@ -324,3 +346,14 @@ def test_unresolved_jit_symbols_are_read_from_the_workers_stderr() -> None:
     both = "JIT session error: Symbols not found: [ __truncsfbf2, __extendhfsf2 ]"
     assert unresolved_symbols(both + "\n" + both) == ["__truncsfbf2", "__extendhfsf2"]
     assert unresolved_symbols("killed by SIGSEGV [stage cpu-loops run]") == []
+
+
+def test_a_python_stage_is_owned_by_the_file_that_implements_it() -> None:
+    """A finding whose layer is one of cpu-vector's Python stages names the file to read (it
+    said "unknown: attribution did not conclude"); MLIR pipeline stages are not Python's."""
+    from harness.triage.export import OWNERS, owner
+
+    assert owner("views") == "this project: compiler/vector/fusion.py (the views stage)"
+    assert "compiler/vector/gathers.py" in owner("complete-gathers")
+    assert owner("blas") == OWNERS["blas"]
+    assert owner("vectorized") == "unknown: attribution did not conclude"
