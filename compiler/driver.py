@@ -204,6 +204,24 @@ def _verified_error(stage: Stage, text: str) -> str:
     return ""
 
 
+def _raised_in(error: BaseException) -> str:
+    """``Type: message (at FILE:LINE in FUNCTION)``, the innermost frame of this project's
+    code that raised ``error``, not the MLIR bindings' (so a finding names the line of the stage
+    that failed)."""
+    import os
+    import traceback
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    where = ""
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        path = os.path.abspath(frame.filename)
+        ours = path.startswith(os.path.join(root, "compiler") + os.sep)
+        if ours or (path.startswith(root + os.sep) and "site-packages" not in path):
+            where = f" (at {os.path.relpath(path, root)}:{frame.lineno} in {frame.name})"
+            break
+    return f"{type(error).__name__}: {error}{where}"
+
+
 def _kernel_key(lowered: str, target: Target, runtime: str, signature: Any) -> tuple:
     from .runtime import instrumenting
 
@@ -352,6 +370,15 @@ def compile_graph(
                 except ir.MLIRError as error:
                     message = _verified_error(stage, current) or str(error)
                     raise CompilerError(stage.name, stage.pipeline, message, current) from None
+                except (OSError, MemoryError):
+                    raise  # the machine's (a missing library), not the stage's
+                except Exception as error:
+                    if stage.transform is None:
+                        raise
+                    # A Python stage that raises on a module we built is a compiler bug, never a
+                    # rejection of the user's program (a stray IndexError read as one).
+                    message = _raised_in(error)
+                    raise CompilerError(stage.name, "", message, current) from error
                 current = _text(module)
                 _STAGE_MEMO.put(key, current)
             artifacts.stages[stage.name] = current

@@ -352,6 +352,28 @@ def test_gather_from_views(rng, name, dtype) -> None:
     check(jit(GATHER_VIEWS[name]), table, ids, targets=[TARGET], rtol=1e-6)
 
 
+def test_a_python_stage_that_raises_is_a_compiler_error_naming_its_line(monkeypatch) -> None:
+    """An exception inside a Python stage is a compiler bug: a CompilerError naming the stage,
+    the exception and the line that raised, with the stage's input. A stray IndexError had
+    reached the user as it was, and the harness read it as a rejection of a valid program."""
+    from compiler import driver
+    from compiler.errors import CompilerError
+    from compiler.vector import gathers
+
+    def broken(module) -> int:
+        return [][0]
+
+    monkeypatch.setattr(gathers, "strided_gathers", broken)
+    table, ids = np.ones((6, 7), F32), np.zeros(3, I32)
+    with driver.fresh(), pytest.raises(CompilerError) as raised:
+        jit(GATHER_VIEWS["cols-step"], target=TARGET)(table, ids)
+    error = raised.value
+    assert error.stage == "gathers" and error.pipeline == "", error
+    assert error.message.startswith("IndexError: list index out of range (at tests/"), error
+    assert "test_vector.py" in error.message and "in broken)" in error.message, error
+    assert "vector.gather" in error.module_text  # the stage's input: the bufferized module
+
+
 @pytest.mark.parametrize(
     "dtype, table, ids",
     [
