@@ -216,6 +216,27 @@ def strided_matmul_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     return Case(program, inputs, backends, origin="strided-matmul")
 
 
+#: The ops a strided-op case applies to views (gather a quarter of the time: cpu-vector's
+#: ``gathers`` stage exists for a table that is a strided view, random programs almost never
+#: make one, and only some views and shapes become a vector.gather).
+STRIDED_OPS = (
+    "gather", "gather", "gather", "gather", "gather", "sum", "max", "mean", "var", "softmax",
+    "layer_norm", "gelu", "exp", "tanh", "add", "maximum", "where", "astype",
+)  # fmt: skip
+
+
+@st.composite
+def strided_op_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
+    """One op other than matmul on operands that are all strided views of larger inputs
+    (``programs(views=1)``: every fresh operand, with the values of every regime), so each op's
+    kernel reads strided, offset, reversed and transposed memrefs; in random programs a view
+    is one fresh operand in eight, and most of them met a matmul or a layout op."""
+    op = draw(st.sampled_from(STRIDED_OPS))
+    drawn = draw(samples(programs(ops=[op], max_nodes=3, views=1)))
+    event(f"origin:strided-op:{op}")
+    return Case(drawn.program, list(drawn.inputs), backends, origin=f"strided-op/{op}")
+
+
 @st.composite
 def invalid_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     """A valid program plus exactly one violation, for the error-path oracle."""
@@ -235,11 +256,12 @@ SEQUENCE_PERCENT = 10
 #: as one integer (shrinking toward random programs), not ``st.one_of``, which gave random
 #: programs a fifth of the cases (90 of 400 draws) where they were listed as a third.
 MIX_PERCENT = {
-    "programs": 46,
-    "composite": 14,
-    "structure": 10,
+    "programs": 44,
+    "composite": 13,
+    "structure": 8,
     "invalid": 10,
     "strided-matmul": 10,
+    "strided-op": 5,
     "jit-sequence": SEQUENCE_PERCENT,
 }
 assert sum(MIX_PERCENT.values()) == 100
@@ -508,6 +530,7 @@ def _mix(backends: tuple[str, ...], max_nodes: int, mix: str) -> st.SearchStrate
         "structure": attention_cases(backends),
         "composite": composite_cases(backends),
         "strided-matmul": strided_matmul_cases(backends),
+        "strided-op": strided_op_cases(backends),
         "jit-sequence": sequence_cases(backends),
     }
     return _mixed(kinds)

@@ -56,6 +56,7 @@ def programs(
     max_side: int = 6,
     implicit_int_to_float: bool = True,
     first: str | Sequence[str] | None = None,
+    views: int | None = None,
 ) -> st.SearchStrategy[Program]:
     """Valid programs of at most ``max_nodes`` nodes, from at least ``min_nodes`` generation steps
     (dead-code removal can leave fewer nodes; raise ``min_nodes`` for bigger fuzzing programs,
@@ -66,7 +67,10 @@ def programs(
     consuming a causal mask); ``dtypes`` limits input and cast dtypes
     (promotion, e.g. GELU's float64 constant, can still produce float64). ``first``: the op of
     the first step, or the ops of the first steps in order (a program focused on those ops; the
-    shrinker may still delete those steps)."""
+    shrinker may still delete those steps). ``views``: one fresh operand in this many is a
+    strided view of a larger input (an ``index`` node: strided, offset, reversed or transposed);
+    by default ``VIEW_ODDS`` where ``index`` is among the ops, else none; 1 makes every fresh
+    operand a view while the node budget allows."""
     order_all = generation_order()
     op_list = tuple(order_all if ops is None else ops)
     unknown = set(op_list) - set(order_all)
@@ -88,8 +92,20 @@ def programs(
             raise ValueError(f"first op {step!r} is not among the ops {order}")
         if form and (form not in CONST_FORMS or not takes_const_left(op)):
             raise ValueError(f"first step {step!r}: {op} takes no @{form} form")
+    if views is None:
+        views = VIEW_ODDS if "index" in order else 0
+    if views < 0:
+        raise ValueError(f"views must be >= 0 (0: no views), got {views}")
     cfg = Config(
-        max_nodes, min_nodes, order, dtype_list, max_rank, max_side, implicit_int_to_float, firsts
+        max_nodes,
+        min_nodes,
+        order,
+        dtype_list,
+        max_rank,
+        max_side,
+        implicit_int_to_float,
+        firsts,
+        views,
     )
     if not any(primitives.get(op).cost <= max_nodes and cfg.op_dtypes(op) for op in order):
         raise ValueError(f"no op in {order} can be generated with dtypes {dtype_list}")
@@ -97,6 +113,8 @@ def programs(
 
 
 _JOINS = ("add", "multiply", "subtract", "maximum", "minimum")
+#: One fresh operand in this many is a strided view (``programs(views=...)``'s default).
+VIEW_ODDS = 8
 
 
 def _live(g: Gen) -> set[int]:

@@ -130,6 +130,9 @@ class Config:
     # "astype->DTYPE" casts to DTYPE, "OP@const-left" puts a constant on OP's left (``3.0 - x``),
     # "OP@const-wide" gives OP an int32 operand's unrepresentable constant (``x < 2**40``).
     first: tuple[str, ...] = ()
+    # One fresh operand in this many is a strided view of a larger input (``Gen.operand``);
+    # 0: none.
+    view_odds: int = 0
 
     @property
     def floats(self) -> tuple[str, ...]:
@@ -206,6 +209,53 @@ class Gen:
         self.values.append(value)
         return value
 
+    def operand(self, shape: Shape, dtype: str, odds: int | None = None) -> Value:
+        """A fresh operand of ``shape``: an input, or one time in ``odds`` (default: the
+        configuration's ``view_odds``; 0 never), while the node budget has room, a strided view
+        of a larger input (``view``); never in a focused first step, whose later focused steps
+        need the budget. Shrinks toward the input."""
+        odds = self.cfg.view_odds if odds is None else odds
+        if not shape or odds <= 0 or self.budget < 2 or self.steps <= len(self.cfg.first):
+            return self.input(shape, dtype)
+        if odds > 1 and self.draw(st.integers(0, odds - 1)) != odds - 1:
+            return self.input(shape, dtype)
+        return self.view(shape, dtype)
+
+    def view(self, shape: Shape, dtype: str) -> Value:
+        """An operand of ``shape`` that is a view of a larger input, so that every op meets the
+        layouts a slice leaves in memory (strided, offset, reversed, transposed), not only
+        matmul: the kernels read them through strided memrefs (the vectorizer's transfers and
+        gathers, the BLAS layout tests, fusion of the slice into its consumer). A gather from
+        a sliced table was in no case of 1500, and cpu-vector's ``gathers`` stage, which exists
+        for such tables, ran in none."""
+        rank = len(shape)
+        kinds = ["inner-step", "offset", "reversed"]
+        if rank >= 2:
+            kinds += ["row-step", "transposed"]
+        kind = self.draw(st.sampled_from(kinds))
+        event(f"operand:view-{kind}")
+        if kind == "transposed":
+            axes = (*range(rank - 2), rank - 1, rank - 2)
+            base = tuple(shape[a] for a in axes)
+            return self.node("permute_dims", self.input(base, dtype), axes=axes)
+        axis = rank - 2 if kind == "row-step" else rank - 1
+        if kind == "reversed":
+            axis = self.draw(st.integers(0, rank - 1))
+        n = shape[axis]
+        if kind == "reversed":
+            extent, part = n, slice(None, None, -1)
+        elif kind == "offset":
+            start = self.draw(st.integers(1, 2))
+            extent, part = n + start, slice(start, start + n)
+        else:  # a step: every second or third element, from the first or the second
+            step, start = self.draw(st.integers(2, 3)), self.draw(st.integers(0, 1))
+            extent, part = start + (n - 1) * step + 1, slice(
+                start, start + (n - 1) * step + 1, step
+            )
+        base = (*shape[:axis], extent, *shape[axis + 1 :])
+        key = (Ellipsis, part, *(slice(None),) * (rank - 1 - axis))
+        return self.node("index", self.input(base, dtype), key=key)
+
     def node(
         self, op: str, *args: Any, nonneg: bool | None = None, bounded: bool | None = None,
         **attrs: Any,
@@ -274,14 +324,18 @@ class Gen:
         return candidates[self.draw(st.integers(0, len(candidates) - 1))]
 
     def primary(
-        self, op: str, ok: Callable[[Value], bool] = lambda v: True, **shape_kw: Any
+        self,
+        op: str,
+        ok: Callable[[Value], bool] = lambda v: True,
+        views: int | None = None,
+        **shape_kw: Any,
     ) -> Value:
         allowed = self.cfg.op_dtypes(op)
 
         def fresh() -> Value:
             # Now and then size-1 sides on purpose, for a partner to broadcast against.
             ones = shape_kw.pop("ones", self.draw(st.integers(0, 7)) == 7)
-            return self.input(self.shape(ones=ones, **shape_kw), self.dtype(allowed))
+            return self.operand(self.shape(ones=ones, **shape_kw), self.dtype(allowed), views)
 
         return self.pick(lambda v: v.dtype in allowed and ok(v), fresh)
 
@@ -338,7 +392,7 @@ class Gen:
                 return p
         dtype = p.dtype if p.dtype in allowed else allowed[0]
         dtype = self.draw(st.sampled_from(sorted(allowed, key=lambda d: d != dtype)))
-        return self.input(self.partner_shape(target), dtype)
+        return self.operand(self.partner_shape(target), dtype)
 
     def const(self, dtype: str, op: str, wide: bool = False, weak: bool = False) -> Const:
         """A weak (Python) or strong (NumPy) scalar of every kind NumPy accepts next to a

@@ -120,19 +120,24 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
     origins: Counter[str] = Counter()
     started: list[bool] = []
 
-    @seed(5)
-    @settings(
-        max_examples=200, phases=[Phase.generate], database=None, deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
-    @given(cases(focus=(("matmul", "int32"),)))
-    def collect(case) -> None:
-        origin = case.origin.split("/")[0]
-        origins[origin] += 1
-        if origin == "focus":
-            started.append(("matmul", "int32") in exercised_pairs(case.program))
+    # Three seeds pooled: one seed's draws are correlated (Hypothesis mutates earlier examples)
+    # and move with every change to the generator (seed 5 alone gave 0.43, and 0.71 once the
+    # programs drew strided views).
+    for number in (5, 8, 9):
 
-    collect()
+        @seed(number)
+        @settings(
+            max_examples=100, phases=[Phase.generate], database=None, deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )  # fmt: skip
+        @given(cases(focus=(("matmul", "int32"),)))
+        def collect(case) -> None:
+            origin = case.origin.split("/")[0]
+            origins[origin] += 1
+            if origin == "focus":
+                started.append(("matmul", "int32") in exercised_pairs(case.program))
+
+        collect()
 
     @seed(6)
     @settings(
@@ -163,7 +168,7 @@ def test_focused_cases_start_from_the_pairs_not_exercised_yet(tmp_path) -> None:
     at_its_edges()
     assert seen and seen <= {"ties", "special"}, seen
     share = origins["focus"] / sum(origins.values())
-    assert FOCUS_SHARE - 0.2 <= share <= FOCUS_SHARE + 0.2, origins  # correlated draws: 0.43
+    assert FOCUS_SHARE - 0.2 <= share <= FOCUS_SHARE + 0.2, origins
     assert sum(started) >= 0.6 * len(started), started  # a later step may leave the first dead
 
     options = FuzzOptions(corpus=tmp_path, database=None, use_jax=False, workers=2)
@@ -271,19 +276,23 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     first_kinds: Counter[str] = Counter()
     pairs = tuple(p for p in items if item_kind(p) == "pair:unary") + (("divide", CONST_LEFT),)
 
-    @seed(5)
-    @settings(
-        max_examples=100, phases=[Phase.generate], database=None, deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
-    @given(cases(mix="programs", focus=pairs))
-    def shares(case) -> None:
-        if case.origin.startswith("focus"):
-            first_kinds[
-                "const-left" if ("divide", CONST_LEFT) in exercised_items(case) else "-"
-            ] += 1
+    # Three seeds pooled: one seed's share ranged from 8% to 87% (seeds 5 to 7, before and
+    # after programs drew strided views), moving with every change to the generator.
+    for number in (5, 6, 7):
 
-    shares()
+        @seed(number)
+        @settings(
+            max_examples=100, phases=[Phase.generate], database=None, deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )  # fmt: skip
+        @given(cases(mix="programs", focus=pairs))
+        def shares(case) -> None:
+            if case.origin.startswith("focus"):
+                first_kinds[
+                    "const-left" if ("divide", CONST_LEFT) in exercised_items(case) else "-"
+                ] += 1
+
+        shares()
     # Half start from it (one kind of two), two thirds of those keep it live; uniform over the
     # 46 items it would be 1 in 70 of them.
     assert first_kinds["const-left"] >= 0.15 * sum(first_kinds.values()), first_kinds
@@ -403,25 +412,29 @@ def test_a_gathers_range_check_is_a_focus_item_on_each_side() -> None:
     seen: Counter[tuple[str, bool]] = Counter()
     dtypes: set[str] = set()
 
-    @seed(3)
-    @settings(
-        max_examples=60, phases=[Phase.generate], database=None, deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
-    @given(cases(focus=items))
-    def collect(case) -> None:
-        if case.origin.startswith("focus/out-of-range"):
-            edge = case.origin.split("/", 1)[1]
-            seen[(edge, ("gather", edge) in exercised_items(case))] += 1
-            dtypes.add(case.program.inputs[0].dtype)
-        elif case.origin.split("/")[0] in ("programs", "composite"):
-            for op, edge in exercised_items(case) & set(items):  # only with such an id
-                ids = next(n.args[1] for n in case.program.nodes if n.op == op)
-                bound = case.program.inputs[ids.index].bound
-                expected = bound if edge.endswith("upper") else -1
-                assert (np.asarray(case.inputs[ids.index]) == expected).any()
+    # Two seeds pooled: one seed's 60 draws are correlated, and move with every change to the
+    # generator (seed 3 alone gave two dtypes once programs drew strided views).
+    for number in (3, 4):
 
-    collect()
+        @seed(number)
+        @settings(
+            max_examples=60, phases=[Phase.generate], database=None, deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )  # fmt: skip
+        @given(cases(focus=items))
+        def collect(case) -> None:
+            if case.origin.startswith("focus/out-of-range"):
+                edge = case.origin.split("/", 1)[1]
+                seen[(edge, ("gather", edge) in exercised_items(case))] += 1
+                dtypes.add(case.program.inputs[0].dtype)
+            elif case.origin.split("/")[0] in ("programs", "composite"):
+                for op, edge in exercised_items(case) & set(items):  # only with such an id
+                    ids = next(n.args[1] for n in case.program.nodes if n.op == op)
+                    bound = case.program.inputs[ids.index].bound
+                    expected = bound if edge.endswith("upper") else -1
+                    assert (np.asarray(case.inputs[ids.index]) == expected).any()
+
+        collect()
     for edge in OUT_OF_RANGE:
         assert seen[(edge, True)] >= 3 and not seen[(edge, False)], seen
     assert len(dtypes) >= 3, dtypes
@@ -910,3 +923,49 @@ def test_the_minimizer_runs_the_oracle_that_found_the_failure(
     finding = Finding(kind, ("cpu-loops",), oracle, "planted", case)
     assert driver.predicate(finding)(case) is None
     assert asked == [forced]
+
+
+def test_strided_op_cases_reach_the_gathers_stage_and_agree_with_numpy() -> None:
+    """strided-op cases (``MIX_PERCENT``) gather from strided views, which cpu-vector's
+    ``gathers`` stage rewrites; random programs had made no such case in 1500, so a planted
+    crash there went unseen for 90 s (found at 31 s since), and the compiled kernels agree with
+    NumPy on them."""
+    import numpy as np
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from compiler import jit
+    from harness.case import CPU_BACKENDS
+    from harness.session.generate import strided_op_cases
+
+    gathers = []
+
+    @seed(5)
+    @settings(
+        max_examples=120, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(strided_op_cases(CPU_BACKENDS))
+    def collect(case) -> None:
+        nodes = case.program.nodes
+        tables = [n.args[0] for n in nodes if n.op == "gather"]
+        viewed = [t for t in tables if t.kind == "node" and nodes[t.index].op == "index"]
+        if viewed and len(gathers) < 8:
+            gathers.append(case)
+
+    collect()
+    assert len(gathers) >= 4, len(gathers)
+    rewritten = 0
+    for case in gathers:
+        function = case.program.as_function()
+        try:
+            want = np.asarray(case.program.as_function(np)(*case.inputs))
+        except ValueError:  # an out-of-range id, drawn on purpose: the compiled one raises too
+            with pytest.raises(ValueError):
+                jit(function, target="cpu-vector")(*case.inputs)
+            continue
+        compiled = jit(function).compile(*case.inputs, target="cpu-vector")
+        stages = compiled.artifacts.stages
+        rewritten += stages["gathers"] != stages["bufferized"]
+        got = np.asarray(jit(function, target="cpu-vector")(*case.inputs))
+        np.testing.assert_array_equal(got, want)  # a gather copies: exact
+    assert rewritten >= 1, rewritten
