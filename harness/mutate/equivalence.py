@@ -92,8 +92,26 @@ def op_sweep() -> list[tuple[Any, list]]:
                 mine += _collect(has_op.map(lambda s: (s.program, list(s.inputs))), 6)[-1:]
             except (ValueError, UnsupportedFeature):
                 continue  # the op takes no such dtype
-        found += mine
+        found += mine + _on_views(op)
     return found
+
+
+def _on_views(op: str) -> list[tuple[Any, list]]:
+    """One derandomized (program, inputs) where ``op`` reads a strided view of an input, or
+    none where it takes no operand: the code for strided operands runs too (cpu-vector's
+    gathers stage ran on no item of the sample, so its mutants were left out as unreached)."""
+    from compiler.errors import UnsupportedFeature
+    from strategies import programs, samples
+    from strategies.gen.programs import ops_reading_views
+
+    try:
+        strategy = samples(programs(ops=[op], max_nodes=SWEEP_NODES, views=1))
+        drawn = _collect(strategy.map(lambda s: (s.program, list(s.inputs))), 6)
+    except (ValueError, UnsupportedFeature):
+        return []
+    # Not a filter: an op that never reads a view (causal_mask takes no operand, attention's
+    # input is drawn its own way) took Hypothesis a minute to give up on.
+    return [item for item in drawn if op in ops_reading_views(item[0])][-1:]
 
 
 def build_sample(

@@ -34,6 +34,7 @@ from strategies import (
     programs,
     samples,
 )
+from strategies.gen.programs import generation_order, ops_reading_views
 from strategies.gen.values import cast_edge_regimes, edge_regimes, edge_values, values
 from strategies.model import ProgramBuilder, Ref
 
@@ -115,6 +116,8 @@ def focus_cases(
         return draw(sweep_cases(backends, first))
     if kind == "out-of-range":
         return draw(_out_of_range_cases(backends, first))
+    if kind == "view":
+        return draw(_view_cases(backends, first))
     if kind == "jit-sequence":
         from .generate import sequence_cases  # (generate draws focused cases from here)
 
@@ -182,7 +185,42 @@ OUT_OF_RANGE = ("out-of-range:upper", "out-of-range:lower")
 
 #: The kinds of item whose focused case is drawn whole by its own strategy (a sweep, a gather
 #: alone, a jit sequence): no other item joins it as one more step.
-_OWN_CASES = ("sweep", "out-of-range", "jit-sequence")
+_OWN_CASES = ("sweep", "out-of-range", "jit-sequence", "view")
+
+#: The second part of a view item: (op, VIEWED), the op reading only strided views of inputs.
+VIEWED = "views"
+
+
+def view_ops() -> tuple[str, ...]:
+    """The ops of the view items: the first of each primitive kind that reads an operand, and
+    each composite that runs as rows (softmax, layer_norm: cpu-vector fuses their rows), in
+    generation order. A layout is its own code path in a kernel (strided transfers, the gathers
+    stage, BLAS's layout tests), and random programs give an op a view rarely: a gather's table
+    in none of 1500 cases; three planted bugs of the gathers stage (no strides, a zero stride,
+    the view's offset dropped) each survived 30 s sessions."""
+    chosen: dict[str, str] = {}
+    rows: list[str] = []
+    for op in generation_order():
+        kind = primitives.get(op).kind
+        if kind == "source" or op in ("attention", "attend"):
+            continue  # no operand; an input drawn its own way
+        if kind == "composite" and _row_composite(op):
+            rows.append(op)
+        chosen.setdefault(kind, op)
+    return tuple(dict.fromkeys([*chosen.values(), *rows]))
+
+
+@st.composite
+def _view_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
+    """``item``'s op (and at most two steps more) on operands that are all strided, offset,
+    reversed or transposed views of larger inputs, in any dtype the op takes and any regime."""
+    op = item[0]
+    dtype = uniform(draw, [d for o, d in op_dtype_pairs() if o == op])
+    cost = primitives.get(op).cost
+    strategy = programs(ops=[op], max_nodes=cost + 2, dtypes=[dtype], views=1)
+    drawn = draw(samples(strategy))
+    event("origin:focus-views")
+    return Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/views/{drawn.regime}")
 
 
 def _out_of_range_id(edge: str, bound: int) -> int:
@@ -401,6 +439,8 @@ def item_kind(item: tuple[str, str]) -> str:
         return "jit-sequence"
     if second in OUT_OF_RANGE:
         return "out-of-range"
+    if second == VIEWED:
+        return "view"
     if second.startswith(SWEPT):
         return "sweep"
     if second.startswith(SPELLED):
@@ -439,7 +479,8 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     each of those an int32 tensor meets a constant of another range in (``x < 2**40``, ``x *
     0.5``): 205 pairs, 25 casts, 45 spelled ops, 11 reflected ones and 10 wide constants today;
     an id just past each end of a gather's table
-    (``OUT_OF_RANGE``); a jit sequence (``SEQUENCE_ITEM``); and the accuracy sweeps
+    (``OUT_OF_RANGE``); a jit sequence (``SEQUENCE_ITEM``); (op, "views") for an op of each
+    primitive kind on strided views of inputs (``view_ops``); and the accuracy sweeps
     (``sweep_items``), the dense ones of which take half of the focused cases while any is
     left (``focus_cases``)."""
     first = _first_dtypes()  # the ops with a dtype to draw them in
@@ -454,9 +495,10 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     checked = [
         (op, edge) for op in first if primitives.get(op).kind == "gather" for edge in OUT_OF_RANGE
     ]
+    viewed = [(op, VIEWED) for op in view_ops() if op in first]
     return (
         *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
-        *checked, SEQUENCE_ITEM,
+        *checked, SEQUENCE_ITEM, *viewed,
     )  # fmt: skip
 
 
@@ -524,6 +566,7 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
     in a non-default spelling (in each, with ``every_spelling``: the spelling oracle traced the
     case in the others), (op, "spelling:<name>") for each op it writes another way."""
     found = exercised_pairs(case.program) | _out_of_range_items(case)
+    found |= {(op, VIEWED) for op in ops_reading_views(case.program)}
     sequence = case.sequence
     if sequence is not None and len(sequence.calls) > 1:
         found.add(SEQUENCE_ITEM)

@@ -115,6 +115,22 @@ def programs(
 _JOINS = ("add", "multiply", "subtract", "maximum", "minimum")
 #: One fresh operand in this many is a strided view (``programs(views=...)``'s default).
 VIEW_ODDS = 8
+#: The ops that make an operand a view of a larger input (``Gen.view``).
+VIEW_OPS = ("index", "permute_dims")
+
+
+def ops_reading_views(program: Program) -> set[str]:
+    """The ops of ``program`` that read a view of an input (an ``index`` or ``permute_dims``
+    of an input, as ``Gen.view`` makes them)."""
+    nodes = program.nodes
+    found = set()
+    for node in nodes:
+        for arg in node.args:
+            if getattr(arg, "kind", None) != "node" or nodes[arg.index].op not in VIEW_OPS:
+                continue
+            if getattr(nodes[arg.index].args[0], "kind", None) == "input":
+                found.add(node.op)
+    return found
 
 
 def _live(g: Gen) -> set[int]:

@@ -251,7 +251,7 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     assert ("maximum", CONST_LEFT) not in items and ("exp", CONST_LEFT) not in items
     kinds = Counter(item_kind(item) for item in items)
     others = {"sweep", "cast", "spelling", "const:left", "const:wide", "jit-sequence"}
-    others.add("out-of-range")
+    others |= {"out-of-range", "view"}
     assert set(kinds) == others | {f"pair:{p.kind}" for p in primitives.PRIMITIVES.values()
                                    if p.generate and p.kind != "cast"}, kinds  # fmt: skip
     assert kinds["pair:gather"] == 5 and kinds["const:left"] == 11, kinds
@@ -969,3 +969,32 @@ def test_strided_op_cases_reach_the_gathers_stage_and_agree_with_numpy() -> None
         got = np.asarray(jit(function, target="cpu-vector")(*case.inputs))
         np.testing.assert_array_equal(got, want)  # a gather copies: exact
     assert rewritten >= 1, rewritten
+
+
+def test_view_items_give_an_op_of_each_kind_only_strided_views() -> None:
+    """(op, "views") focus items: an op of each primitive kind (and the row composites) on
+    strided, offset, reversed or transposed views of inputs, early in every session; a case
+    whose op reads a view exercises the item. Three planted bugs of cpu-vector's gathers stage
+    (no strides, a zero stride, the view's offset dropped) each survived a 30 s session."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from harness.session.focus import VIEWED, exercised_items, focus_items, view_ops
+    from harness.session.generate import cases
+
+    items = tuple(i for i in focus_items() if i[1] == VIEWED)
+    assert {("gather", VIEWED), ("sum", VIEWED), ("softmax", VIEWED)} <= set(items), items
+    assert {op for op, _ in items} <= set(view_ops())
+    focused: list[bool] = []
+
+    @seed(2)
+    @settings(
+        max_examples=60, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(focus=(("gather", VIEWED),)))
+    def collect(case) -> None:
+        if case.origin.startswith("focus/views/"):
+            focused.append(("gather", VIEWED) in exercised_items(case))
+
+    collect()
+    assert len(focused) >= 10 and sum(focused) >= 0.8 * len(focused), focused
