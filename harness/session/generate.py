@@ -216,7 +216,7 @@ def strided_matmul_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     return Case(program, inputs, backends, origin="strided-matmul")
 
 
-#: The ops a strided-op case applies to views (gather a quarter of the time: cpu-vector's
+#: The ops a strided-op case applies to views (gather in five of eighteen: cpu-vector's
 #: ``gathers`` stage exists for a table that is a strided view, random programs almost never
 #: make one, and only some views and shapes become a vector.gather).
 STRIDED_OPS = (

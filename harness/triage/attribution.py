@@ -32,7 +32,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import backends, primitives
-from compiler.pipelines import BUILT, LLVM, pipeline_steps, split_level, step_name
+from compiler.pipelines import (
+    BUILT,
+    LLVM,
+    pipeline_steps,
+    python_stage_source,
+    split_level,
+    step_name,
+)
 
 from ..case import Case
 from ..oracles.base import Finding
@@ -126,12 +133,9 @@ def _pass_stage(name: str, stage: str) -> bool:
     return bool(backend.target.stage(stage).pipeline)
 
 
-def _source(name: str, stage: str) -> str:
-    """ ", FILE" for the file implementing our backend's Python stage, else ""."""
-    backend = _ours(name)
-    if backend is None or stage not in backend.target.stage_names():
-        return ""
-    source = backend.target.stage(stage).source
+def _source(stage: str) -> str:
+    """ ", FILE" for the file implementing our Python stage ``stage``, else ""."""
+    source = python_stage_source(stage)
     return f", {source}" if source else ""
 
 
@@ -480,7 +484,7 @@ class Attributor:
         return Attribution(
             stage,
             backend,
-            f"the {stage} stage (this project's Python{_source(backend, stage)}) fails on its "
+            f"the {stage} stage (this project's Python{_source(stage)}) fails on its "
             f"input: {first}",
             mlir={
                 "failing_stage": stage,
@@ -641,7 +645,7 @@ class Attributor:
                 )
             return done("unknown", "no variant reproduces the failure")
         if target.stage(culprit).pipeline == "":
-            where = _source(backend, culprit)
+            where = _source(culprit)
             return done(
                 culprit, f"the {culprit} stage (this project's Python{where}) introduces it"
             )

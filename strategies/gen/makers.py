@@ -278,10 +278,8 @@ def _gather(g: Gen, op: str) -> None:
     # ``gathers`` stage), gathers are few (about 2% of cases), and a table picked from earlier
     # steps is never a view (a planted crash in that stage went unseen for 90 s otherwise).
     odds = min(g.cfg.view_odds, 2)
-    focused = g.steps <= len(g.cfg.first)  # a focused step keeps the budget (Gen.operand)
-    if g.budget >= 2 and odds and not focused and (odds == 1 or g.draw(st.integers(0, 2)) == 2):
-        shape = g.shape(min_dims=1, max_dims=g.cfg.max_rank)
-        p = g.view(shape, g.dtype(g.cfg.op_dtypes(op)))
+    if odds and g.may_view() and (odds == 1 or g.draw(st.integers(0, 2)) == 2):
+        p = g.view(g.shape(), g.dtype(g.cfg.op_dtypes(op)))
     else:
         p = g.primary(op, lambda v: 1 <= v.ndim <= g.cfg.max_rank, views=odds)
     room = g.cfg.max_rank - p.ndim + 1

@@ -215,11 +215,16 @@ class Gen:
         of a larger input (``view``); never in a focused first step, whose later focused steps
         need the budget. Shrinks toward the input."""
         odds = self.cfg.view_odds if odds is None else odds
-        if not shape or odds <= 0 or self.budget < 2 or self.steps <= len(self.cfg.first):
+        if not shape or odds <= 0 or not self.may_view():
             return self.input(shape, dtype)
         if odds > 1 and self.draw(st.integers(0, odds - 1)) != odds - 1:
             return self.input(shape, dtype)
         return self.view(shape, dtype)
+
+    def may_view(self) -> bool:
+        """Is there room for a view (a node more than the op needs), outside a focused first
+        step (whose later focused steps need the budget)?"""
+        return self.budget >= 2 and self.steps > len(self.cfg.first)
 
     def view(self, shape: Shape, dtype: str) -> Value:
         """An operand of ``shape`` that is a view of a larger input, so that every op meets the
@@ -238,20 +243,17 @@ class Gen:
             axes = (*range(rank - 2), rank - 1, rank - 2)
             base = tuple(shape[a] for a in axes)
             return self.node("permute_dims", self.input(base, dtype), axes=axes)
-        axis = rank - 2 if kind == "row-step" else rank - 1
         if kind == "reversed":
             axis = self.draw(st.integers(0, rank - 1))
-        n = shape[axis]
-        if kind == "reversed":
-            extent, part = n, slice(None, None, -1)
+            extent, part = shape[axis], slice(None, None, -1)
         elif kind == "offset":
-            start = self.draw(st.integers(1, 2))
-            extent, part = n + start, slice(start, start + n)
+            axis, start = rank - 1, self.draw(st.integers(1, 2))
+            extent, part = shape[axis] + start, slice(start, start + shape[axis])
         else:  # a step: every second or third element, from the first or the second
+            axis = rank - 2 if kind == "row-step" else rank - 1
             step, start = self.draw(st.integers(2, 3)), self.draw(st.integers(0, 1))
-            extent, part = start + (n - 1) * step + 1, slice(
-                start, start + (n - 1) * step + 1, step
-            )
+            extent = start + (shape[axis] - 1) * step + 1
+            part = slice(start, extent, step)
         base = (*shape[:axis], extent, *shape[axis + 1 :])
         key = (Ellipsis, part, *(slice(None),) * (rank - 1 - axis))
         return self.node("index", self.input(base, dtype), key=key)
