@@ -34,8 +34,9 @@ def test_sweep_ops_are_the_primitives_that_approximate() -> None:
     assert {op for op, second in sweep_items() if second.endswith(":tails")} == {"max", "min"}
     # In float16, the ops that accumulate only (NumPy adds float16 up in float32).
     assert {op for op, second in sweep_items() if second == "sweep:float16"} == {
-        "sum", "mean", "var", "std", "gelu", "softmax", "layer_norm"
+        "sum", "mean", "var", "std", "gelu", "softmax", "layer_norm", "matmul"
     }  # fmt: skip
+    assert ("matmul", SWEPT + "float32") not in sweep_items()  # every matmul case judges it
 
 
 @pytest.mark.parametrize("op", ["exp", "log", "power", "layer_norm"])
@@ -141,6 +142,35 @@ def test_a_float16_sweep_finds_a_sum_accumulated_in_16_bits() -> None:
     judge()
     assert all(right for right, _ in verdicts), verdicts
     assert sum(not wrong for _, wrong in verdicts) >= 0.25 * len(verdicts), verdicts
+
+
+def test_a_float16_sweep_finds_a_matmul_accumulated_in_16_bits() -> None:
+    """A float16 matmul's sweep is one long contraction, ``(m, K) @ (K, n)`` with K of 64 to
+    1024: NumPy adds the products up in float32 and rounds once, a backend whose accumulator is
+    float16 rounds at each addition (within the bound on a case's few-element contractions).
+    Most sweeps reject the 16-bit accumulator; none rejects NumPy's matmul."""
+    from harness.verdict import judge_output
+
+    item = ("matmul", SWEPT + "float16")
+    assert item in sweep_items()
+    verdicts: list[tuple[bool, bool]] = []
+
+    @_SETTINGS
+    @given(sweep_cases(("cpu-loops",), item))
+    def judge(case) -> None:  # noqa: ANN001
+        a, b = case.inputs
+        assert [node.op for node in case.program.nodes] == ["matmul"]
+        assert a.shape[1] == b.shape[0] >= 64 and a.dtype == b.dtype == np.float16
+        products = a.astype(np.float32)[:, :, None] * b.astype(np.float32)[None, :, :]
+        with np.errstate(over="ignore", invalid="ignore"):
+            in_16_bits = np.add.accumulate(products.astype(np.float16), axis=1, dtype=np.float16)
+            right = judge_output(case, a @ b, use_jax=False).ok
+        wrong = judge_output(case, in_16_bits[:, -1, :], use_jax=False).ok
+        verdicts.append((right, wrong))
+
+    judge()
+    assert all(right for right, _ in verdicts), verdicts
+    assert sum(not wrong for _, wrong in verdicts) >= 0.5 * len(verdicts), verdicts
 
 
 @pytest.mark.parametrize("op", ["max", "min"])

@@ -220,6 +220,30 @@ def test_every_op_has_edge_regimes_of_its_kind() -> None:
     assert edge_regimes("reshape") == EDGE_REGIMES == edge_regimes("no-such-op")
 
 
+def test_extreme_int_arrays_hold_whole_rows_of_an_end() -> None:
+    """A max reduction's identity is the int dtype's least value itself: a row of INT32_MIN
+    (or, for a min, of INT32_MAX) is what shows an identity one off, and element by element a
+    row of ends is rare. Half the extreme int arrays hold one; max and min draw the regime."""
+    from hypothesis import HealthCheck
+
+    found: list[bool] = []
+
+    @settings(
+        max_examples=60, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
+    @given(
+        st.sampled_from([(3, 4), (2, 1, 5), (6,)]).flatmap(lambda s: values(s, "int32", "extreme"))
+    )
+    def collect(array: np.ndarray) -> None:
+        rows = array.reshape(-1, array.shape[-1])
+        info = np.iinfo(np.int32)
+        found.append(bool(((rows == info.min).all(1) | (rows == info.max).all(1)).any()))
+
+    collect()
+    assert 0.25 * len(found) <= sum(found) < len(found), found
+    assert "extreme" in edge_regimes("max") and "extreme" in edge_regimes("min")
+
+
 def test_extreme_values_reach_subnormals_and_exp_thresholds() -> None:
     """NumPy keeps subnormals (a log that assumes normal inputs is wrong on them) and exp
     overflows and underflows at fixed thresholds (a clamp constant off shows only near one):
