@@ -615,3 +615,33 @@ def test_a_backend_that_does_not_round_as_numpy_keeps_the_bound() -> None:
     off[7:8] = _neighbour(right[7:8])
     assert judge_output(case, off, use_jax=False, backend="xla-cpu").ok
     assert not judge_output(case, off, use_jax=False, backend="cpu-vector").ok
+
+
+def test_a_perturbed_run_that_overflows_where_the_truth_is_finite_allows_anything_there() -> None:
+    """A correct evaluation that overflows at an element whose truth is finite says that element
+    is that ill-conditioned; its error was ignored, so the other runs alone set the bound there."""
+    truth = np.array([5.04e-7, 2.0])
+    perturbed = [np.array([0.0, 2.0]), np.array([np.inf, 2.0])]
+    allowed = tolerance.bound(truth, [truth], 1.0, np.dtype(np.float32), local=perturbed)
+    assert allowed[0] == np.inf and allowed[1] < 1e-5
+    unbounded = tolerance.bound(np.array([np.inf]), [], 1.0, np.dtype(np.float32), local=[[1.0]])
+    assert np.isfinite(unbounded).all()  # a non-finite truth: judged by its pattern, as before
+
+
+def test_exp_of_a_mean_whose_terms_cancel_is_judged_undetermined() -> None:
+    """float32 exp(mean(x)) where 5.3e36 - 5.3e36 cancels: NumPy's order gives the truth's
+    5e-7, four lanes added in turn 1.0 (cpu-vector's); both are correct, and a 60 s session
+    reported the second against an allowed 4e-6."""
+    from harness.case import Case
+    from harness.verdict import judge_output
+    from strategies import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((6,), "float32")
+    program = b.build(b.node("exp", b.node("mean", x, axis=(0,))))
+    big = np.float32(5.3169113e36)
+    inputs = [np.array([-104, -103, big, -big, 0, -87], np.float32)]
+    case = Case(program, inputs, ("cpu-vector",))
+    with np.errstate(over="ignore"):
+        assert judge_output(case, np.float32(1.0), use_jax=False).ok
+        assert judge_output(case, np.exp(np.mean(inputs[0])), use_jax=False).ok
