@@ -36,7 +36,7 @@ from strategies import (
 )
 from strategies.gen.programs import generation_order, ops_reading_views
 from strategies.gen.values import cast_edge_regimes, edge_regimes, edge_values, values
-from strategies.model import ProgramBuilder, Ref
+from strategies.model import Program, ProgramBuilder, Ref
 
 from ..case import Case
 
@@ -318,7 +318,7 @@ def sweep_items() -> tuple[tuple[str, str], ...]:
     edges the ``CONTRACTIONS``) in ``ACCUMULATING_DTYPES`` too."""
     ops = sweep_ops()
     accumulating = [op for op in ops if primitives.get(op).kind in ("reduction", "composite")]
-    accumulating += [op for op in CONTRACTIONS if op in primitives.names()]
+    accumulating += CONTRACTIONS
     tails = tuple((op, SWEPT + d + TAILS) for op, d in op_dtype_pairs() if op in tail_ops())
     return (
         tuple(
@@ -354,35 +354,18 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     tails = item[1].endswith(TAILS)
     prim = primitives.get(op)
     size = draw(st.sampled_from(SWEEP_SIDES))
-    if prim.kind != "composite" and draw(st.booleans()):
-        shape: tuple[int, ...] = (size,)
-    else:  # rows of a width around a vector's (a composite's row is its unit)
-        width = draw(st.sampled_from(SWEEP_ROWS))
-        shape = (max(2, -(-size // width)), width)
     b = ProgramBuilder()
     if op in CONTRACTIONS:  # (m, size) @ (size, n): one long contraction, few of them
         m, n = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 2, 3]))
-        shape = (m, size)
-        program = b.build(b.node(op, b.input(shape, dtype), b.input((size, n), dtype)))
-        spans = draw(st.sampled_from([SWEEP_MODERATE, ("offset",), ()]))
-        inputs = [draw(values(i.shape, i.dtype, "dense", spans=spans)) for i in program.inputs]
-        event("origin:sweep")
-        return Case(program, inputs, backends, origin="sweep/dense")
-    x = b.input(shape, dtype)
-    operand = b.node("abs", x) if prim.domain == "nonnegative" else x
-    attrs = {}
-    if prim.kind == "reduction":  # the whole array, its rows or its columns
-        attrs["axis"] = draw(st.sampled_from([None, -1, 0]))
-    if prim.kind == "composite":
-        others = [b.input((shape[-1],), dtype) for _ in range(prim.arity - 1)]
+        program = b.build(b.node(op, b.input((m, size), dtype), b.input((size, n), dtype)))
     else:
-        others = [b.input(shape, dtype) for _ in range(prim.arity - 1)]
-    program = b.build(b.node(op, operand, *others, **attrs))
+        program = _swept_program(draw, b, prim, dtype, size)
     # Mostly moderate spans: where an array also holds exp(88), the bound's share of the
     # array's scale hides a few ulps on every element below it (the planted exp was seen by
-    # 20 of 30 sweeps over every span). A reduction's or a composite's accuracy depends on
-    # the values' offset as much (a one-pass variance), so a third of theirs are offset.
-    offset = ("offset",) if prim.kind in ("reduction", "composite") else SWEEP_MODERATE
+    # 20 of 30 sweeps over every span). A reduction's, a composite's or a contraction's
+    # accuracy depends on the values' offset as much (a one-pass variance), so a third of
+    # theirs are offset.
+    offset = ("offset",) if prim.kind in ("reduction", "composite", "matmul") else SWEEP_MODERATE
     if tails:  # an exact reduction: one regime at its edges (rows of one sign, ties, NaN)
         regime = uniform(draw, edge_regimes(op))
         inputs = [draw(values(i.shape, i.dtype, regime)) for i in program.inputs]
@@ -398,6 +381,26 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
                 flat[(place + k) % flat.size] = run[k]
     event("origin:sweep")
     return Case(program, inputs, backends, origin="sweep/extreme" if edges else "sweep/dense")
+
+
+def _swept_program(draw: st.DrawFn, b: ProgramBuilder, prim: Any, dtype: str, size: int) -> Program:
+    """``prim`` alone on about ``size`` values of ``dtype``: a vector or rows (a composite's
+    row is its unit; a reduction over the whole array, its rows or its columns)."""
+    if prim.kind != "composite" and draw(st.booleans()):
+        shape: tuple[int, ...] = (size,)
+    else:  # rows of a width around a vector's
+        width = draw(st.sampled_from(SWEEP_ROWS))
+        shape = (max(2, -(-size // width)), width)
+    x = b.input(shape, dtype)
+    operand = b.node("abs", x) if prim.domain == "nonnegative" else x
+    attrs = {}
+    if prim.kind == "reduction":  # the whole array, its rows or its columns
+        attrs["axis"] = draw(st.sampled_from([None, -1, 0]))
+    if prim.kind == "composite":
+        others = [b.input((shape[-1],), dtype) for _ in range(prim.arity - 1)]
+    else:
+        others = [b.input(shape, dtype) for _ in range(prim.arity - 1)]
+    return b.build(b.node(prim.name, operand, *others, **attrs))
 
 
 @st.composite

@@ -378,6 +378,12 @@ def elements(
     raise TypeError(f"no element strategy for dtype {dt}")
 
 
+def _a_row(draw: st.DrawFn, array: np.ndarray) -> np.ndarray:
+    """One last-axis row of ``array`` (a view, to fill), drawn; shrinks toward the first."""
+    rows = array.reshape(-1, array.shape[-1])
+    return rows[draw(st.integers(0, max(len(rows) - 1, 0)))]
+
+
 @st.composite
 def values(
     draw: st.DrawFn,
@@ -432,13 +438,11 @@ def values(
         # whose identity is -INT32_MAX, not INT32_MIN, is wrong only on a row of INT32_MIN
         # (unseen in a 60 s session while rows held one or two of the ends).
         info = np.iinfo(dt)
-        row = draw(st.integers(0, array.size // shape[-1] - 1))
-        array.reshape(-1, shape[-1])[row] = draw(st.sampled_from([info.min, info.max]))
+        _a_row(draw, array)[...] = draw(st.sampled_from([info.min, info.max]))
         event("extreme:row-of-an-end")
     if regime == "special" and floating and len(shape) >= 1 and draw(st.booleans()):
         # A whole last-axis row of -inf (a fully masked softmax row, the max of -inf).
-        row = draw(st.integers(0, max(array.size // shape[-1] - 1, 0)))
-        array.reshape(-1, shape[-1])[row] = -np.inf
+        _a_row(draw, array)[...] = -np.inf
         event("special:row-of-minus-inf")
     if regime == "special" and floating and array.size and draw(st.booleans()):
         # Half the time, a NaN at a drawn place: NaN is the special value most conversions and
