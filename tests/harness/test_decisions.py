@@ -142,3 +142,39 @@ def test_a_vectorized_sum_order_is_among_the_perturbed_ones() -> None:
     got = np.full((1, 5), 4.213000162292041e-13)  # every element: x - mean is one rounding
     assert _judge(case, got)
     assert not _judge(case, got * 100)
+
+
+def test_a_directed_perturbed_run_moves_a_constant_rows_mean_off_it() -> None:
+    """Random moves can undo each other (a mean moved up by its sum, down by its division): a
+    float64 layer norm of a constant row of five -2.354517007149901 was exact in all four random
+    runs, and cpu-vector's answer, one ulp of x - mean times gain / sqrt(eps), was refused
+    (4.7e-13 against 1.5e-13; a 60 s README session). The first two runs move every result up,
+    then down: a mean of a constant row lands off it in both."""
+    from harness.run.references import DIRECTED, perturbed_reference
+
+    value, gain, bias = -2.354517007149901, -3.353394330755062, -2.847036122879148
+    b = ProgramBuilder()
+    x, w, s = b.input((1, 5), "float64"), b.input((5,), "float64"), b.input((5,), "float64")
+    program = b.build(b.node("layer_norm", x, w, s))
+    inputs = [np.full((1, 5), value), np.full(5, gain), np.full(5, bias)]
+    case = Case(program, inputs, ("cpu-vector@O0",))
+    for run in DIRECTED:
+        assert np.all(perturbed_reference(case, run).output != bias)
+    got = np.full((1, 5), -2.847036122878677)  # cpu-vector@O0's
+    assert _judge(case, got)
+    assert not _judge(case, bias + (got - bias) * 100)
+
+
+def test_directed_runs_move_every_rounding_one_way() -> None:
+    """Run 1 rounds every step up and run 2 down (a monotone program: the output follows)."""
+    from harness.run.references import DIRECTED, perturbed_reference
+
+    assert DIRECTED == {1: True, 2: False}
+    b = ProgramBuilder()
+    x = b.input((3, 7), "float64")
+    program = b.build(b.node("sum", b.node("exp", x), axis=-1))
+    inputs = [np.linspace(-3.0, 2.0, 21).reshape(3, 7)]
+    case = Case(program, inputs, ("cpu-loops@O0",))
+    exact = np.exp(inputs[0]).sum(axis=-1)
+    up, down = perturbed_reference(case, 1).output, perturbed_reference(case, 2).output
+    assert np.all(up > exact) and np.all(down < exact)
