@@ -101,7 +101,12 @@ def attention(
         for i in range(3)
     ]
     scores = (q @ xp.permute_dims(k, (0, 2, 1))) / np.sqrt(depth)
-    probabilities = softmax(scores + causal_mask(length, packed.dtype, xp))
+    # Masked by selection, not by adding the mask: a later position's score of +inf (q @ k
+    # overflowing) plus -inf is nan, which reached every earlier position through the row's
+    # maximum (float32 values near 1e13: the whole output nan, where jax.nn's where-masked
+    # attention is finite).
+    mask = causal_mask(length, packed.dtype, xp)
+    probabilities = softmax(xp.where(mask == 0, scores, mask))
     context = xp.reshape(xp.permute_dims(probabilities @ v, (1, 0, 2)), (length, width))
     return linear(context, out_weight, out_bias)
 

@@ -413,15 +413,17 @@ def spread_bound(dtype: np.dtype, magnitude: np.ndarray, count: int) -> np.ndarr
         return scale * np.asarray(magnitude, np.float64)
 
 
-def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
+def perturbed_reference(
+    case: Case, run: int, hook: Any = None, overrides: dict[str, Any] | None = None
+) -> Reference:
     """The program in NumPy in its own dtypes, each finite nonzero float result of each rounding
     operation (inside composites, reductions and matmuls: of each of their steps; not the exact
     ones, a transpose or a maximum) moved one ulp up or down (every one up in run 1, down in
     run 2, ``DIRECTED``; at random in the others, seeded by the inputs and ``run``), every sum
-    added up in another order (first to last, last to first, or in four
-    interleaved lanes, by ``run``: ``SUM_ORDERS``, ``_sequential_sum``): a correct evaluation
-    that rounds differently. NumPy's own error is the error model's measure of how hard an
-    element is, and at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``,
+    added up in another order (first to last, last to first, or in four interleaved lanes, by
+    ``run``: ``SUM_ORDERS``, ``_sequential_sum``): a correct evaluation that rounds differently
+    (``overrides``: as ``adapted``'s). NumPy's own error is the error model's measure of how hard
+    an element is, and at one element it can be small by luck: for ``sin(exp(x))`` at ``x = 42.6``,
     ``exp`` is 3.2e18 with an ulp of 512, so any ulp of difference moves the sine anywhere in
     [-1, 1], yet NumPy happened to land near the truth and XLA's answer was rejected. Where an
     element is well-conditioned a perturbed run stays within an ulp or two of NumPy, so it
@@ -460,7 +462,7 @@ def perturbed_reference(case: Case, run: int, hook: Any = None) -> Reference:
         return value + sign * rng.uniform(0.5, 1.0, np.shape(value)) * bound
 
     def perturbing(prim: Any) -> Any:
-        rule = prim.evaluate
+        rule = (overrides or {}).get(prim.name) or prim.evaluate
         if exact_primitive(prim):
             return rule  # a transpose, a maximum, a where: no rounding to move
         if prim.kind not in INTERNALLY_ROUNDED:

@@ -131,6 +131,29 @@ def test_causality_bit_for_bit(rng, fn, target):
     assert not np.allclose(before[-2:], after[-2:])  # the perturbation did reach the output
 
 
+def _overflowing_keys(rng, target):
+    """attention's output when the last two positions' keys overflow float32 (their scores
+    against every query are +-inf or nan), and when they do not."""
+    x, w, b, out_w, out_b = _attention_args(rng, F32)
+    w[:, C : 2 * C] *= np.float32(1e30)  # the keys' weights: keys near 1e30, finite
+    far = x.copy()
+    far[-2:] *= np.float32(1e10)  # their keys overflow; values and queries stay finite
+    fn = attention if target is None else (lambda *a, **k: attention(*a, **k, target=target))
+    plain = ops.attention if target is None else fn
+    return plain(x, w, b, out_w, out_b, heads=H), plain(far, w, b, out_w, out_b, heads=H)
+
+
+@pytest.mark.parametrize("target", [None, *MATMUL_TARGETS])
+def test_a_later_overflowing_score_never_reaches_an_earlier_position(rng, target):
+    """The mask selects, it does not add: +inf + -inf is nan, and an added mask let a later
+    position's overflowing score make every earlier one nan through the row's maximum (the
+    spec oracle's stability check, on float32 inputs near 1e13). None: the shared definition
+    in NumPy."""
+    before, after = isolated(_overflowing_keys, rng, target)
+    assert np.all(np.isfinite(before))
+    np.testing.assert_array_equal(before[:-2], after[:-2])
+
+
 # --------------------------------------------------------------------------------------------
 # The two halves of a GPT-2 block
 

@@ -73,6 +73,13 @@ SHARED_DEFINITION_BUGS = (
         "/ np.sqrt(depth + 1)",
         "attention scores scaled by the wrong depth",
     ),
+    Mutation(  # exact in real arithmetic: cancels where |mean| >> std (a held-out plant)
+        "layer-norm-one-pass-variance",
+        "ops.py",
+        "variance = xp.var(x, axis=-1, keepdims=True)",
+        "variance = xp.mean(x * x, axis=-1, keepdims=True) - mean * mean",
+        "layer norm's variance as E[x^2] - E[x]^2",
+    ),
     Mutation(  # a definition that raises on valid shapes stopped case generation (mutant m07)
         "attention-heads-merged-transposed",
         "ops.py",
@@ -89,12 +96,14 @@ from harness.case import Case
 from harness.run.runner import Runner
 from strategies.model import ProgramBuilder
 
-op, shapes, attrs = json.loads(sys.argv[1])
+op, shapes, attrs, *values = json.loads(sys.argv[1])
+dtype, offset = values or ("float64", 0.0)  # the first input's values: offset + N(0, 1)
 b = ProgramBuilder()
-refs = [b.input(tuple(s), "float64") for s in shapes]
+refs = [b.input(tuple(s), dtype) for s in shapes]
 program = b.build(b.node(op, *refs, **attrs))
 rng = np.random.default_rng(3)
-inputs = [rng.standard_normal(tuple(s)) for s in shapes]
+inputs = [rng.standard_normal(tuple(s)).astype(dtype) for s in shapes]
+inputs[0] = (inputs[0] + offset).astype(dtype)
 with Runner(None, use_jax=True) as runner:
     judgement = runner.evaluate(Case(program, inputs, ("cpu-loops",)))
 print(json.dumps([[f.kind, f.oracle] for f in judgement.findings]))
@@ -103,6 +112,7 @@ print(json.dumps([[f.kind, f.oracle] for f in judgement.findings]))
 _COMPOSITE_CASES = {
     "layer-norm-eps-outside-sqrt": ("layer_norm", [[4, 6], [6], [6]], {}),
     "layer-norm-plus-mean": ("layer_norm", [[4, 6], [6], [6]], {}),
+    "layer-norm-one-pass-variance": ("layer_norm", [[4, 6], [6], [6]], {}, "float32", 8.0),
     "gelu-constant": ("gelu", [[3, 5]], {}),
     "attention-scale": ("attention", [[5, 6], [6, 18], [18], [6, 6], [6]], {"heads": 3}),
     "attention-heads-merged-transposed": (
