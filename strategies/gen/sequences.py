@@ -25,6 +25,7 @@ the earlier changes in the list above.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -90,15 +91,25 @@ def hole_candidates(program: Program) -> list[Hole]:
     return found
 
 
-def static_values(program: Program, hole: Hole) -> list[Any]:
-    """Other values for ``hole`` than ``program``'s own (some may be invalid: checked later)."""
+_OWN_VALUE = object()
+
+
+def static_values(program: Program, hole: Hole, current: Any = _OWN_VALUE) -> list[Any]:
+    """Other values for ``hole`` than ``current`` (by default ``program``'s own; some may be
+    invalid: checked later)."""
     node = program.nodes[hole.node]
+    if current is _OWN_VALUE:
+        current = _current(program, hole)
     if not hole.attr:
-        c = node.args[hole.arg].value
+        c = current
         values: list[Any] = [c * 2 if c else 1, -c if c else -1, c + 1]
+        if _is_zero(c):
+            # The other zero first: equal to c, so a cache keyed by value (not by bits) hands
+            # ``x / -0.0`` the kernel compiled for ``x / 0.0`` (+inf for -inf).
+            values.insert(0, -c)
         values.append(float(c) if isinstance(c, int) else int(c) if float(c).is_integer() else 0.5)
     else:
-        current_attr = node.attrs[hole.attr]
+        current_attr = current
         source = program.type_of(node.args[0]) if node.args else None
         rank = len(source.shape) if source is not None else 0
         if hole.attr == "keepdims":
@@ -110,8 +121,20 @@ def static_values(program: Program, hole: Hole) -> list[Any]:
         else:  # a reshape target: the same size in other shapes
             size = int(np.prod(source.shape)) if source is not None else 1
             values = [(size,), tuple(reversed(current_attr)), (1, size), (size, 1), (-1,)]
-    current = _current(program, hole)
-    return [v for v in values if type(v) is not type(current) or v != current]
+    return [v for v in values if not _same_static(v, current)]
+
+
+def _is_zero(value: Any) -> bool:
+    return isinstance(value, float) and value == 0.0
+
+
+def _same_static(a: Any, b: Any) -> bool:
+    """Is ``a`` the very static value ``b`` (type and bits: -0.0 is not 0.0)?"""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return bool(a == b)
 
 
 def _current(program: Program, hole: Hole) -> Any:
@@ -259,8 +282,15 @@ def _template(
     out: Ref = program.output
     candidates = hole_candidates(program)
     if not candidates:
-        one = 2.0 if program.output_type.dtype in ("float32", "float64") else 2
-        out = builder.node("multiply", out, Const(one))
+        floats = program.output_type.dtype in ("float32", "float64")
+        # Sometimes a division by a zero: a static of 0.0 then -0.0 flips every infinity (a
+        # cache keyed by value, not by bits, answers the second with the first's kernel).
+        op, one = (
+            draw(st.sampled_from([("multiply", 2.0), ("multiply", 2.0), ("divide", 0.0)]))
+            if floats
+            else ("multiply", 2)
+        )
+        out = builder.node(op, out, Const(one))
         candidates = [Hole("scale", out.index, "", 1)]
     captured = draw(st.integers(0, 3)) != 3  # usually (shrinks toward a captured array)
     if captured:
@@ -298,8 +328,18 @@ def jit_sequences(draw: st.DrawFn, *, max_nodes: int = 3, max_calls: int = 7) ->
     defaults = JitSequence(variants, holes, captured, ()).defaults()
     statics = tuple(sorted((k, v) for k, v in defaults.items() if draw(st.integers(0, 3)) != 3))
     dtypes = tuple(i.dtype for i in variants[0].inputs[:n])
-    first = Call(0, skeleton(first_kind, n), dtypes, statics)
-    first = _with_values(draw, draft, first, fresh_captured=True)
+    first = None
+    for name, value in defaults.items():
+        if isinstance(value, float) and not _is_zero(value) and draw(st.integers(0, 3)) == 3:
+            # Sometimes a float static starts at 0.0 (the static change then tries -0.0 first
+            # half the time): the only float a cache keyed by value takes for another.
+            zero = tuple(sorted({**dict(statics), name: 0.0}.items()))
+            call = Call(0, skeleton(first_kind, n), dtypes, zero)
+            first = _with_values(draw, draft, call, fresh_captured=True)
+            break
+    if first is None:
+        first = Call(0, skeleton(first_kind, n), dtypes, statics)
+        first = _with_values(draw, draft, first, fresh_captured=True)
     if first is None:  # pragma: no cover - the template is valid by construction
         raise AssertionError("the template's own call does not build")
     draft.calls.append(first)
@@ -339,7 +379,12 @@ def _change(draw: st.DrawFn, draft: _Draft, change: str, table: dict[str, int]) 
         return None
     if change == "static":
         hole = draw(st.sampled_from(draft.holes))
-        for value in draw(st.permutations(static_values(draft.variants[0], hole))):
+        current = base.kwargs.get(hole.name, _current(draft.variants[0], hole))
+        values = static_values(draft.variants[0], hole, current)
+        order = draw(st.permutations(values))
+        if _is_zero(current) and draw(st.booleans()):
+            order = [values[0], *[v for v in order if v is not values[0]]]  # the other zero
+        for value in order:
             statics = tuple(sorted({**base.kwargs, hole.name: value}.items()))
             note = f"{hole.name}={value!r}"
             call = Call(base.variant, base.skeleton, base.dtypes, statics, note=note)

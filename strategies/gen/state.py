@@ -420,7 +420,9 @@ class Gen:
         if comparison:
             choices: list[int | float] = [0.0, 0.5, -1.0, 0, 2, 2**40, INT32_MAX + 1, 1e10]
         else:
-            choices = [2.0, 0.5, -1.5, 3.0, 2, -3, 1e10]
+            # Both zeros: x + -0.0 is x and x + 0.0 is not (at x = -0.0); x / -0.0 is -x / 0.0;
+            # a fold, or a cache keyed by value, that takes one for the other is wrong there.
+            choices = [2.0, 0.5, -1.5, 3.0, 2, -3, 1e10, 0.0, -0.0]
         if not self.cfg.implicit and dtype == "int32":
             # JAX keeps a weak float next to int32 weak (float32 further on; NumPy: float64),
             # and an int beyond int32 overflows there.

@@ -259,9 +259,11 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     dtypes: Counter[str] = Counter()
     started: list[bool] = []
 
+    # 240 draws: Hypothesis's draws come in runs of like cases, and over 120 the share started
+    # went from 45% to 92% by seed (a quarter of the constants are strong, by design).
     @seed(4)
     @settings(
-        max_examples=120, phases=[Phase.generate], database=None, deadline=None,
+        max_examples=240, phases=[Phase.generate], database=None, deadline=None,
         suppress_health_check=list(HealthCheck),
     )  # fmt: skip
     @given(cases(mix="programs", focus=(("subtract", CONST_LEFT),)))
