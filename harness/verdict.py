@@ -66,7 +66,8 @@ def differential(
 def spec(program_json: str, inputs: list[np.ndarray]) -> int:
     """Print the spec oracle's verdict for this program and inputs (the primitive table's
     elementwise rules against NumPy's ufuncs; the composites' shared definition, compiler/ops.py,
-    against the independent implementation); return 1 if they disagree, else 0."""
+    against the independent implementation, in extended precision and in the program's dtypes);
+    return 1 if they disagree, else 0."""
     from strategies.model import Program
 
     from .oracles.spec import spec_verdict

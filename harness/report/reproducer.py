@@ -179,9 +179,10 @@ def reproducer(case: Case, finding: Any) -> str:
         return header + "\n".join(
             [
                 '"""The shared definitions (the primitive table\'s elementwise rules against',
-                "NumPy's ufuncs; the composites of compiler/ops.py, in extended precision, against",
-                "independent implementations, harness/oracles/spec.py), judged by the fuzzer's",
-                'error model. Exit 1: they disagree."""',
+                "NumPy's ufuncs; the composites of compiler/ops.py, in extended precision and in",
+                "the program's dtypes, against independent implementations,",
+                "harness/oracles/spec.py), judged by the fuzzer's error model. Exit 1: they",
+                'disagree."""',
                 "import numpy as np",
                 *(["import ml_dtypes"] if any(a.dtype.kind == "V" for a in case.inputs) else []),
                 "",
