@@ -250,9 +250,8 @@ def definition_verdict(case: Any, refs: dict[str, Any]) -> str | None:
     verdict = _compare(case, refs, shared, independent, sides, local)
     if verdict.ok:
         return None
-    composites = sorted({op for op in case.program.ops if op in COMPOSITES})
     return (
-        f"the shared definition of {', '.join(composites)} (compiler/ops.py) disagrees with "
+        f"the shared definition of {', '.join(_composites(case))} (compiler/ops.py) disagrees with "
         f"an independent implementation: {verdict.reason}"
     )
 
@@ -373,12 +372,16 @@ def stability_verdict(case: Any, refs: dict[str, Any]) -> str | None:
     )
     if verdict.ok:
         return None
-    composites = sorted({op for op in case.program.ops if op in COMPOSITES})
     return (
-        f"the shared definition of {', '.join(composites)} (compiler/ops.py), evaluated by "
+        f"the shared definition of {', '.join(_composites(case))} (compiler/ops.py), evaluated by "
         f"NumPy in the program's dtypes, is numerically worse than an independent "
         f"implementation evaluated the same way: {verdict.reason}"
     )
+
+
+def _composites(case: Any) -> list[str]:
+    """The composites ``case``'s program calls, sorted."""
+    return sorted({op for op in case.program.ops if op in COMPOSITES})
 
 
 def spec_verdict(case: Any, refs: dict[str, Any]) -> str | None:
@@ -440,7 +443,7 @@ def _definition_fails(obs: Observation) -> str | None:
     program model took a composite's type from its result rule (its shape contract) because the
     definition failed on it, and the independent implementation computes the program."""
     case, numpy_ref = obs.case, obs.refs["numpy"]
-    composites = sorted({op for op in case.program.ops if op in COMPOSITES})
+    composites = _composites(case)
     if not composites or not _raised_in_definition(numpy_ref.error, composites):
         return None
     try:
