@@ -91,15 +91,10 @@ def hole_candidates(program: Program) -> list[Hole]:
     return found
 
 
-_OWN_VALUE = object()
-
-
-def static_values(program: Program, hole: Hole, current: Any = _OWN_VALUE) -> list[Any]:
-    """Other values for ``hole`` than ``current`` (by default ``program``'s own; some may be
+def static_values(program: Program, hole: Hole, current: Any) -> list[Any]:
+    """Other values for ``hole`` than ``current``, the value a call gives it (some may be
     invalid: checked later)."""
     node = program.nodes[hole.node]
-    if current is _OWN_VALUE:
-        current = _current(program, hole)
     if not hole.attr:
         c = current
         values: list[Any] = [c * 2 if c else 1, -c if c else -1, c + 1]
@@ -109,18 +104,17 @@ def static_values(program: Program, hole: Hole, current: Any = _OWN_VALUE) -> li
             values.insert(0, -c)
         values.append(float(c) if isinstance(c, int) else int(c) if float(c).is_integer() else 0.5)
     else:
-        current_attr = current
         source = program.type_of(node.args[0]) if node.args else None
         rank = len(source.shape) if source is not None else 0
         if hole.attr == "keepdims":
-            values = [not current_attr]
+            values = [not current]
         elif hole.attr == "axis":
             values = [None, *range(-rank, rank)]
         elif hole.attr == "axes":
             values = list(itertools.permutations(range(rank)))
         else:  # a reshape target: the same size in other shapes
             size = int(np.prod(source.shape)) if source is not None else 1
-            values = [(size,), tuple(reversed(current_attr)), (1, size), (size, 1), (-1,)]
+            values = [(size,), tuple(reversed(current)), (1, size), (size, 1), (-1,)]
     return [v for v in values if not _same_static(v, current)]
 
 
@@ -285,11 +279,9 @@ def _template(
         floats = program.output_type.dtype in ("float32", "float64")
         # Sometimes a division by a zero: a static of 0.0 then -0.0 flips every infinity (a
         # cache keyed by value, not by bits, answers the second with the first's kernel).
-        op, one = (
-            draw(st.sampled_from([("multiply", 2.0), ("multiply", 2.0), ("divide", 0.0)]))
-            if floats
-            else ("multiply", 2)
-        )
+        op, one = ("multiply", 2)
+        if floats:
+            op, one = draw(st.sampled_from([("multiply", 2.0), ("multiply", 2.0), ("divide", 0.0)]))
         out = builder.node(op, out, Const(one))
         candidates = [Hole("scale", out.index, "", 1)]
     captured = draw(st.integers(0, 3)) != 3  # usually (shrinks toward a captured array)
@@ -328,18 +320,20 @@ def jit_sequences(draw: st.DrawFn, *, max_nodes: int = 3, max_calls: int = 7) ->
     defaults = JitSequence(variants, holes, captured, ()).defaults()
     statics = tuple(sorted((k, v) for k, v in defaults.items() if draw(st.integers(0, 3)) != 3))
     dtypes = tuple(i.dtype for i in variants[0].inputs[:n])
+
+    def first_call(statics: tuple[tuple[str, Any], ...]) -> Call | None:
+        call = Call(0, skeleton(first_kind, n), dtypes, statics)
+        return _with_values(draw, draft, call, fresh_captured=True)
+
     first = None
     for name, value in defaults.items():
         if isinstance(value, float) and not _is_zero(value) and draw(st.integers(0, 3)) == 3:
             # Sometimes a float static starts at 0.0 (the static change then tries -0.0 first
             # half the time): the only float a cache keyed by value takes for another.
-            zero = tuple(sorted({**dict(statics), name: 0.0}.items()))
-            call = Call(0, skeleton(first_kind, n), dtypes, zero)
-            first = _with_values(draw, draft, call, fresh_captured=True)
+            first = first_call(tuple(sorted({**dict(statics), name: 0.0}.items())))
             break
     if first is None:
-        first = Call(0, skeleton(first_kind, n), dtypes, statics)
-        first = _with_values(draw, draft, first, fresh_captured=True)
+        first = first_call(statics)
     if first is None:  # pragma: no cover - the template is valid by construction
         raise AssertionError("the template's own call does not build")
     draft.calls.append(first)
@@ -383,7 +377,8 @@ def _change(draw: st.DrawFn, draft: _Draft, change: str, table: dict[str, int]) 
         values = static_values(draft.variants[0], hole, current)
         order = draw(st.permutations(values))
         if _is_zero(current) and draw(st.booleans()):
-            order = [values[0], *[v for v in order if v is not values[0]]]  # the other zero
+            twin = -current  # the other zero
+            order = [twin, *[v for v in order if not _same_static(v, twin)]]
         for value in order:
             statics = tuple(sorted({**base.kwargs, hole.name: value}.items()))
             note = f"{hole.name}={value!r}"
