@@ -103,6 +103,19 @@ class Admission:
             return False
         return not (exercised_items(case, every_spelling=True) & set(focus)) - self.exercised
 
+    def focus_went_stale(self, case: Case, focus: tuple[tuple[str, str], ...]) -> bool:
+        """Whether ``case`` is stale (``stale_focus``) because items of its round's focus that it
+        exercises were done during the round, not because it exercises none: then the rest of the
+        round (whose strategy is fixed, so a shrinking replay draws what it drew) would draw more
+        such cases, Hypothesis's mutants of the round's first ones, and skip them. A 40 s driver
+        skipped 66 of the 190 cases it drew, and 29 more of kinds the mutants had made ahead of
+        their share; ending the round there, the next one draws from the focus left."""
+        from .focus import exercised_items
+
+        return self.stale_focus(case, focus) and bool(
+            exercised_items(case, every_spelling=True) & set(focus)
+        )
+
     def repeated(self, case: Case) -> bool:
         """Whether this driver already judged ``case`` (``note_judged``: the same digest,
         subject, input bytes, layouts, backends, checks). Hypothesis follows each

@@ -105,6 +105,41 @@ class _ShrinkBudgetSpent(Exception):
     """Raised for every example once shrinking has used its budget, so Hypothesis stops."""
 
 
+class _RoundOver(BaseException):
+    """Raised through Hypothesis (a BaseException: not a failure to shrink) to end a round
+    whose focus went stale (``Admission.focus_went_stale``); the session's example database is
+    muted meanwhile (``_Mutable``)."""
+
+
+def _mutable(database: Any) -> Any:
+    """``database`` behind a switch that drops its saves: Hypothesis saves the case of any
+    exception that ends a test, so a round ended by ``_RoundOver`` would store its stale case,
+    and every later round would replay it first, and end there."""
+    if database is None:
+        return None
+    from hypothesis.database import ExampleDatabase
+
+    class _Mutable(ExampleDatabase):
+        def __init__(self) -> None:
+            super().__init__()
+            self.muted = False
+
+        def save(self, key: bytes, value: bytes) -> None:
+            if not self.muted:
+                database.save(key, value)
+
+        def fetch(self, key: bytes) -> Any:
+            return database.fetch(key)
+
+        def delete(self, key: bytes, value: bytes) -> None:
+            database.delete(key, value)
+
+        def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+            database.move(src, dest, value)
+
+    return _Mutable()
+
+
 def _only_found(error: BaseException) -> bool:
     """Is ``error`` (or every exception of its group: Hypothesis's ``FlakyFailure`` when a
     replay met another finding) one of the session's own signals?"""
@@ -279,7 +314,7 @@ class Driver(Admission):
         self.resume_unminimized()
         self.replay_fixed()
         deadline = self.start + self.options.seconds
-        database = example_database(self.options.database)
+        database = _mutable(example_database(self.options.database))
         round_number = 0
         harness_errors = 0
         last_flush = time.perf_counter()
@@ -318,6 +353,10 @@ class Driver(Admission):
                     return
                 elif self.stale_focus(case, focus):
                     self.runner.stats.focus_skipped += 1
+                    if self.focus_went_stale(case, focus):
+                        if database is not None:
+                            database.muted = True
+                        raise _RoundOver()
                     return
                 elif self.repeated(case):
                     self.runner.stats.repeats_skipped += 1
@@ -353,6 +392,9 @@ class Driver(Admission):
                 wrapped()
             except (_Found, _ShrinkBudgetSpent):
                 pass
+            except _RoundOver:
+                if database is not None:
+                    database.muted = False
             except Exception as error:  # noqa: BLE001 - a harness bug: report, do not spin
                 if not _only_found(error):  # "flaky": replays met other findings, no error
                     # Reported even while a finding was being shrunk: saving a finding that
