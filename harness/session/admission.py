@@ -97,11 +97,8 @@ class Admission:
         began: Hypothesis's generate phase replays near-copies of recent examples, so a 60 s
         session judged the same focused int32 ``-x`` seven times in a row while (int32, ``>``)
         waited. Skipping it costs a generation, not a compile and run on every backend."""
-        from .focus import exercised_items
-
-        if not case.origin.startswith(("focus/", "sweep/")):
-            return False
-        return not (exercised_items(case, every_spelling=True) & set(focus)) - self.exercised
+        items = _focused_items(case, focus)
+        return items is not None and not items - self.exercised
 
     def focus_went_stale(self, case: Case, focus: tuple[tuple[str, str], ...]) -> bool:
         """Whether ``case`` is stale (``stale_focus``) because items of its round's focus that it
@@ -110,11 +107,8 @@ class Admission:
         such cases, Hypothesis's mutants of the round's first ones, and skip them. A 40 s driver
         skipped 66 of the 190 cases it drew, and 29 more of kinds the mutants had made ahead of
         their share; ending the round there, the next one draws from the focus left."""
-        from .focus import exercised_items
-
-        return self.stale_focus(case, focus) and bool(
-            exercised_items(case, every_spelling=True) & set(focus)
-        )
+        items = _focused_items(case, focus)
+        return bool(items) and not items - self.exercised
 
     def repeated(self, case: Case) -> bool:
         """Whether this driver already judged ``case`` (``note_judged``: the same digest,
@@ -144,6 +138,16 @@ class Admission:
 
 def _key(case: Case) -> bytes:
     return bytes.fromhex(case.digest()[:32])
+
+
+def _focused_items(case: Case, focus: tuple[tuple[str, str], ...]) -> set[tuple[str, str]] | None:
+    """The items of ``focus`` a focused case exercises (in every spelling); None for a case
+    that is not focused."""
+    from .focus import exercised_items
+
+    if not case.origin.startswith(("focus/", "sweep/")):
+        return None
+    return exercised_items(case, every_spelling=True) & set(focus)
 
 
 __all__ = ["JUDGED_KEPT", "Admission"]

@@ -729,9 +729,10 @@ def test_a_round_ends_when_its_focus_goes_stale(tmp_path, monkeypatch) -> None:
 
 
 def test_a_round_ended_early_saves_nothing_to_the_example_database(tmp_path) -> None:
-    """Hypothesis saves the case of any exception that ends a test: the round's stale case
-    would be stored, and every later round would replay it first, and end there. The session's
-    database drops saves while a round ends (``_mutable``) and passes everything else on."""
+    """Hypothesis saves the case of any exception that ends a test: each ended round's stale
+    case would be stored, and every later round, of the session and of the next ones, would
+    replay them all first. The session's database drops saves while a round ends (``_mutable``)
+    and passes everything else on."""
     from hypothesis.database import InMemoryExampleDatabase
 
     from harness.session.fuzz import _mutable
