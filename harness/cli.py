@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from . import arguments as arg
 from .case import CPU_BACKENDS, SAMPLED_BACKENDS, SIBLINGS
@@ -114,14 +115,27 @@ def cmd_recover(args: argparse.Namespace) -> int:
     from .pending import orphans
     from .session.fuzz import Driver, FuzzOptions
 
+    class Minimized(list):
+        """The driver's "finding" events: which entry each record was minimized into."""
+
+        def send(self, message: tuple[int, str, Any]) -> None:
+            if message[1] == "finding":
+                self.append(message[2])
+
     corpus = Path(args.corpus)
     options = FuzzOptions(corpus=corpus, use_jax=not args.no_jax, database=None)
-    driver = Driver(options, 0)
+    minimized = Minimized()
+    driver = Driver(options, 0, minimized)
     try:
         driver.recover_pending()
         driver.resume_unminimized()
     finally:
         driver.close()
+    for done in minimized:  # a smaller case may fail with another signature: say where it went
+        into = Path(done["path"]).name
+        already = "" if done["new"] else " (an entry already there)"
+        for raw in done["raw"] or ["a re-run case"]:
+            print(f"minimized {Path(raw).name} into {into}{already}")
     left = [e for e in Corpus(corpus).entries() if isinstance(e, Entry)]
     unminimized = [e for e in left if e.minimization.get("state") == "unminimized"]
     print(

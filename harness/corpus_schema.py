@@ -287,6 +287,7 @@ ENTRY_SCHEMA: dict[str, Any] = {
                 "nodes": _COUNT,
                 "reproduced": {"type": "boolean"},
                 "pipeline_bisection": {"type": "object"},
+                "found_as": SIGNATURE,
             },
         },
         "evidence": {

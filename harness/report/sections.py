@@ -497,6 +497,11 @@ def _entry_row(entry: Entry, anchor: str, links: dict[str, str], found: str) -> 
         if nodes is not None
         else ""
     )
+    found_as = mapping(mini.get("found_as"))
+    if found_as:  # minimized into another output dtype or fewer ops than it was found with
+        was = ", ".join(str(o) for o in sequence(found_as.get("ops")))
+        minimized += f"<br><span class='note'>found as {esc(found_as.get('dtype', '?'))}"
+        minimized += f" ({esc(was)})</span>"
     files = " · ".join(
         f'<a href="{esc(href)}">{esc(name)}</a>' for name, href in links.items() if href
     )

@@ -508,19 +508,24 @@ class Driver(Admission):
             attribution = Attributor(self.runner).attribute(result.case, result.finding).to_dict()
         except Exception as error:  # noqa: BLE001 - the finding is kept without it
             attribution = {"layer": "unknown", "detail": f"attribution failed: {error!r}"}
+        minimization = {
+            "state": "minimized",
+            "steps": result.steps,
+            "evaluations": result.evaluations,
+            "seconds": round(result.seconds, 2),
+            "original_nodes": len(case.subject),
+            "nodes": len(result.case.subject),
+            "reproduced": reproduced,
+        }
+        if result.finding.signature.to_dict() != finding.signature.to_dict():
+            # A smaller case may fail with another output dtype or fewer ops and backends (an
+            # earlier output, a bypassed cast): say what the record it replaces was found as.
+            minimization["found_as"] = finding.signature.to_dict()
         entry = finding_entry(
             result.case,
             result.finding,
             mlir=self.artifacts_of(result.case, result.finding),
-            minimization={
-                "state": "minimized",
-                "steps": result.steps,
-                "evaluations": result.evaluations,
-                "seconds": round(result.seconds, 2),
-                "original_nodes": len(case.subject),
-                "nodes": len(result.case.subject),
-                "reproduced": reproduced,
-            },
+            minimization=minimization,
             attribution=attribution,
         )
         stored, path = self.corpus.save(entry, supersedes=raw_paths)

@@ -572,6 +572,57 @@ def test_an_unminimized_record_names_the_known_bug_it_is(tmp_path, monkeypatch) 
         second.close()
 
 
+def test_a_minimized_entry_of_another_dtype_says_what_it_was_found_as(tmp_path, monkeypatch):
+    """Minimizing may end a program at an earlier output (another dtype, fewer ops): the raw
+    record it replaces then has no entry that covers it. A CI run's recovery session saw one
+    "lost" that way; the minimized entry now names the signature it was found as."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.corpus import Corpus
+    from harness.oracles.base import Finding
+    from harness.session.fuzz import Driver
+    from harness.triage.signature import Signature
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("astype", b.node("exp", b.input((2, 3), "float32")), dtype="float64"))
+    case = Case(program, [np.ones((2, 3), np.float32)], ("cpu-loops",))
+    finding = Finding("mismatch", ("cpu-loops",), "differential", "planted exp", case)
+
+    def check(candidate: Case) -> Finding | None:  # the planted bug: exp is wrong
+        if "exp" in candidate.subject.ops:
+            return Finding("mismatch", ("cpu-loops",), "differential", "planted exp", candidate)
+        return None
+
+    driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
+    monkeypatch.setattr(driver, "predicate", lambda restrict: check)
+    monkeypatch.setattr(driver, "artifacts_of", lambda case, finding: {})
+    try:
+        raw = driver.record_raw(case, finding)
+        driver.finish(case, finding, raw)
+    finally:
+        driver.close()
+    [entry] = [e for e in Corpus(tmp_path).entries()]
+    assert entry.signature["dtype"] == "float32" and entry.signature["ops"] == ["exp"]
+    found_as = Signature.from_dict(entry.minimization["found_as"])
+    assert found_as == finding.signature and found_as.dtype == "float64"
+    assert not Signature.from_dict(entry.signature).covers(finding.signature)
+
+    driver = Driver(FuzzOptions(corpus=tmp_path / "same", database=None, use_jax=False), 0)
+    monkeypatch.setattr(driver, "predicate", lambda restrict: check)
+    monkeypatch.setattr(driver, "artifacts_of", lambda case, finding: {})
+    b = ProgramBuilder()
+    try:
+        only_exp = Case(b.build(b.node("exp", b.input((2, 3), "float32"))), [case.inputs[0]])
+        found = Finding("mismatch", ("cpu-loops",), "differential", "planted exp", only_exp)
+        driver.finish(only_exp, found, driver.record_raw(only_exp, found))
+    finally:
+        driver.close()
+    [entry] = [e for e in Corpus(tmp_path / "same").entries()]
+    assert "found_as" not in entry.minimization, "only a changed signature is named"
+
+
 def test_a_finding_that_fails_to_save_is_a_harness_error(tmp_path, monkeypatch) -> None:
     """Saving a finding's raw record raised (a reproducer that could not be printed) while the
     round's target was already set: the error vanished, the case counted as a finding, and a

@@ -51,7 +51,10 @@ def _entry(detail: str = "planted", layer: str = "builder") -> Entry:
     entry.evidence = {
         "attribution": {"layer": layer, "detail": "fails without fusion", "mlir": {}},
     }
-    entry.minimization = {"state": "minimized", "nodes": 1, "original_nodes": 4}
+    found_as = {**signature, "ops": ["astype", "exp"], "dtype": "float64"}
+    entry.minimization = {
+        "state": "minimized", "nodes": 1, "original_nodes": 4, "found_as": found_as
+    }  # fmt: skip
     return entry
 
 
@@ -186,6 +189,7 @@ def test_every_section_renders_and_the_zeros_are_marked(corpus, tmp_path: Path) 
     # The corpus: attribution, minimization, reproducer and export files that exist.
     row = page.split(f'id="entry-{entry.content_id}"')[1].split("</tr>")[0]
     assert "builder" in row and "1 node (from 4)" in row and "7.5 s" in row
+    assert "found as float64 (astype, exp)" in row
     for name in ("reproducer.py", "report.md", "commands.sh"):
         href = f"entries/{entry.content_id}/{name}"
         assert href in row and (tmp_path / "report" / href).is_file(), name
