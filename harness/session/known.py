@@ -1,10 +1,11 @@
 """What a fuzz driver knows of its corpus: is a finding already an entry (open or fixed)?
 
-A finding is known when an entry's signature covers it, or when the known upstream bug its
-failure is (``triage.known_issues.known_issue``: IREE's, by message or by a check of the case) is
-the bug an entry of the same kind and backend family is attributed to: one entry per known bug,
-not one per op it hits. Before a finding is called new, the files that sibling drivers (or other
-sessions) saved since are read, each once.
+A finding is known when an entry's signature covers it (or the signature its record was found
+as, when minimizing changed it: a float64 record that ends at a float32 output), or when the
+known upstream bug its failure is (``triage.known_issues.known_issue``: IREE's, by message or by
+a check of the case) is the bug an entry of the same kind and backend family is attributed to:
+one entry per known bug, not one per op it hits. Before a finding is called new, the files that
+sibling drivers (or other sessions) saved since are read, each once.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Known:
     def __init__(self, corpus: Corpus, announce: bool = False) -> None:
         self.corpus = corpus
         self.pairs: list[tuple[Signature, Entry]] = []
+        self.found_as: list[tuple[Signature, Entry]] = []  # what minimized entries were found as
         self.unreadable: set[Path] = set()
         self._issues: dict[tuple[str, str, str], str] = {}  # (case, backend, message) -> name
         for item in corpus.entries():  # an unreadable file is named once, then left out
@@ -54,9 +56,15 @@ class Known:
 
     def add(self, signature: Signature, entry: Entry) -> None:
         self.pairs.append((signature, entry))
+        found_as = (
+            entry.minimization.get("found_as") if isinstance(entry.minimization, dict) else None
+        )
+        if isinstance(found_as, dict):  # a record of this signature minimizes into the entry
+            self.found_as.append((Signature.from_dict(found_as), entry))
 
     def forget(self, entry: Entry) -> None:
         self.pairs = [(s, e) for s, e in self.pairs if e is not entry]
+        self.found_as = [(s, e) for s, e in self.found_as if e is not entry]
 
     def entry_of(self, finding: Finding) -> Entry | None:
         """The entry this finding is already known as, if any: among the known entries, then
@@ -68,7 +76,7 @@ class Known:
 
     def _among(self, finding: Finding) -> Entry | None:
         signature = finding.signature
-        for known, entry in self.pairs:
+        for known, entry in [*self.pairs, *self.found_as]:
             if known.covers(signature):
                 return entry
         return self._by_known_issue(finding)

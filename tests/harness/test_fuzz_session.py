@@ -608,6 +608,11 @@ def test_a_minimized_entry_of_another_dtype_says_what_it_was_found_as(tmp_path, 
     found_as = Signature.from_dict(entry.minimization["found_as"])
     assert found_as == finding.signature and found_as.dtype == "float64"
     assert not Signature.from_dict(entry.signature).covers(finding.signature)
+    later = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
+    try:  # the next session knows it: not recorded and minimized again
+        assert later.known_as(finding) is not None and not later.is_new(finding)
+    finally:
+        later.close()
 
     driver = Driver(FuzzOptions(corpus=tmp_path / "same", database=None, use_jax=False), 0)
     monkeypatch.setattr(driver, "predicate", lambda restrict: check)
