@@ -78,12 +78,46 @@ def cases(rng: np.random.Generator) -> list[tuple[str, Callable, tuple, dict]]:
     ]
 
 
+def child(name: str, target: str) -> None:
+    """One process's first call of one case (``--child``): trace + compile, then the call."""
+    for case, fn, arrays, static in cases(np.random.default_rng(0)):
+        if case == name:
+            start = time.perf_counter()
+            compiled = jit(fn).compile(*arrays, target=target, **static)
+            compiled_at = time.perf_counter()
+            compiled(*[v for v in arrays if isinstance(v, np.ndarray)])
+            hit = "persisted" in compiled.artifacts.notes
+            print(f"{compiled_at - start:.4f} {time.perf_counter() - compiled_at:.4f} {hit}")
+
+
+def second_process(name: str, target: str, directory: str) -> tuple[float, float]:
+    """(compile, first call) seconds of a second process on a persistent cache the first one
+    filled (``compiler.persist``)."""
+    import subprocess
+
+    env = {**os.environ, "COMPILER_CACHE_DIR": directory}
+    command = [sys.executable, os.path.abspath(__file__), "--child", name, target]
+    for run in ("fills", "loads"):
+        out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        compile_s, call_s, hit = out.stdout.split()
+        if (hit == "True") != (run == "loads"):
+            raise RuntimeError(f"{name} on {target}: the second process did not load the cache")
+    return float(compile_s), float(call_s)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--targets", default="cpu-vector,cpu-blas,cpu-loops")
     parser.add_argument("--cases", default="", help="comma-separated substrings of case names")
+    parser.add_argument(
+        "--no-persistent", action="store_true", help="skip the second-process (cached) first call"
+    )
+    parser.add_argument("--child", nargs=2, metavar=("CASE", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
     targets = args.targets.split(",")
     print(f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     print("per call, ms: wall best / median, CPU best / median; vs np / vs jax: speed ratios")
@@ -134,6 +168,21 @@ def main() -> None:
     )
     for row in compile_rows:
         print(f"{row[0]:30} {row[1]:8.3f}" + "".join(f" {v:14.3f}" for v in row[2:]))
+    if not args.no_persistent:
+        import tempfile
+
+        print(
+            f"\n{'second process, cached: s':30} {'':>8}"
+            + "".join(f" {t:>14}" for t in targets)
+            + "\n(trace + load / first call, with COMPILER_CACHE_DIR a first process filled)"
+        )
+        for row in compile_rows:
+            cells = []
+            for target in targets:
+                with tempfile.TemporaryDirectory() as directory:
+                    loaded, called = second_process(row[0], target, directory)
+                cells.append(f"{loaded:.3f}/{called:.3f}")
+            print(f"{row[0]:30} {'':8}" + "".join(f" {c:>14}" for c in cells), flush=True)
     print(f"\nload average at end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     print(f"threads: {os.cpu_count()} cores; targets known: {', '.join(TARGETS)}")
 

@@ -3,7 +3,8 @@ fused, bufferized, lowered to LLVM and run natively through MLIR's ExecutionEngi
 
 Layers, each importing only those below it: ``primitives`` (the table of operations and NumPy's
 rules) -> ``frontend`` (tracing) -> ``lower`` (MLIR emission, the BLAS stage) -> ``pipelines``
-(named stages, targets) -> ``driver`` (compile: every stage's IR and its reproduce command) ->
+(named stages, targets) -> ``driver`` (compile: every stage's IR and its reproduce command;
+``persist``, its optional on-disk cache) ->
 ``runtime`` (native kernels) -> ``backends`` (one protocol, one registry) -> ``api`` (``@jit``).
 Attributes load lazily, so ``import compiler.primitives`` does not load the rest.
 """
@@ -19,6 +20,7 @@ _EXPORTS = {
     "Compiled": ("api", "Compiled"),
     "clear_cache": ("api", "clear_cache"),
     "cache_size": ("api", "cache_size"),
+    "set_cache_dir": ("persist", "set_cache_dir"),
     "CompilerError": ("errors", "CompilerError"),
     "UnsupportedFeature": ("errors", "UnsupportedFeature"),
     "InvalidIndex": ("errors", "InvalidIndex"),
@@ -36,6 +38,7 @@ _SUBMODULES = (
     "lower",
     "model",
     "ops",
+    "persist",
     "pipelines",
     "primitives",
     "runtime",

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import tools, workarounds
+from . import persist, tools, workarounds
 from .errors import CompilerError
 from .frontend.graph import Graph
 from .lower import emit
@@ -319,15 +319,53 @@ def jit_together(graph: Graph, targets: list[Target]) -> int:
     return made
 
 
+def _persistent_entry(text: str, target: Target, signature: Any, state: Any) -> str | None:
+    """The persistent cache's entry for this compile, None when that cache is off (or the
+    kernel is instrumented: its code calls the harness's wrappers)."""
+    from .runtime import instrumenting
+
+    if persist.cache_dir() is None or instrumenting():
+        return None
+    return persist.key(text, target, signature, state)
+
+
+def _from_disk(artifacts: Artifacts, target: Target, stages: dict, library: Any) -> Artifacts:
+    """A compile answered by the persistent cache: the stored stage texts (the commands that
+    reproduce them as for a compile) and the stored kernel; nothing runs."""
+    from .runtime import Kernel
+
+    previous = BUILT
+    for stage in target.stages:
+        artifacts.stages[stage.name] = stages[stage.name]
+        artifacts.commands[stage.name] = stage_command(
+            target, stage, f"{previous}.mlir", f"{stage.name}.mlir"
+        )
+        previous = stage.name
+    artifacts.commands[LLVM] = llvm_command(target, f"{previous}.mlir")
+    artifacts.native = Kernel(None, artifacts.signature, target.opt_level, engine=library)
+    artifacts.notes["shared"] = ",".join([*target.stage_names(), LLVM])
+    artifacts.notes["persisted"] = str(library.path.parent.name)
+    return artifacts
+
+
+def _persist(entry: str, stages: dict[str, str], engine: Any) -> None:
+    """Store a fresh kernel; the compile it came from stands whatever happens here."""
+    import warnings
+
+    try:
+        persist.store(entry, {k: v for k, v in stages.items() if k != BUILT}, engine)
+    except Exception as error:  # noqa: BLE001 - a cache that cannot write is only slower
+        warnings.warn(f"compiler cache: not stored ({error!r})", RuntimeWarning, stacklevel=3)
+
+
 def compile_graph(
     graph: Graph, target: Target, native: bool = True, runtime: str = "ours"
 ) -> Artifacts:
     """Build, run every stage of ``target``, and (``native``) JIT the result; ``runtime``
     "mlir" calls it through MLIR's own runtime helpers instead of ours. A stage whose input
     text was seen before (any target) is not run again, nor is an identical lowered module
-    JIT-compiled again (``fresh()`` turns both off); ``notes["shared"]`` says what was reused."""
-    from mlir import ir
-
+    JIT-compiled again (``fresh()`` turns both off); ``notes["shared"]`` says what was reused.
+    With a persistent cache (``persist``), a compile another process made is loaded instead."""
     cached = not getattr(_LOCAL, "fresh", False)
     # One graph compiled for several targets is emitted once per workaround state (a module
     # built with a workaround off must never serve a compile with it on, nor the reverse).
@@ -338,6 +376,12 @@ def compile_graph(
         built = memo[state] = emit.build(graph)
     text, signature = built
     artifacts = Artifacts(target.name, {BUILT: text}, signature=signature)
+    entry = _persistent_entry(text, target, signature, state) if native and cached else None
+    if entry is not None and runtime == "ours" and (found := persist.load(entry)) is not None:
+        if all(stage.name in found[0] for stage in target.stages):
+            return _from_disk(artifacts, target, *found)
+    from mlir import ir
+
     reused: list[str] = []
     context = _context()
 
@@ -403,13 +447,17 @@ def compile_graph(
                 jit_input = poison_globals(current) if instrumenting() else current
                 if module is None or jit_input != current:
                     module = parse(jit_input)
-                make = MlirRuntimeKernel if runtime == "mlir" else Kernel
                 try:
-                    kernel = make(module, signature, target.opt_level)
+                    if runtime == "mlir":
+                        kernel = MlirRuntimeKernel(module, signature, target.opt_level)
+                    else:
+                        kernel = Kernel(module, signature, target.opt_level, pic=bool(entry))
                 except ir.MLIRError as error:  # pragma: no cover - the JIT rarely reports
                     raise CompilerError(LLVM, "", str(error), current) from None
                 kernel.context = context  # the engine's module lives in this context
                 _KERNEL_MEMO.put(key, kernel)
+                if entry is not None and runtime == "ours":
+                    _persist(entry, artifacts.stages, kernel.engine)
             artifacts.native = kernel
     if reused:
         artifacts.notes["shared"] = ",".join(reused)

@@ -396,16 +396,17 @@ def load_runtime_libraries() -> None:
             _LOADED.extend(loaded)
 
 
-def make_engine(module: Any, opt_level: int, instrument: bool = False) -> Any:
+def make_engine(module: Any, opt_level: int, instrument: bool = False, pic: bool = False) -> Any:
     """An ExecutionEngine for ``module`` with every runtime library loaded, whatever the module
     declares: LLVM's code generation adds calls of its own (bfloat16 conversions become
     ``__truncsfbf2``), which only the loaded libraries resolve. Loading them only for modules
     that declared a missing symbol crashed every bfloat16 program. ``instrument``: see
-    ``instrument_engine``."""
+    ``instrument_engine``. ``pic``: position-independent code, which ``persist`` links into a
+    shared object."""
     from mlir.execution_engine import ExecutionEngine
 
     load_runtime_libraries()
-    engine = ExecutionEngine(module, opt_level=opt_level)
+    engine = ExecutionEngine(module, opt_level=opt_level, enable_pic=pic)
     # opt_level: LLVM's IR passes only; code generation is JIT_CODEGEN_ARGUMENTS' at every level.
     if instrument:
         instrument_engine(engine)
@@ -655,16 +656,19 @@ class Kernel:
 
     def __init__(
         self, module: Any, signature: KernelSignature, opt_level: int, engine: Any = None,
-        name: str = KERNEL, instrument: bool | None = None,
+        name: str = KERNEL, instrument: bool | None = None, pic: bool = False,
     ) -> None:  # fmt: skip
         """JIT-compile ``module``, or (``engine``) take the function ``name`` from an engine
-        already made for a module that several kernels were linked into (``driver.jit_together``);
-        each kernel keeps the engine alive. ``instrument`` (default: ``instrumenting()``): see
-        the module's docstring; for an ``engine`` given, it must have been made so."""
+        already made for a module that several kernels were linked into (``driver.jit_together``)
+        or a stored one (``persist.Library``); each kernel keeps it alive. ``instrument``
+        (default: ``instrumenting()``): see the module's docstring; for an ``engine`` given, it
+        must have been made so. ``pic``: see ``make_engine``."""
         self.signature = signature
         self.instrumented = instrumenting() if instrument is None else instrument
         self.engine = (
-            engine if engine is not None else make_engine(module, opt_level, self.instrumented)
+            engine
+            if engine is not None
+            else make_engine(module, opt_level, self.instrumented, pic=pic)
         )
         # A null address (a symbol the JIT could not resolve) is kept: the call then crashes
         # the process, whose stderr ("JIT session error: Symbols not found: ...") is the evidence
