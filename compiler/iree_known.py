@@ -123,10 +123,22 @@ TRIG_RANGE_REDUCTION = KnownIssue(
     "tests/upstream/test_iree_3_13.py",
     "none found in IREE's flags",
 )
+STRIDED_GATHER = KnownIssue(
+    "strided-gather",
+    "not reported upstream yet (the same class: iree-org/iree#15364, closed, fixed by "
+    "llvm/llvm-project PR #72991 for a gather from a column of a 2-D buffer only; upstream "
+    "convert-vector-to-llvm rejects gathers from strided memrefs, llvm PR #186990)",
+    "IREE (llvm-cpu codegen): a gather (tensor.extract at a computed index) from an "
+    "extract_slice whose innermost stride is not 1 (NumPy's x[0:3:2][ids]) is vectorized to a "
+    "vector.gather that ConvertToLLVM leaves unconverted, and LLVM translation fails on the "
+    "builtin.unrealized_conversion_cast around it (tests/upstream/inputs/"
+    "iree_strided_gather.mlir, 11 lines; an outer stride, or an inner stride of 1, compiles)",
+    "none found in IREE's flags; copy the slice first",
+)
 KNOWN_ISSUES = (
     F64_LIBM_LINK, RANK0_RESHAPE_CRASH, VECTORIZED_COUNT, F64_POWF_EXPANSION, DENORMAL_FLUSH,
     SIN_SMALL_NEGATIVE, WORKGROUP_DISTRIBUTION, BF16_CONVERT_LINK, REVERSED_ACCESS,
-    TRIG_RANGE_REDUCTION,
+    TRIG_RANGE_REDUCTION, STRIDED_GATHER,
 )  # fmt: skip
 #: What a wrong answer of each semantics-changing option is: the control it was made for.
 CONTROLS = {
@@ -145,6 +157,12 @@ _WORKGROUP = "restricted to workgroup distributed contexts"
 _INFERRED_SHAPE = re.compile(r"has shape's dimension #\d+ to be greater than or equal to \d+")
 _NEGATIVE_MAP = re.compile(r"affine_map<\([^>]*->[^>]*-\s*d\d")
 _TRUNCSFBF2 = "undefined symbol: __truncsfbf2"
+_UNCONVERTED_CAST = "LLVM Translation failed for operation: builtin.unrealized_conversion_cast"
+#: ``tensor.extract_slice %x[offsets] [sizes] [strides]`` (or the ``[...][...][...]`` spelling),
+#: its strides' last entry.
+_SLICE_STRIDE = re.compile(
+    r"tensor\.extract_slice %[\w.]+(?:\s*\[[^\]]*\]){2}\s*\[(?:[^\]]*,\s*)?(\d+)\]"
+)
 _F64_POWF = re.compile(r"math\.powf [^\n]*: f64\b")
 _LIBM = re.compile(r"undefined symbol: (tanh|sin|cos|tan|atan2?|asin|acos|erf|cbrt)\b")
 _RANK0_RESHAPE = re.compile(r"tensor\.reshape [^\n]*tensor<0xindex>\) -> tensor<[a-z0-9]+>")
@@ -153,6 +171,14 @@ _GENERIC = re.compile(
     r"\s*\^bb0\(([^)]*)\):\n(.*?)linalg\.yield",
     re.S,
 )
+
+
+def strided_gather(module: str) -> bool:
+    """Does tensor-ABI ``module`` gather (``tensor.extract``, which the builder emits for
+    gathers and for nothing else that is vectorized into a ``vector.gather``) and slice with an
+    innermost stride other than 1? The shape of IR IREE fails to lower."""
+    strided = any(int(stride) != 1 for stride in _SLICE_STRIDE.findall(module))
+    return strided and "tensor.extract %" in module
 
 
 def ignores_input(dispatch_ir: str) -> bool:
@@ -280,6 +306,8 @@ def known_issue(
         return WORKGROUP_DISTRIBUTION
     if _INFERRED_SHAPE.search(message) and _NEGATIVE_MAP.search(module):
         return REVERSED_ACCESS
+    if _UNCONVERTED_CAST in message and strided_gather(module):
+        return STRIDED_GATHER
     if "crashed" in message:
         return RANK0_RESHAPE_CRASH if _RANK0_RESHAPE.search(module) else None
     if message or not module:
@@ -310,6 +338,7 @@ __all__ = [
     "REVERSED_ACCESS",
     "SINE_RULES",
     "SIN_SMALL_NEGATIVE",
+    "STRIDED_GATHER",
     "TRIG_RANGE_REDUCTION",
     "TRIG_RULES",
     "VECTORIZED_COUNT",
@@ -320,5 +349,6 @@ __all__ = [
     "flushing_explains",
     "ignores_input",
     "known_issue",
+    "strided_gather",
     "trig_explains",
 ]

@@ -546,6 +546,22 @@ def test_a_five_minute_campaigns_findings_are_known_issues(installed) -> None:
     assert issue == iree.TRIG_RANGE_REDUCTION.to_dict()
 
 
+def test_a_gather_from_a_strided_slice_is_a_known_issue() -> None:
+    """The 20-minute campaign's compile failure (seed 4404; tests/upstream/test_iree_3_13.py):
+    LLVM translation's message on a module that gathers from a slice of inner stride 2 is
+    ``strided-gather``; the same message on a unit-stride gather, or on a strided slice that no
+    gather reads, is not."""
+    message = "error: LLVM Translation failed for operation: builtin.unrealized_conversion_cast"
+    x, ids = np.arange(6, dtype=np.float32), np.array([0, 1], np.int32)
+    module = iree.emit.build(_graph(lambda v, i: ops.gather(v[0:3:2], i), x, ids), abi="tensor")[0]
+    assert iree.known_issue(module, message) is iree.STRIDED_GATHER
+    unit = iree.emit.build(_graph(lambda v, i: ops.gather(v[1:3], i), x, ids), abi="tensor")[0]
+    assert iree.known_issue(unit, message) is None
+    no_gather = iree.emit.build(_graph(lambda v: v[0:3:2] * 2, x), abi="tensor")[0]
+    assert iree.known_issue(no_gather, message) is None
+    assert iree.known_issue(module, "error: another failure") is None
+
+
 def test_a_trig_known_issue_explains_only_the_elements_that_depend_on_its_arguments() -> None:
     """IREE's float32 sine and cosine are known to be wrong past pi/4 and for small negative
     sines; a wrong answer is put down to them only where every wrong element depends on such
