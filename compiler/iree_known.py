@@ -137,10 +137,22 @@ STRIDED_GATHER = KnownIssue(
     "of an (8, 3) table compile",
     "none found in IREE's flags; copy the slice first",
 )
+CONVOLUTION_DIMS_CRASH = KnownIssue(
+    "convolution-dims-crash",
+    "not reported upstream yet (upstream MLIR 22.1.8's transform.match.structured."
+    "classify_convolution_dims, which calls the same linalg::inferConvolutionDims, takes the "
+    "same generic without crashing; IREE 3.13 builds on LLVM 24.0.0git)",
+    "IREE (Flow AnnotateDispatchesPass: summarizeDispatchRegion calls "
+    "linalg::inferConvolutionDims): iree-compile dies with SIGSEGV in getConstantsFromExprList "
+    "on a 2-D elementwise linalg.generic that reads its inner dim reversed, (d0, 5 - d1), and "
+    "has a second input (NumPy's maximum(x[..., ::-1], y)); with one input, or the outer dim "
+    "reversed, it compiles (tests/upstream/inputs/iree_reversed_inner_crash.mlir, 9 lines)",
+    "none found in IREE's flags",
+)
 KNOWN_ISSUES = (
     F64_LIBM_LINK, RANK0_RESHAPE_CRASH, VECTORIZED_COUNT, F64_POWF_EXPANSION, DENORMAL_FLUSH,
     SIN_SMALL_NEGATIVE, WORKGROUP_DISTRIBUTION, BF16_CONVERT_LINK, REVERSED_ACCESS,
-    TRIG_RANGE_REDUCTION, STRIDED_GATHER,
+    TRIG_RANGE_REDUCTION, STRIDED_GATHER, CONVOLUTION_DIMS_CRASH,
 )  # fmt: skip
 #: What a wrong answer of each semantics-changing option is: the control it was made for.
 CONTROLS = {
@@ -315,6 +327,8 @@ def known_issue(
         return REVERSED_ACCESS
     if _UNCONVERTED_CAST in message and strided_gather(module):
         return STRIDED_GATHER
+    if "crashed" in message and "inferConvolutionDims" in message:
+        return CONVOLUTION_DIMS_CRASH  # the crash's own stack names the function
     if "crashed" in message:
         return RANK0_RESHAPE_CRASH if _RANK0_RESHAPE.search(module) else None
     if message or not module:
@@ -337,6 +351,7 @@ def known_issue(
 __all__ = [
     "BF16_CONVERT_LINK",
     "CONTROLS",
+    "CONVOLUTION_DIMS_CRASH",
     "DENORMAL_FLUSH",
     "F64_LIBM_LINK",
     "F64_POWF_EXPANSION",

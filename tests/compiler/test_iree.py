@@ -546,6 +546,18 @@ def test_a_five_minute_campaigns_findings_are_known_issues(installed) -> None:
     assert issue == iree.TRIG_RANGE_REDUCTION.to_dict()
 
 
+def test_a_crash_in_convolution_inference_is_a_known_issue() -> None:
+    """The 25-minute campaign's crash (seed 4505; tests/upstream/test_iree_3_13.py): a crash
+    whose stack names ``linalg::inferConvolutionDims`` is ``convolution-dims-crash``; another
+    crash is not (unless it is the rank-0 reshape's)."""
+    x = np.zeros((2, 6), np.float32)
+    module = iree.emit.build(_graph(lambda v: np.maximum(v[..., ::-1], 1.0), x), abi="tensor")[0]
+    crashed = "iree-compile crashed (signal 11, SIGSEGV)\nStack dump:\n #4 mlir::AffineExpr::"
+    stack = crashed + "getKind()\n #7 mlir::linalg::inferConvolutionDims(mlir::linalg::LinalgOp)"
+    assert iree.known_issue(module, stack) is iree.CONVOLUTION_DIMS_CRASH
+    assert iree.known_issue(module, crashed + "getKind()\n #7 somewhere::else()") is None
+
+
 def test_a_gather_from_a_strided_slice_is_a_known_issue() -> None:
     """The 20-minute campaign's compile failure (seed 4404; tests/upstream/test_iree_3_13.py):
     LLVM translation's message on a module that gathers from a slice of inner stride 2 is

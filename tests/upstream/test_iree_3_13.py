@@ -133,6 +133,28 @@ def test_a_gather_from_a_strided_slice_compiles() -> None:
     assert error == "", error
 
 
+@xfail("SIGSEGV in inferConvolutionDims (Flow AnnotateDispatches) on a reversed inner dim")
+def test_a_reversed_inner_dim_with_a_second_input_compiles() -> None:
+    """``x[..., ::-1] + y[:, None]`` as one 2-D ``linalg.generic`` (9 lines): iree-compile dies
+    with SIGSEGV in ``linalg::inferConvolutionDims`` (``getConstantsFromExprList``), called by
+    Flow's AnnotateDispatchesPass. With one input it compiles (checked). Found by a 25-minute
+    campaign of ``iree-cpu+host,iree-cpu@O3,iree-cpu+fusion`` (seed 4505) as
+    ``maximum(x1[..., ::-1], x0[..., 1:12:2])``, minimized by the harness to three nodes."""
+    text = (INPUTS / "iree_reversed_inner_crash.mlir").read_text()
+    one_input = (
+        "func.func @main(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {\n"
+        "  %e = tensor.empty() : tensor<2x6xf32>\n"
+        "  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, 5 - d1)>, "
+        'affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} '
+        "ins(%x : tensor<2x6xf32>) outs(%e : tensor<2x6xf32>) {\n"
+        "  ^bb0(%a: f32, %o: f32):\n    linalg.yield %a : f32\n  } -> tensor<2x6xf32>\n"
+        "  return %r : tensor<2x6xf32>\n}\n"
+    )
+    assert "5 - d1" in text
+    error = compiles_beside("iree_reversed_inner_crash.mlir", one_input, "the one-input reversal")
+    assert error == "", error
+
+
 @xfail("f32 sin/cos reduce the argument by pi/2 in float32: thousands of ulps near zeros, large x")
 def test_float32_cosine_of_large_arguments() -> None:
     """cos(1607) is 5395 ulps off, cos(5000) 1218 (NumPy: within 1 ulp); found by the same
