@@ -59,6 +59,16 @@ MAX_DEPTH = 64
 MAX_ITEMS = 1_000_000
 
 
+def _finishes(entry: Entry, rival: Entry) -> bool:
+    """Is ``entry`` the minimized form of ``rival``, an unminimized record of the same case?
+    A minimization that changed nothing made the same file: when the record came from another
+    driver (two shards found one case), it was kept as the smaller and the minimized entry was
+    dropped, leaving the finding unminimized for good."""
+    done = entry.minimization.get("state") != "unminimized"
+    raw = rival.minimization.get("state") == "unminimized"
+    return done and raw and entry.content_id == rival.content_id
+
+
 class CorpusError(ValueError):
     """A corpus file that cannot be used: corrupt, from a future format, or malformed."""
 
@@ -526,6 +536,8 @@ class Corpus:
             if rival.path in supersedes:
                 continue
             if rival.path is not None and (rival.size, rival.content_id) <= key:
+                if _finishes(entry, rival):
+                    continue  # the minimized form of that very case: it replaces the record
                 return False, rival.path
         path = self.directory / entry.filename
         data = entry.to_json()

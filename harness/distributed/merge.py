@@ -18,6 +18,12 @@ from ..corpus import SUFFIX, Corpus, CorpusError, Entry, parse_json
 from ..triage.signature import Signature
 
 
+def _minimizes(entry: Entry, known: Entry) -> bool:
+    """Is ``entry`` a minimized finding that ``known``, an unminimized record, covers?"""
+    raw = known.minimization.get("state") == "unminimized" and known.path is not None
+    return raw and entry.minimization.get("state") == "minimized"
+
+
 @dataclass
 class Offered:
     """What the writer did with one entry: ``stored`` (new, or a smaller instance),
@@ -87,7 +93,13 @@ class CorpusWriter:
                     known.detail = f"regressed: {entry.detail}\n(was fixed) {known.detail}"
                     self.corpus.update(known)
                     return Offered("regression", known.path)
-                if known.signature_id != entry.signature_id or known.status != entry.status:
+                if _minimizes(entry, known):
+                    # Another shard's record of this failure, left unminimized (that shard was
+                    # stopped, or is still at it): this minimized entry replaces it. Dropped as
+                    # a duplicate, the finding stayed unminimized (a two-shard --stop-on-first
+                    # campaign whose shards met one bug).
+                    replaced = (known.path,)
+                elif known.signature_id != entry.signature_id or known.status != entry.status:
                     return Offered("duplicate", known.path)
         stored, path = self.corpus.save(entry, supersedes=replaced)
         for raw in replaced:  # the unminimized form goes, as in ``Driver.finish``

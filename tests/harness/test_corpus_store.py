@@ -77,6 +77,26 @@ def test_same_signature_keeps_the_smallest(tmp_path: Path) -> None:
     assert files == [path] and load(path).size == 5
 
 
+def test_the_minimized_form_of_the_same_case_replaces_its_record(tmp_path: Path) -> None:
+    """Two shards met one case: the record the writer kept came from one, the minimized entry
+    (minimizing changed nothing: the same case, the same file) from the other, which named no
+    record to supersede. It was dropped as no smaller, and the finding stayed unminimized (a
+    slow campaign test saw it after generation changed)."""
+    corpus = Corpus(tmp_path)
+    raw = entry(10)
+    raw.minimization = {"state": "unminimized"}
+    assert corpus.save(raw)[0]
+    done = entry(10)
+    done.minimization = {"state": "minimized", "steps": []}
+    stored, path = corpus.save(done)
+    assert stored and corpus.files() == [path]
+    assert load(path).minimization["state"] == "minimized"
+    again = entry(10)
+    again.minimization = {"state": "unminimized"}
+    assert corpus.save(again) == (False, path), "a record never replaces the minimized entry"
+    assert load(path).minimization["state"] == "minimized"
+
+
 def test_different_signatures_are_separate_entries(tmp_path: Path) -> None:
     corpus = Corpus(tmp_path)
     corpus.save(entry(10, ("exp",)))
