@@ -61,9 +61,9 @@ MAX_ITEMS = 1_000_000
 
 def _finishes(entry: Entry, rival: Entry) -> bool:
     """Is ``entry`` the minimized form of ``rival``, an unminimized record of the same case?
-    A minimization that changed nothing made the same file: when the record came from another
-    driver (two shards found one case), it was kept as the smaller and the minimized entry was
-    dropped, leaving the finding unminimized for good."""
+    A minimization that changes nothing makes the same file name; when the record came from
+    another driver (so ``supersedes`` does not name it), the minimized entry was judged no
+    smaller and dropped, and the finding stayed unminimized."""
     done = entry.minimization.get("state") != "unminimized"
     raw = rival.minimization.get("state") == "unminimized"
     return done and raw and entry.content_id == rival.content_id

@@ -78,10 +78,9 @@ def test_same_signature_keeps_the_smallest(tmp_path: Path) -> None:
 
 
 def test_the_minimized_form_of_the_same_case_replaces_its_record(tmp_path: Path) -> None:
-    """Two shards met one case: the record the writer kept came from one, the minimized entry
-    (minimizing changed nothing: the same case, the same file) from the other, which named no
-    record to supersede. It was dropped as no smaller, and the finding stayed unminimized (a
-    slow campaign test saw it after generation changed)."""
+    """Two drivers met one case: the record kept came from one, the minimized entry
+    (minimizing changed nothing: the same case, the same file) from the other, which names no
+    record to supersede. It was dropped as no smaller, and the finding stayed unminimized."""
     corpus = Corpus(tmp_path)
     raw = entry(10)
     raw.minimization = {"state": "unminimized"}
