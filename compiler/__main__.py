@@ -109,6 +109,20 @@ def opt(args: argparse.Namespace) -> int:
     return 0
 
 
+def jit_input(args: argparse.Namespace) -> int:
+    """The module the JIT compiles from a lowered module at ``--level``: at 0, every function
+    marked ``optnone noinline`` (``runtime.unoptimized``); otherwise the module itself."""
+    from .runtime import jit_input as prepared
+
+    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+    result = prepared(text, args.level)
+    if args.output:
+        Path(args.output).write_text(result)
+    else:
+        sys.stdout.write(result)
+    return 0
+
+
 def tools_command(args: argparse.Namespace) -> int:
     from .tools import available_tools, tool_path
 
@@ -238,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     o.add_argument("--to-stage", help="default: the target's last")
     o.add_argument("-o", "--output", help="write here instead of stdout")
     o.set_defaults(func=opt)
+    j = sub.add_parser("jit-input", help="the module the JIT compiles from a lowered module")
+    j.add_argument("file", help="the lowered module (LLVM dialect), or - for stdin")
+    j.add_argument("--level", type=int, choices=range(4), required=True, help="the target's")
+    j.add_argument("-o", "--output", help="write here instead of stdout")
+    j.set_defaults(func=jit_input)
     t = sub.add_parser("tools", help="run a tool of the mlir/llvm wheels by name")
     t.add_argument("tool", nargs="?")
     t.add_argument("args", nargs=argparse.REMAINDER)

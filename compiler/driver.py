@@ -75,17 +75,24 @@ def stage_command(target: Target, stage: Stage, source: str, output: str) -> str
 
 
 def llvm_command(target: Target, source: str) -> str:
-    """What the JIT does to the lowered module, with LLVM's tools (translation, opt at the
-    target's level, then code generation for this CPU as the JIT really does it:
-    ``runtime.JIT_CODEGEN_ARGUMENTS``, -O2 at every level)."""
+    """What the JIT does to the lowered module, with the project's and LLVM's tools: at -O0 its
+    functions marked as clang -O0 marks them (``runtime.unoptimized``), translation, opt at
+    the target's level, then code generation for this CPU as the JIT really does it
+    (``runtime.JIT_CODEGEN_ARGUMENTS``: -O2 at every level)."""
     from .runtime import JIT_CODEGEN_ARGUMENTS
 
+    steps = []
+    if target.opt_level == 0:
+        quoted = shlex.quote(source)
+        steps.append(f"python -m compiler jit-input {quoted} --level 0 -o kernel.mlir")
+        source = "kernel.mlir"
     codegen = [*JIT_CODEGEN_ARGUMENTS, "-mcpu=native"]
-    return (
-        f"{tools.command('mlir-translate', '--mlir-to-llvmir', source, '-o', 'kernel.ll')} && "
-        f"{tools.command('opt', f'-O{target.opt_level}', 'kernel.ll', '-S', '-o', 'kernel.opt.ll')}"
-        f" && {tools.command('llc', *codegen, 'kernel.opt.ll', '-o', 'kernel.s')}"
-    )
+    steps += [
+        tools.command("mlir-translate", "--mlir-to-llvmir", source, "-o", "kernel.ll"),
+        tools.command("opt", f"-O{target.opt_level}", "kernel.ll", "-S", "-o", "kernel.opt.ll"),
+        tools.command("llc", *codegen, "kernel.opt.ll", "-o", "kernel.s"),
+    ]
+    return " && ".join(steps)
 
 
 def run_stages(module_text: str, target: Target, stages: list[Stage]) -> str:
@@ -223,9 +230,12 @@ def _raised_in(error: BaseException) -> str:
 
 
 def _kernel_key(lowered: str, target: Target, runtime: str, signature: Any) -> tuple:
+    """A kernel is a function of its lowered text, level, runtime, signature, instrumentation
+    and, at -O0, the workarounds on (``runtime.unoptimized`` asks one)."""
     from .runtime import instrumenting
 
-    return (_digest(lowered), target.opt_level, runtime, signature.key(), instrumenting())
+    off = workarounds.state() if target.opt_level == 0 else ()
+    return (_digest(lowered), target.opt_level, runtime, signature.key(), instrumenting(), off)
 
 
 def _link(texts: list[str]) -> Any:

@@ -117,6 +117,16 @@ register(
 )
 
 
+register(
+    "optnone-f16-masked-loads",
+    "llvm/llvm-project: not reported yet (tests/upstream/test_llvm_22_1_8.py)",
+    "an \"@O0\" kernel's functions are marked optnone (clang -O0's marking, which gives them -O0 "
+    "code generation) except those with a masked load or gather of float16: X86 code generation "
+    "asserts in APInt on a masked load or gather of 8 or more halves in an optnone function at "
+    "-O1..-O3 with AVX2 (LLVM 22.1.8), and the JIT generates code at -O2",
+)
+
+
 def check(names: Iterable[str]) -> tuple[str, ...]:
     """``names`` (sorted, distinct), each a registered workaround; else a ValueError that
     lists the known ones."""

@@ -620,8 +620,8 @@ class Attributor:
         ):
             return done(
                 "llvm:codegen",
-                "the same LLVM IR compiled for a generic x86-64 CPU passes (both unoptimized, "
-                "code generated at -O2): LLVM's "
+                "the same LLVM IR compiled for a generic x86-64 CPU passes (both at -O0: "
+                "functions marked optnone): LLVM's "
                 f"code generation for this CPU's features ({', '.join(host_features()) or '?'})",
             )
         if check(f"{family}[:{BUILT}]") == "fails":
@@ -639,9 +639,9 @@ class Attributor:
             if level > 0 and check(f"{family}@O0") == "passes":
                 return done(
                     "llvm",
-                    f"every stage passes at -O0; -O{level} fails: LLVM's IR optimizer, or code "
-                    "generation of the IR it optimized (the JIT generates code at -O2 at every "
-                    "level: compiler.runtime.JIT_CODEGEN_ARGUMENTS)",
+                    f"every stage passes at -O0; -O{level} fails: LLVM's optimizations (its IR "
+                    "passes, or code generation of functions not marked optnone: "
+                    "compiler.runtime.unoptimized)",
                 )
             return done("unknown", "no variant reproduces the failure")
         if target.stage(culprit).pipeline == "":

@@ -4,12 +4,13 @@ MLIR's ExecutionEngine translates the lowered module to LLVM IR, optimizes it at
 level and generates code for this machine's CPU, all inside the process it kills. ``pin`` replays
 the three steps with LLVM's own tools, each a subprocess, to name the one that dies:
 ``mlir-translate --mlir-to-llvmir``, ``opt -O<n>``, ``llc -O2 -code-model=large -mcpu=native``
-(the JIT generates code at -O2 whatever the level: ``runtime.JIT_CODEGEN_ARGUMENTS``). ``reduce``
-then shrinks that tool's input with ``llvm-reduce`` (interesting: the same tool dies with the same
-``LLVM ERROR``/assertion and the same legalizer line before it, node numbers aside), and looks
-for the smallest description of the CPU that still crashes: a generic x86-64, else one feature of
-this CPU (``-mtriple=x86_64-- -mattr=+avx512bf16``), so the stored command reproduces the crash
-on any machine. Commands name tools only (``llc ...``), never machine paths.
+(the JIT generates code at -O2 whatever the level: ``runtime.JIT_CODEGEN_ARGUMENTS``; at -O0 on
+functions marked optnone, ``runtime.jit_input``). ``reduce`` then shrinks that tool's input with
+``llvm-reduce`` (interesting: the same tool dies with the same ``LLVM ERROR``/assertion and the
+same legalizer line before it, node numbers aside), and looks for the smallest description of
+the CPU that still crashes: a generic x86-64, else one feature of this CPU (``-mtriple=x86_64--
+-mattr=+avx512bf16``), so the stored command reproduces the crash on any machine. Commands name
+tools only (``llc ...``), never machine paths.
 """
 
 from __future__ import annotations
@@ -93,12 +94,14 @@ def _crashed(returncode: int | None) -> bool:
 def pin(
     lowered: str, level: int, timeout_s: float = 120, cpu: tuple[str, ...] = ("-mcpu=native",)
 ) -> dict[str, Any]:
-    """Replay the JIT's steps on the lowered module (``llc`` for ``cpu``: this machine's, as
-    the JIT's); the first tool that dies, its input and arguments, and what it said
-    (``crashed`` False: every tool passed)."""
+    """Replay the JIT's steps on the lowered module as the JIT gets it (``runtime.jit_input``;
+    ``llc`` for ``cpu``: this machine's, as the JIT's); the first tool that dies, its input
+    and arguments, and what it said (``crashed`` False: every tool passed)."""
+    from compiler.runtime import jit_input
+
     cpu = list(cpu)
     with tempfile.TemporaryDirectory(prefix="llvm-pin-") as work:
-        text, suffix = lowered, ".mlir"
+        text, suffix = jit_input(lowered, level), ".mlir"  # at -O0: functions marked optnone
         for tool in STEPS:
             source = os.path.join(work, f"input{suffix}")
             with open(source, "w") as handle:
