@@ -21,7 +21,7 @@ from strategies import invalid_programs, programs, samples
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
 from strategies.gen.values import (
-    EDGE_REGIMES,
+    ANY_OP_EDGES,
     REGIMES,
     cast_edge_regimes,
     edge_regimes,
@@ -474,7 +474,7 @@ def siblings(draw: st.DrawFn, case: Case, count: int = SIBLINGS) -> tuple[Case, 
     for _ in range(count):
         step = draw(st.sampled_from(sorted(edges)))
         choices = [r for r in edges[step] if r not in taken]
-        choices = choices or [r for r in EDGE_REGIMES if r not in taken]
+        choices = choices or [r for r in ANY_OP_EDGES if r not in taken]
         if not choices:
             break
         regime = draw(st.sampled_from(choices))

@@ -22,7 +22,13 @@ from strategies import (
     slices,
     values,
 )
-from strategies.gen.values import EDGE_REGIMES, REGIMES, edge_regimes, input_values
+from strategies.gen.values import (
+    ANY_OP_EDGES,
+    EDGE_REGIMES,
+    REGIMES,
+    edge_regimes,
+    input_values,
+)
 
 
 @given(shapes())
@@ -122,7 +128,17 @@ def test_values_follow_their_regime(
 ) -> None:
     array = data.draw(values(shape, dtype, regime))
     assert array.shape == shape and array.dtype == dtype
-    if regime != "special":
+    if regime in ("lowest", "highest"):  # the whole array at one end: a max's or min's identity
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            end = info.min if regime == "lowest" else info.max
+        else:  # float16, bfloat16 too
+            end = -np.inf if regime == "lowest" else np.inf
+        assert np.all(array.astype(np.float64) == end), (regime, array)
+        return
+    if regime == "ties":  # NaN now and then: the unordered tie
+        assert not np.any(np.isinf(array.astype(np.float64)))
+    elif regime != "special":
         assert np.all(np.isfinite(array))
     magnitude = np.abs(array.astype(np.float64))
     if regime == "large":
@@ -217,7 +233,10 @@ def test_every_op_has_edge_regimes_of_its_kind() -> None:
     assert "extreme" in edge_regimes("log") and "extreme" in edge_regimes("gather")
     assert "dense" in edge_regimes("exp") and "dense" in edge_regimes("gelu")
     assert edge_regimes("layer_norm")[0] == "constant_rows"
-    assert edge_regimes("reshape") == EDGE_REGIMES == edge_regimes("no-such-op")
+    assert edge_regimes("reshape") == ANY_OP_EDGES == edge_regimes("no-such-op")
+    # a max's identity, whatever the axes it reduces: an array of the int's least value or -inf
+    assert "lowest" in edge_regimes("max") and "highest" in edge_regimes("min")
+    assert "lowest" not in ANY_OP_EDGES and "lowest" in EDGE_REGIMES
 
 
 def test_extreme_int_arrays_hold_whole_rows_of_an_end() -> None:
