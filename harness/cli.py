@@ -137,7 +137,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
         for raw in done["raw"] or ["a re-run case"]:
             print(f"minimized {Path(raw).name} into {into}{already}")
     left = [e for e in Corpus(corpus).entries() if isinstance(e, Entry)]
-    unminimized = [e for e in left if e.minimization.get("state") == "unminimized"]
+    unminimized = [e for e in left if e.unminimized]
     print(
         f"recovered: {len(driver.saved)} entries saved; {len(orphans(corpus))} orphaned records "
         f"and {len(unminimized)} unminimized entries left"

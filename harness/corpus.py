@@ -64,9 +64,7 @@ def _finishes(entry: Entry, rival: Entry) -> bool:
     A minimization that changes nothing makes the same file name; when the record came from
     another driver (so ``supersedes`` does not name it), the minimized entry was judged no
     smaller and dropped, and the finding stayed unminimized."""
-    done = entry.minimization.get("state") != "unminimized"
-    raw = rival.minimization.get("state") == "unminimized"
-    return done and raw and entry.content_id == rival.content_id
+    return not entry.unminimized and rival.unminimized and entry.content_id == rival.content_id
 
 
 class CorpusError(ValueError):
@@ -383,6 +381,11 @@ class Entry:
     @property
     def content_id(self) -> str:
         return digest(self.case)[:16]
+
+    @property
+    def unminimized(self) -> bool:
+        """A raw record of a finding, saved before (or without) its minimization."""
+        return self.minimization.get("state") == "unminimized"
 
     @property
     def signature_id(self) -> str:

@@ -20,7 +20,7 @@ from ..triage.signature import Signature
 
 def _minimizes(entry: Entry, known: Entry) -> bool:
     """Is ``entry`` a minimized finding that ``known``, an unminimized record, covers?"""
-    raw = known.minimization.get("state") == "unminimized" and known.path is not None
+    raw = known.unminimized and known.path is not None
     return raw and entry.minimization.get("state") == "minimized"
 
 

@@ -195,8 +195,7 @@ class CampaignStream:
                 continue
             if entry.status == "fixed" and not first:
                 continue
-            unminimized = entry.minimization.get("state") == "unminimized"
-            if unminimized and not (first or entry.path.name in state.raw):
+            if entry.unminimized and not (first or entry.path.name in state.raw):
                 continue
             try:
                 chosen[entry.path.name] = read_limited(entry.path).decode("utf-8")
@@ -220,7 +219,7 @@ class CampaignStream:
                 self.resolved[raw] = offered
         if offered.stored:
             state.entries += 1
-            if offered.path is not None and entry.minimization.get("state") == "unminimized":
+            if offered.path is not None and entry.unminimized:
                 state.raw.add(offered.path.name)
         elif offered.outcome == "duplicate":
             state.duplicates += 1

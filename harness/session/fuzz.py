@@ -606,7 +606,7 @@ class Driver(Admission):
         if self.index != 0:
             return
         for signature, entry in self.known:
-            if entry.status != "open" or entry.minimization.get("state") != "unminimized":
+            if entry.status != "open" or not entry.unminimized:
                 continue
             try:
                 case = Case.from_dict(entry.case["case"])
