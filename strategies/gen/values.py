@@ -71,21 +71,23 @@ REGIMES = (
     "lowest",
     "highest",
 )
-#: Regimes a random program draws its values from (``regimes``): not ``lowest`` and
-#: ``highest``, whole arrays of one value, which are a max's and a min's edges alone.
-GENERAL_REGIMES = tuple(r for r in REGIMES if r not in ("lowest", "highest"))
+#: The regimes of whole arrays at one end of their dtype (``end_value``): a max's and a min's
+#: edges alone.
+END_REGIMES = ("lowest", "highest")
+#: Regimes a random program draws its values from (``regimes``): not ``END_REGIMES``.
+GENERAL_REGIMES = tuple(r for r in REGIMES if r not in END_REGIMES)
 #: Regimes whose values a float -> int32 cast may not see.
-UNSAFE_FOR_CASTS = ("special", "extreme", "dense", "halfway", "lowest", "highest")
+UNSAFE_FOR_CASTS = ("special", "extreme", "dense", "halfway", *END_REGIMES)
 #: Regimes at an op's edges, where its own mistakes show (NaN, infinities, subnormals and
 #: thresholds; equal elements for comparisons; one sign for reduction identities; zero variance;
 #: dense full-significand values for an approximation's accuracy; a max's or min's identity).
 EDGE_REGIMES = (
     "special", "extreme", "ties", "negative", "positive", "constant_rows", "dense", "halfway",
-    "lowest", "highest",
+    *END_REGIMES,
 )  # fmt: skip
-#: The edges of an op of no listed kind (``edge_regimes``): all but ``lowest`` and ``highest``
-#: (an array of one value hides what a layout op or a cast does with each element).
-ANY_OP_EDGES = tuple(r for r in EDGE_REGIMES if r not in ("lowest", "highest"))
+#: The edges of an op of no listed kind (``edge_regimes``): all but ``END_REGIMES`` (an array
+#: of one value hides what a layout op or a cast does with each element).
+ANY_OP_EDGES = tuple(r for r in EDGE_REGIMES if r not in END_REGIMES)
 SPECIALS = (np.nan, np.inf, -np.inf, -0.0)
 
 #: The edges of each kind of primitive (``edge_regimes``): a comparison's and a max/min's are
@@ -380,7 +382,7 @@ def elements(
     dt = np.dtype(dtype)
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; choose from {REGIMES}")
-    if regime in ("lowest", "highest"):
+    if regime in END_REGIMES:
         return st.just(end_value(dt, regime))
     if regime == "halfway" and dt.kind != "b":
         groups = halfway_groups(dt.name)
@@ -432,7 +434,7 @@ def values(
     floating = primitives.is_float(dt)
     if regime == "dense":
         return draw(_dense(shape, dt, spans))
-    if regime in ("lowest", "highest"):  # every element the same end (``end_value``)
+    if regime in END_REGIMES:  # every element the same end (``end_value``)
         return np.full(shape, end_value(dt, regime), dtype=dt)
     if regime == "constant_rows" and len(shape) >= 1:
         rows = draw(
@@ -633,6 +635,7 @@ __all__ = [
     "ANY_OP_EDGES",
     "DENSE_SPANS",
     "EDGE_REGIMES",
+    "END_REGIMES",
     "GENERAL_REGIMES",
     "REGIMES",
     "SPECIALS",
