@@ -10,7 +10,9 @@ gives up on them (``admission.Admission``).
 Accuracy sweeps are focus items too (``sweep_items``, ``sweep_cases``): each op that rounds,
 alone, on hundreds of dense values (and once more with the dtype's edges among them), so a
 math function a few ulps off on a few percent of its arguments meets a case that shows it in
-the first seconds of a session instead of by luck.
+the first seconds of a session instead of by luck; each narrowing conversion alone, on
+hundreds of values at and beside the narrower format's ties, so a cast that rounds a tie the
+wrong way, truncates or rounds twice is judged where it is wrong.
 """
 
 from __future__ import annotations
@@ -35,7 +37,13 @@ from strategies import (
     samples,
 )
 from strategies.gen.programs import generation_order, ops_reading_views
-from strategies.gen.values import cast_edge_regimes, edge_regimes, edge_values, values
+from strategies.gen.values import (
+    cast_edge_regimes,
+    edge_regimes,
+    edge_values,
+    narrowing_values,
+    values,
+)
 from strategies.model import Program, ProgramBuilder, Ref
 
 from ..case import Case
@@ -249,6 +257,9 @@ EDGES = ":edges"
 #: An exact reduction's sweep ("sweep:<dtype>:tails", ``tail_ops``): hundreds of values of one
 #: regime at its edges (rows of one sign, ties, NaN), rows around vector widths.
 TAILS = ":tails"
+#: A narrowing conversion's sweep ("sweep:<source>-><target>:halfway", ``narrowing_casts``):
+#: hundreds of values where rounding to the narrower format is hardest (``narrowing_values``).
+HALFWAY = ":halfway"
 #: The float dtypes swept: float16 and bfloat16 compute each op in float32 and round once, so a
 #: few float32 ulps never show in them (their own rounding is judged to an ulp by any case).
 SWEEP_DTYPES = ("float32", "float64")
@@ -307,6 +318,15 @@ def tail_ops() -> tuple[str, ...]:
     )
 
 
+def narrowing_casts() -> tuple[str, ...]:
+    """The conversions ("SOURCE->TARGET") to a format of less precision or range, whose edges
+    are the narrower format's ties (``cast_edge_regimes``): where a conversion that rounds a tie
+    up, truncates or rounds twice is off, by an ulp, on a few values of all it could meet."""
+    return tuple(
+        second for _, second in cast_pairs() if "halfway" in cast_edge_regimes(*second.split("->"))
+    )
+
+
 def _row_composite(op: str) -> bool:
     """Does ``op`` take one (rows, n) array and, past it, only (n,) vectors?"""
     prim = primitives.get(op)
@@ -327,6 +347,7 @@ def sweep_items() -> tuple[tuple[str, str], ...]:
     accumulating = [op for op in ops if primitives.get(op).kind in ("reduction", "composite")]
     accumulating += CONTRACTIONS
     tails = tuple((op, SWEPT + d + TAILS) for op, d in op_dtype_pairs() if op in tail_ops())
+    narrowing = tuple(("astype", SWEPT + cast + HALFWAY) for cast in narrowing_casts())
     return (
         tuple(
             (op, SWEPT + dtype + kind)
@@ -336,13 +357,16 @@ def sweep_items() -> tuple[tuple[str, str], ...]:
             if not (kind and op in CONTRACTIONS)  # its edges overflow float16's products
         )
         + tails
+        + narrowing
     )
 
 
 def _swept(item: tuple[str, str]) -> tuple[str, bool]:
-    """A sweep item's dtype, and whether it is the sweep with edges."""
+    """A sweep item's dtype (a conversion's: its source), and whether it is the sweep with
+    edges."""
     rest = item[1][len(SWEPT) :]
-    return rest.removesuffix(EDGES).removesuffix(TAILS), rest.endswith(EDGES)
+    swept = rest.removesuffix(EDGES).removesuffix(TAILS).removesuffix(HALFWAY)
+    return swept.partition("->")[0], rest.endswith(EDGES)
 
 
 @st.composite
@@ -362,6 +386,13 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     prim = primitives.get(op)
     size = draw(st.sampled_from(SWEEP_SIDES))
     b = ProgramBuilder()
+    if item[1].endswith(HALFWAY):  # a narrowing conversion alone, on a vector or rows
+        target = item[1][len(SWEPT) :].removesuffix(HALFWAY).partition("->")[2]
+        shape = _swept_shape(draw, size)
+        program = b.build(b.node(op, b.input(shape, dtype), dtype=target))
+        inputs = [draw(narrowing_values(shape, dtype, target))]
+        event("origin:sweep-halfway")
+        return Case(program, inputs, backends, origin="sweep/halfway")
     if op in CONTRACTIONS:  # (m, size) @ (size, n): one long contraction, few of them
         m, n = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 2, 3]))
         program = b.build(b.node(op, b.input((m, size), dtype), b.input((size, n), dtype)))
@@ -393,11 +424,7 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
 def _swept_program(draw: st.DrawFn, b: ProgramBuilder, prim: Any, dtype: str, size: int) -> Program:
     """``prim`` alone on about ``size`` values of ``dtype``: a vector or rows (a composite's
     row is its unit; a reduction over the whole array, its rows or its columns)."""
-    if prim.kind != "composite" and draw(st.booleans()):
-        shape: tuple[int, ...] = (size,)
-    else:  # rows of a width around a vector's
-        width = draw(st.sampled_from(SWEEP_ROWS))
-        shape = (max(2, -(-size // width)), width)
+    shape = _swept_shape(draw, size, rows=prim.kind == "composite")
     x = b.input(shape, dtype)
     operand = b.node("abs", x) if prim.domain == "nonnegative" else x
     attrs = {}
@@ -408,6 +435,15 @@ def _swept_program(draw: st.DrawFn, b: ProgramBuilder, prim: Any, dtype: str, si
     else:
         others = [b.input(shape, dtype) for _ in range(prim.arity - 1)]
     return b.build(b.node(prim.name, operand, *others, **attrs))
+
+
+def _swept_shape(draw: st.DrawFn, size: int, rows: bool = False) -> tuple[int, ...]:
+    """A sweep's shape of about ``size`` values: a vector, or (with ``rows``, always) rows of
+    a width around a vector's."""
+    if not rows and draw(st.booleans()):
+        return (size,)
+    width = draw(st.sampled_from(SWEEP_ROWS))
+    return (max(2, -(-size // width)), width)
 
 
 @st.composite
@@ -605,15 +641,22 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
         # with the result's dtype its sweeps were never done (they held half of the focused
         # cases for the whole session).
         program = case.program
-        if case.origin.startswith("sweep/tails"):
-            swept, kind = set(tail_ops()), TAILS
+        if case.origin == "sweep/halfway":
+            found |= {
+                (node.op, f"{SWEPT}{program.arg_types(node)[0].dtype}->{node.type.dtype}{HALFWAY}")
+                for node in program.nodes
+                if node.op == "astype"
+            }
         else:
-            swept, kind = set(sweep_ops()), EDGES if case.origin == "sweep/extreme" else ""
-        found |= {
-            (node.op, SWEPT + program.arg_types(node)[0].dtype + kind)
-            for node in program.nodes
-            if node.op in swept
-        }
+            if case.origin.startswith("sweep/tails"):
+                swept, kind = set(tail_ops()), TAILS
+            else:
+                swept, kind = set(sweep_ops()), EDGES if case.origin == "sweep/extreme" else ""
+            found |= {
+                (node.op, SWEPT + program.arg_types(node)[0].dtype + kind)
+                for node in program.nodes
+                if node.op in swept
+            }
     spellings = primitives.SPELLINGS[1:] if every_spelling else (case.spelling,)
     for spelling in spellings:
         if spelling == primitives.SPELLINGS[0]:

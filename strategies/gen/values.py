@@ -291,43 +291,95 @@ def halfway_groups(dtype: str) -> tuple[tuple[float, ...], ...]:
     conversion that rounds twice, through float32, goes the wrong way there); each only where
     ``dtype`` holds it exactly (for int32: integers, the middles' neighbours one apart)."""
     dt = np.dtype(dtype)
+    return tuple(g for name in _NARROWER.get(dt.name, ()) for g in _halfway_groups(dt, name))
+
+
+@functools.cache
+def _halfway_groups(dt: np.dtype, name: str) -> tuple[tuple[float, ...], ...]:
+    """``halfway_groups`` of ``dt`` for the one narrower format ``name``."""
+    target = np.dtype(name)
+    bits = _unsigned(target)
+    info = primitives.finfo(target)
+    top = int(np.array(np.inf, target).view(bits))  # +inf's bit pattern
+    tiny, one = (int(np.array(v, target).view(bits)) for v in (info.tiny, 1.0))
+    binades = np.arange(int(info.minexp), int(info.maxexp), dtype=np.float64)
+    starts = np.exp2(binades).astype(target).view(bits).astype(np.int64)
+    spread = np.linspace(0, top - 2, 64).astype(np.int64)
+    base = np.concatenate([starts, spread, [0, 1, tiny - 1, tiny, one, top - 2]])
+    k = np.unique(np.concatenate([base, base + 1]))
+    k = k[(k >= 0) & (k < top)]
     groups = []
-    for name in _NARROWER.get(dt.name, ()):
-        target = np.dtype(name)
-        bits = _unsigned(target)
-        info = primitives.finfo(target)
-        top = int(np.array(np.inf, target).view(bits))  # +inf's bit pattern
-        tiny, one = (int(np.array(v, target).view(bits)) for v in (info.tiny, 1.0))
-        binades = np.arange(int(info.minexp), int(info.maxexp), dtype=np.float64)
-        starts = np.exp2(binades).astype(target).view(bits).astype(np.int64)
-        spread = np.linspace(0, top - 2, 64).astype(np.int64)
-        base = np.concatenate([starts, spread, [0, 1, tiny - 1, tiny, one, top - 2]])
-        k = np.unique(np.concatenate([base, base + 1]))
-        k = k[(k >= 0) & (k < top)]
-        low = k.astype(bits).view(target).astype(np.float64)
-        high = (k + 1).astype(bits).view(target).astype(np.float64)
-        below = np.maximum(k - 1, 0).astype(bits).view(target).astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            high = np.where(np.isinf(high), low + (low - below), high)
-        middle = (low + high) / 2
-        if dt.kind in "iu":
-            aside = np.concatenate([middle - 1, middle + 1])
-        else:
-            with np.errstate(over="ignore"):
-                held = middle.astype(dt)
-            exact = held[(held.astype(np.float64) == middle) & (middle > 0)]
-            wide = exact.view(_unsigned(dt)).astype(np.int64)
-            aside = np.concatenate(
-                [
-                    (wide + step).astype(_unsigned(dt)).view(dt).astype(np.float64)
-                    for step in (-1, 1)
-                ]
-            )
-        for found in (low, middle, aside):
-            kept = _held(np.unique(np.abs(found)), dt)
-            if kept.size:
-                groups.append(tuple(float(v) for m in kept for v in (m, -m)))
+    for found in _rounding_points(k, dt, target):
+        kept = _held(np.unique(np.abs(found)), dt)
+        if kept.size:
+            groups.append(tuple(float(v) for m in kept for v in (m, -m)))
     return tuple(groups)
+
+
+def _rounding_points(
+    k: np.ndarray, dt: np.dtype, target: np.dtype
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the bit patterns ``k`` of positive finite ``target`` values, as float64: the values,
+    the middles between each and the next (past the largest: the overflow threshold), and one
+    ``dt`` ulp either side of each middle ``dt`` holds (for an integer ``dt``: one either side);
+    not yet filtered for what ``dt`` holds."""
+    bits = _unsigned(target)
+    low = k.astype(bits).view(target).astype(np.float64)
+    high = (k + 1).astype(bits).view(target).astype(np.float64)
+    below = np.maximum(k - 1, 0).astype(bits).view(target).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        high = np.where(np.isinf(high), low + (low - below), high)
+    middle = (low + high) / 2
+    if dt.kind in "iu":
+        return low, middle, np.concatenate([middle - 1, middle + 1])
+    with np.errstate(over="ignore"):
+        held = middle.astype(dt)
+    exact = held[(held.astype(np.float64) == middle) & (middle > 0)]
+    wide = exact.view(_unsigned(dt)).astype(np.int64)
+    aside = [(wide + step).astype(_unsigned(dt)).view(dt).astype(np.float64) for step in (-1, 1)]
+    return low, middle, np.concatenate(aside)
+
+
+@st.composite
+def narrowing_values(
+    draw: st.DrawFn, shape: tuple[int, ...], dtype: Any, target: Any
+) -> np.ndarray:
+    """``dtype`` values where a conversion to the narrower format ``target`` is hardest to
+    round: ``target``'s own values, the middles between neighbours and one ``dtype`` ulp either
+    side of a middle, at random places over ``target``'s range (a seeded fill, as ``dense``:
+    one draw whatever the size), both signs, a quarter of them ``halfway_groups``' fixed points
+    for ``target`` (its subnormals, the overflow threshold). Drawn element by element, a focused
+    float64 -> float16 cast met a value beside a middle in about one case of twelve, and a
+    conversion that rounds twice, through float32, went unseen in 60 s sessions; here about a
+    quarter of the values show it."""
+    dt, goal = np.dtype(dtype), np.dtype(target)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    size = int(np.prod(shape, dtype=np.int64))
+    bits = _unsigned(goal)
+    top = int(np.array(np.inf, goal).view(bits))
+    if dt.kind in "iu":  # middles are integers from 2**(significand bits + 1) up
+        least, most = 2.0 ** (primitives.finfo(goal).nmant + 1), float(np.iinfo(dt).max)
+    else:
+        info = primitives.finfo(dt)
+        least, most = float(info.smallest_subnormal), float(info.max)
+    with np.errstate(over="ignore"):
+        lo, hi = (int(np.array(v, np.float64).astype(goal).view(bits)) for v in (least, most))
+    k = rng.integers(min(lo, top - 1), min(hi, top - 1), 4 * size + 16, endpoint=True)
+    points = np.concatenate(_rounding_points(k, dt, goal))
+    points = points[np.isfinite(points)]
+    if dt.kind in "iu":
+        keep = points <= most
+    else:
+        with np.errstate(over="ignore"):
+            keep = points.astype(dt).astype(np.float64) == points
+    fixed = np.array([v for g in _halfway_groups(dt, goal.name) for v in g], dtype=np.float64)
+    points = points[keep] if keep.any() else fixed
+    flat = rng.choice(points, size) * np.where(rng.random(size) < 0.5, -1.0, 1.0)
+    if fixed.size:  # a quarter from the fixed points (both signs already)
+        chosen = rng.random(size) < 0.25
+        flat[chosen] = rng.choice(fixed, int(chosen.sum()))
+    event(f"narrowing:{dt.name}->{goal.name}")
+    return flat.reshape(shape).astype(dt)
 
 
 def _held(values: np.ndarray, dt: np.dtype) -> np.ndarray:
@@ -648,6 +700,7 @@ __all__ = [
     "halfway_values",
     "input_values",
     "int_cast_inputs",
+    "narrowing_values",
     "regimes",
     "values",
 ]

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from harness.session.focus import SWEPT, exercised_items, sweep_cases, sweep_items, sweep_ops
+from harness.session.focus import (
+    SWEPT,
+    exercised_items,
+    narrowing_casts,
+    sweep_cases,
+    sweep_items,
+    sweep_ops,
+)
 
 _SETTINGS = settings(
     max_examples=12, database=None, derandomize=True, deadline=None,
@@ -30,6 +37,13 @@ def test_sweep_ops_are_the_primitives_that_approximate() -> None:
         "sweep:float32", "sweep:float64", "sweep:float32:edges", "sweep:float64:edges",
         "sweep:float16", "sweep:float16:edges", "sweep:float32:tails", "sweep:float64:tails",
         "sweep:int32:tails", "sweep:float16:tails", "sweep:bfloat16:tails",
+        *(f"sweep:{cast}:halfway" for cast in narrowing_casts()),
+    }  # fmt: skip
+    assert {op for op, second in sweep_items() if second.endswith(":halfway")} == {"astype"}
+    assert set(narrowing_casts()) == {
+        "float64->float32", "float64->float16", "float64->bfloat16", "float32->float16",
+        "float32->bfloat16", "float16->bfloat16", "bfloat16->float16", "int32->float32",
+        "int32->float16", "int32->bfloat16",
     }  # fmt: skip
     assert {op for op, second in sweep_items() if second.endswith(":tails")} == {"max", "min"}
     # In float16, the ops that accumulate only (NumPy adds float16 up in float32).
@@ -250,3 +264,61 @@ def test_dense_sweeps_take_half_of_the_focused_cases_while_any_is_left() -> None
         - sum(n for origin, n in origins.items() if origin.startswith("sweep/"))
         >= 5
     ), origins
+
+
+def _round_half_up(x: np.ndarray, target: str) -> np.ndarray:
+    """``x`` (float32) rounded to ``target`` with ties away from zero: the bits below the kept
+    significand added half their range, then cut (exact for normal values of either format)."""
+    cut = 16 if target == "bfloat16" else 13  # significand bits dropped
+    bits = x.astype(np.float32).view(np.uint32)
+    rounded = ((bits + (1 << (cut - 1))) >> cut << cut).view(np.float32)
+    return rounded.astype(target)
+
+
+def _toward_zero(x: np.ndarray, target: type) -> np.ndarray:
+    """``x`` converted to ``target`` rounding toward zero (truncating the significand)."""
+    nearest = x.astype(target)
+    past = np.abs(nearest.astype(np.float64)) > np.abs(x.astype(np.float64))
+    return np.where(past, np.nextafter(nearest, target(0)), nearest).astype(target)
+
+
+@pytest.mark.parametrize(
+    ("cast", "wrong"),
+    [
+        ("float64->float16", lambda x: x.astype(np.float32).astype(np.float16)),  # twice
+        ("float32->float16", lambda x: _round_half_up(x, "float16")),
+        ("float32->bfloat16", lambda x: _round_half_up(x, "bfloat16")),
+        ("int32->float32", lambda x: _toward_zero(x, np.float32)),
+    ],
+)
+def test_a_narrowing_cast_sweep_finds_a_conversion_that_rounds_wrong(
+    cast: str, wrong
+) -> None:  # noqa: ANN001
+    """A narrowing conversion's sweep (``HALFWAY``) is the cast alone on hundreds of values at
+    the narrower format's ties and one ulp beside them: a float64 -> float16 cast rounding
+    twice, through float32 (unseen in 60 s sessions, whose focused casts met a value beside a
+    tie in one case of twelve), and one rounding ties away from zero, are rejected by every
+    sweep, as is an int32 -> float32 conversion that truncates; NumPy's own conversion by
+    none."""
+    from harness.verdict import judge_output
+
+    source, target = cast.split("->")
+    item = ("astype", f"{SWEPT}{cast}:halfway")
+    assert item in sweep_items()
+    verdicts: list[tuple[bool, bool]] = []
+
+    @_SETTINGS
+    @given(sweep_cases(("cpu-loops",), item))
+    def judge(case) -> None:  # noqa: ANN001
+        (x,) = case.inputs
+        assert [node.op for node in case.program.nodes] == ["astype"] and x.size >= 64
+        assert x.dtype == np.dtype(source) and case.origin == "sweep/halfway"
+        assert item in exercised_items(case)
+        with np.errstate(over="ignore", invalid="ignore"):
+            right = judge_output(case, x.astype(target), use_jax=False).ok
+            mistaken = np.asarray(wrong(x))
+        verdicts.append((right, judge_output(case, mistaken, use_jax=False).ok))
+
+    judge()
+    assert all(right for right, _ in verdicts), verdicts
+    assert not any(wrong for _, wrong in verdicts), verdicts

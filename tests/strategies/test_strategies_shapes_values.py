@@ -431,6 +431,62 @@ def test_halfway_values_are_ties_of_every_narrower_format() -> None:
     assert "halfway" in edge_regimes("astype")
 
 
+def _ties(wide: np.ndarray, target: str) -> np.ndarray:
+    """Which of the float64 values ``wide`` lie exactly halfway between two neighbours of
+    ``target``."""
+    magnitude = np.abs(wide)
+    with np.errstate(over="ignore"):
+        nearest = magnitude.astype(target)
+    bits = np.dtype(f"uint{8 * nearest.dtype.itemsize}")
+    k = nearest.view(bits).astype(np.int64)
+    above = nearest.astype(np.float64) >= magnitude
+    other = np.where(above, k - 1, k + 1).clip(0).astype(bits).view(nearest.dtype)
+    low = np.minimum(nearest.astype(np.float64), other.astype(np.float64))
+    high = np.maximum(nearest.astype(np.float64), other.astype(np.float64))
+    return (low < magnitude) & (magnitude < high) & (magnitude - low == high - magnitude)
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "ties"),
+    [
+        ("float64", "float16", 100),
+        ("float32", "bfloat16", 100),
+        ("int32", "float32", 100),
+        ("bfloat16", "float16", 8),  # bfloat16 holds float16's ties among its subnormals only
+    ],
+)
+def test_narrowing_values_sit_at_and_beside_the_narrower_formats_ties(
+    source: str, target: str, ties: int
+) -> None:
+    """A narrowing cast's sweep values (``narrowing_values``): all held exactly by the source,
+    finite, of both signs, spread over the target's range, a share of them exact ties of the
+    target (where ties-away and ties-to-even part) and, from a wider float, a share one ulp
+    beside a tie (where rounding twice, through float32, goes the wrong way)."""
+    import ml_dtypes  # noqa: F401  (bfloat16 as a NumPy dtype)
+
+    from strategies.gen.values import narrowing_values
+
+    seen: list[np.ndarray] = []
+
+    @settings(max_examples=8, database=None, derandomize=True, deadline=None)
+    @given(narrowing_values((600,), source, target))
+    def draw(x: np.ndarray) -> None:
+        seen.append(x)
+
+    draw()
+    for x in seen:
+        wide = x.astype(np.float64)
+        assert x.dtype == np.dtype(source) and x.shape == (600,) and np.all(np.isfinite(wide))
+        assert (wide < 0).sum() > 100 and (wide > 0).sum() > 100
+        with np.errstate(over="ignore"):
+            nearest = x.astype(target).astype(np.float64)
+        assert _ties(wide, target).sum() >= ties
+        if source == "float64" and target == "float16":  # one ulp beside a tie
+            twice = x.astype(np.float32).astype(np.float16).astype(np.float64) != nearest
+            assert twice.sum() >= 60, twice.sum()
+        assert len(np.unique(np.abs(wide))) >= 100  # spread, not a few repeated points
+
+
 def test_a_cast_has_the_edges_of_its_own_conversion() -> None:
     """A float -> bool cast goes wrong at NaN (an ordered != makes it False), a narrowing one at
     the narrower format's ties: a focused cast case draws from its conversion's own edges."""
