@@ -58,6 +58,27 @@ def digest(value: Any) -> str:
     return h.hexdigest()[:24]
 
 
+_CONTEXT: list[Any] = []
+
+
+def _canonical(text: Any) -> Any:
+    """A module's text as MLIR prints it, where it parses: SSA names are then MLIR's own (%0,
+    %c1_i32), so a mutant that only renames values in the builder's text (two fresh names of
+    the bfloat16 rounding swapped) is likely equivalent, not a survivor. Anything else (an
+    error, a module that does not parse) is compared as it is."""
+    if not isinstance(text, str):
+        return text
+    from mlir import ir
+
+    if not _CONTEXT:
+        _CONTEXT.append(ir.Context())
+    try:
+        with _CONTEXT[0]:
+            return ir.Module.parse(text).operation.get_asm(assume_verified=True)
+    except Exception:  # noqa: BLE001 - an unparsable module is compared as written
+        return text
+
+
 def _error(error: BaseException) -> str:
     """An exception as a comparable string (addresses scrubbed: they differ run to run)."""
     return f"error {type(error).__name__}: {_ADDRESS.sub('0x?', str(error))[:2000]}"
@@ -109,11 +130,12 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
         except Exception as error:  # noqa: BLE001 - a mutant may raise anything
             value = _error(error)
         subjects.append(subject)
-        yield f"{i}:emit", digest(value)
+        yield f"{i}:emit", digest(_canonical(value))
     valid = [i for i, item in enumerate(sample["items"]) if item["kind"] == "program"]
     swept = [i for i in valid if item_runs(sample["items"][i])]
     rest = [i for i in valid if not item_runs(sample["items"][i])]
     chosen = swept + rest[:: max(1, len(rest) // max(1, sample["runs"]))][: sample["runs"]]
+    from compiler.pipelines import BUILT
     from compiler.runtime import blas_calls, fault_mark, instrumented, live_blocks, memory_faults
 
     for position, i in enumerate(chosen):
@@ -126,7 +148,10 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
                 # the counters (the memory and blas oracles' evidence) is reached and seen.
                 with instrumented():
                     compiled = fn.specialize(*inputs, target=backend)
-                    stages = list(compiled.stages.items())
+                    stages = [  # the module as built in MLIR's names, as emit's
+                        (name, _canonical(text) if name == BUILT else text)
+                        for name, text in compiled.stages.items()
+                    ]
                     before = (blas_calls(), live_blocks(), fault_mark())
                     outputs: Any = compiled(*inputs)
                     evidence = (

@@ -1118,6 +1118,31 @@ def test_strided_op_cases_reach_the_gathers_stage_and_agree_with_numpy() -> None
     assert rewritten >= 1, rewritten
 
 
+def test_strided_op_cases_draw_only_the_ops_the_table_has(monkeypatch) -> None:  # noqa: ANN001
+    """``STRIDED_OPS`` names ops; a table without one of them (a plugin's, or a mutant that
+    drops a registration: the mutation run's m23 of seed 4603) still gets its strided-op cases,
+    of the ops it has, where every such case had raised "unknown ops ['gather']"."""
+    from hypothesis import HealthCheck, given, settings
+
+    from harness.case import CPU_BACKENDS
+    from harness.session import generate
+    from strategies.gen import programs as program_strategies
+
+    kept = tuple(op for op in program_strategies.generation_order() if op != "gather")
+    monkeypatch.setattr(generate, "generation_order", lambda: kept)
+    monkeypatch.setattr(program_strategies, "generation_order", lambda: kept)
+    ops: set[str] = set()
+
+    @settings(max_examples=30, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(generate.strided_op_cases(CPU_BACKENDS))
+    def collect(case) -> None:  # noqa: ANN001
+        ops.update(case.program.ops)
+
+    collect()
+    assert ops and "gather" not in ops, ops
+
+
 def test_view_items_give_an_op_of_each_kind_only_strided_views() -> None:
     """(op, "views") focus items: an op of each primitive kind (and the row composites) on
     strided, offset, reversed or transposed views of inputs, early in every session; a case
