@@ -651,7 +651,9 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
             if case.origin.startswith("sweep/tails"):
                 swept, kind = set(tail_ops()), TAILS
             else:
-                swept, kind = set(sweep_ops()), EDGES if case.origin == "sweep/extreme" else ""
+                # (a contraction's sweep too: its item was never done, and was given up)
+                swept = {*sweep_ops(), *CONTRACTIONS}
+                kind = EDGES if case.origin == "sweep/extreme" else ""
             found |= {
                 (node.op, SWEPT + program.arg_types(node)[0].dtype + kind)
                 for node in program.nodes

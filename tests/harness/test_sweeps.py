@@ -174,6 +174,7 @@ def test_a_float16_sweep_finds_a_matmul_accumulated_in_16_bits() -> None:
     def judge(case) -> None:  # noqa: ANN001
         a, b = case.inputs
         assert [node.op for node in case.program.nodes] == ["matmul"]
+        assert item in exercised_items(case)  # (it was not, and sessions gave the item up)
         assert a.shape[1] == b.shape[0] >= 64 and a.dtype == b.dtype == np.float16
         products = a.astype(np.float32)[:, :, None] * b.astype(np.float32)[None, :, :]
         with np.errstate(over="ignore", invalid="ignore"):
