@@ -458,9 +458,9 @@ def _ties(wide: np.ndarray, target: str) -> np.ndarray:
 def test_narrowing_values_sit_at_and_beside_the_narrower_formats_ties(
     source: str, target: str, ties: int
 ) -> None:
-    """A narrowing cast's sweep values (``narrowing_values``): all held exactly by the source,
-    finite, of both signs, spread over the target's range, a share of them exact ties of the
-    target (where ties-away and ties-to-even part) and, from a wider float, a share one ulp
+    """A narrowing cast's sweep values (``narrowing_values``): of the source dtype, finite, of
+    both signs, hundreds of distinct magnitudes, a share of them exact ties of the target
+    (where ties-away and ties-to-even part) and, from float64 to float16, a share one ulp
     beside a tie (where rounding twice, through float32, goes the wrong way)."""
     import ml_dtypes  # noqa: F401  (bfloat16 as a NumPy dtype)
 
