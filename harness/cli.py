@@ -290,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         "fuzz",
         help="run a time-boxed fuzzing session",
         description="Fuzz the compiler for a time box; findings are minimized into the corpus. "
-        "Exit 1 when it added findings or a fixed entry failed again, 2 on a harness error.",
+        "Exit 1 when it added findings or a fixed entry failed again, 2 on a harness error, 3 "
+        "when the compiler under test does not import (named, with a command to see it again).",
         epilog="example:\n  python -m harness fuzz --seconds 300 --workers auto "
         "--backends cpu-loops,cpu-blas --seed 7",
     )

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .interrupt import Interrupted, run_child
+from .loading import COMPILER_DOES_NOT_IMPORT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -265,7 +266,9 @@ def fuzz_scratch(
     proc = run_child(command, cwd=work, env=scratch_environment(scratch), timeout=seconds + 900)
     wall = time.perf_counter() - start
     if not summary_path.exists():
-        return {"caught": False, "error": proc.stderr[-2000:], "wall": wall}
+        # Exit 3: the session said the compiler does not import (no case ran, nothing to catch).
+        stillborn = proc.returncode == COMPILER_DOES_NOT_IMPORT
+        return {"caught": False, "error": proc.stderr[-2000:], "wall": wall, "stillborn": stillborn}
     summary = json.loads(summary_path.read_text())
     findings = summary["findings"]
     # A finding the time box cut before its triage ended is saved unminimized: it counts too.

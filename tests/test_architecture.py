@@ -186,6 +186,53 @@ def test_every_table_entry_evaluates_what_it_prints() -> None:
         greater_equal.spelled("fortran")
 
 
+def _entry(**changes):
+    """A copy of ``add``'s fields with ``changes``, under a name the table does not have."""
+    import dataclasses
+
+    from compiler import primitives
+
+    fields = {f.name: getattr(primitives.get("add"), f.name) for f in dataclasses.fields(
+        primitives.Primitive)}  # fmt: skip
+    return {**fields, "name": "toy_add", **changes}
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        # A comparison's Python operator and MLIR predicate swapped (a mutant the fuzz sessions
+        # met only as a crash of their generator, counted as a harness error).
+        ({"render": lambda a, attrs: f"{a[0]} ole {a[1]}"}, "not a Python expression"),
+        ({"method": lambda a, attrs: f"{a[0]}.("}, "methods form"),
+        ({"arity": len}, "arity must be a non-negative int"),  # two arguments swapped
+        ({"arity": True}, "arity must be a non-negative int"),
+        ({"cost": 0}, "cost must be a positive int"),
+        ({"infer": 2}, "infer must be callable"),
+        ({"attrs": {"axis": -1}}, "attrs must map keyword names to Attr"),
+        ({"consts": "yes"}, "consts must be a bool"),
+        ({"result_range": "bounded,positive"}, "result_range"),
+        ({"keeps": "value"}, "keeps must be one of"),
+        ({"call": "np.add"}, "call must name a NumPy function"),
+        ({"name": "toy add"}, "must be an identifier"),
+    ],
+)
+def test_a_malformed_table_entry_is_refused_when_built(changes, message) -> None:
+    """Every layer trusts the table: a malformed entry is refused when the table is built (so
+    a broken compiler does not import, and says which entry), not met later as a crash in
+    whichever reader touches the bad field first."""
+    from compiler import primitives
+    from compiler.primitives import scalar
+
+    assert primitives.Primitive(**_entry()).name == "toy_add"  # the unchanged copy is fine
+    with pytest.raises((ValueError, TypeError), match=message):
+        primitives.Primitive(**_entry(**changes))
+    assert "toy_add" not in primitives.PRIMITIVES
+    with pytest.raises(ValueError, match="predicate pair"):
+        scalar.predicate("<=", "sle")
+    with pytest.raises(ValueError, match="predicate pair"):
+        scalar.predicate("ole", "ule")  # int32 compares signed
+
+
 @pytest.mark.parametrize("spelling", ["array-api", "numpy", "methods"])
 def test_the_spelling_is_how_the_compiler_is_called(monkeypatch, spelling) -> None:
     """The "numpy" spelling reaches the traced tensor's ufunc dispatch, "methods" its methods,

@@ -188,10 +188,19 @@ class Primitive:
     doc: str = ""
 
     def __post_init__(self) -> None:
+        # The frontend, the generator, the references and the reproducers all trust this entry:
+        # a malformed one is refused here, when the table is built, not met as a crash deep in
+        # whichever of them first reads the bad field.
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"a primitive's name must be an identifier, got {self.name!r}")
         if self.kind not in KINDS:
             raise ValueError(f"{self.name}: unknown kind {self.kind!r}")
         if self.kind in ELEMENTWISE_KINDS and self.scalar is None:
             raise ValueError(f"{self.name}: an elementwise primitive needs a scalar lowering")
+        _check_fields(self)
+        sample = {name: _SAMPLE_ATTR[attr.kind] for name, attr in self.attrs.items()}
+        for spelling in SPELLINGS:
+            _check_printed(self.name, spelling, self.spelled(spelling)[1], self.arity, sample)
 
     @property
     def elementwise(self) -> bool:
@@ -250,6 +259,59 @@ class Primitive:
 
     def depth(self, types: Sequence[ArrayType], attrs: Mapping[str, Any]) -> float:
         return float(self.error_depth(types, attrs))
+
+
+#: The closed sets of the string-valued metadata (``result_range`` is a comma-separated subset).
+_CHOICES = {
+    "domain": ("", "nonnegative"),
+    "keeps": ("", "values", "bounds"),
+    "rounding": ("", "correct"),
+}
+_RANGES = ("nonnegative", "bounded")
+
+
+def _check_fields(p: Primitive) -> None:
+    """Refuse an entry whose fields have the wrong types or values (see ``__post_init__``)."""
+    if type(p.arity) is not int or p.arity < 0:
+        raise ValueError(f"{p.name}: arity must be a non-negative int, got {p.arity!r}")
+    if type(p.cost) is not int or p.cost < 1:
+        raise ValueError(f"{p.name}: cost must be a positive int, got {p.cost!r}")
+    for rule in ("infer", "evaluate", "render", "error_depth"):
+        if not callable(getattr(p, rule)):
+            raise TypeError(f"{p.name}: {rule} must be callable, got {getattr(p, rule)!r}")
+    for rule in ("scalar", "operand_dtypes", "method"):
+        if getattr(p, rule) is not None and not callable(getattr(p, rule)):
+            raise TypeError(f"{p.name}: {rule} must be callable or None")
+    if not isinstance(p.attrs, Mapping) or not all(
+        isinstance(k, str) and k.isidentifier() and isinstance(a, Attr) for k, a in p.attrs.items()
+    ):
+        raise TypeError(f"{p.name}: attrs must map keyword names to Attr, got {p.attrs!r}")
+    for flag in ("consts", "float_only", "generate"):
+        if not isinstance(getattr(p, flag), bool):
+            raise TypeError(f"{p.name}: {flag} must be a bool, got {getattr(p, flag)!r}")
+    for name, allowed in _CHOICES.items():
+        if getattr(p, name) not in allowed:
+            raise ValueError(f"{p.name}: {name} must be one of {allowed}, got {getattr(p, name)!r}")
+    if p.result_range and not set(p.result_range.split(",")) <= set(_RANGES):
+        raise ValueError(f"{p.name}: result_range is a comma-separated subset of {_RANGES}")
+    if p.call and not p.call.isidentifier():
+        raise ValueError(f"{p.name}: call must name a NumPy function, got {p.call!r}")
+
+
+def _check_printed(
+    name: str, spelling: str, render: Render, arity: int, sample: Mapping[str, Any]
+) -> None:
+    """A printed form must be one Python expression: it is what ``evaluate`` runs and what a
+    reproducer prints."""
+    text = render([f"_{i}" for i in range(arity)], sample)
+    if not isinstance(text, str):
+        raise TypeError(f"{name}: its {spelling} form printed {text!r}, not a string")
+    try:
+        _compiled(text)
+    except SyntaxError as error:
+        raise ValueError(
+            f"{name}: its {spelling} form {text!r} is not a Python expression ({error.msg})"
+        ) from None
 
 
 @functools.cache

@@ -34,8 +34,18 @@ def op(float_op: str | None, int_op: str | None = None):
     return lower
 
 
+#: ``arith.cmpf`` and (signed, as int32 is) ``arith.cmpi`` predicates.
+FLOAT_PREDICATES = frozenset(
+    "false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true".split()
+)
+INT_PREDICATES = frozenset("eq ne slt sle sgt sge".split())
+
+
 def predicate(float_predicate: str, int_predicate: str):
     """A comparison in the operands' dtype. NumPy: comparisons with NaN are False, except !=."""
+    if float_predicate not in FLOAT_PREDICATES or int_predicate not in INT_PREDICATES:
+        # Refused when the table is built: MLIR would only say so when a module is parsed.
+        raise ValueError(f"not an arith.cmpf/cmpi predicate pair: {float_predicate, int_predicate}")
 
     def lower(call: ScalarCall) -> list[str]:
         source = call.arg_dtypes[0]

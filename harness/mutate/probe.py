@@ -27,7 +27,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import loading
+
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+#: What a fuzz session imports before its first case: a mutant that cannot be imported with
+#: these is stillborn (its session would stop at startup, never judging a case).
+STARTUP_MODULES = (*loading.STARTUP_MODULES, "harness.session.fuzz", "harness.run.worker")
 
 
 def _encode(value: Any, out: list[bytes]) -> None:
@@ -250,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         import compiler  # noqa: F401
         import strategies  # noqa: F401
 
+        # All that a fuzz session imports before its first case (its backends' registry,
+        # variants, runner and workers): a mutant that breaks any of it never runs a case.
+        for name in STARTUP_MODULES:
+            importlib.import_module(name)
         for name in args.module:
             importlib.import_module(name)
     except BaseException:  # noqa: BLE001 - a mutant that cannot even be imported

@@ -52,7 +52,9 @@ def evaluate(
         return row
     result = fuzz_scratch(scratch, work, args.seconds, args.seed, args.workers, real=baseline)
     row["fuzz"] = result
-    if result["caught"]:
+    if result.get("stillborn"):  # what the probe imports passed; the session's startup did not
+        row.update(status="stillborn", equivalence=result["error"][-3000:])
+    elif result["caught"]:
         row.update(status="killed", kill_seconds=result["first"])
     elif result.get("error") or result.get("harness_errors"):
         row["status"] = "error"

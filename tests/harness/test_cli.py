@@ -112,6 +112,41 @@ def test_no_traceback_end_to_end() -> None:
         assert proc.stdout == ""
 
 
+def test_a_compiler_that_does_not_import_is_named_not_blamed_on_the_harness(tmp_path) -> None:
+    """A compiler failing while it is imported stopped ``python -m harness`` with a traceback
+    through the harness's own imports, and exit 1 (the status for findings). Now: exit 3, one
+    message naming the compiler's file and line (relative, no machine path) and a command that
+    shows it again; the corpus is not touched."""
+    from harness.loading import COMPILER_DOES_NOT_IMPORT
+    from harness.selftest import copy_compiler, scratch_environment
+
+    scratch = copy_compiler(tmp_path / "src")
+    pipelines_py = scratch / "compiler" / "pipelines.py"
+    text = pipelines_py.read_text()
+    # An optimization level's parser inverted: every backend's name is refused as the
+    # registry is built, after compiler.pipelines itself imported.
+    assert text.count("    if not level:\n") == 1
+    pipelines_py.write_text(text.replace("    if not level:\n", "    if level:\n"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "fuzz", "--seconds", "5", "--corpus",
+         str(tmp_path / "corpus"), "--report", ""],
+        cwd=tmp_path, env=scratch_environment(scratch), capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == COMPILER_DOES_NOT_IMPORT, proc.stderr
+    assert "Traceback" not in proc.stderr and str(tmp_path) not in proc.stderr, proc.stderr
+    assert "the compiler under test does not import" in proc.stderr
+    assert "raised at compiler/pipelines.py:" in proc.stderr and "in split_level" in proc.stderr
+    assert 'reproduce: python -c "import compiler.backends"' in proc.stderr
+    assert not (tmp_path / "corpus").exists()
+    # The unmutated compiler starts as before.
+    ok = subprocess.run(
+        [sys.executable, "-m", "harness", "--version"], cwd=tmp_path, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+
+
 def help_of(capsys, *argv: str) -> str:
     with pytest.raises(SystemExit) as exit_info:
         main([*argv, "--help"])
