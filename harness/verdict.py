@@ -179,7 +179,22 @@ def memory(compiled: Any, *inputs: Any) -> int:
     return 1
 
 
+def arguments(compiled: Any, *inputs: Any, which: int = 0) -> int:
+    """Print the arguments oracle's verdict on a specialization (``compiled``): called with
+    each misfit of ``inputs`` (input ``which`` with one more row, in a wider dtype, and one
+    array too many), it must raise ``TypeError``; return 1 if it did anything else, else 0."""
+    from .oracles.arguments import check
+
+    said = check(compiled, list(inputs), which)
+    if not said:
+        print("ok: every misfit call was refused with TypeError")
+        return 0
+    print(f"FAILS the arguments oracle: {said}", file=sys.stderr)
+    return 1
+
+
 __all__ = [
+    "arguments",
     "blas",
     "differential",
     "error_path",

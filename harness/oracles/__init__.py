@@ -11,12 +11,15 @@ every case on a backend with a BLAS stage (the gemm calls it promises are made);
 every case (an instrumented kernel frees every heap block it allocates); ``tupled``
 an eighth of the programs (called twice in one function, and returning several of their
 values: each result as alone); ``intermediate`` an eighth of the programs of two or more
-equations (one value inside, as its own program's output, judged by ``differential``). A new
+equations (one value inside, as its own program's output, judged by ``differential``);
+``arguments`` a quarter of the programs (their specialization called with an array of another
+shape or dtype, or one too many: each refused with ``TypeError``). A new
 oracle is one module that subclasses :class:`~harness.oracles.base.Oracle` and calls
 ``register``; the runner finds it here.
 """
 
 from . import (  # noqa: F401 - registration
+    arguments,
     blas,
     differential,
     error_path,

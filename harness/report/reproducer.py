@@ -216,6 +216,15 @@ def reproducer(case: Case, finding: Any) -> str:
             ", {names}",
         ),
     }
+    if finding.oracle == "arguments":
+        from ..oracles.arguments import which_input
+
+        on_compiled["arguments"] = (
+            "the specialization called with an input of another shape, in another dtype, and "
+            "with one array too many. Exit 1: it did not refuse one with TypeError.",
+            "arguments",
+            f", {{names}}, which={which_input(case)}",
+        )
     if finding.oracle in on_compiled and case.invalid is None:
         says, verdict, arguments = on_compiled[finding.oracle]
         names = ", ".join(f"x{i}" for i in range(len(case.inputs)))

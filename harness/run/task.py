@@ -38,6 +38,7 @@ class Task:
     marker: str = ""  # a file the worker writes "<backend> <stage>" to before each stage
     before: str = ""  # artifacts only: stop before this stage (the input of a stage that crashed)
     tupled: str = ""  # the backend that also runs the program twice in one function (tupled)
+    misfit: str = ""  # the backend whose specialization is also called with misfit arguments
     verify_each: bool = False  # IR verified after every pass, not once a stage (crash re-runs)
 
     def __post_init__(self) -> None:
@@ -58,6 +59,7 @@ class Task:
             "repeat": self.repeat,
             "recompile": self.recompile,
             "tupled": self.tupled,
+            "misfit": self.misfit,
         }
         if self.verify_each:
             data["verify_each"] = True
@@ -78,6 +80,7 @@ class Task:
             bool(data.get("repeat", False)),
             str(data.get("recompile", "")),
             tupled=str(data.get("tupled", "")),
+            misfit=str(data.get("misfit", "")),
             verify_each=data.get("verify_each") is True,
         )
 
@@ -118,6 +121,9 @@ class BackendResult:
     # The program called twice in one function (the tupled oracle's): "" where both results
     # were each call's own, else what differed; None where not checked.
     tupled: str | None = None
+    # The specialization called with arguments it was not made for (the arguments oracle's):
+    # "" where it refused each with TypeError, else what it did; None where not checked.
+    misfit: str | None = None
 
     @property
     def ok(self) -> bool:

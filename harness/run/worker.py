@@ -154,12 +154,15 @@ def run_backend(
     fn: Any = None,
     recompile: bool = True,
     tupled: bool = False,
+    misfit: bool = False,
 ) -> list[BackendResult]:
     """Trace, compile and run the case on one backend for each input set (one compile),
     catching everything it raises; ``mark(backend, stage)`` hears each step before it runs.
     ``fn``, the case's jitted function shared by the task's backends, traces once for all;
     ``recompile``: the repeat checks include a fresh compile; ``tupled``: the first set also
-    runs through the tupled oracle's functions with several results (``oracles.tupled``)."""
+    runs through the tupled oracle's functions with several results (``oracles.tupled``);
+    ``misfit``: its specialization is also called with arguments it was not made for
+    (``oracles.arguments``)."""
     import compiler
     from compiler.runtime import blas_calls, fault_mark, live_blocks, memory_faults
 
@@ -206,6 +209,12 @@ def run_backend(
             from ..oracles.tupled import check
 
             result.tupled = check(case, fn, inputs, backend, result.output)
+        if misfit and index == 0 and result.ok:
+            mark(backend, "misfit")
+            from ..oracles.arguments import check as check_arguments
+            from ..oracles.arguments import which_input
+
+            result.misfit = check_arguments(compiled, inputs, which_input(case))
         result.output = np.array(result.output, copy=True) if result.ok else None
         results.append(result)
     if not shared:
@@ -334,7 +343,7 @@ def _execute(task: Task) -> TaskResult:
                 results.extend(
                     run_backend(
                         task.case, task.sets(), backend, task.repeat, listener, fn, recompile,
-                        tupled,
+                        tupled, backend == task.misfit,
                     )  # fmt: skip
                 )
         finally:

@@ -299,6 +299,14 @@ class Attributor:
                 f"passes: the {spelling} spelling's dispatch (compiler/frontend/tensor.py: the "
                 "tensor's methods, __array_ufunc__ and __array_function__)",
             )
+        if finding.oracle == "arguments":
+            return Attribution(
+                "jit",
+                finding.backends[0] if finding.backends else "",
+                "a compiled specialization did not refuse arguments it was not made for (another "
+                "shape, dtype or count): the @jit layer's argument check (compiler/api.py, "
+                "Compiled.__call__ and _check_argument), not a pipeline",
+            )
         if finding.oracle == "jit-sequence" and finding.kind in JIT_KINDS:
             return Attribution(
                 "jit",
