@@ -3,9 +3,10 @@
 ``python -m harness.mutate.probe SAMPLE OUT [--reference FILE] [--module NAME ...]``: imports
 the compiler (a failure there is a *stillborn* mutant), then for every sample program digests
 what the compiler emits (``jit(fn).emit``) and, for ``runs`` of the valid programs, every
-stage's text, the outputs and the blas and memory oracles' evidence (gemm calls, blocks left,
-guard faults) on each CPU backend, its kernels instrumented as a session's worker runs them (a
-mutant of the guards was "unreached"). Without a reference it writes every digest;
+stage's text, the outputs and the blas, memory and arguments oracles' evidence (gemm calls,
+blocks left, guard faults, misfit calls refused) on each CPU backend, its kernels instrumented
+as a session's worker runs them (a mutant of the guards was "unreached"). Without a reference
+it writes every digest;
 with one it stops at the first digest that differs (a live mutant usually differs within the
 first programs, so only likely-equivalent mutants pay for the whole sample). The sample's jit
 sequences are called in order on one backend each, as a session calls them. ``--lines FILE``
@@ -142,6 +143,7 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
     chosen = swept + rest[:: max(1, len(rest) // max(1, sample["runs"]))][: sample["runs"]]
     from compiler.pipelines import BUILT
     from compiler.runtime import blas_calls, fault_mark, instrumented, live_blocks, memory_faults
+    from harness.oracles.arguments import check as check_arguments
 
     for position, i in enumerate(chosen):
         inputs = _arranged(position, sample["items"][i]["inputs"])
@@ -163,6 +165,8 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
                         blas_calls() - before[0],
                         live_blocks() - before[1],
                         memory_faults(before[2]),
+                        # The arguments oracle's: the specialization refuses misfit arrays.
+                        check_arguments(compiled, inputs, position),
                     )
                 fn.clear()
             except Exception as error:  # noqa: BLE001

@@ -198,6 +198,12 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
         "ir-only": ("compiler/lower/emit.py", 'KERNEL = "', 'KERNEL = "renamed_'),
         # Arguments keep their strides: wrong only on the inputs the runs lay out otherwise.
         "abi": ("compiler/api.py", 'np.require(np.asarray(value), requirements="C")', "value"),
+        # Every answer right; a specialization runs on an array whose shape or dtype matches.
+        "misfit": (
+            "compiler/api.py",
+            "array.shape != node.shape or",
+            "array.shape != node.shape and",
+        ),
         # Every call with a static argument traces again: the answers stay right.
         "static": ("compiler/frontend/pytree.py", "self.key == other.key", "self.key != other.key"),
         # Every answer right; every guard byte intact reported as an overrun (memory evidence).
@@ -221,6 +227,7 @@ def test_sample_check_tells_equivalent_from_live(tmp_path: Path) -> None:
     assert verdicts["abi"].status == "live", verdicts["abi"]
     assert verdicts["static"].status == "live", verdicts["static"]
     assert verdicts["guard"].status == "live", verdicts["guard"]
+    assert verdicts["misfit"].status == "live", verdicts["misfit"]
     for name, expected in (("ir-only", "outputs identical"), ("addf", "outputs differ")):
         scratch, mutant = _by_hand(baseline, *cases[name], name + "-outputs")
         assert checker.outputs_differ(scratch, [mutant.module], name).startswith(expected)
