@@ -170,8 +170,10 @@ def get(name: str) -> Backend:
         return mlir_variants.backend(name)
     if isinstance(name, str) and name in BACKENDS:
         return BACKENDS[name]  # a registered name, variants listed by name included
-    base, stage, steps, level, suffix = pipelines.parse_variant(name)
-    key = pipelines.ALIASES.get(base, base)
+    base, stage, steps, given, suffix = pipelines.parse_variant(name)
+    key, level = pipelines.unalias(base, given)
+    if stage is not None:
+        level = given  # a prefix runs at -O0 unless told (cpu[:bufferized] as cpu-vector's)
     if key not in BACKENDS:
         raise ValueError(f"unknown target {name!r}; known targets: {', '.join(names())}")
     if key in _FAMILIES and stage is None:
@@ -193,7 +195,7 @@ def get(name: str) -> Backend:
         if level is not None:
             target = target.with_opt_level(level)
         if suffix == "generic-cpu":
-            if level not in (None, 0):
+            if given not in (None, 0):
                 raise ValueError(f"{name!r}: +generic-cpu runs at -O0 only")
             target = target.with_generic_cpu()
         return MlirCpuBackend(target, runtime="mlir" if suffix == "mlir-runtime" else "ours")

@@ -132,7 +132,13 @@ def test_default_target_of_the_decorator(rng):
     assert f.compile(x).target.name == "cpu-loops-unfused"
     assert "optimized" not in f.compile(x).stages
     assert_like_numpy(f(x), np.exp(x))
-    assert f.compile(x, target="cpu").target.name == "cpu-vector"  # the alias
+    # The alias: cpu-vector at LLVM -O2; a level given with it wins, a prefix runs at -O0.
+    assert f.compile(x, target="cpu").target.name == "cpu-vector@O2"
+    assert f.compile(x, target="cpu").target.target.opt_level == 2
+    assert f.compile(x, target="cpu@O3").target.name == "cpu-vector@O3"
+    assert f.compile(x, target="cpu[:bufferized]").target.target.opt_level == 0
+    assert f.compile(x, target="cpu+generic-cpu").target.target.opt_level == 0
+    assert jit(np.exp).compile(x).target.name == "cpu-vector@O2"  # the default target
 
 
 def test_optimization_level_suffix(rng):
