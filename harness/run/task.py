@@ -38,7 +38,7 @@ class Task:
     marker: str = ""  # a file the worker writes "<backend> <stage>" to before each stage
     before: str = ""  # artifacts only: stop before this stage (the input of a stage that crashed)
     tupled: str = ""  # the backend that also runs the program twice in one function (tupled)
-    misfit: str = ""  # the backend whose specialization is also called with misfit arguments
+    misfit: bool = False  # each backend's specialization also called with misfit arguments
     verify_each: bool = False  # IR verified after every pass, not once a stage (crash re-runs)
 
     def __post_init__(self) -> None:
@@ -80,7 +80,7 @@ class Task:
             bool(data.get("repeat", False)),
             str(data.get("recompile", "")),
             tupled=str(data.get("tupled", "")),
-            misfit=str(data.get("misfit", "")),
+            misfit=data.get("misfit") is True,
             verify_each=data.get("verify_each") is True,
         )
 

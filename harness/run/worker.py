@@ -343,7 +343,7 @@ def _execute(task: Task) -> TaskResult:
                 results.extend(
                     run_backend(
                         task.case, task.sets(), backend, task.repeat, listener, fn, recompile,
-                        tupled, backend == task.misfit,
+                        tupled, task.misfit,
                     )  # fmt: skip
                 )
         finally:

@@ -92,7 +92,7 @@ def test_the_oracle_sees_a_specialization_that_runs_on_misfits(monkeypatch) -> N
     assert found.layer == "jit" and "compiler/api.py" in found.detail, found
 
 
-def test_a_quarter_of_the_programs_are_checked_on_one_backend_drawn_from_the_case() -> None:
+def test_a_quarter_of_the_programs_are_checked_on_every_backend() -> None:
     from harness.run.task import Task
 
     oracle = get("arguments")
@@ -104,13 +104,10 @@ def test_a_quarter_of_the_programs_are_checked_on_one_backend_drawn_from_the_cas
     ]
     share = sum(oracle.wants(c) for c in drawn) / len(drawn)
     assert 0.18 < share < 0.32, share
-    chosen = set()
-    for case in drawn[:40]:
-        task = Task(case, ("cpu-loops@O0", "cpu-blas@O0", "xla-cpu"))
-        oracle.configure(case, task)
-        chosen.add(task.misfit)
-        assert Task.from_dict(task.to_dict()).misfit == task.misfit  # in the write-ahead record
-    assert chosen == {"cpu-loops@O0", "cpu-blas@O0", "xla-cpu"}  # every backend is a Compiled
+    task = Task(drawn[0], ("cpu-loops@O0", "xla-cpu"))
+    assert not task.misfit
+    oracle.configure(drawn[0], task)
+    assert task.misfit and Task.from_dict(task.to_dict()).misfit  # in the write-ahead record
 
 
 @pytest.mark.slow
