@@ -56,7 +56,8 @@ def misfits(inputs: list[np.ndarray], which: int) -> list[tuple[str, list[np.nda
 
 
 def check(compiled: Any, inputs: list[np.ndarray], which: int) -> str:
-    """ "" if ``compiled`` refused every misfit call with ``TypeError``; else what it did."""
+    """What ``compiled`` did with a misfit call it did not refuse with ``TypeError``; the
+    empty string if it refused them all."""
     for what, arrays in misfits(inputs, which):
         try:
             out = compiled(*arrays)
@@ -64,8 +65,9 @@ def check(compiled: Any, inputs: list[np.ndarray], which: int) -> str:
             continue
         except Exception as error:  # noqa: BLE001 - another error is the finding
             return f"called with {what}, it raised {type(error).__name__}: {str(error)[:200]}"
-        shape = getattr(np.asarray(out), "shape", "?")
-        return f"called with {what}, it ran and returned an array of shape {shape}"
+        shape = getattr(out, "shape", None)
+        returned = f"an array of shape {shape}" if shape is not None else type(out).__name__
+        return f"called with {what}, it ran and returned {returned}"
     return ""
 
 
