@@ -495,6 +495,7 @@ __all__ = [
     "python_stage_source",
     "resolve",
     "split_level",
+    "unalias",
     "step_name",
     "verify_each",
     "verifying_each",
