@@ -495,8 +495,8 @@ __all__ = [
     "python_stage_source",
     "resolve",
     "split_level",
-    "unalias",
     "step_name",
+    "unalias",
     "verify_each",
     "verifying_each",
 ]
