@@ -146,6 +146,7 @@ def test_every_table_entry_evaluates_what_it_prints() -> None:
     a reproducer printed from the table calls the compiler as the failing case did (a table
     whose evaluation said ``np.greater_equal`` while it printed ``>=`` gave a reproducer that
     passed on the very bug it was written for)."""
+    import compiler
     from compiler import primitives
 
     for prim in primitives.PRIMITIVES.values():
@@ -175,6 +176,21 @@ def test_every_table_entry_evaluates_what_it_prints() -> None:
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected)
     assert primitives.get("matmul").spelled("methods")[1](["a", "b"], {}) == "a @ b"
+    # Both of NumPy's forms of a method's sequence argument, each its own frontend path (a
+    # frontend that took x.transpose((1, 0)) for an error survived a mutation run).
+    y = np.arange(24.0).reshape(2, 3, 4)
+    for name, attrs, text, expected in [
+        ("reshape", {"shape": (3, 8)}, "y.reshape((3, 8))", y.reshape(3, 8)),
+        ("reshape", {"shape": (4, 6)}, "y.reshape(4, 6)", y.reshape(4, 6)),
+        ("reshape", {"shape": (-1,)}, "y.reshape((-1,))", y.reshape(-1)),
+        ("permute_dims", {"axes": (1, 0, 2)}, "y.transpose((1, 0, 2))", y.transpose(1, 0, 2)),
+        ("permute_dims", {"axes": (2, 0, 1)}, "y.transpose(2, 0, 1)", y.transpose(2, 0, 1)),
+    ]:
+        evaluate, render = primitives.get(name).spelled("methods")
+        assert render(["y"], attrs) == text
+        np.testing.assert_array_equal(evaluate(np, [y], attrs), expected)
+        traced = compiler.jit(lambda v, _e=evaluate, _a=attrs: _e(np, [v], _a))
+        np.testing.assert_array_equal(traced(y, target="cpu-loops@O0"), expected)
     greater_equal = primitives.get("greater_equal")
     assert greater_equal.render(["a", "b"], {}) == "a >= b"
     assert greater_equal.spelled("numpy")[1](["a", "b"], {}) == "xp.greater_equal(a, b)"

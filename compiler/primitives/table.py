@@ -179,6 +179,20 @@ def _composite(name: str, arity: int, infer: Any, attrs: Mapping[str, Attr], dep
 
 _LAYOUT = {"keeps": "values"}
 
+
+def _sequence(values: Sequence[int]) -> str:
+    """A method's sequence argument in one of the two forms NumPy takes, ``x.reshape(2, 3)`` or
+    ``x.reshape((2, 3))``, chosen by the parity of the first value so that programs use both
+    (each form is its own path in the frontend: with only the first printed, a frontend that
+    mistook ``x.transpose((1, 0))`` went unseen); empty, the tuple ``()``. The choice is the
+    values' alone: evaluation prints the call with placeholder names, and must print what the
+    reproducer prints."""
+    if not values:
+        return "()"
+    listed = ", ".join(map(str, values))
+    return f"({listed}{',' if len(values) == 1 else ''})" if values[0] % 2 else listed
+
+
 # --------------------------------------------------------------------------------------------
 # The table, in generation order (the generator's shrinker prefers earlier entries)
 
@@ -254,7 +268,7 @@ register(
         results.permute_infer,
         *printed(lambda a, attrs: f"xp.permute_dims({a[0]}, {attrs['axes']!r})"),
         # x.transpose() reverses every axis: an empty permutation is passed as one
-        method=lambda a, attrs: f"{a[0]}.transpose({', '.join(map(str, attrs['axes'])) or '()'})",
+        method=lambda a, attrs: f"{a[0]}.transpose({_sequence(attrs['axes'])})",
         attrs={"axes": Attr("axes")},
         **_LAYOUT,
     )
@@ -266,7 +280,7 @@ register(
         1,
         results.reshape_infer,
         *printed(lambda a, attrs: f"xp.reshape({a[0]}, {attrs['shape']!r})"),
-        method=lambda a, attrs: f"{a[0]}.reshape({', '.join(map(str, attrs['shape'])) or '()'})",
+        method=lambda a, attrs: f"{a[0]}.reshape({_sequence(attrs['shape'])})",
         attrs={"shape": Attr("shape")},
         **_LAYOUT,
     )
