@@ -49,7 +49,8 @@ RUN_TIME_CHECKED_KINDS = ("gather",)
 #: NumPy's own functions and ufuncs (``np.add(a, b)``, ``np.sum(a, axis=0)``), which traced
 #: tensors take over through ``__array_ufunc__``/``__array_function__``: NumPy-style user code.
 #: "methods": the array's methods and operators where an entry has them (``a @ b``,
-#: ``x.sum(axis=0)``, ``x.reshape(2, 3)``, ``x.transpose(1, 0)``, ``x.astype(...)``, ``abs(x)``).
+#: ``x.sum(axis=0)``, ``x.reshape(2, 3)`` or ``x.reshape((3, 2))``, ``x.transpose(1, 0)``,
+#: ``x.astype(...)``, ``abs(x)``).
 SPELLINGS = ("array-api", "numpy", "methods")
 
 #: Attribute kinds: how a static attribute is checked, stored (JSON) and printed.
