@@ -199,7 +199,7 @@ class Primitive:
         if self.kind in ELEMENTWISE_KINDS and self.scalar is None:
             raise ValueError(f"{self.name}: an elementwise primitive needs a scalar lowering")
         _check_fields(self)
-        sample = {name: _SAMPLE_ATTR[attr.kind] for name, attr in self.attrs.items()}
+        sample = self.sample_attrs()
         for spelling in SPELLINGS:
             _check_printed(self.name, spelling, self.spelled(spelling)[1], self.arity, sample)
 
@@ -210,6 +210,10 @@ class Primitive:
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
 
+    def sample_attrs(self) -> dict[str, Any]:
+        """A valid value of each attribute, to print the entry without a program."""
+        return {name: _SAMPLE_ATTR[attr.kind] for name, attr in self.attrs.items()}
+
     def respelled(self, spelling: str) -> bool:
         """Does ``spelling`` reach the compiler another way for this entry (another function,
         method or namespace than the default spelling's)? An index ``x[k]`` and a composite
@@ -217,7 +221,7 @@ class Primitive:
         _, render = self.spelled(spelling)
         if render is not self.render:
             return True
-        sample = {name: _SAMPLE_ATTR[attr.kind] for name, attr in self.attrs.items()}
+        sample = self.sample_attrs()
         return spelling == "numpy" and bool(
             re.search(r"\bxp\b", render(["_0"] * self.arity, sample))
         )

@@ -154,15 +154,15 @@ def run_backend(
     fn: Any = None,
     recompile: bool = True,
     tupled: bool = False,
-    misfit: bool = False,
+    misfit: int | None = None,
 ) -> list[BackendResult]:
     """Trace, compile and run the case on one backend for each input set (one compile),
     catching everything it raises; ``mark(backend, stage)`` hears each step before it runs.
     ``fn``, the case's jitted function shared by the task's backends, traces once for all;
     ``recompile``: the repeat checks include a fresh compile; ``tupled``: the first set also
     runs through the tupled oracle's functions with several results (``oracles.tupled``);
-    ``misfit``: its specialization is also called with arguments it was not made for
-    (``oracles.arguments``)."""
+    ``misfit``: its specialization is also called with arguments it was not made for, input
+    ``misfit`` changed (``oracles.arguments``; None: not)."""
     import compiler
     from compiler.runtime import blas_calls, fault_mark, live_blocks, memory_faults
 
@@ -209,12 +209,11 @@ def run_backend(
             from ..oracles.tupled import check
 
             result.tupled = check(case, fn, inputs, backend, result.output)
-        if misfit and index == 0 and result.ok:
+        if misfit is not None and index == 0 and result.ok:
             mark(backend, "misfit")
             from ..oracles.arguments import check as check_arguments
-            from ..oracles.arguments import which_input
 
-            result.misfit = check_arguments(compiled, inputs, which_input(case))
+            result.misfit = check_arguments(compiled, inputs, misfit)
         result.output = np.array(result.output, copy=True) if result.ok else None
         results.append(result)
     if not shared:
@@ -334,6 +333,11 @@ def _execute(task: Task) -> TaskResult:
 
         results: list[BackendResult] = []
         fn = compiler.jit(task.case.traced_function())
+        misfit = None  # the input the arguments oracle changes: one digest for every backend
+        if task.misfit:
+            from ..oracles.arguments import which_input
+
+            misfit = which_input(task.case)
         try:
             # The backends' kernels out of one linked JIT (a crash there: the runner re-runs
             # the task backend by backend, and alone each JITs its own module).
@@ -343,7 +347,7 @@ def _execute(task: Task) -> TaskResult:
                 results.extend(
                     run_backend(
                         task.case, task.sets(), backend, task.repeat, listener, fn, recompile,
-                        tupled, task.misfit,
+                        tupled, misfit,
                     )  # fmt: skip
                 )
         finally:

@@ -65,7 +65,7 @@ def test_misfits_are_larger_so_a_kernel_that_runs_anyway_stays_in_its_buffers() 
 def test_the_real_check_refuses_every_misfit(dtype: str, shape: tuple[int, ...]) -> None:
     case = _case(dtype, shape)
     for which in (0, 1):
-        (result,) = run_backend(case, [case.inputs], "cpu-loops@O0", False, misfit=True)
+        (result,) = run_backend(case, [case.inputs], "cpu-loops@O0", False, misfit=which)
         assert result.ok and result.misfit == "", result
         assert arguments.check(_compiled(case), case.inputs, which) == ""
 
@@ -79,7 +79,7 @@ def _compiled(case: Case):
 def test_the_oracle_sees_a_specialization_that_runs_on_misfits(monkeypatch) -> None:
     _planted(monkeypatch)
     case = _case()
-    (result,) = run_backend(case, [case.inputs], "cpu-loops@O0", False, misfit=True)
+    (result,) = run_backend(case, [case.inputs], "cpu-loops@O0", False, misfit=0)
     assert result.ok and "it ran and returned an array of shape (3, 4)" in result.misfit, result
     (unchecked,) = run_backend(case, [case.inputs], "cpu-loops@O0", False)
     assert unchecked.misfit is None  # not asked: not checked
@@ -114,7 +114,7 @@ def test_a_quarter_of_the_programs_are_checked_on_every_backend() -> None:
 def test_its_reproducer_fails_with_the_plant_and_passes_without(monkeypatch, tmp_path) -> None:
     _planted(monkeypatch)
     case = _case()
-    (result,) = run_backend(case, [case.inputs], "cpu-loops@O0", False, misfit=True)
+    (result,) = run_backend(case, [case.inputs], "cpu-loops@O0", False, misfit=0)
     (finding,) = get("arguments").judge(Observation(case, [result], {}, Judgement()), [])
     script = tmp_path / "reproducer.py"
     script.write_text(reproducer(case, finding))
