@@ -43,11 +43,16 @@ def softmax(x: Any, axis: int = -1) -> Any:
 
 
 def layer_norm(x: Any, gain: Any, bias: Any, eps: float = LAYER_NORM_EPS) -> Any:
-    """Normalize the last axis (population variance, eps inside the square root)."""
+    """Normalize the last axis (population variance, eps inside the square root).
+
+    The variance is the mean of the squared deviations, not ``var``: NumPy's ``var`` of float16
+    sums the squares in float16, so a row of 139 values within +-84 (variance 489) gave inf and
+    the output was the bias alone; ``mean`` sums float16 in float32 in NumPy, JAX and here.
+    """
     xp = namespace(x)
-    mean = xp.mean(x, axis=-1, keepdims=True)
-    variance = xp.var(x, axis=-1, keepdims=True)
-    return (x - mean) / xp.sqrt(variance + eps) * gain + bias
+    centered = x - xp.mean(x, axis=-1, keepdims=True)
+    variance = xp.mean(centered * centered, axis=-1, keepdims=True)
+    return centered / xp.sqrt(variance + eps) * gain + bias
 
 
 def linear(x: Any, weight: Any, bias: Any) -> Any:

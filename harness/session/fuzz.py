@@ -553,8 +553,15 @@ class Driver(Admission):
 
     def artifacts_of(self, case: Case, finding: Finding) -> dict[str, Any]:
         """Every stage's text and command on the failing backend (built in the isolated worker:
-        a stage that crashes there leaves the built module and the error)."""
+        a stage that crashes there leaves the built module and the error). A finding on no
+        compiled backend (the spec oracle's ``definition``) has none to build."""
         if case.invalid is not None or not finding.backends:
+            return {}
+        from compiler import backends
+
+        try:
+            backends.get(finding.backends[0])
+        except ValueError:
             return {}
         task = Task(case, (finding.backends[0],), kind="artifacts")
         outcome = self.runner.worker.run(task)

@@ -72,6 +72,21 @@ def test_layer_norm_constant_row_is_bias(rng, dtype):
     np.testing.assert_array_equal(got[1], bias)
 
 
+def test_float16_layer_norm_survives_a_row_whose_squares_sum_past_65504():
+    """The definition's variance is a float16 mean (summed in float32), not NumPy's float16
+    ``var``, which summed the squares in float16: a row of 139 values within +-85 (squared
+    deviations summing to ~2.2e5) normalized to inf, and every element came out as the bias
+    (found by the spec oracle in a default session)."""
+    x = (np.arange(139) % 170 - 85).astype(np.float16).reshape(1, 139)
+    gain, bias = np.array([0.0296], np.float16), np.array([10.0], np.float16)
+    wide = x.astype(F64)
+    truth = (wide - wide.mean()) / np.sqrt(wide.var() + ops.LAYER_NORM_EPS) * 0.0296 + 10.0
+    for got in (ops.layer_norm(x, gain, bias), isolated(lambda: layer_norm(x, gain, bias))):
+        assert got.dtype == np.float16
+        assert not np.all(got == bias)  # the normalization is not lost
+        np.testing.assert_allclose(got.astype(F64), truth, rtol=0, atol=0.02)
+
+
 # --------------------------------------------------------------------------------------------
 # GELU: the float64 constant is a strong NumPy scalar, so float32 inputs give float64
 

@@ -1210,3 +1210,31 @@ def test_a_focused_max_at_its_edges_reduces_an_array_of_its_identity() -> None:
     least = np.iinfo(np.int32).min
     for case in lowest:
         assert all(a.dtype != np.int32 or np.all(a == least) for a in case.inputs), case.inputs
+
+
+def test_a_definition_finding_asks_no_worker_for_artifacts() -> None:
+    """The spec oracle's findings live in ``compiler/ops.py``, on no compiled backend: asking the
+    worker to build ``definition`` stored a ValueError traceback as the entry's MLIR export."""
+    from types import SimpleNamespace
+
+    from harness.case import Case
+    from harness.oracles.base import Finding
+    from harness.oracles.spec import DEFINITION
+    from harness.session.fuzz import Driver
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float16")
+    case = Case(b.build(b.node("exp", x)), [], ("cpu-loops",), origin="programs/normal")
+    asked = []
+
+    def run(task):
+        asked.append(task.backends)
+        return SimpleNamespace(status="error", detail="d", stderr="e")
+
+    driver = SimpleNamespace(runner=SimpleNamespace(worker=SimpleNamespace(run=run)))
+    finding = Finding("spec", (DEFINITION,), "spec", "disagrees", case)
+    assert Driver.artifacts_of(driver, case, finding) == {} and asked == []
+    compiled = Finding("mismatch", ("cpu-loops@O0",), "differential", "wrong", case)
+    assert Driver.artifacts_of(driver, case, compiled) == {"error": "d", "stderr": "e"}
+    assert asked == [("cpu-loops@O0",)]
