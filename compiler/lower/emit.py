@@ -232,7 +232,9 @@ class _Emitter:
                     scalars[i], arg_dtypes[i] = wide, COMPUTE
             if is_low_precision(dtype):
                 dtype = COMPUTE
-        call = ScalarCall(scalars, arg_dtypes, constants, dtype, self.fresh("r"), self.fresh)
+        call = ScalarCall(
+            scalars, arg_dtypes, constants, dtype, self.fresh("r"), self.fresh, node.dtype
+        )
         body.extend(node.prim.scalar(call))
         result = call.result
         if dtype != node.dtype:
@@ -254,7 +256,9 @@ class _Emitter:
         first = ["%in"]
         if in_elt != elt:
             first = ["%inw"]
-        call = ScalarCall([*first, "%acc"], [dtype, dtype], [None, None], dtype, "%c", self.fresh)
+        call = ScalarCall(
+            [*first, "%acc"], [dtype, dtype], [None, None], dtype, "%c", self.fresh, reduction=True
+        )
         combine = node.prim.scalar(call)
         axes = ", ".join(map(str, node.attrs["axes"]))
         self.line(

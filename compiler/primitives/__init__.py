@@ -86,7 +86,9 @@ class Attr:
 class ScalarCall:
     """What an elementwise lowering rule sees: scalar SSA names ``args`` (``i1`` for booleans) of
     dtypes ``arg_dtypes`` (a scalar constant's value in ``constants``), the result ``dtype`` and
-    the SSA name ``result`` to define; ``fresh(prefix)`` makes new names."""
+    the SSA name ``result`` to define; ``fresh(prefix)`` makes new names. ``stored`` is the
+    node's own dtype where ``dtype`` is the float32 that float16/bfloat16 are computed in;
+    ``reduction``: the rule combines a reduction's element with its accumulator (``%acc``)."""
 
     args: list[str]
     arg_dtypes: list[np.dtype]
@@ -94,6 +96,8 @@ class ScalarCall:
     dtype: np.dtype
     result: str
     fresh: Callable[[str], str]
+    stored: np.dtype | None = None
+    reduction: bool = False
 
 
 Infer = Callable[[Sequence[Operand], Mapping[str, Any]], ArrayType]

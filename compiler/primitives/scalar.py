@@ -34,6 +34,32 @@ def op(float_op: str | None, int_op: str | None = None):
     return lower
 
 
+def extremum(float_op: str, int_op: str):
+    """NumPy's ``minimum``/``maximum``: NaN if either is NaN (``float_op``, IEEE's
+    ``minimumf``/``maximumf``), and of two equal operands the second, in float16 the first
+    (NumPy's loops: ``a < b ? a : b`` and, in float16, ``a <= b ? a : b``). Equal operands
+    differ only as -0.0 and +0.0, where IEEE's -0 < +0 gave ``minimum(-0.0, 0.0)`` -0.0 and
+    NumPy 0.0, so ``-3 / minimum(x, -x)`` was +inf for NumPy's -inf at x = -0.0. A reduction
+    combines with the plain op: a vectorizer recognizes only a single combining op, and NumPy's
+    own reductions pick among signed zeros by their summation tree."""
+    plain = op(float_op, int_op)
+
+    def lower(call: ScalarCall) -> list[str]:
+        if call.reduction or not is_float(call.dtype):
+            return plain(call)
+        a, b = call.args
+        either, equal = call.fresh("ieee"), call.fresh("tie")
+        t = element(call.dtype)
+        kept = a if call.stored == FLOAT16 else b
+        return [
+            f"{either} = {float_op} {a}, {b} : {t}",
+            f"{equal} = arith.cmpf oeq, {a}, {b} : {t}",
+            f"{call.result} = arith.select {equal}, {kept}, {either} : {t}",
+        ]
+
+    return lower
+
+
 #: ``arith.cmpf`` and (signed, as int32 is) ``arith.cmpi`` predicates.
 FLOAT_PREDICATES = frozenset(
     "false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true".split()

@@ -255,10 +255,18 @@ _elementwise(
 )
 _elementwise("tanh", "unary", np.tanh, scalar.op("math.tanh"), result_range="bounded")
 _elementwise(
-    "maximum", "binary", np.maximum, scalar.op("arith.maximumf", "arith.maxsi"), keeps="bounds"
+    "maximum",
+    "binary",
+    np.maximum,
+    scalar.extremum("arith.maximumf", "arith.maxsi"),
+    keeps="bounds",
 )
 _elementwise(
-    "minimum", "binary", np.minimum, scalar.op("arith.minimumf", "arith.minsi"), keeps="bounds"
+    "minimum",
+    "binary",
+    np.minimum,
+    scalar.extremum("arith.minimumf", "arith.minsi"),
+    keeps="bounds",
 )
 register(
     Primitive(

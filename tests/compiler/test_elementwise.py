@@ -88,6 +88,25 @@ def test_maximum_minimum_propagate_nan(dtype):
     check(BINARY_KERNELS["minimum"], a, b)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", F32, F64], ids=str)
+def test_maximum_minimum_of_signed_zeros_pick_numpys_zero(dtype):
+    """Of two equal operands NumPy returns the second (the first in float16); IEEE's
+    minimum/maximum order -0.0 below +0.0. The sign shows through a division: a session found
+    ``-3 / minimum(x, -x)`` +inf at x = -0.0 where NumPy gives -inf."""
+    import ml_dtypes
+
+    dtype = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    a = np.array([0.0, -0.0, 0.0, -0.0, np.nan, 1.0, 2.0], dtype)
+    b = np.array([-0.0, 0.0, 0.0, -0.0, 1.0, np.nan, -5.0], dtype)
+    kernel = jit(lambda a, b: (-3.0 / np.minimum(a, b), -3.0 / np.maximum(a, b)))
+    want = [w.astype(F64) for w in (-3.0 / np.minimum(a, b), -3.0 / np.maximum(a, b))]
+    assert np.isinf(want[0][:4]).all() and len({*np.sign(want[0][:4])}) == 2  # both signs
+    for target in FUSED + UNFUSED:
+        got = isolated(lambda target=target: kernel(a, b, target=target))
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g.astype(F64), w, err_msg=target)
+
+
 POWER_EXPONENTS = [2, 3, 4, -1, -2, 0, 1, 0.5, -0.5, 2.5]
 
 
