@@ -135,8 +135,10 @@ def report(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
             note = r["equivalence"] if status != "error" else _error_of(r)
             if status == "survived" and r.get("outputs"):
                 note += f"; {r['outputs']}"
-            if (r.get("fuzz") or {}).get("other_findings"):
-                note += "; the session stopped at a finding the original compiler shares"
+            shared = (r.get("fuzz") or {}).get("other_findings")
+            if shared:
+                sessions = (r.get("fuzz") or {}).get("sessions", 1)
+                note += f"; {shared} finding(s) the original compiler shares, {sessions} session(s)"
             if (r.get("fuzz") or {}).get("unjudged_findings"):
                 note += "; the session stopped at a finding that did not reproduce alone"
             lines.append(f"\n{r['id']} {r['file']}:{r['line']} {r['operator']}  [{note[-300:]}]")

@@ -250,3 +250,32 @@ def test_mutate_end_to_end(tmp_path: Path) -> None:
         assert mutant["status"] in STATUSES
         assert mutant["diff"].startswith(f"--- a/{mutant['file']}")
         assert (mutant["kill_seconds"] is not None) == (mutant["status"] == "killed")
+
+
+def test_a_shared_finding_does_not_end_a_mutants_budget(monkeypatch, tmp_path: Path) -> None:
+    """A session that stops at a finding the real compiler shares goes on with another seed
+    for the seconds left; a catch then counts from the start of the budget."""
+    from harness import selftest
+
+    def session(first, caught, shared, cases):
+        return {"caught": caught, "first": first, "nodes": 1 if caught else None, "kind": "k",
+                "other_findings": shared, "unjudged_findings": 0, "cases": cases,
+                "wall": 1.0, "harness_errors": []}  # fmt: skip
+
+    calls = []
+    script = [session(40.0, False, 1, 300), session(12.0, True, 0, 90)]
+
+    def once(scratch, work, seconds, seed, workers, real):
+        calls.append((seconds, seed))
+        return script[len(calls) - 1]
+
+    monkeypatch.setattr(selftest, "_fuzz_once", once)
+    got = selftest.fuzz_scratch(tmp_path, tmp_path, 60.0, 5, 2)
+    assert [s for s, _ in calls] == [60.0, 20.0] and len({seed for _, seed in calls}) == 2
+    assert got["caught"] and got["first"] == 52.0 and got["cases"] == 390
+    assert got["other_findings"] == 1 and got["sessions"] == 2
+    # Nothing left worth a session: the shared finding ends it, as before.
+    calls.clear()
+    script[:] = [session(57.0, False, 1, 300)]
+    got = selftest.fuzz_scratch(tmp_path, tmp_path, 60.0, 5, 2)
+    assert len(calls) == 1 and not got["caught"] and got["other_findings"] == 1
