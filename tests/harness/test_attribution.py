@@ -319,17 +319,23 @@ print(json.dumps(result))
 
 @pytest.mark.slow
 def test_a_relation_the_graph_breaks_by_being_wrong_is_a_frontend_bug(tmp_path: Path) -> None:
-    """A one-pass variance planted in the frontend breaks the layer-norm shift relation on the
-    graph interpreter too. On values centred on zero it is right; on the relation's shifted
-    values (x + 8) the differential oracle rejects the graph: the finding is the frontend's,
-    not the relation's (a 60 s session with that plant had named it ``relation``)."""
+    """A one-pass variance planted in the frontend (the trace rewrites a mean of squared
+    deviations as E[x^2] - E[x]^2) breaks the layer-norm shift relation on the graph interpreter
+    too. On values centred on zero it is right; on the relation's shifted values (x + 8) the
+    differential oracle rejects the graph: the finding is the frontend's, not the relation's (a
+    60 s session with such a plant had named it ``relation``)."""
+    old = '    if name == "mean":\n'
     mutation = Mutation(
         "one-pass-variance",
         "frontend/lang.py",
-        '            return reduce("mean", squares, axes, keepdims)\n',
-        '            return reduce("mean", xf * xf, axes, keepdims) - reduce("mean", xf, axes, '
-        "keepdims) ** 2\n",
-        "var as E[x^2] - E[x]^2",
+        old,
+        "    squared = x.node.args[0] if x.node.op == 'elementwise' else None\n"
+        "    if name == 'mean' and len(x.node.args) == 2 and x.node.args[1] is squared:\n"
+        "        if squared.op == 'elementwise' and squared.attrs['prim'].name == 'subtract':\n"
+        "            y = Tensor(squared.args[0])\n"
+        "            mean = reduce('mean', y, axes, keepdims)\n"
+        "            return reduce('mean', y * y, axes, keepdims) - mean * mean\n" + old,
+        "a mean of squared deviations as E[x^2] - E[x]^2",
     )
     result = json.loads(last_line_with(mutation, tmp_path, _RELATION_ATTRIBUTE, timeout=600))
     assert "metamorphic:layer-norm-shift" in result["oracles"], result

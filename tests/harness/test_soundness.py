@@ -48,15 +48,15 @@ SHARED_DEFINITION_BUGS = (
     Mutation(
         "layer-norm-eps-outside-sqrt",
         "ops.py",
-        "return (x - mean) / xp.sqrt(variance + eps) * gain + bias",
-        "return (x - mean) / (xp.sqrt(variance) + eps) * gain + bias",
+        "return centered / xp.sqrt(variance + eps) * gain + bias",
+        "return centered / (xp.sqrt(variance) + eps) * gain + bias",
         "layer norm adds eps after the square root",
     ),
     Mutation(
         "layer-norm-plus-mean",
         "ops.py",
-        "return (x - mean) / xp.sqrt(variance + eps) * gain + bias",
-        "return (x + mean) / xp.sqrt(variance + eps) * gain + bias",
+        "return centered / xp.sqrt(variance + eps) * gain + bias",
+        "return (2 * x - centered) / xp.sqrt(variance + eps) * gain + bias",
         "layer norm adds the mean",
     ),
     Mutation(
@@ -76,8 +76,9 @@ SHARED_DEFINITION_BUGS = (
     Mutation(  # exact in real arithmetic: cancels where |mean| >> std (a held-out plant)
         "layer-norm-one-pass-variance",
         "ops.py",
-        "variance = xp.var(x, axis=-1, keepdims=True)",
-        "variance = xp.mean(x * x, axis=-1, keepdims=True) - mean * mean",
+        "variance = xp.mean(centered * centered, axis=-1, keepdims=True)",
+        "variance = xp.mean(x * x, axis=-1, keepdims=True)"
+        " - xp.mean(x, axis=-1, keepdims=True) ** 2",
         "layer norm's variance as E[x^2] - E[x]^2",
     ),
     Mutation(  # a definition that raises on valid shapes stopped case generation (mutant m07)
