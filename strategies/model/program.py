@@ -102,7 +102,7 @@ def result_type(spec: Primitive, types: Sequence[TensorType | Const], attrs: Any
         truth = numpy_result(spec, types, attrs)
     except NotImplementedError:
         raise
-    except Exception:  # noqa: BLE001 - NumPy's own rejection, or the definition's failure
+    except Exception as rejected:  # noqa: BLE001 - NumPy's own rejection, or the definition's
         if spec.kind != "composite":
             raise
         try:
@@ -112,6 +112,13 @@ def result_type(spec: Primitive, types: Sequence[TensorType | Const], attrs: Any
             # operands: the program is still made (its shape is the contract's), so that the
             # compiler's failure on it and the spec oracle are seen (it stopped generation).
             return np.empty(error.shape, error.dtype)
+        except (NotImplementedError, ValueError, TypeError):
+            raise  # the contract's own rejection says what is wrong
+        except Exception:  # noqa: BLE001 - rejected by both: NumPy's error, not the rule's
+            # A rule that crashes (IndexError) where the definition rejects the shapes is the
+            # compiler's bug, for the oracles on valid programs; the model must not pass the
+            # crash on as the reason (a focus probe took it for a harness error: mutant m05).
+            raise rejected from None
     try:
         spec.result([_operand(t) for t in types], attrs)
     except NotImplementedError:

@@ -3,6 +3,7 @@ rewrites and the standalone reproducer."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -475,3 +476,21 @@ def test_constants_and_inputs_are_plain_data() -> None:
     with pytest.raises(TypeError):
         Const(2.5, "int32")
     assert Input((2,), "float32").type == TensorType((2,), "float32")
+
+
+def test_a_rule_that_crashes_where_numpy_rejects_gives_numpys_error(monkeypatch) -> None:
+    """Where the shared definition rejects a composite's shapes and the compiler's result rule
+    crashes on them (an IndexError: mutant m05 indexed ``left[2]`` in the matmul shape rule),
+    the model raises NumPy's error: the crash is the compiler's, for the oracles to see on
+    valid programs, not the reason the probe of a focus got (it ended the session)."""
+    from compiler import primitives
+
+    def crashing(*args, **kwargs):
+        raise IndexError("planted: tuple index out of range")
+
+    planted = dataclasses.replace(primitives.get("linear"), infer=crashing)
+    monkeypatch.setitem(primitives.PRIMITIVES, "linear", planted)
+    b = ProgramBuilder()
+    x, w, bias = b.input((2, 3), "float32"), b.input((3, 3), "float32"), b.input((2,), "float32")
+    with pytest.raises(ValueError, match="broadcast"):
+        b.node("linear", x, w, bias)
