@@ -113,6 +113,7 @@ SIGNATURE: dict[str, Any] = {
                 "bad-free",
                 "overrun",
                 "input-written",
+                "uninstrumented",
             ],
         },
         "backend": _STRING,

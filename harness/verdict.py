@@ -163,7 +163,8 @@ def memory(compiled: Any, *inputs: Any) -> int:
     from .oracles.base import instrumented_kernel
 
     if not instrumented_kernel(compiled):
-        print("the kernel is not instrumented: set COMPILER_INSTRUMENT=1", file=sys.stderr)
+        said = "the kernel is not instrumented (compile it inside compiler.runtime.instrumented())"
+        print(f"FAILS the memory oracle: {said}", file=sys.stderr)
         return 1
     before, mark = live_blocks(), fault_mark()
     compiled(*inputs)

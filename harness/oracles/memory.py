@@ -17,7 +17,9 @@ kernel gets its inputs copied and its outputs in slabs with ``GUARD_BYTES`` of a
 both sides, its own heap blocks are guarded alike and checked when freed, and its static
 temporaries (cpu-vector's globals) get a guard after their end (``compiler.runtime``:
 ``memory_faults``). A changed guard byte is an ``overrun`` finding; a changed
-input (NumPy never writes into an operand) an ``input-written`` one.
+input (NumPy never writes into an operand) an ``input-written`` one. A kernel of ours that comes
+back uninstrumented though the worker compiled it inside ``compiler.runtime.instrumented()`` is
+an ``uninstrumented`` finding: every check above, and the blas oracle's, would pass blind.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from .base import Finding, Observation, Oracle, register
 
 #: The kinds of ``compiler.runtime.memory_faults`` lines (their prefix), each a finding kind.
 FAULT_KINDS = ("overrun", "input-written")
+#: The worker's line for a kernel made without the instrumentation it asked for.
+UNINSTRUMENTED = "uninstrumented"
 
 
 class Memory(Oracle):
@@ -57,6 +61,16 @@ class Memory(Oracle):
             findings.append(
                 Finding(kind, (result.backend,), self.name, detail, obs.case, result=result)
             )
+        blind = [
+            r for r in obs.results
+            if r.ok and any(f.startswith(UNINSTRUMENTED + ":") for f in r.memory_faults or ())
+        ]  # fmt: skip
+        if blind:  # one finding: the setting is the process's, not the case's dtype or backend
+            detail = blind[0].memory_faults[0].partition(": ")[2]
+            backends = tuple(dict.fromkeys(r.backend for r in blind))
+            findings.append(
+                Finding(UNINSTRUMENTED, backends, self.name, detail, obs.case, "any", blind[0])
+            )
         for result in obs.results:
             faults = getattr(result, "memory_faults", None) or ()
             for kind in FAULT_KINDS:
@@ -73,4 +87,4 @@ class Memory(Oracle):
 
 register(Memory())
 
-__all__ = ["FAULT_KINDS", "Memory"]
+__all__ = ["FAULT_KINDS", "UNINSTRUMENTED", "Memory"]

@@ -211,7 +211,8 @@ def reproducer(case: Case, finding: Any) -> str:
         ),
         "memory": (
             "the heap blocks one call allocates against those it frees, and the guard bytes "
-            "around its buffers and blocks. Exit 1: they differ, or a guard or an input changed.",
+            "around its buffers and blocks. Exit 1: they differ, a guard or an input changed, or "
+            "the kernel is not instrumented.",
             "memory",
             ", {names}",
         ),
@@ -232,8 +233,10 @@ def reproducer(case: Case, finding: Any) -> str:
             f"# Judged as the {finding.oracle} oracle does (harness/oracles/{finding.oracle}.py):",
             f"# {says}",
             f"from harness.verdict import {verdict}",
+            "from compiler.runtime import instrumented",
             "",
-            f"compiled = compiler.jit(program).compile({names}, target={backend!r})",
+            "with instrumented():  # as the fuzzer's worker compiles",
+            f"    compiled = compiler.jit(program).compile({names}, target={backend!r})",
             f"raise SystemExit({verdict}(compiled{arguments.format(names=names)}))",
         ]
     if finding.oracle == "tupled" and case.invalid is None:

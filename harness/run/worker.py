@@ -134,6 +134,22 @@ def same_bits(got: Any, want: Any) -> bool:
     return got.tobytes() == want.tobytes()
 
 
+#: The memory oracle's line for a kernel of ours made without the instrumentation the worker
+#: asked for (``compiler.runtime.instrumented``): its leaks, overruns and gemm calls go unseen.
+UNINSTRUMENTED = (
+    "uninstrumented: the kernel was compiled inside compiler.runtime.instrumented() but is not "
+    "instrumented: its leaks, stores outside its buffers and gemm calls cannot be counted"
+)
+
+
+def _ours_uninstrumented(compiled: Any) -> bool:
+    """Is ``compiled``'s native code a kernel of our runtime made without instrumentation?"""
+    from compiler.runtime import Kernel, MlirRuntimeKernel
+
+    native = getattr(getattr(compiled, "artifacts", None), "native", None)
+    return isinstance(native, (Kernel, MlirRuntimeKernel)) and not native.instrumented
+
+
 def _blas(compiled: Any, made: int) -> tuple[int, int] | None:
     """(promised, made) gemm calls of an instrumented kernel of a backend with a BLAS stage
     whose matmul layouts are static, else None."""
@@ -191,6 +207,8 @@ def run_backend(
         result = BackendResult(backend, "ok", output=output, seconds=time.perf_counter() - start)
         instrumented = instrumented_kernel(compiled)
         result.memory_faults = faults if instrumented else None
+        if index == 0 and not instrumented and _ours_uninstrumented(compiled):
+            result.memory_faults = [UNINSTRUMENTED]
         if index == 0:
             result.cells = sorted(stage_cells(compiled.stages))
             notes = getattr(getattr(compiled, "artifacts", None), "notes", {})

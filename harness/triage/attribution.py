@@ -43,7 +43,7 @@ from compiler.pipelines import (
 
 from ..case import Case
 from ..oracles.base import Finding
-from ..oracles.memory import FAULT_KINDS
+from ..oracles.memory import FAULT_KINDS, UNINSTRUMENTED
 from ..oracles.schedule import STAGE as VECTORIZED
 from ..oracles.spelling import failing_spelling
 from ..run.task import Task
@@ -271,6 +271,15 @@ class Attributor:
                     "(plan_vectors: the vector-planned stage) left a structured op out of the "
                     "schedule; it runs as scalar loops"
                 ),
+            )
+        if finding.oracle == "memory" and finding.kind == UNINSTRUMENTED:
+            return Attribution(
+                "runtime",
+                finding.backends[0] if finding.backends else "",
+                "compiler/runtime.py: a kernel compiled inside instrumented() came back without "
+                "instrumentation (the setting, instrumenting(), or a cache that handed back a "
+                "kernel made without it): the memory and blas oracles cannot see its leaks, "
+                "overruns or gemm calls",
             )
         if finding.oracle == "memory" and finding.kind not in FAULT_KINDS:
             return self._memory(case, finding)  # a leak or a bad free

@@ -201,3 +201,54 @@ def test_a_gemm_past_the_last_matrix_is_found_attributed_and_reproduced(tmp_path
 
     mutation = next(m for m in MUTATIONS if m.name == "batch-gemm-overrun")
     verdict_fails_only_with_the_bug(tmp_path, mutation, _MAKE_OVERRUN, "memory")
+
+
+_MAKE_UNINSTRUMENTED = _MAKE.replace('"leak", "memory"', '"uninstrumented", "memory"').replace(
+    """    assert attribution.layer == "deallocation", attribution
+    assert attribution.evidence["stage bufferized"].endswith(" 0 deallocations"), attribution
+""",
+    """    assert attribution.layer == "runtime", attribution
+""",
+)
+
+
+@pytest.mark.slow
+def test_a_kernel_that_comes_back_uninstrumented_is_a_finding(tmp_path: Path) -> None:
+    """``compiler.runtime.instrumented()`` planted to turn instrumentation off (mutant m11 of a
+    mutation run: its default ``on=True`` made False): every answer stays right and the memory
+    and blas oracles would pass blind. An ``uninstrumented`` memory finding attributed to the
+    runtime, whose reproducer (compiling inside ``instrumented()`` as the worker does) fails
+    with the bug and passes without it."""
+    mutation = Mutation(
+        "instrumented-off",
+        "runtime.py",
+        "def instrumented(on: bool = True)",
+        "def instrumented(on: bool = False)",
+        "instrumented() turns instrumentation off",
+    )
+    verdict_fails_only_with_the_bug(tmp_path, mutation, _MAKE_UNINSTRUMENTED, "memory")
+
+
+def test_an_uninstrumented_line_is_its_own_finding_of_the_runtime() -> None:
+    """The worker's ``uninstrumented`` lines are one finding of the case (the setting is the
+    process's: a 40 s session with it planted had filed 23 entries, one per backend and dtype),
+    attributed to the runtime (compiler/runtime.py), not to deallocation."""
+    from harness.case import Case
+    from harness.oracles.base import Judgement, Observation
+    from harness.oracles.memory import Memory
+    from harness.run.task import BackendResult
+    from harness.run.worker import UNINSTRUMENTED
+    from harness.triage.attribution import Attributor
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    case = Case(_keep_the_row_sums(b), [np.ones((3, 5), np.float32)])
+    results = [
+        BackendResult("cpu-loops@O0", "ok", memory_faults=[UNINSTRUMENTED]),
+        BackendResult("cpu-blas@O0", "ok", memory_faults=[]),
+        BackendResult("cpu-vector@O0", "ok", memory_faults=[UNINSTRUMENTED]),
+    ]
+    (found,) = Memory().judge(Observation(case, results, {}, Judgement()), [])
+    assert (found.kind, found.backends) == ("uninstrumented", ("cpu-loops@O0", "cpu-vector@O0"))
+    assert found.signature.dtype == "any"  # one entry, whatever the case's dtype
+    assert Attributor(None).attribute(case, found).layer == "runtime"
