@@ -274,7 +274,7 @@ register(GpuNvptxBackend())
 
 from .xla import XlaCpuBackend  # noqa: E402 - cheap: JAX loads on first compile
 
-register(XlaCpuBackend())
+register(XlaCpuBackend(), leveled=XlaCpuBackend)
 
 from . import iree  # noqa: E402 - cheap: IREE loads on first compile; never a default backend
 

@@ -79,10 +79,20 @@ DENORMAL_FLUSH = KnownIssue(
 
 
 class XlaCpuBackend:
-    """``jax.jit`` of the traced graph on XLA's CPU backend (float64 and int64 enabled)."""
+    """``jax.jit`` of the traced graph on XLA's CPU backend (float64 and int64 enabled);
+    ``xla-cpu@O<n>`` compiles with ``xla_backend_optimization_level=n`` (LLVM's optimization of
+    the code XLA emits), a triage variant: a wrong answer that disappears at ``@O0`` lives in
+    that optimization (FMA contraction of a product XLA computes in two fusions made a softmax
+    nan: openxla/xla#41579, jax-ml/jax#38609)."""
 
     name = NAME
     description = "jax.jit of the traced graph (XLA CPU), judged like our pipelines"
+    #: What ``@O0`` turns off, for a finding that disappears there (``harness.triage``).
+    level_note = (
+        "xla_backend_optimization_level=0: LLVM's optimization of the code XLA emits; a known "
+        "class there is FMA contraction of a product XLA computes in two fusions, so that a "
+        "softmax's x - max(x) is not 0 at the maximum (openxla/xla#41579, jax-ml/jax#38609)"
+    )
     #: References computed by this very implementation (never used to judge it).
     shares = ("jax",)
     #: Where a wrong answer of this backend lives (``harness.triage.attribution``).
@@ -91,6 +101,13 @@ class XlaCpuBackend:
     #: chain in float32: 25 of 64 elements of such float32 and float16 programs an ulp off), so
     #: a program NumPy rounds once per op is judged within the error model's bound here.
     rounds_as_numpy = False
+
+    def __init__(self, level: int | None = None) -> None:
+        if level is not None and level not in range(4):
+            raise ValueError(f"{NAME}: backend optimization levels are 0..3, got {level}")
+        self.level = level
+        if level is not None:
+            self.name = f"{NAME}@O{level}"
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
@@ -140,7 +157,10 @@ class XlaCpuBackend:
                 raise CompilerError("stablehlo", "jax.jit(...).lower", str(error), "") from None
             notify(self.name, "hlo")
             try:
-                compiled = lowered.compile()
+                options = {}
+                if self.level is not None:
+                    options["xla_backend_optimization_level"] = self.level
+                compiled = lowered.compile(compiler_options=options)
             except Exception as error:  # noqa: BLE001 - XLA failed on valid StableHLO
                 raise CompilerError("hlo", "lower(...).compile()", str(error), stablehlo) from None
             try:
@@ -150,7 +170,10 @@ class XlaCpuBackend:
         return Artifacts(
             self.name,
             {"stablehlo": stablehlo, "hlo": hlo},
-            commands={"hlo": "python -m compiler.xla compile stablehlo.mlir -o hlo.txt"},
+            commands={
+                "hlo": "python -m compiler.xla compile stablehlo.mlir -o hlo.txt"
+                + (f" --level {self.level}" if self.level is not None else "")
+            },
             signature=graph,
             native=(compiled, device),
         )
@@ -170,20 +193,28 @@ class XlaCpuBackend:
 # Standalone: StableHLO text -> XLA, without this project's frontend
 
 
-def compile_text(stablehlo: str) -> Any:
-    """XLA's CPU executable for a StableHLO module's text (``jax.extend``'s client)."""
+def compile_text(stablehlo: str, level: int | None = None) -> Any:
+    """XLA's CPU executable for a StableHLO module's text (``jax.extend``'s client); ``level``:
+    ``xla_backend_optimization_level`` (as ``xla-cpu@O<level>``), else XLA's default."""
     jax = _jax()
     import jax.extend as je
+    from jaxlib import _jax as xc
 
     client = je.backend.get_backend("cpu")
+    options = xc.CompileOptions()
+    if level is not None:
+        options.executable_build_options.debug_options.xla_backend_optimization_level = level
     with jax.enable_x64(True):
-        return client.compile_and_load(stablehlo, client.local_devices()[:1])
+        return client.compile_and_load(stablehlo, client.local_devices()[:1], options)
 
 
-def run_text(stablehlo: str, arrays: list[np.ndarray]) -> list[np.ndarray]:
-    """Run a StableHLO module's text on ``arrays`` with XLA's CPU client."""
+def run_text(
+    stablehlo: str, arrays: list[np.ndarray], level: int | None = None
+) -> list[np.ndarray]:
+    """Run a StableHLO module's text on ``arrays`` with XLA's CPU client (``level``: as
+    ``compile_text``)."""
     jax = _jax()
-    executable = compile_text(stablehlo)
+    executable = compile_text(stablehlo, level)
     device = executable.local_devices()[0]
     with jax.enable_x64(True):
         buffers = [jax.device_put(np.asarray(a), device) for a in arrays]
@@ -199,10 +230,13 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("command", choices=["compile"])
     parser.add_argument("source", help="a StableHLO module's text (the stablehlo stage)")
     parser.add_argument("-o", "--output", default="-")
+    parser.add_argument(
+        "--level", type=int, choices=range(4), help="xla_backend_optimization_level (xla-cpu@O<n>)"
+    )
     args = parser.parse_args(argv)
     with open(args.source) as handle:
         text = handle.read()
-    hlo = "\n".join(m.to_string() for m in compile_text(text).hlo_modules())
+    hlo = "\n".join(m.to_string() for m in compile_text(text, args.level).hlo_modules())
     if args.output == "-":
         sys.stdout.write(hlo)
     else:

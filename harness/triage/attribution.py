@@ -147,6 +147,18 @@ def _ours(name: str) -> backends.MlirCpuBackend | None:
     return backend if isinstance(backend, backends.MlirCpuBackend) else None
 
 
+def _unoptimized(backend: str) -> str | None:
+    """Another compiler's variant of ``backend`` at its lowest optimization level (``xla-cpu@O0``,
+    ``iree-cpu@O0``), or None where it has none or ``backend`` names a level already."""
+    if "@" in backend:
+        return None
+    try:
+        backends.get(f"{backend}@O0")
+    except ValueError:
+        return None
+    return f"{backend}@O0"
+
+
 def _with_known_issue(
     found: Attribution, case: Case, message: str = "", outputs: list[Any] | None = None
 ) -> Attribution:
@@ -417,13 +429,19 @@ class Attributor:
         evidence[backend] = self.verdict(probe, finding, backend, only)
         if evidence[backend] != "fails":
             return Attribution("unknown", backend, "the failure did not reproduce", evidence)
-        found = Attribution(
-            layer,
-            backend,
+        detail = (
             f"{backend} fails on a traced graph that NumPy evaluates correctly: the deviation "
-            f"is the compiler behind {backend} ({layer})",
-            evidence,
+            f"is the compiler behind {backend} ({layer})"
         )
+        unoptimized = _unoptimized(backend)
+        if unoptimized is not None:
+            evidence[unoptimized] = self.verdict(probe, finding, unoptimized, only)
+            if evidence[unoptimized] == "passes":
+                note = getattr(backends.get(unoptimized), "level_note", "")
+                detail += f"; {unoptimized} passes: it lives in what its optimization does" + (
+                    f" ({note})" if note else ""
+                )
+        found = Attribution(layer, backend, detail, evidence)
         return _with_known_issue(found, case, outputs=failing_outputs(finding, backend))
 
     # -- compile-time failures ---------------------------------------------------------------

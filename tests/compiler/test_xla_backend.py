@@ -94,6 +94,29 @@ def test_stage_texts_and_commands(rng) -> None:
     np.testing.assert_array_equal(alone, compiled(x))
 
 
+def test_levels_are_xla_backend_optimization_levels() -> None:
+    """``xla-cpu@O<n>`` compiles with ``xla_backend_optimization_level=n`` (a triage variant:
+    float64 ``exp(s - max(s))`` of ``s = x * x`` at 1e24 is inf by default, 1 at level 0, where
+    XLA does not contract the product into an FMA); its stored command and ``run_text`` say
+    the level; levels past 3 are refused."""
+    from compiler import backends
+
+    x = np.array([[-1e12, 1.0]])
+
+    def shifted(a):
+        s = a * a
+        return np.exp(s - np.max(s, axis=-1, keepdims=True))
+
+    level0 = jit(shifted).compile(x, target=f"{NAME}@O0")
+    assert level0.artifacts.commands["hlo"].endswith("-o hlo.txt --level 0")
+    np.testing.assert_array_equal(level0(x), [[1.0, 0.0]])
+    [alone] = run_text(level0.stages["stablehlo"], [x], level=0)
+    np.testing.assert_array_equal(alone, [[1.0, 0.0]])
+    assert backends.get(f"{NAME}@O3").name == f"{NAME}@O3"
+    with pytest.raises(ValueError, match="O0-O3"):
+        backends.get(f"{NAME}@O4")
+
+
 def test_outputs_are_fresh_arrays(rng) -> None:
     x = rng.standard_normal((3,)).astype(np.float32)
     f = jit(lambda a: a + 1)

@@ -203,3 +203,40 @@ def test_flushing_is_named_only_where_it_predicts_the_wrong_answer() -> None:
     elsewhere = got.copy()
     elsewhere[0, 0] += 1.0  # a wrong answer no flushing gives
     assert known_issue(case, "xla-cpu", "", [elsewhere]) is None
+
+
+def test_a_wrong_answer_that_disappears_at_level_zero_says_so() -> None:
+    """XLA's CPU backend contracts ``x * y - max(x * y)`` into an FMA in one of the two fusions
+    that compute the product (``tests/upstream/test_xla_0_10_2.py``): float64 ``exp`` of the
+    shifted product is inf at the maximum, where NumPy says 1. The finding is ``xla``'s, and
+    attribution runs ``xla-cpu@O0`` (xla_backend_optimization_level=0), which passes: the
+    detail names the level and the known class."""
+    import jax
+
+    from harness.case import Case
+    from harness.run.runner import Runner
+    from harness.triage.attribution import Attributor
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((1, 2), "float64")
+    s = b.node("multiply", x, x)
+    program = b.build(
+        b.node("exp", b.node("subtract", s, b.node("max", s, axis=-1, keepdims=True)))
+    )
+    inputs = [np.array([[-1e12, 1.0]])]
+    case = Case(program, inputs, ("xla-cpu",))
+    with jax.enable_x64(True):
+        contracted = np.asarray(jax.jit(program.as_function())(*inputs))
+    if np.isfinite(contracted).all():
+        pytest.skip(f"this XLA ({jax.__version__}) no longer contracts the product: {contracted}")
+    with Runner(None, use_jax=False) as runner:
+        [finding] = runner.evaluate(case).findings
+        assert (finding.kind, finding.backends) == ("mismatch", ("xla-cpu",)), finding.detail
+        attribution = Attributor(runner).attribute(case, finding)
+    assert attribution.layer == "xla", attribution
+    assert attribution.evidence == {
+        "graph-numpy": "passes", "xla-cpu": "fails", "xla-cpu@O0": "passes"
+    }, attribution  # fmt: skip
+    assert "xla-cpu@O0 passes" in attribution.detail
+    assert "xla_backend_optimization_level=0" in attribution.detail, attribution.detail

@@ -1,0 +1,77 @@
+"""Upstream XLA bugs the harness found, pinned on the jaxlib it installs (0.10.2), as
+``test_mlir_22_1_8.py`` pins MLIR's: each test asserts the *correct* behaviour and is
+``xfail(strict=True)`` on that jaxlib (on another it runs plainly, to say whether it holds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jaxlib = pytest.importorskip("jaxlib")
+
+PINNED = jaxlib.__version__ == "0.10.2"
+
+
+def _exp_of_a_shifted_product(x, y):
+    """``exp(s - max(s))`` of ``s = x * y``: 1 at each row's maximum, whatever ``s`` is."""
+    import jax.numpy as jnp
+
+    s = x * y
+    return jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
+
+
+@pytest.mark.xfail(
+    PINNED,
+    strict=True,
+    raises=AssertionError,
+    reason="XLA (jaxlib 0.10.2) CPU: the product x * y is computed in two fusions (the max "
+    "reduction's and the subtract-exp one); LLVM contracts x * y - max into an FMA in the "
+    "second, so at the maximum the difference is the product's rounding error, not 0, and exp "
+    "overflows (openxla/xla#41579 and jax-ml/jax#37234, open; jax-ml/jax#38609)",
+)
+@pytest.mark.parametrize(
+    "dtype, large", [(np.float64, -1e12), (np.float32, 3e5)], ids=["float64", "float32"]
+)
+def test_a_softmax_shift_of_a_product_is_zero_at_the_maximum(dtype, large) -> None:
+    """Found by a 20-minute campaign (seed 1299): float64 causal ``attention`` of (2, 3)
+    inputs with weights of 2**42 was nan under ``xla-cpu``, finite under NumPy. In float64 it
+    passes with ``xla_backend_optimization_level=0`` (``xla-cpu@O0``, which attribution runs);
+    in float32 it fails there too."""
+    x = np.array([[large, 1.0]], dtype=dtype)
+    with jax.enable_x64(True):
+        eager = np.asarray(_exp_of_a_shifted_product(x, x))
+        if not np.array_equal(eager, np.array([[1.0, 0.0]], dtype=dtype)):
+            raise RuntimeError(f"the eager evaluation is wrong too: {eager}")
+        got = np.asarray(jax.jit(_exp_of_a_shifted_product)(x, x))
+    assert np.array_equal(got, eager), got
+
+
+#: float64 values just past a float16 tie: rounded to float32 first they become the tie, which
+#: rounds to even; rounded once (NumPy's npy_double_to_half) they do not.
+PAST_A_HALF_TIE = np.array([-28744.000000000004, 2049.0000000000005, 1 + 2**-11 + 2**-40])
+
+
+@pytest.mark.xfail(
+    PINNED,
+    strict=True,
+    raises=AssertionError,
+    reason="XLA (jaxlib 0.10.2) CPU: convert f64 -> f16 rounds twice, through f32 (eager and "
+    "under jit; no report found)",
+)
+def test_float64_to_float16_rounds_once() -> None:
+    """``convert`` of -28744.000000000004 to f16 is -28736, where the correctly rounded value
+    is -28752: the float32 in between is the float16 tie -28744. Found beside IREE's same bug
+    (``test_iree_3_13.py``, campaign seed 1299); converting the float32 values rounds right
+    (the setup check)."""
+    import jax.numpy as jnp
+
+    def narrow(v):
+        return v.astype(jnp.float16)
+
+    ties = PAST_A_HALF_TIE.astype(np.float32)
+    with jax.enable_x64(True):
+        if not np.array_equal(np.asarray(jax.jit(narrow)(ties)), ties.astype(np.float16)):
+            raise RuntimeError("setup: float32 -> float16 is wrong too (another bug)")
+        got = np.asarray(jax.jit(narrow)(PAST_A_HALF_TIE))
+    assert np.array_equal(got, PAST_A_HALF_TIE.astype(np.float16)), got
