@@ -440,6 +440,7 @@ class IreeCpuBackend:
             CONTROLS,
             SINE_RULES,
             TRIG_RULES,
+            double_rounding_explains,
             flushing_explains,
             known_issue,
             trig_explains,
@@ -449,8 +450,11 @@ class IreeCpuBackend:
         subnormal = values and flushing_explains(graph, inputs, outputs)
         sine = values and trig_explains(graph, inputs, outputs, SINE_RULES)
         reduced = values and not sine and trig_explains(graph, inputs, outputs, TRIG_RULES)
+        twice = values and double_rounding_explains(graph, inputs, outputs)
         module = emit.build(graph, abi="tensor")[0]
-        issue = known_issue(module, message, self.name, bool(subnormal), bool(sine), bool(reduced))
+        issue = known_issue(
+            module, message, self.name, bool(subnormal), bool(sine), bool(reduced), bool(twice)
+        )
         if issue is None and not message and self.semantics:
             options, _ = parse(self.name)
             issue = next(CONTROLS[o] for o in options if o in CONTROLS)

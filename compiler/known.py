@@ -123,9 +123,57 @@ def flushing_explains(
     )
 
 
+def _is_half_of_double(node: Any) -> bool:
+    """Is ``node`` a float64 -> float16 conversion?"""
+    prim = node.attrs.get("prim") if node.op == "elementwise" else None
+    return (
+        getattr(prim, "name", "") == "astype"
+        and node.dtype == np.float16
+        and node.args[0].dtype == np.float64
+    )
+
+
+def double_rounding_explains(
+    graph: Graph, inputs: list[np.ndarray], outputs: list[Any] | None = None
+) -> bool:
+    """Is a wrong answer on ``inputs`` a float64 -> float16 conversion rounded twice, through
+    float32 (as IREE's ``truncf`` and XLA's ``convert`` do)? The graph converts float64 to
+    float16, doing so through float32 changes its answer, and every element of ``outputs``
+    (where given) that is not NumPy's answer is that answer (within 1%)."""
+    from .interpret import evaluate_graph, evaluate_values
+
+    if not any(_is_half_of_double(n) for n in graph.nodes()):
+        return False
+    made: dict[int, Any] = {}
+
+    def twice(node: Any, value: Any) -> Any:
+        if _is_half_of_double(node):
+            arg = node.args[0]
+            source = inputs[arg.attrs["index"]] if arg.op == "input" else made[id(arg)]
+            value = np.asarray(source).astype(np.float32).astype(np.float16)
+        made[id(node)] = value
+        return value
+
+    plain = evaluate_graph(graph, list(inputs))
+    values = evaluate_values(graph, list(inputs), at=twice)
+    answers = [
+        (np.asarray(want), np.asarray(values[id(n)]))
+        for want, n in zip(plain, graph.outputs, strict=True)
+    ]
+    if not any(not np.array_equal(want, alt, equal_nan=True) for want, alt in answers):
+        return False
+    if outputs is None:
+        return True
+    return len(outputs) == len(answers) and all(
+        _predicted(want, alt, np.asarray(got))
+        for (want, alt), got in zip(answers, outputs, strict=True)
+    )
+
+
 __all__ = [
     "KnownIssue",
     "depends_on_subnormals",
+    "double_rounding_explains",
     "flushed",
     "flushing_explains",
     "near",

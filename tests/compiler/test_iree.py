@@ -495,6 +495,21 @@ def test_powf_expansion_in_float32_is_its_own_known_issue(installed) -> None:
     assert iree._F32_POWF.search(module) and not iree._F64_POWF.search(module)
 
 
+def test_float64_to_float16_double_rounding_is_the_known_issue(installed) -> None:
+    """IREE truncates float64 to float16 through float32 (``test_iree_3_13.py``): the wrong
+    answer converting so predicts is ``f64-f16-double-rounding``; another is not."""
+    x = np.array([-28744.000000000004, 2049.0000000000005, 0.5])
+    got = jit(lambda v: v.astype(np.float16))(x, target=NAME)
+    if np.array_equal(got, x.astype(np.float16)):
+        pytest.skip("IREE rounds float64 -> float16 once now: the known issue is fixed")
+    graph = _graph(lambda v: v.astype(np.float16), x)
+    issue = backends.get(NAME).known_issue_of(graph, "", [x], [got])
+    assert issue == iree.HALF_DOUBLE_ROUNDING.to_dict()
+    other = got.copy()
+    other[2] = 1.0
+    assert backends.get(NAME).known_issue_of(graph, "", [x], [other]) is None
+
+
 def test_denormal_flush_is_the_known_behaviour(installed) -> None:
     """IREE's runtime flushes subnormals (by design): float16 layer_norm of a constant row,
     whose eps (1e-5) is subnormal in float16, is nan there; the same in float32 is not taken
