@@ -6,6 +6,7 @@ none of them is that variant's control (``CONTROLS``): expected, not an IREE bug
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -150,8 +151,8 @@ STRIDED_GATHER = KnownIssue(
     "vector.gather that ConvertToLLVM leaves unconverted, and LLVM translation fails on the "
     "builtin.unrealized_conversion_cast around it (tests/upstream/inputs/"
     "iree_strided_gather.mlir, 11 lines); what counts is the stride of the innermost dim of "
-    "more than one element, since IREE drops unit dims: rows 0, 2, 4 of an (11, 1) table fail, "
-    "of an (8, 3) table compile",
+    "more than one element, in memory, since IREE drops unit dims: rows 0, 2, 4 of an (11, 1) "
+    "table fail, of an (8, 3) table compile, and x[..., 0:1] of a (6, 2, 2) table fails",
     "none found in IREE's flags; copy the slice first",
 )
 CONVOLUTION_DIMS_CRASH = KnownIssue(
@@ -190,8 +191,12 @@ _INFERRED_SHAPE = re.compile(r"has shape's dimension #\d+ to be greater than or 
 _NEGATIVE_MAP = re.compile(r"affine_map<\([^>]*->[^>]*-\s*d\d")
 _TRUNCSFBF2 = "undefined symbol: __truncsfbf2"
 _UNCONVERTED_CAST = "LLVM Translation failed for operation: builtin.unrealized_conversion_cast"
-#: ``tensor.extract_slice %x[offsets][sizes][strides]`` (spaces allowed): its sizes and strides.
-_SLICE = re.compile(r"tensor\.extract_slice %[\w.]+\s*\[[^\]]*\]\s*\[([^\]]*)\]\s*\[([^\]]*)\]")
+#: ``tensor.extract_slice %x[offsets][sizes][strides] : tensor<AxBx..>`` (spaces allowed): its
+#: sizes, strides and (where static) its source's extents.
+_SLICE = re.compile(
+    r"tensor\.extract_slice %[\w.]+\s*\[[^\]]*\]\s*\[([^\]]*)\]\s*\[([^\]]*)\]"
+    r"(?:\s*:\s*tensor<((?:\d+x)*\d+)x[a-z]\w*>)?"
+)
 _F64_POWF = re.compile(r"math\.powf [^\n]*: f64\b")
 _F32_POWF = re.compile(r"math\.powf [^\n]*: f32\b")
 _LIBM = re.compile(r"undefined symbol: (tanh|sin|cos|tan|atan2?|asin|acos|erf|cbrt)\b")
@@ -206,14 +211,22 @@ _GENERIC = re.compile(
 def strided_gather(module: str) -> bool:
     """Does tensor-ABI ``module`` gather (``tensor.extract``, which the builder emits for
     gathers and for nothing else that is vectorized into a ``vector.gather``) and take a slice
-    whose innermost dim of more than one element has a stride other than 1 (IREE drops unit
-    dims: ``x[0:11:2, :]`` of an (11, 1) array is a stride-2 vector)? The shape of IR IREE fails
-    to lower."""
+    whose innermost dim of more than one element is not contiguous in memory (IREE drops unit
+    dims: ``x[0:11:2, :]`` of an (11, 1) array is a stride-2 vector, and so is
+    ``x[..., 1:2:2]`` of a (6, 2, 2) one, whose rows are 2 elements apart)? The shape of IR
+    IREE fails to lower."""
 
-    def strided(sizes: str, strides: str) -> bool:
+    def strided(sizes: str, strides: str, source: str) -> bool:
+        extents = [int(e) for e in source.split("x")] if source else []
         pairs = list(zip(sizes.split(","), strides.split(","), strict=False))
-        kept = [stride.strip() for size, stride in pairs if size.strip() != "1"]
-        return bool(kept) and kept[-1] != "1"
+        kept = [d for d, (size, _) in enumerate(pairs) if size.strip() != "1"]
+        if not kept:
+            return False
+        last = kept[-1]
+        stride = pairs[last][1].strip()
+        if len(extents) != len(pairs) or not stride.isdigit():
+            return stride != "1"  # no static source shape: the slice's own stride
+        return int(stride) * math.prod(extents[last + 1 :]) != 1
 
     found = any(strided(*slice_) for slice_ in _SLICE.findall(module))
     return found and "tensor.extract %" in module
