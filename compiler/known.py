@@ -170,10 +170,66 @@ def double_rounding_explains(
     )
 
 
+def _bool_factor(node: Any) -> int | None:
+    """Which operand of a float ``multiply`` ``node`` is a bool converted to a float (0 or 1),
+    if one is."""
+    prim = node.attrs.get("prim") if node.op == "elementwise" else None
+    if getattr(prim, "name", "") != "multiply" or not is_float(node.dtype):
+        return None
+    for i, arg in enumerate(node.args):
+        converted = arg.attrs.get("prim") if arg.op == "elementwise" else None
+        if getattr(converted, "name", "") == "astype" and arg.args[0].dtype == np.bool_:
+            return i
+    return None
+
+
+def select_rewrite_explains(
+    graph: Graph, inputs: list[np.ndarray], outputs: list[Any] | None = None
+) -> bool:
+    """Is a wrong answer on ``inputs`` XLA's rewrite of ``x * float(b)`` into
+    ``select(b, x, 0)``, which makes ``inf * 0`` and ``nan * 0`` zero? The graph multiplies by a
+    converted bool, evaluating it so changes the answer, and every element of ``outputs``
+    (where given) that is not NumPy's answer is that answer (within 1%)."""
+    from .interpret import evaluate_graph, evaluate_values
+
+    if not any(_bool_factor(n) is not None for n in graph.nodes()):
+        return False
+    made: dict[int, Any] = {}
+
+    def value_of(node: Any) -> Any:
+        return inputs[node.attrs["index"]] if node.op == "input" else made[id(node)]
+
+    def select(node: Any, value: Any) -> Any:
+        which = _bool_factor(node)
+        if which is not None:
+            factor, other = node.args[which], node.args[1 - which]
+            picked = np.asarray(value_of(factor.args[0]))
+            operand = np.asarray(value_of(other)) if other.op != "const" else other.attrs["value"]
+            value = np.where(picked, operand, np.zeros((), node.dtype)).astype(node.dtype)
+        made[id(node)] = value
+        return value
+
+    plain = evaluate_graph(graph, list(inputs))
+    values = evaluate_values(graph, list(inputs), at=select)
+    answers = [
+        (np.asarray(want), np.asarray(values[id(n)]))
+        for want, n in zip(plain, graph.outputs, strict=True)
+    ]
+    if all(np.array_equal(want, alt, equal_nan=True) for want, alt in answers):
+        return False
+    if outputs is None:
+        return True
+    return len(outputs) == len(answers) and all(
+        _predicted(want, alt, np.asarray(got))
+        for (want, alt), got in zip(answers, outputs, strict=True)
+    )
+
+
 __all__ = [
     "KnownIssue",
     "depends_on_subnormals",
     "double_rounding_explains",
+    "select_rewrite_explains",
     "flushed",
     "flushing_explains",
     "near",

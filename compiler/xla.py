@@ -28,7 +28,12 @@ import numpy as np
 from .driver import Artifacts, notify
 from .errors import CompilerError
 from .frontend.graph import Graph
-from .known import KnownIssue, double_rounding_explains, flushing_explains
+from .known import (
+    KnownIssue,
+    double_rounding_explains,
+    flushing_explains,
+    select_rewrite_explains,
+)
 
 NAME = "xla-cpu"
 STAGES = ("stablehlo", "hlo")
@@ -87,6 +92,15 @@ HALF_DOUBLE_ROUNDING = KnownIssue(
     "convert to float32 first where the float32 result is what is meant",
 )
 
+#: XLA's algebraic simplifier turns ``x * convert(b)`` (b a bool) into ``select(b, x, 0)``.
+BOOL_PRODUCT_SELECT = KnownIssue(
+    "bool-product-select",
+    "jax-ml/jax#12233 (open: 'Multiplying Nan by False give 0. instead of NaN')",
+    "XLA (algebraic simplifier): x * float(b) for a bool b becomes select(b, x, 0), so inf * 0 "
+    "and nan * 0 are 0 under jit, where IEEE (NumPy, eager JAX) gives nan",
+    "jnp.where(b, x, 0) where 0 is meant; keep the product where nan is",
+)
+
 
 class XlaCpuBackend:
     """``jax.jit`` of the traced graph on XLA's CPU backend (float64 and int64 enabled);
@@ -140,13 +154,16 @@ class XlaCpuBackend:
         """The known XLA deviation a failure on ``graph`` is: a wrong answer (no ``message``)
         on ``inputs`` that changes when subnormals are flushed, and (given XLA's ``outputs``)
         is what flushing gives, is XLA's flushing (``DENORMAL_FLUSH``), by design; one that is
-        what converting float64 to float16 through float32 gives, ``HALF_DOUBLE_ROUNDING``."""
+        what converting float64 to float16 through float32 gives, ``HALF_DOUBLE_ROUNDING``; one
+        that ``select(b, x, 0)`` for ``x * float(b)`` gives, ``BOOL_PRODUCT_SELECT``."""
         if message or inputs is None:
             return None
         if flushing_explains(graph, inputs, outputs):
             return DENORMAL_FLUSH.to_dict()
         if double_rounding_explains(graph, inputs, outputs):
             return HALF_DOUBLE_ROUNDING.to_dict()
+        if select_rewrite_explains(graph, inputs, outputs):
+            return BOOL_PRODUCT_SELECT.to_dict()
         return None
 
     def namespace(self) -> Any:
@@ -261,6 +278,7 @@ def _main(argv: list[str]) -> int:
 
 
 __all__ = [
+    "BOOL_PRODUCT_SELECT",
     "DENORMAL_FLUSH",
     "HALF_DOUBLE_ROUNDING",
     "NAME",

@@ -233,6 +233,29 @@ def test_float64_to_float16_double_rounding_is_named_where_it_predicts_the_answe
     assert known_issue(single, "xla-cpu", "", [got / 2]) is None
 
 
+def test_a_product_with_a_converted_bool_made_a_select_is_named_where_it_predicts() -> None:
+    """XLA rewrites ``x * float(b)`` as ``select(b, x, 0)`` (jax-ml/jax#12233): a wrong 0 where
+    NumPy's inf * 0 is nan is known issue ``bool-product-select``; another wrong value is not."""
+    import compiler
+    from harness.case import Case
+    from harness.triage.known_issues import known_issue
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    c, x = b.input((3,), "float32"), b.input((3,), "float32")
+    flag = b.node("astype", b.node("equal", c, 0.0), dtype="float32")
+    program = b.build(b.node("multiply", x, flag))
+    inputs = [np.array([1.0, 0.0, 1.0], np.float32), np.array([np.inf, 2.0, 3.0], np.float32)]
+    case = Case(program, inputs, ("xla-cpu",))
+    got = np.asarray(compiler.jit(case.traced_function())(*inputs, target="xla-cpu"))
+    if np.isnan(got[0]):
+        pytest.skip(f"this XLA keeps inf * 0 = nan now: {got}")
+    assert known_issue(case, "xla-cpu", "", [got])["name"] == "bool-product-select"
+    elsewhere = got.copy()
+    elsewhere[1] = 5.0
+    assert known_issue(case, "xla-cpu", "", [elsewhere]) is None
+
+
 def test_a_wrong_answer_that_disappears_at_level_zero_says_so() -> None:
     """XLA's CPU backend contracts ``x * y - max(x * y)`` into an FMA in one of the two fusions
     that compute the product (``tests/upstream/test_xla_0_10_2.py``): float64 ``exp`` of the

@@ -75,3 +75,27 @@ def test_float64_to_float16_rounds_once() -> None:
             raise RuntimeError("setup: float32 -> float16 is wrong too (another bug)")
         got = np.asarray(jax.jit(narrow)(PAST_A_HALF_TIE))
     assert np.array_equal(got, PAST_A_HALF_TIE.astype(np.float16)), got
+
+
+@pytest.mark.xfail(
+    PINNED,
+    strict=True,
+    raises=AssertionError,
+    reason="XLA (jaxlib 0.10.2): the algebraic simplifier turns x * convert(b) into "
+    "select(b, x, 0), so inf * 0 is 0 under jit (jax-ml/jax#12233, open since 2022)",
+)
+def test_a_product_with_a_converted_bool_keeps_nan() -> None:
+    """``x * (c == 0).astype(float32)`` at x = inf, c = 1 is nan (NumPy, eager JAX), 0 under
+    ``jit``. Found by a 25-minute campaign (seed 1313) as ``x1 * astype(x0 == 2**40)`` of
+    float16 and float32 infinities, minimized to three nodes."""
+    import jax.numpy as jnp
+
+    def masked(c, x):
+        return x * (c == 0).astype(jnp.float32)
+
+    c, x = np.array([1.0, 0.0], np.float32), np.array([np.inf, np.inf], np.float32)
+    eager = np.asarray(masked(jnp.asarray(c), jnp.asarray(x)))
+    if not (np.isnan(eager[0]) and eager[1] == np.inf):
+        raise RuntimeError(f"the eager evaluation is not IEEE's: {eager}")
+    got = np.asarray(jax.jit(masked)(c, x))
+    assert np.array_equal(got, eager, equal_nan=True), got
