@@ -5,6 +5,7 @@ answer the subnormal flushing of IREE's and XLA's CPU runtimes (``flushing_expla
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +99,17 @@ def _predicted(want: np.ndarray, alt: np.ndarray, got: np.ndarray) -> bool:
     return not np.any(off & ~near(a, f, 1e-2, tiny))
 
 
+def _explained(answers: list[tuple[np.ndarray, np.ndarray]], outputs: list[Any] | None) -> bool:
+    """Is every element of ``outputs`` (None: no answer to check) that is not NumPy's answer
+    the alternative answer of ``answers`` (pairs of NumPy's and the alternative, per output)?"""
+    if outputs is None:
+        return True
+    return len(outputs) == len(answers) and all(
+        _predicted(want, alt, np.asarray(got))
+        for (want, alt), got in zip(answers, outputs, strict=True)
+    )
+
+
 def depends_on_subnormals(graph: Graph, inputs: list[np.ndarray]) -> bool:
     """Does the graph's answer on ``inputs`` change when every subnormal input and result is
     flushed to zero, as IREE's and XLA's CPU runtimes do? Evaluated by NumPy."""
@@ -115,12 +127,7 @@ def flushing_explains(
     answers = _answers(graph, inputs)
     if not any(_differ(want, alt) for want, alt in answers):
         return False
-    if outputs is None:
-        return True
-    return len(outputs) == len(answers) and all(
-        _predicted(want, alt, np.asarray(got))
-        for (want, alt), got in zip(answers, outputs, strict=True)
-    )
+    return _explained(answers, outputs)
 
 
 def _is_half_of_double(node: Any) -> bool:
@@ -133,6 +140,38 @@ def _is_half_of_double(node: Any) -> bool:
     )
 
 
+def _rewrite_explains(
+    graph: Graph,
+    inputs: list[np.ndarray],
+    outputs: list[Any] | None,
+    rewrite: Callable[[Any, Callable[[Any], Any]], Any],
+) -> bool:
+    """Does evaluating ``graph`` with ``rewrite(node, value_of)`` in place of the nodes it
+    answers for (None: NumPy's own value) change NumPy's answer on ``inputs``, and is every
+    element of ``outputs`` (where given) that is not NumPy's answer that answer (within 1%)?"""
+    from .interpret import evaluate_graph, evaluate_values
+
+    made: dict[int, Any] = {}
+
+    def value_of(node: Any) -> Any:
+        return inputs[node.attrs["index"]] if node.op == "input" else made[id(node)]
+
+    def at(node: Any, value: Any) -> Any:
+        replaced = rewrite(node, value_of)
+        made[id(node)] = value if replaced is None else replaced
+        return made[id(node)]
+
+    plain = evaluate_graph(graph, list(inputs))
+    values = evaluate_values(graph, list(inputs), at=at)
+    answers = [
+        (np.asarray(want), np.asarray(values[id(n)]))
+        for want, n in zip(plain, graph.outputs, strict=True)
+    ]
+    if all(np.array_equal(want, alt, equal_nan=True) for want, alt in answers):
+        return False
+    return _explained(answers, outputs)
+
+
 def double_rounding_explains(
     graph: Graph, inputs: list[np.ndarray], outputs: list[Any] | None = None
 ) -> bool:
@@ -140,34 +179,15 @@ def double_rounding_explains(
     float32 (as IREE's ``truncf`` and XLA's ``convert`` do)? The graph converts float64 to
     float16, doing so through float32 changes its answer, and every element of ``outputs``
     (where given) that is not NumPy's answer is that answer (within 1%)."""
-    from .interpret import evaluate_graph, evaluate_values
+
+    def twice(node: Any, value_of: Callable[[Any], Any]) -> Any:
+        if not _is_half_of_double(node):
+            return None
+        return np.asarray(value_of(node.args[0])).astype(np.float32).astype(np.float16)
 
     if not any(_is_half_of_double(n) for n in graph.nodes()):
         return False
-    made: dict[int, Any] = {}
-
-    def twice(node: Any, value: Any) -> Any:
-        if _is_half_of_double(node):
-            arg = node.args[0]
-            source = inputs[arg.attrs["index"]] if arg.op == "input" else made[id(arg)]
-            value = np.asarray(source).astype(np.float32).astype(np.float16)
-        made[id(node)] = value
-        return value
-
-    plain = evaluate_graph(graph, list(inputs))
-    values = evaluate_values(graph, list(inputs), at=twice)
-    answers = [
-        (np.asarray(want), np.asarray(values[id(n)]))
-        for want, n in zip(plain, graph.outputs, strict=True)
-    ]
-    if not any(not np.array_equal(want, alt, equal_nan=True) for want, alt in answers):
-        return False
-    if outputs is None:
-        return True
-    return len(outputs) == len(answers) and all(
-        _predicted(want, alt, np.asarray(got))
-        for (want, alt), got in zip(answers, outputs, strict=True)
-    )
+    return _rewrite_explains(graph, inputs, outputs, twice)
 
 
 def _bool_factor(node: Any) -> int | None:
@@ -190,39 +210,18 @@ def select_rewrite_explains(
     ``select(b, x, 0)``, which makes ``inf * 0`` and ``nan * 0`` zero? The graph multiplies by a
     converted bool, evaluating it so changes the answer, and every element of ``outputs``
     (where given) that is not NumPy's answer is that answer (within 1%)."""
-    from .interpret import evaluate_graph, evaluate_values
+
+    def select(node: Any, value_of: Callable[[Any], Any]) -> Any:
+        which = _bool_factor(node)
+        if which is None:
+            return None
+        picked = np.asarray(value_of(node.args[which].args[0]))
+        operand = np.asarray(value_of(node.args[1 - which]))
+        return np.where(picked, operand, np.zeros((), node.dtype)).astype(node.dtype)
 
     if not any(_bool_factor(n) is not None for n in graph.nodes()):
         return False
-    made: dict[int, Any] = {}
-
-    def value_of(node: Any) -> Any:
-        return inputs[node.attrs["index"]] if node.op == "input" else made[id(node)]
-
-    def select(node: Any, value: Any) -> Any:
-        which = _bool_factor(node)
-        if which is not None:
-            factor, other = node.args[which], node.args[1 - which]
-            picked = np.asarray(value_of(factor.args[0]))
-            operand = np.asarray(value_of(other)) if other.op != "const" else other.attrs["value"]
-            value = np.where(picked, operand, np.zeros((), node.dtype)).astype(node.dtype)
-        made[id(node)] = value
-        return value
-
-    plain = evaluate_graph(graph, list(inputs))
-    values = evaluate_values(graph, list(inputs), at=select)
-    answers = [
-        (np.asarray(want), np.asarray(values[id(n)]))
-        for want, n in zip(plain, graph.outputs, strict=True)
-    ]
-    if all(np.array_equal(want, alt, equal_nan=True) for want, alt in answers):
-        return False
-    if outputs is None:
-        return True
-    return len(outputs) == len(answers) and all(
-        _predicted(want, alt, np.asarray(got))
-        for (want, alt), got in zip(answers, outputs, strict=True)
-    )
+    return _rewrite_explains(graph, inputs, outputs, select)
 
 
 __all__ = [
