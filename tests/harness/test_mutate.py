@@ -110,7 +110,13 @@ def test_mutant_in_a_scratch_copy_is_exactly_one_change(tmp_path: Path) -> None:
     before = sources[mutant.file].splitlines()
     after = (scratch / mutant.file).read_text().splitlines()
     blocks = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
-    assert sum(1 for tag, *_ in blocks if tag != "equal") == 1
+    changed_lines = [(i1, i2) for tag, i1, i2, _, _ in blocks if tag != "equal"]
+    # Every difference lies in the lines the mutant's own text spans (a swap of two arguments
+    # of several lines each is one change that difflib sees as a move: a delete and an insert).
+    first = sources[mutant.file].encode()[: mutant.start].count(b"\n")
+    last = first + mutant.old.count("\n") + 1
+    assert changed_lines and all(first <= i1 and i2 <= last for i1, i2 in changed_lines), blocks
+    assert len(before) - len(after) == mutant.old.count("\n") - mutant.new.count("\n")
     with pytest.raises(ValueError, match="changed since"):
         mutant.apply(sources[mutant.file].replace("\n", "\n\n", 1))
 
