@@ -130,14 +130,19 @@ def flushing_explains(
     return _explained(answers, outputs)
 
 
+def _is_conversion(node: Any, source: Any, target: Any = None) -> bool:
+    """Is ``node`` an ``astype`` from dtype ``source`` (to ``target``, if given)?"""
+    return (
+        node.op == "elementwise"
+        and node.prim.name == "astype"
+        and node.args[0].dtype == source
+        and (target is None or node.dtype == target)
+    )
+
+
 def _is_half_of_double(node: Any) -> bool:
     """Is ``node`` a float64 -> float16 conversion?"""
-    prim = node.attrs.get("prim") if node.op == "elementwise" else None
-    return (
-        getattr(prim, "name", "") == "astype"
-        and node.dtype == np.float16
-        and node.args[0].dtype == np.float64
-    )
+    return _is_conversion(node, np.float64, np.float16)
 
 
 def _rewrite_explains(
@@ -193,14 +198,9 @@ def double_rounding_explains(
 def _bool_factor(node: Any) -> int | None:
     """Which operand of a float ``multiply`` ``node`` is a bool converted to a float (0 or 1),
     if one is."""
-    prim = node.attrs.get("prim") if node.op == "elementwise" else None
-    if getattr(prim, "name", "") != "multiply" or not is_float(node.dtype):
+    if node.op != "elementwise" or node.prim.name != "multiply" or not is_float(node.dtype):
         return None
-    for i, arg in enumerate(node.args):
-        converted = arg.attrs.get("prim") if arg.op == "elementwise" else None
-        if getattr(converted, "name", "") == "astype" and arg.args[0].dtype == np.bool_:
-            return i
-    return None
+    return next((i for i, arg in enumerate(node.args) if _is_conversion(arg, np.bool_)), None)
 
 
 def select_rewrite_explains(

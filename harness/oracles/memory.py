@@ -28,8 +28,13 @@ from .base import Finding, Observation, Oracle, register
 
 #: The kinds of ``compiler.runtime.memory_faults`` lines (their prefix), each a finding kind.
 FAULT_KINDS = ("overrun", "input-written")
-#: The worker's line for a kernel made without the instrumentation it asked for.
+#: The kind, and the line the worker writes into ``BackendResult.memory_faults``, for a kernel
+#: of ours made without the instrumentation it asked for (``compiler.runtime.instrumented``).
 UNINSTRUMENTED = "uninstrumented"
+UNINSTRUMENTED_LINE = (
+    f"{UNINSTRUMENTED}: the kernel was compiled inside compiler.runtime.instrumented() but is "
+    "not instrumented: its leaks, stores outside its buffers and gemm calls cannot be counted"
+)
 
 
 class Memory(Oracle):
@@ -87,4 +92,4 @@ class Memory(Oracle):
 
 register(Memory())
 
-__all__ = ["FAULT_KINDS", "UNINSTRUMENTED", "Memory"]
+__all__ = ["FAULT_KINDS", "UNINSTRUMENTED", "UNINSTRUMENTED_LINE", "Memory"]

@@ -134,14 +134,6 @@ def same_bits(got: Any, want: Any) -> bool:
     return got.tobytes() == want.tobytes()
 
 
-#: The memory oracle's line for a kernel of ours made without the instrumentation the worker
-#: asked for (``compiler.runtime.instrumented``): its leaks, overruns and gemm calls go unseen.
-UNINSTRUMENTED = (
-    "uninstrumented: the kernel was compiled inside compiler.runtime.instrumented() but is not "
-    "instrumented: its leaks, stores outside its buffers and gemm calls cannot be counted"
-)
-
-
 def _ours_uninstrumented(compiled: Any) -> bool:
     """Is ``compiled``'s native code a kernel of our runtime made without instrumentation?"""
     from compiler.runtime import Kernel, MlirRuntimeKernel
@@ -183,6 +175,7 @@ def run_backend(
     from compiler.runtime import blas_calls, fault_mark, live_blocks, memory_faults
 
     from ..oracles.base import instrumented_kernel
+    from ..oracles.memory import UNINSTRUMENTED_LINE
 
     mark = mark or (lambda backend, stage: None)
     shared = fn is not None
@@ -208,7 +201,7 @@ def run_backend(
         instrumented = instrumented_kernel(compiled)
         result.memory_faults = faults if instrumented else None
         if index == 0 and not instrumented and _ours_uninstrumented(compiled):
-            result.memory_faults = [UNINSTRUMENTED]
+            result.memory_faults = [UNINSTRUMENTED_LINE]
         if index == 0:
             result.cells = sorted(stage_cells(compiled.stages))
             notes = getattr(getattr(compiled, "artifacts", None), "notes", {})

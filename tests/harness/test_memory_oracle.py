@@ -235,18 +235,17 @@ def test_an_uninstrumented_line_is_its_own_finding_of_the_runtime() -> None:
     attributed to the runtime (compiler/runtime.py), not to deallocation."""
     from harness.case import Case
     from harness.oracles.base import Judgement, Observation
-    from harness.oracles.memory import Memory
+    from harness.oracles.memory import UNINSTRUMENTED_LINE, Memory
     from harness.run.task import BackendResult
-    from harness.run.worker import UNINSTRUMENTED
     from harness.triage.attribution import Attributor
     from strategies.model import ProgramBuilder
 
     b = ProgramBuilder()
     case = Case(_keep_the_row_sums(b), [np.ones((3, 5), np.float32)])
     results = [
-        BackendResult("cpu-loops@O0", "ok", memory_faults=[UNINSTRUMENTED]),
+        BackendResult("cpu-loops@O0", "ok", memory_faults=[UNINSTRUMENTED_LINE]),
         BackendResult("cpu-blas@O0", "ok", memory_faults=[]),
-        BackendResult("cpu-vector@O0", "ok", memory_faults=[UNINSTRUMENTED]),
+        BackendResult("cpu-vector@O0", "ok", memory_faults=[UNINSTRUMENTED_LINE]),
     ]
     (found,) = Memory().judge(Observation(case, results, {}, Judgement()), [])
     assert (found.kind, found.backends) == ("uninstrumented", ("cpu-loops@O0", "cpu-vector@O0"))
