@@ -163,16 +163,16 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool)
 
 
 def reshape_shape(shape: tuple[int, ...], new_shape: Any, what: str = "reshape") -> tuple[int, ...]:
-    """``np.reshape``'s result shape: at most one ``-1``, the element count preserved."""
+    """``np.reshape``'s result shape: at most one unknown dimension, the element count preserved.
+    NumPy takes any negative entry as the unknown one, not only ``-1`` (``reshape(-2, 3)`` of a
+    (2, 3) array is (2, 3)), and rejects two of them whatever their values."""
     size = math.prod(shape)
     new = list(shape_argument(new_shape, what))
-    unknown = [i for i, d in enumerate(new) if d == -1]
+    unknown = [i for i, d in enumerate(new) if d < 0]
     if len(unknown) > 1:
-        raise ValueError(f"{what}: can only specify one unknown dimension (-1)")
-    if any(d < -1 for d in new):
-        raise ValueError(f"{what}: negative dimensions not allowed in {tuple(new)}")
+        raise ValueError(f"{what}: can only specify one unknown dimension")
     if unknown:
-        known = math.prod(d for d in new if d != -1)
+        known = math.prod(d for i, d in enumerate(new) if i != unknown[0])
         if known == 0 or size % known:
             raise ValueError(f"{what}: cannot reshape array of size {size} into shape {tuple(new)}")
         new[unknown[0]] = size // known

@@ -37,9 +37,12 @@ def _violate(
     draw: st.DrawFn, name: str, b: ProgramBuilder, ref: Ref, t: TensorType
 ) -> RawEquation | None:
     float_dtype = t.dtype if t.dtype in FLOAT_DTYPES else "float32"
-    if name in ("matmul_contraction", "not_a_permutation", "index_out_of_range", "empty_slice"):
+    needs_a_dim = ("matmul_contraction", "not_a_permutation", "index_out_of_range", "empty_slice")
+    if name in (*needs_a_dim, "repeated_axis", "zero_step", "broadcast_to_shape"):
         if t.ndim == 0:
             ref, t = _fresh_matrix(draw, b, t.dtype)
+    if name in ("matmul_contraction", "matmul_0d") and t.dtype == "bool":
+        ref, t = _fresh_matrix(draw, b, "float32")  # matmul of booleans: unsupported, not invalid
     if name == "matmul_contraction":
         p_right = draw(st.booleans())
         k = (t.shape[-2] if t.ndim >= 2 else t.shape[0]) if p_right else t.shape[-1]
@@ -106,6 +109,48 @@ def _violate(
             else (*[slice(None)] * i, item)
         )
         return RawEquation("index", (ref,), {"key": key})
+    if name == "reshape_unknowns":
+        first, second = draw(st.sampled_from([(-1, -1), (-1, -2), (-3, -1), (-2, -2)]))
+        middle = (t.size,) if draw(st.booleans()) else ()
+        return RawEquation("reshape", (ref,), {"shape": (first, *middle, second)})
+    if name == "repeated_axis":
+        ops = ["max", "min"] + (["sum", "mean", "var", "std"] if t.dtype in FLOAT_DTYPES else [])
+        i = draw(st.integers(0, t.ndim - 1))
+        again = draw(st.sampled_from([i, i - t.ndim]))  # the same axis, or its negative name
+        axis = (i, again) if draw(st.booleans()) else (again, i)
+        op = draw(st.sampled_from(ops))
+        return RawEquation(op, (ref,), {"axis": axis, "keepdims": draw(st.booleans())})
+    if name == "broadcast_to_shape":
+        variant = draw(st.sampled_from(["extent", "rank"]))
+        dims = [i for i, d in enumerate(t.shape) if d >= 2]
+        if variant == "rank" or not dims:  # fewer dimensions than the operand (even of size 1)
+            shape = tuple(t.shape[1:])
+        else:
+            i = draw(st.sampled_from(dims))
+            shape = tuple(_bad_side(draw, d) if j == i else d for j, d in enumerate(t.shape))
+            shape = (*([draw(st.integers(1, 3))] if draw(st.booleans()) else []), *shape)
+        return RawEquation("broadcast_to", (ref,), {"shape": shape})
+    if name == "matmul_0d":
+        q = b.input((), t.dtype)
+        args = (q, ref) if draw(st.booleans()) else (ref, q)
+        return RawEquation("matmul", args, {})
+    if name == "zero_step":
+        i = draw(st.integers(0, t.ndim - 1))
+        item = slice(draw(st.sampled_from([None, 0, 1])), None, 0)
+        return RawEquation("index", (ref,), {"key": (*[slice(None)] * i, item)})
+    if name == "too_many_indices":
+        extra = draw(st.integers(1, 2))
+        items = [draw(st.sampled_from([0, -1, slice(None)])) for _ in range(t.ndim + extra)]
+        if draw(st.booleans()):
+            items.insert(draw(st.integers(0, len(items))), Ellipsis)  # counts as no index
+        return RawEquation("index", (ref,), {"key": tuple(items)})
+    if name == "two_ellipses":
+        items: list[Any] = [Ellipsis, Ellipsis]
+        if t.ndim >= 1 and draw(st.booleans()):
+            items.insert(draw(st.integers(0, 2)), 0)
+        if draw(st.booleans()):
+            items.insert(draw(st.integers(0, len(items))), None)
+        return RawEquation("index", (ref,), {"key": tuple(items)})
     if name == "heads_mismatch":
         width = draw(st.integers(3, 8))
         heads = draw(st.sampled_from([h for h in range(2, width + 2) if width % h]))

@@ -343,7 +343,8 @@ def reshapes(
     draw: st.DrawFn, shape: Shape, *, max_dims: int = 4, allow_minus_one: bool = True
 ) -> tuple[int, ...]:
     """A new shape with the same size: a factorization, sometimes one that splits a dimension
-    and merges part of it with its neighbour in the same call, sometimes with one -1."""
+    and merges part of it with its neighbour in the same call, sometimes with one unknown
+    dimension (-1, or another negative value)."""
     size = math.prod(shape)
     split_merge = _split_merges(shape)
     if split_merge and len(shape) <= max_dims and draw(st.integers(0, 2)) == 0:
@@ -351,7 +352,7 @@ def reshapes(
         event("reshape:split-merge")
         if allow_minus_one and draw(st.booleans()):
             position = draw(st.integers(0, len(new) - 1))
-            new = (*new[:position], -1, *new[position + 1 :])
+            new = (*new[:position], draw(_unknown()), *new[position + 1 :])
         return new
     rank = draw(st.integers(1, max_dims))
     remaining = size
@@ -367,9 +368,16 @@ def reshapes(
         new = (size,)
     if allow_minus_one and draw(st.booleans()):
         position = draw(st.integers(0, len(new) - 1))
-        new = (*new[:position], -1, *new[position + 1 :])
+        new = (*new[:position], draw(_unknown()), *new[position + 1 :])
         event("reshape:minus-one")
     return new
+
+
+def _unknown() -> st.SearchStrategy[int]:
+    """The unknown dimension of a reshape target: mostly ``-1``, sometimes another negative
+    value, which NumPy takes as the unknown dimension too (a rule that accepts only -1 rejects
+    a valid program)."""
+    return st.sampled_from([-1, -1, -1, -2, -7])
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,13 @@ VIOLATIONS: dict[str, Violation] = {
         # NumPy computes in any dtype; the compiler supports float16/32/64, bfloat16 and int32.
         Violation("unsupported_dtype", "an input of a dtype the compiler does not support", False),
         Violation("heads_mismatch", "attention whose width is not divisible by heads", True),
+        Violation("reshape_unknowns", "reshape with two unknown (negative) dimensions", True),
+        Violation("repeated_axis", "reduction over one axis named twice", True),
+        Violation("broadcast_to_shape", "broadcast_to a shape the operand does not fit", True),
+        Violation("matmul_0d", "matmul with a 0-d operand", True),
+        Violation("zero_step", "slice with step 0", True),
+        Violation("too_many_indices", "more integer/slice indices than dimensions", True),
+        Violation("two_ellipses", "an index with two ellipses", True),
     )
 }
 UNSUPPORTED_DTYPES = ("int64", "int16", "uint8")

@@ -96,6 +96,9 @@ LAYOUT = {
     "reshape-slice-T": lambda x: x.reshape(60).reshape(6, 10)[1::2, ::3].T,
     "transpose-reshape-add": lambda x: x.transpose(1, 2, 0).reshape(4, 15) * 2 + x.reshape(4, 15),
     "x[None].reshape(1, 12, 5, 1)": lambda x: x[None].reshape(1, 12, 5, 1),
+    # NumPy takes any negative entry as the unknown dimension, not only -1.
+    "x.reshape(-2, 5) * 2": lambda x: x.reshape(-2, 5) * 2,
+    "x.T.reshape(5, -7, 2).sum(1)": lambda x: x.T.reshape(5, -7, 2).sum(axis=1),
     "T.T": lambda x: x.T.T + x,
     "np.broadcast_to": lambda x: np.broadcast_to(x[:, :1], (2, 3, 4, 5)) - x,
 }
@@ -106,6 +109,16 @@ LAYOUT_KERNELS = {name: jit(fn) for name, fn in LAYOUT.items()}
 def test_reshape_transpose(rng, name):
     x = rand(rng, (3, 4, 5), F32)
     check(LAYOUT_KERNELS[name], x)
+
+
+@pytest.mark.parametrize("shape", [(-1, -1), (-2, -1), (3, -4, -1), (-5, 4, -5)])
+def test_reshape_with_two_unknown_dimensions_is_numpys_value_error(shape):
+    x = np.zeros((3, 4, 5), F32)
+    with pytest.raises(ValueError, match="one unknown dimension") as numpy_error:
+        x.reshape(shape)
+    with pytest.raises(ValueError, match="one unknown dimension"):
+        jit(lambda a: a.reshape(shape))(x)
+    assert "unknown" in str(numpy_error.value)
 
 
 @pytest.mark.parametrize("target", UNFUSED + ["cpu-blas", "cpu-vector"])

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 
 from compiler.primitives.rules import index_plan, matmul_result_shape, normalize_axes, reshape_shape
@@ -395,6 +395,17 @@ def test_slices_reach_negative_and_uneven_steps() -> None:
 
     draw_some()
     assert negative >= 20 and uneven >= 20, (negative, uneven)
+
+
+def test_reshapes_use_other_negative_values_as_the_unknown_dimension() -> None:
+    """NumPy reads any negative entry as the unknown dimension: a rule that knows only -1
+    rejects a valid program, so the generator writes other negative values too."""
+    found = find(
+        reshapes((4, 6)),
+        lambda new: any(d < -1 for d in new),
+        settings=settings(database=None, max_examples=500, phases=[Phase.generate]),
+    )
+    assert np.ones((4, 6)).reshape(found).shape == reshape_shape((4, 6), found)
 
 
 def test_reshapes_reach_split_and_merge_in_one_call() -> None:
