@@ -381,19 +381,18 @@ def blas_calls() -> int:
 #: with these arguments makes of that marked module (``jit_input``).
 JIT_CODEGEN_ARGUMENTS = ("-O2", "-code-model=large")
 
-#: The masked reads whose float16 forms LLVM cannot compile in an optnone function.
-_MASKED_READS = ("llvm.intr.masked.load", "llvm.intr.masked.gather", "llvm.intr.masked.expandload")
+_HALF_VECTOR = re.compile(r"vector<[^>]*x(?:b?f16)>")
 
 
-def _f16_masked_loads(module: Any) -> set[str]:
-    """The functions of ``module`` with a masked load or gather of float16 (workaround
-    ``optnone-f16-masked-loads``)."""
+def _half_vectors(module: Any) -> set[str]:
+    """The functions of ``module`` with a vector of float16 or bfloat16 (workaround
+    ``optnone-half-vectors``)."""
     from mlir import ir
 
     found: set[str] = set()
 
     def visit(op: Any) -> Any:
-        if op.name in _MASKED_READS and "xf16>" in str(op.results[0].type):
+        if any(_HALF_VECTOR.search(str(r.type)) for r in op.results):
             parent = op.parent
             while parent is not None and parent.name != "llvm.func":
                 parent = parent.parent
@@ -412,13 +411,13 @@ def unoptimized(module: Any) -> Any:
     optimizations; the register allocator stays -O2's). What an "@O0" target's kernel is made
     from (``make_engine``, ``python -m compiler jit-input``): its JIT took 31% less CPU time on
     the kernels of a fuzz session (199 linked modules, 15.4 s against 22.2 s), since a fuzzing
-    worker spends about a third of its time there. Workaround ``optnone-f16-masked-loads``: a
-    function with a masked load or gather of float16 stays unmarked."""
+    worker spends about a third of its time there. Workaround ``optnone-half-vectors``: a
+    function with a vector of float16 or bfloat16 stays unmarked."""
     from mlir import ir
 
     from . import workarounds
 
-    skip = _f16_masked_loads(module) if workarounds.enabled("optnone-f16-masked-loads") else set()
+    skip = _half_vectors(module) if workarounds.enabled("optnone-half-vectors") else set()
     for op in module.body.operations:
         if op.operation.name == "llvm.func" and len(op.operation.regions[0].blocks):
             if ir.StringAttr(op.operation.attributes["sym_name"]).value in skip:

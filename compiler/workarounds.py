@@ -118,12 +118,13 @@ register(
 
 
 register(
-    "optnone-f16-masked-loads",
+    "optnone-half-vectors",
     "llvm/llvm-project: not reported yet (tests/upstream/test_llvm_22_1_8.py)",
     "an \"@O0\" kernel's functions are marked optnone (clang -O0's marking, which gives them -O0 "
-    "code generation) except those with a masked load or gather of float16: X86 code generation "
-    "asserts in APInt on a masked load or gather of 8 or more halves in an optnone function at "
-    "-O1..-O3 with AVX2 (LLVM 22.1.8), and the JIT generates code at -O2",
+    "code generation) except those with a vector of float16 or bfloat16: X86 code generation "
+    "asserts in APInt on a masked load or gather of 8 or more halves, and on a bfloat16 "
+    "extension of 4 lanes, in an optnone function at -O1..-O3 (LLVM 22.1.8), and the JIT "
+    "generates code at -O2",
 )
 
 
