@@ -45,9 +45,9 @@ def _binary(g: Gen, op: str) -> None:
         if kind == "base":
             g.node(op, Const(g.draw(st.sampled_from([2.0, 0.5]))), p)
             return
-        exponents: list[int | float] = [2, 3, 2.0, -1.0]
-        if p.nonneg:
-            exponents.append(0.5)
+        # 0.5 on any sign: NumPy computes it as sqrt, which differs from pow() at -inf and -0.0
+        # (a negative base's NaN is NumPy's answer too).
+        exponents: list[int | float] = [2, 3, 2.0, -1.0, 0.5]
         g.node(op, p, Const(g.draw(st.sampled_from(exponents))))
         return
     if left:  # (``programs`` takes the form only for an op that takes constants)

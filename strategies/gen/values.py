@@ -115,6 +115,9 @@ _OP_EDGES = {
     "max": ("negative", "ties", "special", "extreme", "lowest"),
     "min": ("positive", "ties", "special", "extreme", "highest"),  # identity: +inf, the int's max
     "layer_norm": ("constant_rows", "special", "extreme", "dense"),
+    # NumPy's scalar powers have their own loops (x ** 0.5 is sqrt: nan at -inf, -0.0 at -0.0,
+    # where pow() gives inf and 0.0): they differ from pow() only at a negative or special base
+    "power": ("special", "negative", "extreme", "dense"),
 }
 
 

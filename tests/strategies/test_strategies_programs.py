@@ -468,3 +468,27 @@ def test_a_focused_step_gives_an_int32_operand_a_constant_it_cannot_represent() 
     assert len(big_ints) >= 0.2 * len(counted), big_ints
     assert {2**31, -(2**31) - 1} & set(big_ints), big_ints  # just past either end
     assert len(floats) >= 0.5 * len(counted), floats
+
+
+def test_a_square_root_power_takes_bases_of_either_sign() -> None:
+    """NumPy computes ``x ** 0.5`` as ``sqrt(x)``, which differs from ``pow`` at -inf (nan, not
+    inf) and -0.0: the generator writes it on an input of any sign, not only on a nonnegative
+    value (``abs``, ``exp``...), where neither shows."""
+    from strategies.model.types import Const, Ref
+
+    def root_of_an_input(program: Program) -> bool:
+        return any(
+            n.op == "power"
+            and isinstance(n.args[1], Const)
+            and n.args[1].value == 0.5
+            and isinstance(n.args[0], Ref)
+            and n.args[0].kind == "input"
+            for n in program.nodes
+        )
+
+    found = find(
+        programs(max_nodes=1, ops=["power"], dtypes=["float32", "float64"]),
+        root_of_an_input,
+        settings=settings(database=None, max_examples=2000, phases=[Phase.generate]),
+    )
+    assert root_of_an_input(found)
