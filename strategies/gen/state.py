@@ -411,7 +411,11 @@ class Gen:
                 # just past int32's ends first (what the draw leans to): only there does a
                 # comparison computed in float32 (or any 24-bit significand) round wrong;
                 # wrapped to int32, each is the other end (``x < 2**31`` as ``x < -2**31``)
-                wide_ints = [INT32_MAX + 1, -INT32_MAX - 2, 2**40, -(2**33)]
+                # (the two just past the ends are half the choices: a draw's path moves with
+                # any change to the generator, and a third of them left 4 of 105 focused
+                # cases with both an end and its neighbour)
+                past = [INT32_MAX + 1, -INT32_MAX - 2]
+                wide_ints = [*past, *past, 2**40, -(2**33)]
                 value = self.draw(st.sampled_from([*wide_ints, 0.5, -1.5]))
             else:
                 value = self.draw(st.sampled_from([0.5, -1.5, 1e10]))

@@ -337,11 +337,11 @@ def test_focus_items_give_int32_operands_constants_they_cannot_represent() -> No
             held = {int(v) for a in case.inputs if a.dtype == np.int32 for v in a.reshape(-1)}
             at_edges.append(bool(consts & {2**31, -(2**31) - 1}) and bool(held & ends))
 
-    # Three seeds: one seed's 80 examples follow one generation path, which Hypothesis also
+    # Five seeds: one seed's 80 examples follow one generation path, which Hypothesis also
     # steers with the constants it finds in the loaded modules (seed 6 alone gave 0 of 50 at
     # the edges under Hypothesis 6.170 with one module's constants changed, 9 to 14 of 30-52
-    # for seeds 1 to 4).
-    for chosen in (1, 2, 3):
+    # for seeds 1 to 4; three seeds gave 7 of 118 after an unrelated change to reshapes).
+    for chosen in (1, 2, 3, 4, 5):
         seed(chosen)(
             settings(
                 max_examples=80,
