@@ -362,7 +362,16 @@ for _name, _ufunc, _symbol, _float_predicate, _int_predicate in (
 _elementwise(
     "divide", "binary", np.true_divide, scalar.op("arith.divf"), infix="/", rounding="correct"
 )
-_elementwise("power", "binary", np.power, scalar.power, infix="**")
+# The array API's own name, ``xp.pow`` (NumPy 2's alias of np.power), is the "methods" spelling:
+# no array method computes a power but ``**``, which the array-api spelling already writes.
+_elementwise(
+    "power",
+    "binary",
+    np.power,
+    scalar.power,
+    infix="**",
+    method=lambda a, attrs: f"xp.pow({a[0]}, {a[1]})",
+)
 _elementwise("log", "unary", np.log, scalar.op("math.log"), domain="nonnegative", cost=2)
 _elementwise(
     "sqrt",

@@ -5,6 +5,7 @@ drawn in that spelling."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -103,3 +104,57 @@ def test_a_method_that_drops_keepdims_is_found_from_a_case_in_another_spelling(
     )
     assert with_bug.returncode != 0, with_bug.stdout + with_bug.stderr[-2000:]
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
+
+
+def _power_case() -> Case:
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    program = b.build(b.node("power", x, b.input((2, 3), "float32")))
+    values = [np.full((2, 3), 2.0, np.float32), np.arange(6, dtype=np.float32).reshape(2, 3)]
+    return Case(program, values, ("cpu-loops@O0",))
+
+
+def test_the_array_apis_pow_is_a_spelling() -> None:
+    """``xp.pow``, the array API's name for a power (NumPy 2's alias of np.power), is the
+    methods spelling of ``power``, so the spelling oracle traces it on every power case."""
+    from compiler import primitives
+    from harness.run.runner import Runner
+
+    assert primitives.get("power").spelled("methods")[1](["x0", "x1"], {}) == "xp.pow(x0, x1)"
+    assert "methods" in other_spellings(_power_case())
+    with Runner(None, use_jax=False) as runner:
+        judgement = runner.evaluate(_power_case())
+    assert "spelling" in judgement.oracles and not judgement.findings
+
+
+_EVALUATE_POWER = _EVALUATE.replace(
+    'program = b.build(b.node("sum", b.input((2, 3), "float32"), axis=1, keepdims=True))\n'
+    'case = Case(program, [np.arange(6, dtype=np.float32).reshape(2, 3)], ("cpu-loops@O0",))',
+    "from tests.harness.test_spelling_oracle import _power_case\ncase = _power_case()",
+)
+
+
+@pytest.mark.slow
+def test_a_namespace_pow_that_swaps_its_operands_is_found(tmp_path: Path) -> None:
+    """A namespace ``pow`` with its operands swapped: a case drawn as ``x ** y`` passes every
+    backend, and the spelling oracle finds the methods spelling's wrong values, in the
+    frontend."""
+    mutation = Mutation(
+        "namespace-pow-swapped",
+        "frontend/tensor.py",
+        '        return lang.elementwise("power", x, y)',
+        '        return lang.elementwise("power", y, x)',
+        "xp.pow(x, y) computes y ** x",
+    )
+    assert _EVALUATE_POWER != _EVALUATE
+    scratch = apply(mutation, tmp_path / "src")
+    env = scratch_environment(scratch)
+    env["PYTHONPATH"] = f"{env.get('PYTHONPATH', '')}{os.pathsep}{Path(__file__).parents[2]}"
+    proc = subprocess.run(
+        [sys.executable, "-c", _EVALUATE_POWER], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    findings = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [f[1] for f in findings] == ["spelling[methods]"], findings
+    assert findings[0][3] == "frontend", findings
