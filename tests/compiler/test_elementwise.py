@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 
+import ml_dtypes
 import numpy as np
 import pytest
 from compiler_checks import (
@@ -127,6 +128,43 @@ def test_power_by_constants_special_values(dtype):
         np.testing.assert_array_equal(
             np.signbit(got[key][zeros]), np.signbit(want[key][zeros]), err_msg=f"{key}: signed 0"
         )
+
+
+_HALF_EXPONENTS = {
+    "0.5": 0.5,
+    "np.float16(0.5)": np.float16(0.5),
+    "np.float32(0.5)": np.float32(0.5),
+    "np.float64(0.5)": np.float64(0.5),
+}
+
+
+@pytest.mark.parametrize("exponent", list(_HALF_EXPONENTS))
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, F32, F64], ids=str)
+def test_a_square_root_power_is_numpys_in_every_dtype(dtype, exponent):
+    """``x ** 0.5`` is ``np.sqrt`` in NumPy (nan at -inf, -0.0 at -0.0) except where it reaches
+    the float16 power loop, which computes ``pow`` (a float16 exponent of a float16 array):
+    the result's values, signs of zero and dtype are NumPy's."""
+    e = _HALF_EXPONENTS[exponent]
+    x = np.array([-np.inf, -4.0, -0.0, 0.0, 0.25, 4.0, np.inf, np.nan]).astype(dtype)
+    with np.errstate(invalid="ignore"):
+        want = x**e
+    got = jit(lambda a: a**e)(x)
+    assert got.dtype == want.dtype
+    w, g = want.astype(F64), got.astype(F64)
+    np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(np.signbit(g[w == 0]), np.signbit(w[w == 0]))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known deviation (README, NumPy semantics): np.power(x, 0.5) of float16 is the float16 "
+    "loop's pow in NumPy (inf at -inf), the compiler computes the operator's sqrt (nan)",
+)
+def test_numpy_power_of_float16_by_a_python_half_is_pow():
+    x = np.array([-np.inf, -0.0, 4.0], np.float16)
+    want = np.power(x, 0.5)
+    assert np.isposinf(want[0]) and not np.signbit(want[1])  # NumPy's own pow, unlike x ** 0.5
+    np.testing.assert_array_equal(jit(lambda a: np.power(a, 0.5))(x), want)
 
 
 # --------------------------------------------------------------------------------------------
