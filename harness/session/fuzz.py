@@ -347,6 +347,7 @@ class Driver(Admission):
                 self.options.mix,
                 focus=focus,
                 focus_regimes=self.focus_regimes(),
+                held_back=self.mix.ahead() if self.mix is not None else (),
             )
             if self.options.disable_workarounds:
                 off = tuple(sorted(self.options.disable_workarounds))

@@ -281,13 +281,14 @@ def sequence_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
 
 @st.composite
 def _mixed(draw: st.DrawFn, kinds: dict[str, st.SearchStrategy[Case]]) -> Case:
-    """One case of the kind a percent draw lands on (``MIX_PERCENT``)."""
-    point = draw(st.integers(0, 99))
-    for kind, percent in MIX_PERCENT.items():
+    """One case of the kind a percent draw lands on (``MIX_PERCENT``, over the kinds given)."""
+    shares = [(kind, MIX_PERCENT[kind]) for kind in MIX_PERCENT if kind in kinds]
+    point = draw(st.integers(0, sum(percent for _, percent in shares) - 1))
+    for kind, percent in shares:
         if point < percent:
             return draw(kinds[kind])
         point -= percent
-    raise AssertionError("MIX_PERCENT sums to 100")
+    raise AssertionError("the shares cover the draw")
 
 
 #: How many cases a kind may run ahead of its share of the cases judged so far (``MixBalance``).
@@ -314,6 +315,18 @@ class MixBalance:
     def __init__(self) -> None:
         self.counts: dict[str, int] = dict.fromkeys(MIX_PERCENT, 0)
 
+    def ahead(self) -> tuple[str, ...]:
+        """The kinds whose next case would be skipped now (``admit``): a round's strategy leaves
+        them out (``cases(held_back=...)``), so its generations go to the kinds that are behind.
+        In a 10-minute two-driver session, 4762 drawn cases were skipped as ahead of their share
+        (and 3352 as repeats) for 2608 judged: Hypothesis's mutants keep their example's kind."""
+        total = sum(self.counts.values()) + 1
+        return tuple(
+            kind
+            for kind, count in self.counts.items()
+            if count + 1 > MIX_PERCENT[kind] / 100 * total + MIX_SLACK
+        )
+
     def admit(self, case: Case) -> bool:
         """Whether to judge ``case``; an admitted case is counted."""
         kind = mix_kind(case)
@@ -333,9 +346,11 @@ def cases(
     sampled: tuple[str, ...] | None = None,
     focus: tuple[tuple[str, str], ...] = (),
     focus_regimes: tuple[str, ...] = (),
+    held_back: tuple[str, ...] = (),
 ) -> st.SearchStrategy[Case]:
-    """The session's mix (``all``), or random programs only (``programs``), or jit sequences
-    only (``sequences``); random programs come first so shrinking heads towards them.
+    """The session's mix (``all``, less the ``held_back`` kinds: ``MixBalance.ahead``), or
+    random programs only (``programs``), or jit sequences only (``sequences``); random programs
+    come first so shrinking heads towards them.
     ``sampled`` backends (by default the shipped -O3 targets, when ``backends`` are the default
     ones) join a share of the cases, and every case whose int32 arithmetic may wrap
     (``wraps``). ``focus``: (op, dtype) pairs a share of the cases (``FOCUS_SHARE``) start from
@@ -343,7 +358,7 @@ def cases(
     the mix)."""
     if sampled is None:
         sampled = SAMPLED_BACKENDS if tuple(backends) == CPU_BACKENDS else ()
-    mixed = _mix(backends, max_nodes, mix)
+    mixed = _mix(backends, max_nodes, mix, held_back)
     if focus and mix in ("all", "programs"):
         # Its own name: the lambda reads it when drawing, after ``last`` below is rebound (with
         # FOCUS_SHARE at 0.5 no case was focused, the coin compared with the sampled share's).
@@ -519,7 +534,9 @@ def _rejected_alike(case: Case, respelled: Case) -> bool:
     return outcome(case) == outcome(respelled)
 
 
-def _mix(backends: tuple[str, ...], max_nodes: int, mix: str) -> st.SearchStrategy[Case]:
+def _mix(
+    backends: tuple[str, ...], max_nodes: int, mix: str, held_back: tuple[str, ...] = ()
+) -> st.SearchStrategy[Case]:
     if mix == "programs":
         return program_cases(backends, max_nodes)
     if mix == "sequences":
@@ -535,7 +552,8 @@ def _mix(backends: tuple[str, ...], max_nodes: int, mix: str) -> st.SearchStrate
         "strided-op": strided_op_cases(backends),
         "jit-sequence": sequence_cases(backends),
     }
-    return _mixed(kinds)
+    kept = {kind: strategy for kind, strategy in kinds.items() if kind not in held_back}
+    return _mixed(kept or kinds)
 
 
 # --------------------------------------------------------------------------------------------
