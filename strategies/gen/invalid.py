@@ -29,6 +29,11 @@ def _fresh_matrix(draw: st.DrawFn, b: ProgramBuilder, dtype: str) -> tuple[Ref, 
     return ref, TensorType(shape, dtype)
 
 
+def _reductions(dtype: str) -> list[str]:
+    """The reductions a ``dtype`` operand takes (sum, mean, var and std of floats only)."""
+    return ["max", "min"] + (["sum", "mean", "var", "std"] if dtype in FLOAT_DTYPES else [])
+
+
 def _bad_side(draw: st.DrawFn, good: int) -> int:
     return draw(st.sampled_from([s for s in range(2, 8) if s != good]))
 
@@ -85,7 +90,7 @@ def _violate(
             axes = (*range(n - 1), n)
         return RawEquation("permute_dims", (ref,), {"axes": axes})
     if name == "axis_out_of_range":
-        ops = ["max", "min"] + (["sum", "mean", "var", "std"] if t.dtype in FLOAT_DTYPES else [])
+        ops = _reductions(t.dtype)
         op = draw(st.sampled_from(ops))
         # NumPy's ufunc reductions accept axis 0 and -1 on 0-d operands: skip those there.
         bads = [1, 2, -2] if t.ndim == 0 else [t.ndim, t.ndim + 1, -t.ndim - 1]
@@ -114,7 +119,7 @@ def _violate(
         middle = (t.size,) if draw(st.booleans()) else ()
         return RawEquation("reshape", (ref,), {"shape": (first, *middle, second)})
     if name == "repeated_axis":
-        ops = ["max", "min"] + (["sum", "mean", "var", "std"] if t.dtype in FLOAT_DTYPES else [])
+        ops = _reductions(t.dtype)
         i = draw(st.integers(0, t.ndim - 1))
         again = draw(st.sampled_from([i, i - t.ndim]))  # the same axis, or its negative name
         axis = (i, again) if draw(st.booleans()) else (again, i)
