@@ -44,6 +44,8 @@ def judge_output(
         tolerance.working_dtype(case.program),
         local=perturbed_outputs(refs, actual.shape),
         exact=tolerance.exactly_rounded(case.program) and rounds_as_numpy(backend),
+        coupled=tolerance.couples(case.program),
+        signed_zeros=True,
     )
 
 

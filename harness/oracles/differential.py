@@ -98,6 +98,7 @@ class Differential(Oracle):
             verdict = tolerance.compare(
                 out, yardstick(refs), others, steps, working, local=local,
                 exact=exact and rounds_as_numpy(result.backend),
+                coupled=tolerance.couples(program), signed_zeros=True,
             )  # fmt: skip
             judgement.errors[result.backend] = verdict.max_ulps
             judgement.margins[result.backend] = verdict.excess
@@ -130,6 +131,7 @@ class Differential(Oracle):
             tolerance.error_steps(case.program),
             tolerance.working_dtype(case.program),
             local=perturbed_outputs(refs, jax_ref.output.shape),
+            coupled=tolerance.couples(case.program),
         )
         return [] if verdict.ok else [f"JAX vs truth: {verdict.reason}"]
 

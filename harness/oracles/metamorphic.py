@@ -286,6 +286,7 @@ class Relation(Oracle):
             tolerance.working_dtype(related.case.program),
             errors=errors,
             local=local,
+            coupled=tolerance.couples(related.case.program),
         )
         return "" if verdict.ok else verdict.reason
 

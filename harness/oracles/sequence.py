@@ -102,6 +102,8 @@ def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple
         tolerance.working_dtype(program),
         local=perturbed_outputs(refs, out.shape),
         exact=tolerance.exactly_rounded(program),
+        coupled=tolerance.couples(program),
+        signed_zeros=True,
     )
     return None if verdict.ok else ("mismatch", verdict.reason)
 

@@ -225,6 +225,7 @@ def _compare(
         tolerance.working_dtype(case.program),
         errors=errors,
         local_errors=local,
+        coupled=tolerance.couples(case.program),
     )
 
 
@@ -386,6 +387,7 @@ def stability_verdict(case: Any, refs: dict[str, Any]) -> str | None:
         tolerance.error_steps(case.program),
         tolerance.working_dtype(case.program),
         local=local,
+        coupled=tolerance.couples(case.program),
     )
     if verdict.ok:
         return None

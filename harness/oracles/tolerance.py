@@ -10,7 +10,17 @@ element is accepted when
                          + SPREAD * max over the array of the first two + floor
 
     rounding = eps(dtype) * ROUNDING_ULPS_PER_STEP * steps * |truth|
-    floor = eps(dtype) * ULPS_PER_STEP * steps * (|truth| + RELATIVE_SCALE * max|truth|)
+    floor = eps(dtype) * ULPS_PER_STEP * steps * (max(|truth|, tiny) + RELATIVE_SCALE * max|truth|)
+
+``tiny`` is the dtype's smallest normal number: below it an ulp is the smallest subnormal
+(eps * tiny), so a subnormal result is judged in its own ulps (the floor was ``tiny`` itself, and
+cpu-vector's float32 exp clamped at -88, giving 6e-39 for exp(-100) = 3.8e-44, passed).
+The two terms over the whole array (SPREAD's and RELATIVE_SCALE's) count only where an output
+element combines several values (a reduction, a contraction, a composite: ``couples``). In an
+elementwise program every element depends on its own operands alone, and the perturbed runs
+measure its conditioning element by element: there a share of the array's largest value, or of
+the references' largest error, let any error of a small element pass beside a large one (an
+``extreme`` array holds both: float32 exp(-100) 6e-39 instead of 3.8e-44 passed beside exp(1)).
 
 ``rounding`` is what the references' own rounding moves a well-conditioned element by (an ulp
 or two a step); only their error beyond it measures conditioning. Multiplied by FACTOR, that
@@ -116,6 +126,17 @@ def _accumulation(prim: Any, types: list[ArrayType], attrs: Any, depth: float) -
         return 0.0
 
 
+#: The kinds of primitive whose result elements each combine several operand elements.
+COUPLING = ("reduction", "matmul", "composite")
+
+
+def couples(program: Any) -> bool:
+    """Does an output element of ``program`` combine several values (a reduction, a
+    contraction, a composite)? Not where every node is elementwise, a layout or a selection:
+    there each element's error is its own (``bound``'s ``coupled``)."""
+    return any(primitives.get(node.op).kind in COUPLING for node in program.nodes)
+
+
 def working_dtype(program: Any) -> np.dtype:
     """The least precise float dtype the program computes in: float32 (or float16, bfloat16)
     anywhere inside means its rounding reaches the output, even when NumPy promotes the result
@@ -183,6 +204,7 @@ def bound(
     finite: np.ndarray | None = None,
     local: Sequence[np.ndarray] = (),
     local_errors: Sequence[np.ndarray] = (),
+    coupled: bool = True,
 ) -> np.ndarray:
     """The allowed ``|got - truth|`` of each element (meaningful where ``finite``, by default
     where the truth and every reference are finite): the formula of the module docstring.
@@ -207,8 +229,9 @@ def bound(
     magnitude = np.abs(np.where(finite, truth, 0.0))
     scale = float(magnitude.max()) if magnitude.size else 0.0
     per_step = ulps_per_step(dtype)
-    floor = eps(dtype) * per_step * max(steps, 1.0) * (magnitude + RELATIVE_SCALE * scale)
-    floor = np.maximum(floor, float(finfo(dtype).tiny))  # dtype: the least precise computed in
+    ulp_scale = np.maximum(magnitude, float(finfo(dtype).tiny))  # dtype: least precise computed in
+    relative = RELATIVE_SCALE if coupled else 0.0
+    floor = eps(dtype) * per_step * max(steps, 1.0) * (ulp_scale + relative * scale)
     conditioning = reference_error
     for p in local:
         p = np.asarray(p, np.float64)
@@ -235,7 +258,8 @@ def bound(
     # Errors near the float64 range (the extreme regime's values) may widen the bound to inf:
     # there the references themselves disagree with the truth by about that much.
     with np.errstate(over="ignore", invalid="ignore"):
-        return FACTOR * conditioning + SPREAD * float(reference_error.max(initial=0.0)) + floor
+        spread = SPREAD * float(reference_error.max(initial=0.0)) if coupled else 0.0
+        return FACTOR * conditioning + spread + floor
 
 
 def compare(
@@ -248,6 +272,8 @@ def compare(
     local: Sequence[np.ndarray] = (),
     local_errors: Sequence[np.ndarray] = (),
     exact: bool = False,
+    coupled: bool = True,
+    signed_zeros: bool = False,
 ) -> Verdict:
     """Judge ``got`` (a backend's output) against the float64 ``truth`` and the references.
 
@@ -261,6 +287,9 @@ def compare(
     NumPy's, or a perturbed evaluation's at that element (where a float decided them: a
     comparison of nearly equal values, a cast of a value near an integer). ``exact`` (a program
     ``exactly_rounded``): every element must equal NumPy's (``references[0]``), nan where nan.
+    ``coupled``: the program combines elements (``couples``), so the bound's terms over the
+    whole array count. ``signed_zeros``: ``references[0]`` is NumPy's answer, whose zeros must
+    keep their sign where it is settled (``zero_signs``).
     """
     got = np.asarray(got)
     dtype = np.dtype(dtype or got.dtype)
@@ -284,13 +313,27 @@ def compare(
     truth = np.asarray(truth, np.float64)
     got64 = got.astype(np.float64)
     refs = [np.asarray(r, np.float64) for r in references]
+    shaped = [np.asarray(p, np.float64) for p in local if np.shape(p) == got.shape]
+    if signed_zeros and refs and refs[0].shape == got.shape:
+        signs = zero_signs(refs[0], shaped, exact)
+        wrong = (got64 == 0) & (signs != 0) & (np.signbit(got64) != (signs == NEGATIVE_ZERO))
+        if np.any(wrong):
+            index = tuple(int(i) for i in np.argwhere(wrong)[0])
+            return Verdict(
+                False,
+                f"zero of the other sign at {index}: got {got64[index]!r}, NumPy "
+                f"{float(refs[0][index])!r} ({int(wrong.sum())} such elements)",
+                0.0,
+                0.0,
+                index,
+                np.inf,
+            )
     if exact and refs and refs[0].shape == got.shape:
         return _exactly(got64, refs[0], dtype)
     # Non-finite values: the backend must reproduce what a dtype-faithful reference produces,
     # NumPy or JAX, or a perturbed evaluation (another correct rounding and order: a product
     # sum with +inf and -inf products is nan, inf under BLAS's fused multiply-adds).
     pattern = _nonfinite_pattern(got64)
-    shaped = [np.asarray(p, np.float64) for p in local if np.shape(p) == got.shape]
     # The truth's own: an inf there is the exact value beyond the dtype's range, rounded (a
     # float64 dot of 2.8e306-sized terms whose products are -inf, -inf, +inf: NumPy nan, a BLAS
     # whose fused multiply-adds keep products exact -inf, the truth -7.9e612, so -inf).
@@ -315,7 +358,7 @@ def compare(
         return Verdict(True)
     with np.errstate(invalid="ignore", over="ignore"):
         error = np.where(finite, np.abs(got64 - truth), 0.0)
-    allowed = bound(truth, refs, steps, dtype, errors, finite, local, local_errors)
+    allowed = bound(truth, refs, steps, dtype, errors, finite, local, local_errors, coupled)
     scale = float(np.abs(np.where(finite, truth, 0.0)).max())
     tiny = float(finfo(dtype).tiny)
     ratio = np.where(finite, error / allowed, 0.0)
@@ -335,6 +378,33 @@ def compare(
             excess,
         )
     return Verdict(True, "", max_error, ulps, worst, excess)
+
+
+#: ``zero_signs``' codes: no sign asked, +0.0, -0.0.
+ANY_SIGN, POSITIVE_ZERO, NEGATIVE_ZERO = 0, 1, 2
+
+
+def zero_signs(numpy_out: Any, local: Sequence[np.ndarray] = (), exact: bool = False) -> np.ndarray:
+    """Where NumPy's answer is a zero whose sign is settled, that sign (``POSITIVE_ZERO``,
+    ``NEGATIVE_ZERO``; ``ANY_SIGN`` elsewhere): a backend's zero there must have it. IEEE 754
+    gives each correctly rounded operation's zero one sign, and NumPy's maximum and minimum
+    pick between -0.0 and 0.0 by their loops (float16 keeping the first operand, the others the
+    second: a float16 maximum keeping the second survived 60 s sessions, since every error
+    model judges -0.0 and 0.0 equal). Settled: every perturbed evaluation (``local``, another
+    rounding and order) has a zero of the same sign there, and there is at least one, unless the
+    program is ``exact`` (NumPy's answer the only right one); a sum in another order or a BLAS
+    that starts from its first product is not a reason to name a sign."""
+    numpy64 = np.asarray(numpy_out, np.float64)
+    negative = np.signbit(numpy64)
+    settled = numpy64 == 0
+    if not exact:
+        if not local:
+            return np.zeros(numpy64.shape, np.int8)
+        for p in local:
+            p = np.asarray(p, np.float64)
+            settled &= (p == 0) & (np.signbit(p) == negative)
+    codes = np.where(negative, NEGATIVE_ZERO, POSITIVE_ZERO)
+    return np.where(settled, codes, ANY_SIGN).astype(np.int8)
 
 
 def _exactly(got: np.ndarray, expected: np.ndarray, dtype: np.dtype) -> Verdict:

@@ -469,9 +469,10 @@ def write_files(entry: Entry, directory: Path) -> list[Path]:
 
 def _embedded_verdict(case: Any, to_the_bit: bool = True) -> list[str] | None:
     """The script lines defining what ``_judged`` compares with, as the differential oracle
-    computes them for ``case``: ``NUMPY``, ``EXACT``, ``ALLOWED`` and ``PATTERNS``; None when
-    NumPy rejects the case. ``to_the_bit``: the backend rounds as NumPy (``rounds_as_numpy``), so an
-    ``exactly_rounded`` program's answer is NumPy's with nothing allowed around it."""
+    computes them for ``case``: ``NUMPY``, ``EXACT``, ``ALLOWED``, ``PATTERNS`` and ``SIGNS``;
+    None when NumPy rejects the case. ``to_the_bit``: the backend rounds as NumPy
+    (``rounds_as_numpy``), so an ``exactly_rounded`` program's answer is NumPy's with nothing
+    allowed around it."""
     from ..oracles import tolerance
     from ..oracles.differential import yardstick
     from ..report.reproducer import array_source
@@ -483,14 +484,19 @@ def _embedded_verdict(case: Any, to_the_bit: bool = True) -> list[str] | None:
     expected = np.asarray(refs["numpy"].output)
     exact = np.asarray(yardstick(refs), np.float64)
     local = perturbed_outputs(refs, expected.shape)
-    if to_the_bit and tolerance.exactly_rounded(case.program):
+    one_answer = to_the_bit and tolerance.exactly_rounded(case.program)
+    signs = np.zeros(expected.shape, np.int8)
+    if is_float(expected.dtype):
+        signs = tolerance.zero_signs(expected, local, exact=one_answer)
+    if one_answer:
         exact = expected.astype(np.float64)  # one right answer: NumPy's (the oracle's ``exact``)
         allowed = np.zeros(expected.shape)
         local = []
     elif is_float(expected.dtype):
         steps = tolerance.error_steps(case.program)
         working = tolerance.working_dtype(case.program)
-        allowed = tolerance.bound(exact, [expected], steps, working, local=local)
+        coupled = tolerance.couples(case.program)
+        allowed = tolerance.bound(exact, [expected], steps, working, local=local, coupled=coupled)
     else:  # NumPy's, or another evaluation's where a float decided an element (run.decisions)
         allowed = np.zeros(expected.shape)
         for other in [expected, *local]:
@@ -501,13 +507,15 @@ def _embedded_verdict(case: Any, to_the_bit: bool = True) -> list[str] | None:
         f"EXACT = {array_source(exact)}",
         f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
         f"PATTERNS = {array_source(tolerance.nonfinite_patterns([expected, exact, *local]))}",
+        f"SIGNS = {array_source(signs)}",
     ]
 
 
 def _judged(name: str) -> list[str]:
     """Script lines judging the array ``name`` as the differential oracle does: NumPy's dtype
     and shape (``NUMPY``), non-finite values as NumPy's, the truth's or a perturbed evaluation's
-    (``PATTERNS``: 0 finite, 1 nan, 2 +inf, 3 -inf), then the error against ``EXACT`` within
+    (``PATTERNS``: 0 finite, 1 nan, 2 +inf, 3 -inf), zeros of the sign NumPy's settled ones
+    have (``SIGNS``: 0 any, 1 +0.0, 2 -0.0), then the error against ``EXACT`` within
     ``ALLOWED``, per element; exit 1 when it fails."""
     return [
         'print("numpy:", NUMPY.dtype, NUMPY.shape, np.array2string(NUMPY, threshold=16))',
@@ -519,6 +527,9 @@ def _judged(name: str) -> list[str]:
         "same = (PATTERNS == pattern).any(axis=0)",
         "if not same.all():",
         '    sys.exit(f"non-finite values differ from NumPy at {np.argwhere(~same)[0].tolist()}")',
+        "flipped = (wide == 0) & (SIGNS != 0) & (np.signbit(wide) != (SIGNS == 2))",
+        "if flipped.any():",
+        '    sys.exit(f"zero of the other sign than NumPy at {np.argwhere(flipped)[0].tolist()}")',
         "finite = np.isfinite(wide) & np.isfinite(EXACT)",
         "error = np.abs(np.subtract(wide, EXACT, where=finite, out=np.zeros_like(wide)))",
         "worst = np.unravel_index(np.argmax(error - ALLOWED), error.shape)",
