@@ -38,9 +38,11 @@ from strategies import (
 )
 from strategies.gen.programs import generation_order, ops_reading_views
 from strategies.gen.values import (
+    END_REGIMES,
     cast_edge_regimes,
     edge_regimes,
     edge_values,
+    end_value,
     narrowing_values,
     values,
 )
@@ -117,13 +119,15 @@ def focus_cases(
     # picks: the constants left of a subtract waited a whole single-driver session).
     kind_of = {p: item_kind(p) for p in rest}
     kinds = sorted(set(kind_of.values()))
-    family = uniform(draw, sorted({k.partition(":")[0] for k in kinds}))
-    kind = uniform(draw, [k for k in kinds if k.partition(":")[0] == family])
+    family = uniform(draw, sorted({item_family(k) for k in kinds}))
+    kind = uniform(draw, [k for k in kinds if item_family(k) == family])
     first = uniform(draw, [p for p in rest if kind_of[p] == kind])
-    if kind == "sweep":
+    if kind in ("sweep", "tails"):
         return draw(sweep_cases(backends, first))
     if kind == "out-of-range":
         return draw(_out_of_range_cases(backends, first))
+    if kind == "identity":
+        return draw(_identity_cases(backends, first))
     if kind == "view":
         return draw(_view_cases(backends, first))
     if kind == "jit-sequence":
@@ -167,8 +171,13 @@ def focus_cases(
         # edges, not 28), and sampled_from repeats recent picks.
         regimes = _item_edges(first)
     drawn = draw(samples(strategy, regime=uniform(draw, regimes) if regimes else None))
+    inputs = list(drawn.inputs)
+    if first[0] in identity_ops() and draw(st.booleans()):
+        # Half of a max's or min's cases hold a slice at its identity too: its identity
+        # items (a kind among the edges) are reached late in a 60 s session.
+        inputs = _at_identity(draw, first[0], drawn.program, inputs)
     event("origin:focus")
-    case = Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/{drawn.regime}")
+    case = Case(drawn.program, inputs, backends, origin=f"focus/{drawn.regime}")
     return case.respelled(spelling) if spelling else case
 
 
@@ -201,7 +210,89 @@ OUT_OF_RANGE = ("out-of-range:upper", "out-of-range:lower")
 
 #: The kinds of item whose focused case is drawn whole by its own strategy (a sweep, a gather
 #: alone, a jit sequence): no other item joins it as one more step.
-_OWN_CASES = ("sweep", "out-of-range", "jit-sequence", "view")
+_OWN_CASES = ("sweep", "tails", "out-of-range", "identity", "jit-sequence", "view")
+
+#: The second member of a reduction's identity item (op, "identity:<dtype>"): a max or min (an
+#: op with an end of its dtype among its edges, ``END_REGIMES``) on an input one of whose
+#: reduced slices is all that end (-inf for a max of floats, INT32_MAX for a min of int32). A
+#: wrong identity shows there alone: a float64 max starting from the lowest finite value, or an
+#: int32 min from INT32_MAX - 1, survived 60 s sessions, the ``lowest`` and ``highest`` regimes
+#: drawn for a fifth of the two cases that exercised their (op, dtype).
+IDENTITY = "identity:"
+
+
+def identity_ops() -> tuple[str, ...]:
+    """The reductions of the identity items: an end of the dtype among their edges."""
+    return tuple(op for op in _first_dtypes() if set(edge_regimes(op)) & set(END_REGIMES))
+
+
+def _end(op: str, dtype: Any) -> Any:
+    """The end of ``dtype`` that ``op``'s identity is (its edges' ``END_REGIMES`` one)."""
+    regime = next(r for r in edge_regimes(op) if r in END_REGIMES)
+    return end_value(dtype, regime)
+
+
+def _reduced_inputs(program: Any) -> list[tuple[str, int, tuple[int, ...]]]:
+    """(op, input index, reduced axes) for each identity op (``identity_ops``) that reduces an
+    input directly, over at least one axis."""
+    from compiler.primitives.rules import normalize_axes
+
+    ops, found = identity_ops(), []
+    for node in program.nodes:
+        source = node.args[0] if node.args else None
+        if node.op in ops and isinstance(source, Ref) and source.kind == "input":
+            ndim = len(program.inputs[source.index].shape)
+            axes = normalize_axes(node.attrs.get("axis"), ndim, node.op)
+            if axes:
+                found.append((node.op, source.index, axes))
+    return found
+
+
+def _identity_items(case: Case) -> set[tuple[str, str]]:
+    """The identity items a case exercises: a max or min reducing an input with a reduced slice
+    all at its identity's end."""
+    found = set()
+    for op, index, axes in _reduced_inputs(case.program):
+        values = np.asarray(case.inputs[index])
+        dtype = case.program.inputs[index].dtype
+        if values.size and np.all(values == _end(op, dtype), axis=axes).any():
+            found.add((op, IDENTITY + dtype))
+    return found
+
+
+@st.composite
+def _identity_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
+    """``item``'s reduction alone on values of its other edges, one of whose reduced slices is
+    then set to the end its identity is (``IDENTITY``): the other slices keep their values, so
+    a case holds both what the identity must not change and the slice where it shows. Alone: a
+    step after it can hide the slice (an int32 min of INT32_MAX times -0.0)."""
+    op, dtype = item[0], item[1][len(IDENTITY) :]
+    cost = primitives.get(op).cost
+    strategy = programs(max_nodes=cost, min_nodes=1, dtypes=[dtype], first=op)
+    others = [r for r in edge_regimes(op) if r not in END_REGIMES]
+    drawn = draw(samples(strategy, regime=uniform(draw, others) if others else None))
+    inputs = _at_identity(draw, op, drawn.program, list(drawn.inputs))
+    event("origin:focus-identity")
+    return Case(drawn.program, inputs, backends, origin=f"focus/identity/{drawn.regime}")
+
+
+def _at_identity(
+    draw: st.DrawFn, op: str, program: Any, inputs: list[np.ndarray]
+) -> list[np.ndarray]:
+    """``inputs`` with one reduced slice of the first input ``op`` reduces set to the end of
+    its dtype that ``op``'s identity is (a copy; unchanged if ``op`` reduces no input)."""
+    for found, index, axes in _reduced_inputs(program):
+        array = inputs[index]
+        if found == op and array.size:
+            array = inputs[index] = np.array(array, copy=True)
+            where = tuple(
+                slice(None) if d in axes else draw(st.integers(0, extent - 1))
+                for d, extent in enumerate(array.shape)
+            )
+            array[where] = _end(op, program.inputs[index].dtype)
+            break
+    return inputs
+
 
 #: The second part of a view item: (op, VIEWED), the op reading only strided views of inputs.
 VIEWED = "views"
@@ -384,7 +475,7 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     dtype, edges = _swept(item)
     tails = item[1].endswith(TAILS)
     prim = primitives.get(op)
-    size = draw(st.sampled_from(SWEEP_SIDES))
+    size = uniform(draw, SWEEP_SIDES)  # (sampled_from: 64 far more often than 600)
     b = ProgramBuilder()
     if item[1].endswith(HALFWAY):  # a narrowing conversion alone, on a vector or rows
         target = item[1][len(SWEPT) :].removesuffix(HALFWAY).partition("->")[2]
@@ -402,10 +493,22 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     # array's scale hides a few ulps on every element below it (the planted exp was seen by
     # 20 of 30 sweeps over every span). A reduction's, a composite's or a contraction's
     # accuracy depends on the values' offset as much (a one-pass variance), so a third of
-    # theirs are offset.
+    # theirs are offset; a reduction's, or large enough that its sums overflow a narrow
+    # accumulator (not a contraction's: the products overflow).
     offset = ("offset",) if prim.kind in ("reduction", "composite", "matmul") else SWEEP_MODERATE
-    if tails:  # an exact reduction: one regime at its edges (rows of one sign, ties, NaN)
-        regime = uniform(draw, edge_regimes(op))
+    offset += ("large",) if prim.kind == "reduction" else ()
+    if tails:  # an exact reduction: regimes at its edges (rows of one sign, ties, NaN)
+        edges = edge_regimes(op)
+        if uniform(draw, (False, True)):  # (booleans(): 0 of 10 in a session's first ones)
+            # A row of each edge, reduced along the rows: one case sees every edge at the
+            # sweep's size (a chunked max reading past its rows' end showed only on rows of
+            # negatives, one of the five edges, longer than 256 and not a multiple of it).
+            b = ProgramBuilder()
+            program = b.build(b.node(op, b.input((len(edges), size), dtype), axis=-1))
+            inputs = [np.stack([draw(values((size,), dtype, r)) for r in edges])]
+            event("origin:sweep-tails")
+            return Case(program, inputs, backends, origin="sweep/tails+rows")
+        regime = uniform(draw, edges)
         inputs = [draw(values(i.shape, i.dtype, regime)) for i in program.inputs]
         event("origin:sweep-tails")
         return Case(program, inputs, backends, origin=f"sweep/tails+{regime}")
@@ -494,21 +597,38 @@ def _out_of_range_items(case: Case) -> set[tuple[str, str]]:
     return found
 
 
+#: Kinds of item that share a family with another (``item_family``): an exact reduction's sweep
+#: is a sweep, a slice at a reduction's identity an edge of a value as an id past a table is.
+_FAMILIES = {"tails": "sweep", "identity": "out-of-range"}
+
+
+def item_family(kind: str) -> str:
+    """The family of a kind of item (``item_kind``): focused cases are drawn uniformly over
+    the families left, then over the family's kinds (a new family takes a share from every
+    other: with the identity and the tails families of their own, an op's (op, dtype) pairs
+    went from an eighth of the focused cases to a tenth)."""
+    return _FAMILIES.get(kind, kind.partition(":")[0])
+
+
 def item_kind(item: tuple[str, str]) -> str:
     """What a focus item exercises: "pair:KIND" (an op of the primitive kind KIND in a
     dtype: "pair:gather" has 5 items, "pair:unary" 45; a gather's range check waited behind the
     unary ops), "cast", "spelling", "const:left" or "const:wide" (one family: a constant
-    operand's forms), "jit-sequence", "out-of-range" or "sweep" (with edges; the dense sweeps
-    have their own share)."""
+    operand's forms), "jit-sequence", "out-of-range", "identity", "sweep" (with edges; the
+    dense sweeps have their own share) or "tails" (an exact reduction's sweep: 10 of the 107
+    sweeps, drawn as any of them, and a max's chunked rows went unseen in 60 s sessions; now a
+    kind of the sweeps' family, ``item_family``)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
     if second in OUT_OF_RANGE:
         return "out-of-range"
+    if second.startswith(IDENTITY):
+        return "identity"
     if second == VIEWED:
         return "view"
     if second.startswith(SWEPT):
-        return "sweep"
+        return "tails" if second.endswith(TAILS) else "sweep"
     if second.startswith(SPELLED):
         return "spelling"
     if second == CONST_LEFT:
@@ -544,9 +664,9 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     (``3.0 - x``: the reflected operator, in a dtype the case draws), (op, "const-wide") for
     each of those an int32 tensor meets a constant of another range in (``x < 2**40``, ``x *
     0.5``): 205 pairs, 25 casts, 45 spelled ops, 11 reflected ones and 10 wide constants today;
-    an id just past each end of a gather's table
-    (``OUT_OF_RANGE``); a jit sequence (``SEQUENCE_ITEM``); (op, "views") for an op of each
-    primitive kind on strided views of inputs (``view_ops``); and the accuracy sweeps
+    an id just past each end of a gather's table (``OUT_OF_RANGE``); a max's or min's identity
+    in each dtype (``IDENTITY``); a jit sequence (``SEQUENCE_ITEM``); (op, "views") for an op of
+    each primitive kind on strided views of inputs (``view_ops``); and the accuracy sweeps
     (``sweep_items``), the dense ones of which take half of the focused cases while any is
     left (``focus_cases``)."""
     first = _first_dtypes()  # the ops with a dtype to draw them in
@@ -561,6 +681,7 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     checked = [
         (op, edge) for op in first if primitives.get(op).kind == "gather" for edge in OUT_OF_RANGE
     ]
+    checked += [(op, IDENTITY + dtype) for op, dtype in op_dtype_pairs() if op in identity_ops()]
     viewed = [(op, VIEWED) for op in view_ops() if op in first]
     return (
         *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
@@ -631,7 +752,7 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
     """The focus items (``focus_items``) a case exercises: its program's (op, dtype) pairs and,
     in a non-default spelling (in each, with ``every_spelling``: the spelling oracle traced the
     case in the others), (op, "spelling:<name>") for each op it writes another way."""
-    found = exercised_pairs(case.program) | _out_of_range_items(case)
+    found = exercised_pairs(case.program) | _out_of_range_items(case) | _identity_items(case)
     found |= {(op, VIEWED) for op in ops_reading_views(case.program)}
     sequence = case.sequence
     if sequence is not None and len(sequence.calls) > 1:

@@ -291,7 +291,7 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     assert ("maximum", CONST_LEFT) not in items and ("exp", CONST_LEFT) not in items
     kinds = Counter(item_kind(item) for item in items)
     others = {"sweep", "cast", "spelling", "const:left", "const:wide", "jit-sequence"}
-    others |= {"out-of-range", "view"}
+    others |= {"out-of-range", "identity", "view", "tails"}
     assert set(kinds) == others | {f"pair:{p.kind}" for p in primitives.PRIMITIVES.values()
                                    if p.generate and p.kind != "cast"}, kinds  # fmt: skip
     assert kinds["pair:gather"] == 5 and kinds["const:left"] == 11, kinds
@@ -1277,3 +1277,50 @@ def test_a_definition_finding_asks_no_worker_for_artifacts() -> None:
     compiled = Finding("mismatch", ("cpu-loops@O0",), "differential", "wrong", case)
     assert Driver.artifacts_of(driver, case, compiled) == {"error": "d", "stderr": "e"}
     assert asked == [("cpu-loops@O0",)]
+
+
+def test_a_max_or_min_meets_a_reduced_slice_at_its_identity_in_every_dtype() -> None:
+    """A max's and a min's identity in each dtype is a focus item of its own (``IDENTITY``):
+    a float64 max starting from the lowest finite value, or an int32 min from INT32_MAX - 1,
+    is wrong only on a reduced slice all at the dtype's end, and survived 60 s sessions. Each
+    focused case holds such a slice (the other slices keep their values), and exercises its
+    item; a random case exercises one only when it holds such a slice too."""
+    from collections import Counter
+
+    import numpy as np
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from harness.session.focus import IDENTITY, exercised_items, focus_items, item_kind
+    from harness.session.generate import cases
+
+    items = tuple(i for i in focus_items() if item_kind(i) == "identity")
+    assert {op for op, _ in items} == {"max", "min"}
+    assert ("max", IDENTITY + "float64") in items and ("min", IDENTITY + "int32") in items
+    seen: Counter[tuple[str, str]] = Counter()
+    mixed = []
+
+    @seed(5)
+    @settings(
+        max_examples=60, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(focus=items))
+    def collect(case) -> None:
+        found = exercised_items(case) & set(items)
+        if case.origin.startswith("focus/identity"):
+            assert found, case.program
+            seen.update(found)
+        for op, second in found:
+            node = next(n for n in case.program.nodes if n.op == op)
+            x = np.asarray(case.inputs[node.args[0].index]).astype(np.float64)
+            end = {"max": -np.inf, "min": np.inf}[op]
+            if second == IDENTITY + "int32":
+                end = -(2**31) if op == "max" else 2**31 - 1
+            axis = node.attrs.get("axis")
+            at_end = np.all(x == end, axis=axis)
+            assert np.any(at_end), (op, second, x)
+            mixed.append(not np.all(at_end))
+
+    collect()
+    assert len(seen) >= 6, seen
+    assert any(mixed), "every slice at the end: the rest of the values never judged"

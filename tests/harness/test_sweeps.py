@@ -208,11 +208,13 @@ def test_a_tail_sweep_finds_a_masked_neutral_in_rows_of_one_sign(op: str) -> Non
         (x,) = case.inputs
         assert [n.op for n in case.program.nodes] == [op] and x.size >= 64
         assert case.origin.startswith("sweep/tails+") and item in exercised_items(case)
-        if not case.origin.endswith(one_sign):
+        if not case.origin.endswith((one_sign, "+rows")):  # (rows: one of each edge)
             return
         axis = case.program.nodes[-1].attrs.get("axis")
         right = getattr(np, op)(x, axis=axis)
-        wrong = np.where(np.all(x < 0 if op == "max" else x > 0, axis=axis), 0.0, right)
+        with np.errstate(invalid="ignore"):  # (NaN in a row of ``special``)
+            one_signed = np.all(x < 0 if op == "max" else x > 0, axis=axis)
+        wrong = np.where(one_signed, 0.0, right)
         assert judge_output(case, right, use_jax=False)
         verdicts.append(bool(judge_output(case, wrong.astype(x.dtype), use_jax=False)))
 
@@ -324,3 +326,58 @@ def test_a_narrowing_cast_sweep_finds_a_conversion_that_rounds_wrong(
     judge()
     assert all(right for right, _ in verdicts), verdicts
     assert not any(accepted for _, accepted in verdicts), verdicts
+
+
+def test_a_tail_sweep_of_rows_holds_a_row_at_each_edge() -> None:
+    """Half of an exact reduction's sweeps are a row of each of its edge regimes, reduced along
+    the rows: a chunked max that read past its rows' end (rows longer than 256, not a multiple)
+    was wrong only on the row of negatives, one of five edges that a sweep drew one of."""
+    from hypothesis import Phase, seed
+
+    from strategies.gen.values import edge_regimes
+
+    item = ("max", SWEPT + "float64:tails")
+    rows: list[int] = []
+    for number in (1, 2, 3):  # pooled: one seed's draws are near-copies of each other
+
+        @seed(number)
+        @settings(_SETTINGS, max_examples=20, derandomize=False, phases=[Phase.generate])
+        @given(sweep_cases(("cpu-vector",), item))
+        def collect(case) -> None:  # noqa: ANN001
+            if case.origin != "sweep/tails+rows":
+                return
+            (x,) = case.inputs
+            (node,) = case.program.nodes
+            assert node.attrs["axis"] == -1 and x.shape[0] == len(edge_regimes("max"))
+            assert item in exercised_items(case)
+            assert np.any(np.all(x < 0, axis=-1)) and np.any(np.all(x == -np.inf, axis=-1))
+            rows.append(x.shape[1])
+
+        collect()
+    assert len(rows) >= 10 and any(n > 256 and n % 256 for n in rows), rows
+
+
+def test_a_float16_sweep_finds_a_mean_summed_in_16_bits() -> None:
+    """NumPy's float16 mean sums in float32; one whose sum is rounded to float16 before the
+    division is inf where the sum passes 65504. A reduction's sweep draws ``large`` values (a
+    64th to a 16th of the largest, of one sign) in some of its cases: there it is rejected,
+    never NumPy's mean (no other span's sums reach 65504)."""
+    from harness.verdict import judge_output
+
+    verdicts: list[tuple[bool, bool]] = []
+
+    @settings(_SETTINGS, max_examples=40)
+    @given(sweep_cases(("cpu-loops",), ("mean", SWEPT + "float16")))
+    def judge(case) -> None:  # noqa: ANN001
+        (x,) = case.inputs
+        axis = case.program.nodes[-1].attrs.get("axis")
+        count = x.size // np.mean(x, axis=axis).size
+        with np.errstate(over="ignore"):
+            narrowed = np.sum(x, axis=axis, dtype=np.float32).astype(np.float16) / count
+            right = judge_output(case, np.mean(x, axis=axis), use_jax=False).ok
+        wrong = judge_output(case, np.asarray(narrowed, np.float16), use_jax=False).ok
+        verdicts.append((right, wrong))
+
+    judge()
+    assert all(right for right, _ in verdicts), verdicts
+    assert any(not wrong for _, wrong in verdicts), verdicts
