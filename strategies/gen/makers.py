@@ -195,8 +195,10 @@ def _reduction(g: Gen, op: str) -> None:
             n = int(np.prod([p.shape[a] for a in axes]))
             # n and past it: inf or NaN (NumPy clamps the divisor at 0; past n, a divisor
             # left unclamped is negative). Drawn near uniformly (sampled_from and one_of favour
-            # their first items and repeat recent picks), shrinking toward 0, the default.
-            choices = (0, 0, 1, 2, max(n - 1, 1), n, n + 1, n + 3)
+            # their first items and repeat recent picks), shrinking toward 0, the default. Any
+            # real is NumPy's ddof: a half, and -1 (the divisor n + 1; a ddof truncated to an
+            # int survived 60 s sessions while every drawn ddof was one).
+            choices = (0, 0, 1, 2, max(n - 1, 1), n, n + 1, n + 3, 0.5, n - 0.5, -1)
             counts[name] = choices[g.draw(st.integers(0, 2**16 - 1)) % len(choices)]
             event(
                 f"reduce:{name}{'=0' if not counts[name] else '>=n' if counts[name] >= n else ''}"

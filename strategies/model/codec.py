@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import operator
 from collections.abc import Mapping
 from typing import Any
@@ -100,11 +101,13 @@ def _positive(value: Any) -> int:
     return value
 
 
-def _count(value: Any) -> int:
-    value = _int(value, "attribute")
-    if value < 0:
-        raise ValueError(f"expected a non-negative int, got {value}")
-    return value
+def _count(value: Any) -> int | float:
+    """var's and std's ``ddof``: any finite real, as NumPy takes it (an int stays an int)."""
+    if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ValueError(f"expected a finite number, got {value}")
+        return float(value)
+    return _int(value, "attribute")
 
 
 _NORMALIZE = {

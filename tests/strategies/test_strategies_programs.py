@@ -492,3 +492,23 @@ def test_a_square_root_power_takes_bases_of_either_sign() -> None:
         settings=settings(database=None, max_examples=2000, phases=[Phase.generate]),
     )
     assert root_of_an_input(found)
+
+
+def test_var_and_std_draw_any_real_ddof_numpy_takes() -> None:
+    """NumPy's ddof is any real: a half and -1 are drawn beside the integers (a compiler that
+    truncated ddof to an int survived 60 s sessions while every drawn ddof was an int), and the
+    program codec keeps them, refusing only what is not a finite number."""
+    from strategies.model import Program
+
+    def ddofs(program: Program) -> list:
+        return [n.attrs["ddof"] for n in program.nodes if n.op in ("var", "std")]
+
+    quick = settings(max_examples=2000, database=None)
+    fractional = find(programs(ops=["var"]), lambda p: any(d % 1 for d in ddofs(p)), settings=quick)
+    negative = find(programs(ops=["std"]), lambda p: any(d < 0 for d in ddofs(p)), settings=quick)
+    for program in (fractional, negative):
+        assert Program.from_dict(program.to_dict()) == program
+    data = fractional.to_dict()
+    data["nodes"][0]["attrs"]["ddof"] = float("inf")
+    with pytest.raises(ValueError):
+        Program.from_dict(data)
