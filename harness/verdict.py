@@ -45,7 +45,7 @@ def judge_output(
         local=perturbed_outputs(refs, actual.shape),
         exact=tolerance.exactly_rounded(case.program) and rounds_as_numpy(backend),
         coupled=tolerance.couples(case.program),
-        signed_zeros=True,
+        signed_zeros=tolerance.signs_settled(case.program),
     )
 
 

@@ -98,7 +98,8 @@ class Differential(Oracle):
             verdict = tolerance.compare(
                 out, yardstick(refs), others, steps, working, local=local,
                 exact=exact and rounds_as_numpy(result.backend),
-                coupled=tolerance.couples(program), signed_zeros=True,
+                coupled=tolerance.couples(program),
+                signed_zeros=tolerance.signs_settled(program),
             )  # fmt: skip
             judgement.errors[result.backend] = verdict.max_ulps
             judgement.margins[result.backend] = verdict.excess

@@ -103,7 +103,7 @@ def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple
         local=perturbed_outputs(refs, out.shape),
         exact=tolerance.exactly_rounded(program),
         coupled=tolerance.couples(program),
-        signed_zeros=True,
+        signed_zeros=tolerance.signs_settled(program),
     )
     return None if verdict.ok else ("mismatch", verdict.reason)
 

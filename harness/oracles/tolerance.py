@@ -130,6 +130,20 @@ def _accumulation(prim: Any, types: list[ArrayType], attrs: Any, depth: float) -
 COUPLING = ("reduction", "matmul", "composite")
 
 
+def signs_settled(program: Any) -> bool:
+    """Are the signs of ``program``'s zero results NumPy's to match (``zero_signs``)? Not after a
+    max or min reduction: NumPy's picks between -0.0 and 0.0 by the order of its reduction loop
+    (a float32 max of [0.0, -0.0] rows was -0.0 in NumPy, 0.0 on every backend, and no
+    perturbed run reorders an exact reduction)."""
+    from ..run.references import exact_primitive
+
+    for node in program.nodes:
+        prim = primitives.get(node.op)
+        if prim.kind == "reduction" and exact_primitive(prim):
+            return False
+    return True
+
+
 def couples(program: Any) -> bool:
     """Does an output element of ``program`` combine several values (a reduction, a
     contraction, a composite)? Not where every node is elementwise, a layout or a selection:
