@@ -158,3 +158,18 @@ def test_ddof_belongs_to_var_alone_and_is_a_number():
         jit(lambda a: np.var(a, ddof="1"))(x)
     with pytest.raises(ValueError, match="ddof and correction"):
         jit(lambda a: np.var(a, ddof=1, correction=1))(x)
+
+
+@pytest.mark.parametrize("ddof", [1, 0.5, 2.5, -1], ids=str)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_var_of_a_16_bit_float_keeps_its_dtype_whatever_the_ddof(dtype, ddof):
+    """A bfloat16 sum divided by a fractional count is float32 (ml_dtypes promotes bfloat16
+    with a Python float); NumPy's var writes the quotient back into bfloat16. Found by a fuzz
+    session once ddof was drawn fractional: var(x_bf16, ddof=0.5) was float32."""
+    import ml_dtypes
+
+    x = (np.arange(12).reshape(3, 4) * 1.37).astype(getattr(ml_dtypes, dtype, dtype))
+    got = jit(lambda a: np.var(a, axis=1, ddof=ddof))(x)
+    expected = np.var(x, axis=1, ddof=ddof)
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=2**-6)
