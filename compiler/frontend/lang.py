@@ -153,15 +153,13 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs
         if not ddof:
             return reduce("mean", squares, axes, keepdims)
         count = max(math.prod(x.shape[a] for a in axes) - ddof, 0)
-        if out.dtype == FLOAT16:  # summed in float32, rounded once (as mean does)
-            total = reduce("sum", astype(squares, FLOAT32), axes, keepdims)
-            return astype(elementwise("divide", total, count), FLOAT16)
+        # float16 squares summed in float32, rounded once (as mean does)
+        wide = astype(squares, FLOAT32) if out.dtype == FLOAT16 else squares
+        total = reduce("sum", wide, axes, keepdims)
         # In the result's dtype: a bfloat16 sum over a fractional count (ddof=0.5) divides
         # into float32 (ml_dtypes promotes bfloat16 with a Python float), NumPy's var writes
         # its quotient back into bfloat16 (found by the fuzzer once ddof was drawn fractional).
-        return astype(
-            elementwise("divide", reduce("sum", squares, axes, keepdims), count), out.dtype
-        )
+        return astype(elementwise("divide", total, count), out.dtype)
     if not axes:
         return astype(x, out.dtype)
     combine, float_identity, int_identity = _COMBINE[name]

@@ -77,6 +77,7 @@ class Differential(Oracle):
         steps = tolerance.error_steps(program)
         working = tolerance.working_dtype(program)
         exact = tolerance.exactly_rounded(program)
+        coupled, settled = tolerance.couples(program), tolerance.signs_settled(program)
         flagged: list[tuple[str, BackendResult, str]] = []
         for result in obs.results:
             if not result.ok:
@@ -98,8 +99,7 @@ class Differential(Oracle):
             verdict = tolerance.compare(
                 out, yardstick(refs), others, steps, working, local=local,
                 exact=exact and rounds_as_numpy(result.backend),
-                coupled=tolerance.couples(program),
-                signed_zeros=tolerance.signs_settled(program),
+                coupled=coupled, signed_zeros=settled,
             )  # fmt: skip
             judgement.errors[result.backend] = verdict.max_ulps
             judgement.margins[result.backend] = verdict.excess

@@ -320,23 +320,22 @@ class MixBalance:
         them out (``cases(held_back=...)``), so its generations go to the kinds that are behind.
         In a 10-minute two-driver session, 4762 drawn cases were skipped as ahead of their share
         (and 3352 as repeats) for 2608 judged: Hypothesis's mutants keep their example's kind."""
-        total = sum(self.counts.values()) + 1
-        return tuple(
-            kind
-            for kind, count in self.counts.items()
-            if count + 1 > MIX_PERCENT[kind] / 100 * total + MIX_SLACK
-        )
+        return tuple(kind for kind in self.counts if self._over(kind))
 
     def admit(self, case: Case) -> bool:
         """Whether to judge ``case``; an admitted case is counted."""
         kind = mix_kind(case)
         if kind is None:
             return True
-        total = sum(self.counts.values()) + 1
-        if self.counts[kind] + 1 > MIX_PERCENT[kind] / 100 * total + MIX_SLACK:
+        if self._over(kind):
             return False
         self.counts[kind] += 1
         return True
+
+    def _over(self, kind: str) -> bool:
+        """Would one more case of ``kind`` put it past its share (with ``MIX_SLACK``)?"""
+        total = sum(self.counts.values()) + 1
+        return self.counts[kind] + 1 > MIX_PERCENT[kind] / 100 * total + MIX_SLACK
 
 
 def cases(

@@ -103,7 +103,7 @@ def _positive(value: Any) -> int:
 
 def _count(value: Any) -> int | float:
     """var's and std's ``ddof``: any finite real, as NumPy takes it (an int stays an int)."""
-    if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+    if isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
             raise ValueError(f"expected a finite number, got {value}")
         return float(value)
