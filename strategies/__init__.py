@@ -7,7 +7,7 @@ programs, invalid programs). This package reads the compiler's primitive table
 compiler; it never imports ``harness``.
 """
 
-from .gen.invalid import invalid_programs
+from .gen.invalid import invalid_programs, violations_of
 from .gen.programs import (
     Sample,
     cast_pairs,
@@ -107,4 +107,5 @@ __all__ = [
     "slices",
     "valid_tuple_axes",
     "values",
+    "violations_of",
 ]

@@ -1,6 +1,7 @@
 """Focused cases: the (op, dtype) pairs, casts and spellings of the primitive table, the
-constants left of a binary op, a gather's ids just past its table, a jit sequence, that a
-session's cases have not exercised yet, and small programs that start from them.
+constants left of a binary op, a gather's ids just past its table, a jit sequence, each
+violation of an invalid program, that a session's cases have not exercised yet, and small
+programs that start from them.
 
 Random programs reach a rare pair seldom (an int32 matmul was 3% of them, int32 ``a > b`` none
 of 400), so a session passes the items it has not exercised to ``focus_cases`` (``FOCUS_SHARE``
@@ -29,6 +30,7 @@ from compiler import primitives
 from strategies import (
     CONST_LEFT,
     CONST_WIDE,
+    VIOLATIONS,
     cast_pairs,
     const_left_ops,
     const_wide_ops,
@@ -130,6 +132,11 @@ def focus_cases(
         return draw(_identity_cases(backends, first))
     if kind == "view":
         return draw(_view_cases(backends, first))
+    if kind == INVALID:
+        from .generate import invalid_cases  # (generate draws focused cases from here)
+
+        case = draw(invalid_cases(backends, (first[1],)))
+        return replace(case, origin=f"focus/invalid/{first[1]}")
     if kind == "jit-sequence":
         from .generate import sequence_cases  # (generate draws focused cases from here)
 
@@ -208,9 +215,16 @@ SEQUENCE_ITEM = ("jit-sequence", "calls")
 #: the cases: a check that let the bound through survived 60 s sessions on two seeds of three.
 OUT_OF_RANGE = ("out-of-range:upper", "out-of-range:lower")
 
+#: The first member of an invalid program's item (INVALID, violation): one of the labelled
+#: violations (``strategies.VIOLATIONS``) the compiler must reject as NumPy does, before MLIR.
+#: Drawn in the mix alone (a tenth of the cases over 16 violations and their variants), a
+#: bound check planted away that took ``x[n]`` of n rows for valid, or a transpose check that
+#: let a repeated axis through, survived 60 s sessions.
+INVALID = "invalid"
+
 #: The kinds of item whose focused case is drawn whole by its own strategy (a sweep, a gather
-#: alone, a jit sequence): no other item joins it as one more step.
-_OWN_CASES = ("sweep", "tails", "out-of-range", "identity", "jit-sequence", "view")
+#: alone, a jit sequence, an invalid program): no other item joins it as one more step.
+_OWN_CASES = ("sweep", "tails", "out-of-range", "identity", "jit-sequence", "view", INVALID)
 
 #: The second member of a reduction's identity item (op, "identity:<dtype>"): a max or min (an
 #: op with an end of its dtype among its edges, ``END_REGIMES``) on an input one of whose
@@ -599,7 +613,7 @@ def _out_of_range_items(case: Case) -> set[tuple[str, str]]:
 
 #: Kinds of item that share a family with another (``item_family``): an exact reduction's sweep
 #: is a sweep, a slice at a reduction's identity an edge of a value as an id past a table is.
-_FAMILIES = {"tails": "sweep", "identity": "out-of-range"}
+_FAMILIES = {"tails": "sweep", "identity": "out-of-range", INVALID: "out-of-range"}
 
 
 def item_family(kind: str) -> str:
@@ -614,13 +628,16 @@ def item_kind(item: tuple[str, str]) -> str:
     """What a focus item exercises: "pair:KIND" (an op of the primitive kind KIND in a
     dtype: "pair:gather" has 5 items, "pair:unary" 45; a gather's range check waited behind the
     unary ops), "cast", "spelling", "const:left" or "const:wide" (one family: a constant
-    operand's forms), "jit-sequence", "out-of-range", "identity", "sweep" (with edges; the
+    operand's forms), "jit-sequence", "out-of-range", "identity" and "invalid" (one family: what
+    must be rejected or kept at a range's end), "sweep" (with edges; the
     dense sweeps have their own share) or "tails" (an exact reduction's sweep: 10 of the 107
     sweeps, drawn as any of them, and a max's chunked rows went unseen in 60 s sessions; now a
     kind of the sweeps' family, ``item_family``)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
+    if op == INVALID:
+        return INVALID
     if second in OUT_OF_RANGE:
         return "out-of-range"
     if second.startswith(IDENTITY):
@@ -666,7 +683,8 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     0.5``): 205 pairs, 25 casts, 45 spelled ops, 11 reflected ones and 10 wide constants today;
     an id just past each end of a gather's table (``OUT_OF_RANGE``); a max's or min's identity
     in each dtype (``IDENTITY``); a jit sequence (``SEQUENCE_ITEM``); (op, "views") for an op of
-    each primitive kind on strided views of inputs (``view_ops``); and the accuracy sweeps
+    each primitive kind on strided views of inputs (``view_ops``); each violation an invalid
+    program is drawn with (``INVALID``: rejected as NumPy does); and the accuracy sweeps
     (``sweep_items``), the dense ones of which take half of the focused cases while any is
     left (``focus_cases``)."""
     first = _first_dtypes()  # the ops with a dtype to draw them in
@@ -683,9 +701,10 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     ]
     checked += [(op, IDENTITY + dtype) for op, dtype in op_dtype_pairs() if op in identity_ops()]
     viewed = [(op, VIEWED) for op in view_ops() if op in first]
+    rejected = [(INVALID, name) for name in VIOLATIONS]
     return (
         *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
-        *checked, SEQUENCE_ITEM, *viewed,
+        *checked, SEQUENCE_ITEM, *viewed, *rejected,
     )  # fmt: skip
 
 
@@ -753,6 +772,8 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
     in a non-default spelling (in each, with ``every_spelling``: the spelling oracle traced the
     case in the others), (op, "spelling:<name>") for each op it writes another way."""
     found = exercised_pairs(case.program) | _out_of_range_items(case) | _identity_items(case)
+    if case.invalid is not None:
+        found.add((INVALID, case.invalid.violation))
     found |= {(op, VIEWED) for op in ops_reading_views(case.program)}
     sequence = case.sequence
     if sequence is not None and len(sequence.calls) > 1:

@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import event
 from hypothesis import strategies as st
 
-from strategies import invalid_programs, programs, samples
+from strategies import VIOLATIONS, invalid_programs, programs, samples, violations_of
 from strategies.gen.programs import generation_order
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
@@ -240,9 +240,12 @@ def strided_op_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
 
 
 @st.composite
-def invalid_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
-    """A valid program plus exactly one violation, for the error-path oracle."""
-    invalid = draw(invalid_programs())
+def invalid_cases(
+    draw: st.DrawFn, backends: tuple[str, ...], violations: tuple[str, ...] | None = None
+) -> Case:
+    """A valid program plus exactly one violation (of ``violations``, any if None), for the
+    error-path oracle."""
+    invalid = draw(invalid_programs(violations))
     inputs = draw(input_values(invalid.inputs))
     event(f"origin:invalid:{invalid.violation}")
     return Case(invalid, list(inputs), backends, origin=f"invalid/{invalid.violation}")
@@ -253,15 +256,18 @@ def invalid_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
 #: arrays). Each costs a few compiles, so the share stays small.
 SEQUENCE_PERCENT = 10
 
-#: The session's mix, in percent of the cases (``MIX_PERCENT``). Random programs get half: they
-#: reach every op, dtype, operand kind and layout; the others target one structure each. Drawn
+#: The session's mix, in percent of the cases (``MIX_PERCENT``). Random programs get the most:
+#: they reach every op, dtype, operand kind and layout; the others target one structure each.
+#: Invalid programs are rejected before any MLIR is built, so they cost little, and 16
+#: violations with their variants need the cases (at 10%, one in three 60 s sessions missed a
+#: planted bound check that took ``x[n]`` of n rows for valid). Drawn
 #: as one integer (shrinking toward random programs), not ``st.one_of``, which gave random
 #: programs a fifth of the cases (90 of 400 draws) where they were listed as a third.
 MIX_PERCENT = {
-    "programs": 44,
+    "programs": 39,
     "composite": 13,
     "structure": 8,
-    "invalid": 10,
+    "invalid": 15,
     "strided-matmul": 10,
     "strided-op": 5,
     "jit-sequence": SEQUENCE_PERCENT,
@@ -473,14 +479,17 @@ def _edges_by_step(program: Any) -> dict[str, tuple[str, ...]]:
 
 @st.composite
 def siblings(draw: st.DrawFn, case: Case, count: int = SIBLINGS) -> tuple[Case, ...]:
-    """Up to ``count`` siblings of ``case`` (none for a jit sequence, an invalid program, an
-    accuracy sweep, whose hundreds of dense values are its point, or a program without inputs):
-    each draws one of the program's steps and one regime at its edges (``_edges_by_step``) other
-    than the case's own and the other siblings', and values for every input from it (ids in
-    range, inputs of a float -> int cast ordinary, as for any case); origin "<case's>+<regime>"."""
+    """Up to ``count`` siblings of ``case`` (none for a jit sequence, an accuracy sweep, whose
+    hundreds of dense values are its point, or a program without inputs): each draws one of the
+    program's steps and one regime at its edges (``_edges_by_step``) other than the case's own
+    and the other siblings', and values for every input from it (ids in range, inputs of a
+    float -> int cast ordinary, as for any case); origin "<case's>+<regime>". An invalid
+    program's siblings are its valid part with other violations (``_invalid_siblings``)."""
     program = case.program
+    if case.invalid is not None:
+        return draw(_invalid_siblings(case, count))
     if (
-        case.sequence is not None or case.invalid is not None or not program.inputs
+        case.sequence is not None or not program.inputs
         or case.origin.startswith("sweep/") or not program.nodes
     ):  # fmt: skip
         return ()
@@ -499,6 +508,30 @@ def siblings(draw: st.DrawFn, case: Case, count: int = SIBLINGS) -> tuple[Case, 
         found.append(
             replace(case, inputs=list(inputs), recipes=[], origin=f"{case.origin}+{regime}")
         )
+    return tuple(found)
+
+
+@st.composite
+def _invalid_siblings(draw: st.DrawFn, case: Case, count: int) -> tuple[Case, ...]:
+    """Up to ``count`` invalid programs with the case's valid part and a violation other than
+    the case's and the other siblings' (not an unsupported input dtype: that one's inputs are
+    not the program's), each on values drawn for its inputs; origin "<case's>+<violation>".
+    Rejected while tracing, each costs a trip to the worker and no compile: at one violation a
+    case, 16 violations and their variants waited for the mix's tenth of the cases, and a bound
+    check that took ``x[n]`` of n rows for valid survived 60 s sessions."""
+    invalid = case.invalid
+    base, _ = invalid.program.drop_unused_inputs()
+    taken = {invalid.violation, "unsupported_dtype"}
+    found = []
+    for _ in range(count):
+        choices = [name for name in VIOLATIONS if name not in taken]
+        if not choices:
+            break
+        other = draw(violations_of(base, choices))
+        taken.add(other.violation)
+        inputs = draw(input_values(other.inputs))
+        origin = f"{case.origin}+{other.violation}"
+        found.append(Case(other, list(inputs), case.backends, origin=origin))
     return tuple(found)
 
 

@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 from compiler import primitives
 
 from ..model import Const, Ref
-from .shapes import attention_configs, broadcastable_shapes, permutations, reductions, reshapes
+from .shapes import (
+    VECTOR_SIDES,
+    attention_configs,
+    broadcastable_shapes,
+    permutations,
+    reductions,
+    reshapes,
+)
 from .shapes import slices as slices_strategy
 from .state import CONST_LEFT, CONST_WIDE, Gen, Shape, Value, broadcast, of_kind
 
@@ -25,6 +32,14 @@ def _unary(g: Gen, op: str) -> None:
     if primitives.get(op).domain == "nonnegative" and not p.nonneg and "abs" in g.cfg.ops and guard:
         p = g.node("abs", p)
     g.node(op, p)
+
+
+#: Exponents and bases a quarter of the time: every small power a lowering may expand into
+#: products (4, 0, 1, -2), roots (1/3, -0.5), non-integers, odd and large ones, and bases whose
+#: powers are special (a negative base's non-integer power is NaN, 0 ** -x is inf, 1 ** x is 1
+#: even for NaN).
+RARE_EXPONENTS: tuple[int | float, ...] = (4, 0, 1, -2, 2.5, 1 / 3, -0.5, 7, 0.0, 10.0)
+RARE_BASES: tuple[float, ...] = (-2.0, 0.0, 1.0, 10.0, -0.5, 1.5)
 
 
 def _weak_left(g: Gen) -> bool:
@@ -43,12 +58,14 @@ def _binary(g: Gen, op: str) -> None:
         kind = g.draw(st.sampled_from(["exponent", "base"]))
         kind = "base" if left else kind
         if kind == "base":
-            g.node(op, Const(g.draw(st.sampled_from([2.0, 0.5]))), p)
+            g.node(op, Const(g.draw(st.sampled_from(g.rarely([2.0, 0.5], RARE_BASES)))), p)
             return
         # 0.5 on any sign: NumPy computes it as sqrt, which differs from pow() at -inf and -0.0
         # (a negative base's NaN is NumPy's answer too).
         exponents: list[int | float] = [2, 3, 2.0, -1.0, 0.5]
-        g.node(op, p, Const(g.draw(st.sampled_from(exponents))))
+        # each exponent as often (the rarer ones are half the table)
+        exponents += RARE_EXPONENTS
+        g.node(op, p, Const(exponents[g.draw(st.integers(0, 2**16 - 1)) % len(exponents)]))
         return
     if left:  # (``programs`` takes the form only for an op that takes constants)
         g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p)
@@ -282,6 +299,13 @@ def _gather(g: Gen, op: str) -> None:
     odds = min(g.cfg.view_odds, 2)
     if odds and g.may_view() and (odds == 1 or g.draw(st.integers(0, 2)) == 2):
         p = g.view(g.shape(), g.dtype(g.cfg.op_dtypes(op)))
+    elif g.cfg.max_rank >= 2 and g.draw(st.integers(0, 2)) == 2:
+        # A table of one row (every id 0, or out of range), vector-wide: the lookup's clamp and
+        # the vectorizer's masks meet a unit extent (a masked gather by 2-D ids from a 1 x 17
+        # table failed to compile in MLIR 22.1.8 without ``unmasked-nd-extract``).
+        event("gather:one-row")
+        width = VECTOR_SIDES[g.draw(st.integers(0, 2**16 - 1)) % len(VECTOR_SIDES)]
+        p = g.input((1, width), g.dtype(g.cfg.op_dtypes(op)))
     else:
         p = g.primary(op, lambda v: 1 <= v.ndim <= g.cfg.max_rank, views=odds)
     room = g.cfg.max_rank - p.ndim + 1
@@ -295,7 +319,9 @@ def _gather(g: Gen, op: str) -> None:
         inp = g.builder.inputs[ref.index]
         ids = Value(ref, inp.type, nonneg=True, bounded=True)
     else:
-        ids = g.input(g.shape(min_dims=1, max_dims=min(room, 2)), "int32", bound=p.shape[0])
+        # ids of rank 2 half the time where they fit: the vectorizer's n-D extract path
+        rank = 2 if room >= 2 and g.draw(st.integers(0, 1)) else 1
+        ids = g.input(g.shape(min_dims=rank, max_dims=rank), "int32", bound=p.shape[0])
     g.node(op, p, ids)
 
 

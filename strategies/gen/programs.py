@@ -232,8 +232,10 @@ def _programs(draw: st.DrawFn, cfg: Config) -> Program:
     cfg, base = _with_precision(draw, cfg)
     g = Gen(draw, cfg)
     g.base = base
-    # Half the programs plain; the others with size-1 sides anywhere or vector-width extents.
-    g.regime = draw(st.sampled_from(SHAPE_REGIMES)) if draw(st.booleans()) else "plain"
+    # Half the programs plain; a quarter with size-1 sides anywhere, a quarter with vector-width
+    # extents (near uniformly: ``booleans`` then ``sampled_from`` had left 1 program in 6 in the
+    # vector regime, and a bfloat16 comparison of 9 lanes that LLVM aborts on went unseen).
+    g.regime = (SHAPE_REGIMES[0], *SHAPE_REGIMES)[draw(st.integers(0, 2**16 - 1)) % 4]
     event(f"shape-regime:{g.regime}")
     # The steps, as a list: each step is one list element, so the shrinker can delete any step
     # (not just trailing ones) and programs shrink toward fewer nodes.

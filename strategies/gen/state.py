@@ -116,6 +116,22 @@ CONST_WIDE = "const-wide"
 #: The steps' constant forms (``programs(first="OP@FORM")``).
 CONST_FORMS = (CONST_LEFT, CONST_WIDE)
 
+#: Constants a quarter of the time, beside the common ones (which are exact in every dtype):
+#: decimals no binary format holds (0.1 rounds differently in each), many digits, beyond
+#: float32's and float16's ranges (3.5e38 and 65520.0 round to inf there), below them (1e-30
+#: underflows in float16, 1e-310 is a float64 subnormal and 0 in the rest), ints a float32 or
+#: float16 rounds (16777217, 2049) and int32's own ends (an add wraps). A literal printed with
+#: too few digits, or converted through the wrong dtype, shows only on such values.
+RARE_CONSTANTS: tuple[int | float, ...] = (
+    0.1, -0.7, 1 / 3, 2.5, 3.141592653589793, 1e-30, -1e-310, 3.5e38, -65520.0, 1e300,
+    16777217, 2049, INT32_MAX, -INT32_MAX - 1, 1, -1, 4,
+)  # fmt: skip
+#: The same for comparisons: where a value rounds in the operands' dtype, the order changes.
+RARE_COMPARED: tuple[int | float, ...] = (
+    0.1, -0.7, 1 / 3, 1e-30, -1e-310, 3.5e38, 65520.0, 16777217, 2049, 2**53 + 1, INT32_MAX,
+    -INT32_MAX - 1, -1,
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Config:
@@ -305,9 +321,10 @@ class Gen:
         all_sides = list(range(2, self.cfg.max_side + 1))
         if self.regime == "vector":
             all_sides = list(VECTOR_SIDES)
-        return self.draw(
-            st.sampled_from([s for s in all_sides if s not in set(avoid)] or all_sides)
-        )
+        choices = [s for s in all_sides if s not in set(avoid)] or all_sides
+        if self.regime == "vector":  # each width as often (``sampled_from`` leans to 7 and 8)
+            return choices[self.draw(st.integers(0, 2**16 - 1)) % len(choices)]
+        return self.draw(st.sampled_from(choices))
 
     def dtype(self, allowed: Sequence[str]) -> str:
         ordered = sorted(allowed, key=lambda d: d != self.base)
@@ -423,15 +440,20 @@ class Gen:
             return Const(value)
         if comparison:
             choices: list[int | float] = [0.0, 0.5, -1.0, 0, 2, 2**40, INT32_MAX + 1, 1e10]
+            rare = RARE_COMPARED
         else:
             # Both zeros: x + -0.0 is x and x + 0.0 is not (at x = -0.0); x / -0.0 is -x / 0.0;
             # a fold, or a cache keyed by value, that takes one for the other is wrong there.
             choices = [2.0, 0.5, -1.5, 3.0, 2, -3, 1e10, 0.0, -0.0]
+            rare = RARE_CONSTANTS
         if not self.cfg.implicit and dtype == "int32":
             # JAX keeps a weak float next to int32 weak (float32 further on; NumPy: float64),
             # and an int beyond int32 overflows there.
-            choices = [c for c in choices if isinstance(c, int) and abs(c) <= INT32_MAX]
-        value = self.draw(st.sampled_from(choices))
+            choices, rare = (
+                [c for c in values if isinstance(c, int) and abs(c) <= INT32_MAX]
+                for values in (choices, rare)
+            )
+        value = self.draw(st.sampled_from(self.rarely(choices, rare)))
         strong = [
             d
             for d in DTYPES
@@ -451,6 +473,13 @@ class Gen:
             + ("-out-of-range" if isinstance(value, int) and abs(value) > INT32_MAX else "")
         )
         return Const(value)
+
+    def rarely(self, common: Sequence[Any], rare: Sequence[Any]) -> Sequence[Any]:
+        """``common`` 3 times in 4, else ``rare`` (its items drawn near uniformly, so the end of
+        the table is met as often as its start); a shrink goes back to ``common``."""
+        if self.draw(st.integers(0, 3)) != 3:
+            return common
+        return [rare[self.draw(st.integers(0, 2**16 - 1)) % len(rare)]]
 
     def takes_const_form(self) -> str:
         """The constant this step's op takes (a focused "OP@const-left" or "OP@const-wide"

@@ -20,7 +20,8 @@ BACKEND = "cpu-loops@O0"
 def test_siblings_are_the_case_on_values_of_other_regimes() -> None:
     """Each sibling is the case (program, backends, spelling, layouts) on new values of the
     same shapes and dtypes, from a regime at the edges of one of its ops, other than the case's
-    own and the other siblings'; a jit sequence, an invalid program and a sweep have none."""
+    own and the other siblings'; a jit sequence and a sweep have none (an invalid program's:
+    ``test_an_invalid_programs_siblings_are_its_valid_part_with_other_violations``)."""
     seen: list[int] = []
     regimes: set[str] = set()
 
@@ -32,7 +33,9 @@ def test_siblings_are_the_case_on_values_of_other_regimes() -> None:
     @given(with_siblings(cases()))
     def check(pair: tuple[Case, tuple[Case, ...]]) -> None:
         case, found = pair
-        if case.sequence is not None or case.invalid is not None:
+        if case.invalid is not None:
+            return  # (its own test)
+        if case.sequence is not None:
             assert found == (), case.origin
             return
         if case.origin.startswith("sweep/") or not case.program.inputs:
@@ -145,3 +148,38 @@ def test_a_casts_siblings_take_its_own_conversions_edges() -> None:
     assert {"special", "ties"} <= drawn_for("bool") <= {"special", "ties", "extreme"}
     halfway = drawn_for("bfloat16")
     assert {"halfway", "dense"} <= halfway <= set(cast_edge_regimes("float32", "bfloat16"))
+
+
+def test_an_invalid_programs_siblings_are_its_valid_part_with_other_violations() -> None:
+    """Each sibling of an invalid program is its valid part (without the inputs only its
+    violation used) with a violation other than the case's and the other siblings' (not an
+    unsupported input dtype), on values drawn for its own inputs: rejected while tracing, each
+    costs no compile, and 16 violations with their variants get three times the cases."""
+    from harness.session.generate import invalid_cases
+
+    violations: set[str] = set()
+
+    @seed(3)
+    @settings(
+        max_examples=40, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(with_siblings(invalid_cases((BACKEND,))))
+    def check(pair: tuple[Case, tuple[Case, ...]]) -> None:
+        case, found = pair
+        own = case.invalid.violation
+        names = [sibling.invalid.violation for sibling in found]
+        assert len(found) == SIBLINGS and len({own, *names}) == len(names) + 1, (own, names)
+        base, _ = case.invalid.program.drop_unused_inputs()
+        for sibling, name in zip(found, names, strict=True):
+            assert sibling.origin == f"{case.origin}+{name}" and name != "unsupported_dtype"
+            assert sibling.backends == case.backends
+            assert [(a.shape, str(a.dtype)) for a in sibling.inputs] == [
+                (i.shape, i.dtype) for i in sibling.invalid.inputs
+            ]
+            kept = sibling.invalid.program
+            assert kept.nodes[: len(base.nodes)] == base.nodes, (base, kept)
+        violations.update(names)
+
+    check()
+    assert len(violations) >= 8, violations

@@ -399,7 +399,7 @@ def test_a_focused_step_puts_a_constant_on_its_ops_left(dtype) -> None:
 
     @seed(3)
     @settings(
-        max_examples=60, phases=[Phase.generate], database=None, deadline=None,
+        max_examples=150, phases=[Phase.generate], database=None, deadline=None,
         suppress_health_check=list(HealthCheck),
     )  # fmt: skip
     @given(
@@ -418,9 +418,10 @@ def test_a_focused_step_puts_a_constant_on_its_ops_left(dtype) -> None:
 
     counted: list = []
     check()
-    # A later step may leave an earlier one dead (dead-code removal): the first op most often.
+    # A later step may leave an earlier one dead (dead-code removal): the first op most often,
+    # the second about 4 times in 10 (150 examples, seeds 3-5: 62-79 of 150 dead on int32).
     assert seen.count("subtract") >= 0.5 * len(counted), Counter(seen)
-    assert seen.count("less") >= 0.5 * len(counted), Counter(seen)
+    assert seen.count("less") >= 0.4 * len(counted), Counter(seen)
     for bad in ("maximum@const-left", "exp@const-wide", "subtract@const-right"):
         with pytest.raises(ValueError, match=f"takes no @{bad.partition('@')[2]} form"):
             programs(first=bad)
@@ -512,3 +513,97 @@ def test_var_and_std_draw_any_real_ddof_numpy_takes() -> None:
     data["nodes"][0]["attrs"]["ddof"] = float("inf")
     with pytest.raises(ValueError):
         Program.from_dict(data)
+
+
+def _constants(program: Program, ops: tuple[str, ...]) -> list[Any]:
+    from strategies.model.types import Const
+
+    return [a.value for n in program.nodes if n.op in ops for a in n.args if isinstance(a, Const)]
+
+
+def test_constants_reach_values_no_binary_format_holds_and_beyond_each_range() -> None:
+    """A quarter of constants come from a table of their own (``RARE_CONSTANTS``): inexact
+    decimals, values past float32's and float16's ranges and below them, int32's ends. With
+    only constants exact in every dtype (2.0, 0.5, 1e10...), a literal converted through the
+    wrong dtype, or printed with too few digits, gave the same answer; each entry is drawn, and
+    each survives the program codec exactly."""
+    from strategies.gen.state import RARE_COMPARED, RARE_CONSTANTS
+
+    seen: set = set()  # by value: a strong float32 constant holds 2049 as 2049.0
+
+    @settings(max_examples=2000, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(programs(max_nodes=2, ops=["add", "multiply", "less", "equal"]))
+    def collect(program: Program) -> None:
+        seen.update(_constants(program, ("add", "multiply", "less", "equal")))
+        assert Program.from_dict(program.to_dict()) == program
+
+    collect()
+    wanted = {*RARE_CONSTANTS, *RARE_COMPARED}
+    missing = wanted - seen
+    assert len(missing) <= len(wanted) // 5, sorted(missing)
+    assert {0.1, 3.5e38, -1e-310} <= seen
+
+
+def test_power_draws_every_small_exponent_a_lowering_may_expand() -> None:
+    """Exponents 4, 0, 1 and -2 (products, or special values) and non-integers such as 2.5
+    and 1/3: a lowering that expands ``x ** 4`` into three products was never met while the
+    drawn exponents were 2, 3, 2.0, -1.0 and 0.5."""
+    from strategies.gen.makers import RARE_EXPONENTS
+
+    exponents: set = set()
+
+    def all_met(program: Program) -> bool:
+        exponents.update(
+            n.args[1].value
+            for n in program.nodes
+            if n.op == "power" and not isinstance(n.args[1], Ref)
+        )
+        return set(RARE_EXPONENTS) <= exponents
+
+    find(
+        programs(max_nodes=1, ops=["power"], dtypes=["float32"]),
+        all_met,
+        settings=settings(database=None, max_examples=3000, phases=[Phase.generate]),
+    )
+
+
+def test_vector_regime_gives_one_row_of_a_vector_wide_extent() -> None:
+    """In the vector regime (a quarter of programs) the innermost side is a vector-width
+    extent, and outer sides are 1 now and then: one masked row of 17 (a one-row table, a lone
+    row of a reduction) is its own case for a vectorizer."""
+    from strategies.gen.shapes import VECTOR_SIDES
+
+    def one_wide_row(program: Program) -> bool:
+        return any(
+            len(i.shape) >= 2 and i.shape[0] == 1 and i.shape[-1] in VECTOR_SIDES[2:]
+            for i in program.inputs
+        )
+
+    found = find(
+        programs(max_nodes=2, ops=["add", "exp"]),
+        one_wide_row,
+        settings=settings(database=None, max_examples=2000, phases=[Phase.generate]),
+    )
+    assert one_wide_row(found)
+
+
+def test_gathers_take_one_row_tables_by_two_dimensional_ids() -> None:
+    """A third of fresh gather tables have one row, vector-wide, and half of the ids have rank
+    2 where the rank allows: the vectorizer's n-D extract of a 1 x 17 table by 2-D ids failed
+    to compile in MLIR 22.1.8 without ``unmasked-nd-extract``, and no session drew it."""
+
+    def one_row_by_matrix(program: Program) -> bool:
+        for n in program.nodes:
+            if n.op == "gather":
+                table, ids = (program.type_of(a) for a in n.args)
+                if table.shape[0] == 1 and table.shape[-1] > 16 and len(ids.shape) == 2:
+                    return True
+        return False
+
+    found = find(
+        programs(max_nodes=1, ops=["gather"]),
+        one_row_by_matrix,
+        settings=settings(database=None, max_examples=2000, phases=[Phase.generate]),
+    )
+    assert one_row_by_matrix(found)
