@@ -218,8 +218,7 @@ OUT_OF_RANGE = ("out-of-range:upper", "out-of-range:lower")
 #: The first member of an invalid program's item (INVALID, violation): one of the labelled
 #: violations (``strategies.VIOLATIONS``) the compiler must reject as NumPy does, before MLIR.
 #: Drawn in the mix alone (a tenth of the cases over 16 violations and their variants), a
-#: bound check planted away that took ``x[n]`` of n rows for valid, or a transpose check that
-#: let a repeated axis through, survived 60 s sessions.
+#: bound check planted away that took ``x[n]`` of n rows for valid survived 60 s sessions.
 INVALID = "invalid"
 
 #: The kinds of item whose focused case is drawn whole by its own strategy (a sweep, a gather

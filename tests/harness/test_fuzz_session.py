@@ -55,7 +55,7 @@ def test_the_cases_judged_keep_the_session_mix() -> None:
     assert set(drawn) == set(MIX_PERCENT), drawn
     assert judged >= 0.3 * sum(drawn.values()), (judged, drawn)  # a skip costs a generation
     shares = {kind: count / judged for kind, count in balance.counts.items()}
-    assert shares["programs"] >= 0.42, shares
+    assert shares["programs"] >= MIX_PERCENT["programs"] / 100 - 0.02, shares
     for kind, percent in MIX_PERCENT.items():
         # No kind runs ahead of its share; one behind it is so for want of drawn cases (a kind
         # behind is always admitted): Hypothesis's mutants keep their example's kind, so one
