@@ -33,6 +33,7 @@ from .gen.shapes import (
     reshapes,
     shapes,
     slices,
+    uniform,
     valid_tuple_axes,
 )
 from .gen.state import CONST_LEFT, CONST_WIDE, generation_order
@@ -105,6 +106,7 @@ __all__ = [
     "samples",
     "shapes",
     "slices",
+    "uniform",
     "valid_tuple_axes",
     "values",
     "violations_of",

@@ -18,7 +18,6 @@ wrong way, truncates or rounds twice is judged where it is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,6 +36,7 @@ from strategies import (
     op_dtype_pairs,
     programs,
     samples,
+    uniform,
 )
 from strategies.gen.programs import generation_order, ops_reading_views
 from strategies.gen.values import (
@@ -51,14 +51,6 @@ from strategies.gen.values import (
 from strategies.model import Program, ProgramBuilder, Ref
 
 from ..case import Case
-
-
-def uniform(draw: st.DrawFn, items: Sequence[Any]) -> Any:
-    """One of ``items``, near uniformly: ``sampled_from`` favours the first ones and repeats
-    recent picks, which starves the tail of a table drawn from; a wide integer modulo the count
-    still shrinks toward the first item."""
-    return items[draw(st.integers(0, 2**16 - 1)) % len(items)]
-
 
 #: The focus items one focused case starts from (its first steps, each joined into the output
 #: where its branch would be dead): a 60 s single-driver session met 95 of the 243 items with

@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import event
 from hypothesis import strategies as st
 
-from strategies import VIOLATIONS, invalid_programs, programs, samples, violations_of
+from strategies import VIOLATIONS, invalid_programs, programs, samples, uniform, violations_of
 from strategies.gen.programs import generation_order
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
@@ -31,7 +31,7 @@ from strategies.gen.values import (
 from strategies.model import ProgramBuilder
 
 from ..case import CPU_BACKENDS, SAMPLED_BACKENDS, SAMPLED_SHARE, SIBLINGS, Case, generated_array
-from .focus import FOCUS_SHARE, focus_cases, uniform
+from .focus import FOCUS_SHARE, focus_cases
 
 #: The longest side of a long-row program (``program_cases``): past ``cpu-vector``'s 256-element
 #: whole-row reductions (``compiler/vector/schedule.py``), into its chunked, masked ones.

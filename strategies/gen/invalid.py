@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from hypothesis import event
@@ -22,14 +22,7 @@ from ..model import (
 )
 from .programs import programs
 from .shapes import shapes as shapes_strategy
-
-
-def _any(draw: st.DrawFn, items: Sequence[Any]) -> Any:
-    """One of ``items``, near uniformly (``sampled_from`` leans to the first ones: of 16
-    violations, one whose compiler check was planted away went unseen in 60 s sessions);
-    shrinks toward the first."""
-    items = list(items)
-    return items[draw(st.integers(0, 2**16 - 1)) % len(items)]
+from .shapes import uniform
 
 
 def _fresh_matrix(draw: st.DrawFn, b: ProgramBuilder, dtype: str) -> tuple[Ref, TensorType]:
@@ -44,7 +37,7 @@ def _reductions(dtype: str) -> list[str]:
 
 
 def _bad_side(draw: st.DrawFn, good: int) -> int:
-    return _any(draw, [s for s in range(2, 8) if s != good])
+    return uniform(draw, [s for s in range(2, 8) if s != good])
 
 
 def _violate(
@@ -61,7 +54,7 @@ def _violate(
         p_right = draw(st.booleans())
         k = (t.shape[-2] if t.ndim >= 2 else t.shape[0]) if p_right else t.shape[-1]
         bad, other = _bad_side(draw, k), draw(st.integers(2, 6))
-        shape = _any(draw, [(bad,), (other, bad) if p_right else (bad, other)])
+        shape = uniform(draw, [(bad,), (other, bad) if p_right else (bad, other)])
         q = b.input(shape, t.dtype)
         return RawEquation("matmul", (q, ref) if p_right else (ref, q), {})
     if name == "broadcast":
@@ -69,16 +62,16 @@ def _violate(
         if not dims:
             ref, t = _fresh_matrix(draw, b, t.dtype)
             dims = [0, 1]
-        i = _any(draw, dims)
+        i = uniform(draw, dims)
         shape = list(t.shape)
         shape[i] = _bad_side(draw, t.shape[i])
         q = b.input(shape, t.dtype)
-        op = _any(draw, ["add", "multiply", "subtract", "maximum", "minimum"])
+        op = uniform(draw, ["add", "multiply", "subtract", "maximum", "minimum"])
         args = (q, ref) if draw(st.booleans()) else (ref, q)
         return RawEquation(op, args, {})
     if name == "reshape_size":
         size = t.size
-        variant = _any(draw, ["grow", "factor", "minus_one"])
+        variant = uniform(draw, ["grow", "factor", "minus_one"])
         if variant == "grow":
             new: tuple[int, ...] = (size + draw(st.integers(1, 3)),)
         elif variant == "factor":
@@ -87,7 +80,7 @@ def _violate(
             new = (-1, size + 1)
         return RawEquation("reshape", (ref,), {"shape": new})
     if name == "not_a_permutation":
-        variant = _any(draw, ["repeated", "short", "long", "out_of_range"])
+        variant = uniform(draw, ["repeated", "short", "long", "out_of_range"])
         if variant == "repeated" and t.ndim < 2:
             # of a matrix at least: (0, 0) of a vector has the wrong length, so this variant
             # never reached a check for repeated axes
@@ -104,10 +97,10 @@ def _violate(
         return RawEquation("permute_dims", (ref,), {"axes": axes})
     if name == "axis_out_of_range":
         ops = _reductions(t.dtype)
-        op = _any(draw, ops)
+        op = uniform(draw, ops)
         # NumPy's ufunc reductions accept axis 0 and -1 on 0-d operands: skip those there.
         bads = [1, 2, -2] if t.ndim == 0 else [t.ndim, t.ndim + 1, -t.ndim - 1]
-        bad = _any(draw, bads)
+        bad = uniform(draw, bads)
         axis: int | tuple[int, ...] = (0, bad) if t.ndim >= 1 and draw(st.booleans()) else bad
         return RawEquation(op, (ref,), {"axis": axis, "keepdims": draw(st.booleans())})
     if name in ("index_out_of_range", "empty_slice"):
@@ -116,7 +109,7 @@ def _violate(
         item: Any
         if name == "index_out_of_range":
             # just past either end four times in five (where a bound check is off by one)
-            item = _any(draw, [extent, -extent - 1, extent, -extent - 1, extent + 1])
+            item = uniform(draw, [extent, -extent - 1, extent, -extent - 1, extent + 1])
         else:
             j = draw(st.integers(0, extent - 1))
             item = draw(
@@ -129,23 +122,23 @@ def _violate(
         )
         return RawEquation("index", (ref,), {"key": key})
     if name == "reshape_unknowns":
-        first, second = _any(draw, [(-1, -1), (-1, -2), (-3, -1), (-2, -2)])
+        first, second = uniform(draw, [(-1, -1), (-1, -2), (-3, -1), (-2, -2)])
         middle = (t.size,) if draw(st.booleans()) else ()
         return RawEquation("reshape", (ref,), {"shape": (first, *middle, second)})
     if name == "repeated_axis":
         ops = _reductions(t.dtype)
         i = draw(st.integers(0, t.ndim - 1))
-        again = _any(draw, [i, i - t.ndim])  # the same axis, or its negative name
+        again = uniform(draw, [i, i - t.ndim])  # the same axis, or its negative name
         axis = (i, again) if draw(st.booleans()) else (again, i)
-        op = _any(draw, ops)
+        op = uniform(draw, ops)
         return RawEquation(op, (ref,), {"axis": axis, "keepdims": draw(st.booleans())})
     if name == "broadcast_to_shape":
-        variant = _any(draw, ["extent", "rank"])
+        variant = uniform(draw, ["extent", "rank"])
         dims = [i for i, d in enumerate(t.shape) if d >= 2]
         if variant == "rank" or not dims:  # fewer dimensions than the operand (even of size 1)
             shape = tuple(t.shape[1:])
         else:
-            i = _any(draw, dims)
+            i = uniform(draw, dims)
             shape = tuple(_bad_side(draw, d) if j == i else d for j, d in enumerate(t.shape))
             shape = (*([draw(st.integers(1, 3))] if draw(st.booleans()) else []), *shape)
         return RawEquation("broadcast_to", (ref,), {"shape": shape})
@@ -155,11 +148,11 @@ def _violate(
         return RawEquation("matmul", args, {})
     if name == "zero_step":
         i = draw(st.integers(0, t.ndim - 1))
-        item = slice(_any(draw, [None, 0, 1]), None, 0)
+        item = slice(uniform(draw, [None, 0, 1]), None, 0)
         return RawEquation("index", (ref,), {"key": (*[slice(None)] * i, item)})
     if name == "too_many_indices":
         extra = draw(st.integers(1, 2))
-        items = [_any(draw, [0, -1, slice(None)]) for _ in range(t.ndim + extra)]
+        items = [uniform(draw, [0, -1, slice(None)]) for _ in range(t.ndim + extra)]
         if draw(st.booleans()):
             items.insert(draw(st.integers(0, len(items))), Ellipsis)  # counts as no index
         return RawEquation("index", (ref,), {"key": tuple(items)})
@@ -172,8 +165,8 @@ def _violate(
         return RawEquation("index", (ref,), {"key": tuple(items)})
     if name == "heads_mismatch":
         width = draw(st.integers(3, 8))
-        heads = _any(draw, [h for h in range(2, width + 2) if width % h])
-        length = _any(draw, [s for s in range(2, 7) if s != width])
+        heads = uniform(draw, [h for h in range(2, width + 2) if width % h])
+        length = uniform(draw, [s for s in range(2, 7) if s != width])
         shapes = [(length, width), (width, 3 * width), (3 * width,), (width, width), (width,)]
         refs = [b.input(s, float_dtype) for s in shapes]
         if draw(st.booleans()):
@@ -198,7 +191,7 @@ def invalid_programs(
 ) -> InvalidProgram:
     """A valid program of up to ``max_nodes`` nodes plus exactly one violation, labelled."""
     names = _checked(violations)
-    name = _any(draw, names)
+    name = uniform(draw, names)
     event(f"violation:{name}")
     return _violated(draw, draw(programs(max_nodes=max_nodes)), name)
 
@@ -211,7 +204,7 @@ def violations_of(
     invalid program's siblings are its valid part with other violations (each is rejected
     before any MLIR is built, so a case judges three for little more than the cost of one)."""
     names = _checked(violations)
-    name = _any(draw, names)
+    name = uniform(draw, names)
     event(f"violation:{name}")
     return _violated(draw, base, name)
 
@@ -220,7 +213,7 @@ def _violated(draw: st.DrawFn, base: Program, name: str) -> InvalidProgram:
     builder = ProgramBuilder.from_program(base)
     if name == "unsupported_dtype":
         i = draw(st.integers(0, len(base.inputs) - 1))
-        dtype = _any(draw, UNSUPPORTED_DTYPES)
+        dtype = uniform(draw, UNSUPPORTED_DTYPES)
         inputs = list(base.inputs)
         inputs[i] = Input(inputs[i].shape, dtype, inputs[i].bound)
         return InvalidProgram(base, name, None, tuple(inputs))

@@ -21,6 +21,7 @@ from .shapes import (
     permutations,
     reductions,
     reshapes,
+    uniform,
 )
 from .shapes import slices as slices_strategy
 from .state import CONST_LEFT, CONST_WIDE, Gen, Shape, Value, broadcast, of_kind
@@ -65,7 +66,7 @@ def _binary(g: Gen, op: str) -> None:
         exponents: list[int | float] = [2, 3, 2.0, -1.0, 0.5]
         # each exponent as often (the rarer ones are half the table)
         exponents += RARE_EXPONENTS
-        g.node(op, p, Const(exponents[g.draw(st.integers(0, 2**16 - 1)) % len(exponents)]))
+        g.node(op, p, Const(uniform(g.draw, exponents)))
         return
     if left:  # (``programs`` takes the form only for an op that takes constants)
         g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p)
@@ -216,7 +217,7 @@ def _reduction(g: Gen, op: str) -> None:
             # real is NumPy's ddof: a half, and -1 (the divisor n + 1; a ddof truncated to an
             # int survived 60 s sessions while every drawn ddof was one).
             choices = (0, 0, 1, 2, max(n - 1, 1), n, n + 1, n + 3, 0.5, n - 0.5, -1)
-            counts[name] = choices[g.draw(st.integers(0, 2**16 - 1)) % len(choices)]
+            counts[name] = uniform(g.draw, choices)
             event(
                 f"reduce:{name}{'=0' if not counts[name] else '>=n' if counts[name] >= n else ''}"
             )
@@ -304,7 +305,7 @@ def _gather(g: Gen, op: str) -> None:
         # the vectorizer's masks meet a unit extent (a masked gather by 2-D ids from a 1 x 17
         # table failed to compile in MLIR 22.1.8 without ``unmasked-nd-extract``).
         event("gather:one-row")
-        width = VECTOR_SIDES[g.draw(st.integers(0, 2**16 - 1)) % len(VECTOR_SIDES)]
+        width = uniform(g.draw, VECTOR_SIDES)
         p = g.input((1, width), g.dtype(g.cfg.op_dtypes(op)))
     else:
         p = g.primary(op, lambda v: 1 <= v.ndim <= g.cfg.max_rank, views=odds)

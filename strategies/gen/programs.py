@@ -31,7 +31,7 @@ from compiler import primitives
 
 from ..model import DTYPES, LOW_PRECISION_DTYPES, Program, Ref
 from .makers import MAKERS
-from .shapes import SHAPE_REGIMES
+from .shapes import SHAPE_REGIMES, uniform
 from .state import (
     CONST_FORMS,
     Config,
@@ -235,7 +235,7 @@ def _programs(draw: st.DrawFn, cfg: Config) -> Program:
     # Half the programs plain; a quarter with size-1 sides anywhere, a quarter with vector-width
     # extents (near uniformly: ``booleans`` then ``sampled_from`` had left 1 program in 6 in the
     # vector regime, and a bfloat16 comparison of 9 lanes that LLVM aborts on went unseen).
-    g.regime = (SHAPE_REGIMES[0], *SHAPE_REGIMES)[draw(st.integers(0, 2**16 - 1)) % 4]
+    g.regime = uniform(draw, (SHAPE_REGIMES[0], *SHAPE_REGIMES))
     event(f"shape-regime:{g.regime}")
     # The steps, as a list: each step is one list element, so the shrinker can delete any step
     # (not just trailing ones) and programs shrink toward fewer nodes.

@@ -8,6 +8,7 @@ non-identity permutations, factorizing reshapes, attention configurations).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -19,6 +20,13 @@ from hypothesis.extra import numpy as hnp
 from ..model.types import DTYPES, FLOAT_DTYPES
 
 Shape = tuple[int, ...]
+
+
+def uniform(draw: st.DrawFn, items: Sequence[Any]) -> Any:
+    """One of ``items``, near uniformly: ``sampled_from`` favours the first ones and repeats
+    recent picks, which starves the tail of a table drawn from; a wide integer modulo the count
+    still shrinks toward the first item."""
+    return items[draw(st.integers(0, 2**16 - 1)) % len(items)]
 
 
 def dtypes(include: tuple[str, ...] = DTYPES) -> st.SearchStrategy[np.dtype]:
@@ -58,7 +66,7 @@ def shapes(
     sides += draw(st.lists(side, min_size=rest, max_size=rest))
     sides = sides[:rank]
     if inner and sides:
-        sides[-1] = inner[draw(st.integers(0, 2**16 - 1)) % len(inner)]
+        sides[-1] = uniform(draw, inner)
         if not ones:
             # The outer sides 1 a quarter of the time: one row of a vector-wide extent (a masked
             # row of a one-row table, a lone row of a reduction) is its own case for a vectorizer.

@@ -26,7 +26,7 @@ from ..model import (
 )
 from ..model.program import numpy_result, result_type
 from ..model.types import INT32_MAX
-from .shapes import VECTOR_SIDES, broadcastable_shapes
+from .shapes import VECTOR_SIDES, broadcastable_shapes, uniform
 from .shapes import shapes as shapes_strategy
 
 Shape = tuple[int, ...]
@@ -323,7 +323,7 @@ class Gen:
             all_sides = list(VECTOR_SIDES)
         choices = [s for s in all_sides if s not in set(avoid)] or all_sides
         if self.regime == "vector":  # each width as often (``sampled_from`` leans to 7 and 8)
-            return choices[self.draw(st.integers(0, 2**16 - 1)) % len(choices)]
+            return uniform(self.draw, choices)
         return self.draw(st.sampled_from(choices))
 
     def dtype(self, allowed: Sequence[str]) -> str:
@@ -479,7 +479,7 @@ class Gen:
         the table is met as often as its start); a shrink goes back to ``common``."""
         if self.draw(st.integers(0, 3)) != 3:
             return common
-        return [rare[self.draw(st.integers(0, 2**16 - 1)) % len(rare)]]
+        return [uniform(self.draw, rare)]
 
     def takes_const_form(self) -> str:
         """The constant this step's op takes (a focused "OP@const-left" or "OP@const-wide"
