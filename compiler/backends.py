@@ -268,9 +268,10 @@ __all__ = [
     "why_not",
 ]
 
-from .gpu import GpuNvptxBackend  # noqa: E402 - cheap: MLIR and CUDA load on first compile/run
+from .gpu import GpuEmulatedBackend, GpuNvptxBackend  # noqa: E402 - cheap: MLIR and CUDA load later
 
 register(GpuNvptxBackend())
+register(GpuEmulatedBackend())
 
 from .xla import XlaCpuBackend  # noqa: E402 - cheap: JAX loads on first compile
 

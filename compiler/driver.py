@@ -150,6 +150,13 @@ def fresh() -> contextlib.AbstractContextManager[None]:
     return setting(_LOCAL, "fresh", True, False)
 
 
+def through_disk() -> contextlib.AbstractContextManager[None]:
+    """Compile past the in-process kernel cache inside this block (this thread): with the
+    persistent cache on, a kernel compiled here is JIT-compiled and stored, and a compile of a
+    stored one loads it from disk, as a second process would (the stages' cache still serves)."""
+    return setting(_LOCAL, "disk", True, False)
+
+
 def clear_caches() -> None:
     """Drop the cached stage outputs and kernels (their memory goes with the last user)."""
     _STAGE_MEMO.clear()
@@ -174,6 +181,20 @@ def _stage_key(stage: Stage, text: str) -> tuple:
     name = f"{transform.__module__}.{transform.__qualname__}" if transform is not None else ""
     state = workarounds.state() if transform is not None else ()
     return (stage.name, stage.pipeline, name, state, _digest(text))
+
+
+def remembered(stage: Stage, text: str) -> str | None:
+    """``stage``'s output on ``text`` if a compile in this process (any backend) ran it already,
+    else None (and always None under ``fresh()``): for backends with stages of their own."""
+    if getattr(_LOCAL, "fresh", False):
+        return None
+    return _STAGE_MEMO.get(_stage_key(stage, text))
+
+
+def remember(stage: Stage, text: str, output: str) -> None:
+    """Keep ``stage``'s ``output`` on ``text`` for ``remembered``."""
+    if not getattr(_LOCAL, "fresh", False):
+        _STAGE_MEMO.put(_stage_key(stage, text), output)
 
 
 #: Compiles per MLIR context before a thread starts a new one: creating a context costs about as
@@ -446,7 +467,8 @@ def compile_graph(
 
             notify(target.name, LLVM)
             key = _kernel_key(current, target, runtime, signature)
-            kernel = _KERNEL_MEMO.get(key) if cached else None
+            disk = getattr(_LOCAL, "disk", False)
+            kernel = _KERNEL_MEMO.get(key) if cached and not disk else None
             if kernel is not None:
                 linked = kernel.__dict__.pop("unclaimed", 0)  # made for this compile
                 if linked:
@@ -482,6 +504,9 @@ __all__ = [
     "fresh",
     "jit_together",
     "notify",
+    "remember",
+    "remembered",
     "run_stages",
+    "through_disk",
     "stage_command",
 ]

@@ -74,14 +74,34 @@ def entry_case(entry: Entry) -> Case:
     return Case.from_dict(entry.case["case"])
 
 
-def oracles_of(signature: Signature) -> tuple[str, ...]:
-    """The non-primary oracles to force when replaying a finding of ``signature``."""
+#: The steps a worker marks (``[stage <backend> <step>]`` in a crash's detail) that only an
+#: oracle's task takes: a crash there recurs only with that oracle on.
+STEP_ORACLES = {
+    "repeat": "determinism",
+    "persist": "determinism",
+    "tupled": "tupled",
+    "misfit": "arguments",
+}
+
+
+def oracles_of(signature: Signature, detail: str = "") -> tuple[str, ...]:
+    """The non-primary oracles to force when replaying a finding of ``signature`` (its
+    ``detail`` names the step a crash died in: one of ``STEP_ORACLES`` brings its oracle)."""
     if signature.kind in ("nondeterministic", "retrace", "aliasing"):
         return ("determinism",)
+    forced = []
+    if (step := crashed_at(detail)[1]) in STEP_ORACLES:
+        forced.append(STEP_ORACLES[step])
     oracle = signature.oracle.split("[")[0]
-    if oracle in ORACLES and not ORACLES[oracle].primary:
-        return (oracle,)
-    return ()
+    if oracle in ORACLES and not ORACLES[oracle].primary and oracle not in forced:
+        forced.append(oracle)
+    return tuple(forced)
+
+
+def crashed_at(detail: str) -> tuple[str, str]:
+    """(backend, step) of `` [stage <backend> <step>]`` in a crash's ``detail``, or ("", "")."""
+    match = re.search(r" \[stage (\S+) (\S+)\]", detail)
+    return (match.group(1), match.group(2)) if match else ("", "")
 
 
 def judge(
@@ -90,7 +110,7 @@ def judge(
     """Run the entry's case with its oracle: the same failure if it recurs, and the judgement."""
     case = entry_case(entry) if case is None else case
     signature = Signature.from_dict(entry.signature)
-    judgement = runner.evaluate(case, oracles_of(signature))
+    judgement = runner.evaluate(case, oracles_of(signature, entry.detail))
     for finding in judgement.findings:
         if finding.signature.matches(signature):
             return finding, judgement
@@ -286,10 +306,12 @@ def write_junit(results: list[Replayed], path: Path) -> Path:
 __all__ = [
     "FAILING",
     "STATES",
+    "STEP_ORACLES",
     "Replayed",
     "blocked",
     "classify",
     "counts",
+    "crashed_at",
     "entry_case",
     "exit_status",
     "judge",

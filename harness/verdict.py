@@ -155,6 +155,37 @@ def blas(compiled: Any, *inputs: Any) -> int:
     return 1
 
 
+def persisted(function: Any, inputs: list[Any], backend: str) -> int:
+    """Print the determinism oracle's verdict on the persistent compilation cache: ``function``
+    on ``backend`` compiled in this process, then compiled, stored to and loaded back from a
+    fresh cache directory (as a second process with ``COMPILER_CACHE_DIR`` would); return 1 if
+    the loaded kernel's output differs in any bit (a crash kills the script), else 0."""
+    import tempfile
+
+    import compiler
+    from compiler.runtime import instrumented
+
+    from .run.worker import through_the_persistent_cache
+
+    fn = compiler.jit(function)
+    with instrumented(False):
+        want = np.array(fn(*inputs, target=backend), copy=True)
+    with tempfile.TemporaryDirectory() as directory:
+        got = through_the_persistent_cache(fn, list(inputs), backend, directory)
+    if got is None:
+        print(f"not judged: {backend} stored no kernel (not one of our CPU targets, or no ld)")
+        return 0
+    if got.tobytes() == want.tobytes() and got.dtype == want.dtype:
+        print("ok: the kernel loaded from the persistent cache gives the same bits")
+        return 0
+    print(
+        "FAILS the determinism oracle: the kernel loaded from the persistent cache gives "
+        f"{got!r} where the one compiled in this process gives {want!r}",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def memory(compiled: Any, *inputs: Any) -> int:
     """Print the memory oracle's verdict on an instrumented compilation (``compiled``, made
     with ``COMPILER_INSTRUMENT=1`` set): call it once on ``inputs``; return 1 if the call left

@@ -4,6 +4,6 @@
 
 from __future__ import annotations
 
-from .backend import GpuNvptxBackend
+from .backend import GpuEmulatedBackend, GpuNvptxBackend
 
-__all__ = ["GpuNvptxBackend"]
+__all__ = ["GpuEmulatedBackend", "GpuNvptxBackend"]

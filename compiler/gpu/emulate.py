@@ -87,9 +87,9 @@ def launches_to_loops(module: Any) -> int:
     return count
 
 
-def emulate(artifacts: Artifacts, arrays: list[np.ndarray]) -> tuple[list, list]:
-    """(outputs, error flags) of the ``mapped`` stage run sequentially on the CPU, for arrays
-    of the graph's inputs (captured constants included, in ABI order)."""
+def emulated_kernel(artifacts: Artifacts) -> Any:
+    """A CPU kernel (``runtime.Kernel``, the kernel ABI) of the ``mapped`` stage with every
+    launch made a sequential loop nest, lowered by the CPU targets' LOWER pipeline."""
     from mlir import ir, passmanager
 
     from ..runtime import Kernel
@@ -100,9 +100,15 @@ def emulate(artifacts: Artifacts, arrays: list[np.ndarray]) -> tuple[list, list]
         launches_to_loops(module)
         module.operation.verify()
         passmanager.PassManager.parse(LOWER).run(module.operation)
-        kernel = Kernel(module, artifacts.signature, 2)
+        kernel = Kernel(module, artifacts.signature, 2, instrument=False)
     kernel.context = context
-    return kernel([np.require(a, requirements="C") for a in arrays])
+    return kernel
 
 
-__all__ = ["emulate", "launches_to_loops"]
+def emulate(artifacts: Artifacts, arrays: list[np.ndarray]) -> tuple[list, list]:
+    """(outputs, error flags) of the ``mapped`` stage run sequentially on the CPU, for arrays
+    of the graph's inputs (captured constants included, in ABI order)."""
+    return emulated_kernel(artifacts)([np.require(a, requirements="C") for a in arrays])
+
+
+__all__ = ["emulate", "emulated_kernel", "launches_to_loops"]

@@ -89,6 +89,16 @@ class Determinism(Oracle):
                         "calling again or recompiling the same program changed the bits",
                     )
                 )
+            if result.persisted is False:
+                flagged.append(
+                    (
+                        "nondeterministic",
+                        result,
+                        "the kernel stored to and loaded back from the persistent compilation "
+                        "cache (compiler.persist, COMPILER_CACHE_DIR) gave other bits than the "
+                        "one compiled in this process",
+                    )
+                )
             if result.reused is False:
                 flagged.append(("retrace", result, "a second call with the same shapes retraced"))
             if result.independent is False:

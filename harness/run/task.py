@@ -99,6 +99,9 @@ class BackendResult:
     module: str = ""  # that stage's input text
     pipeline: str = ""  # that stage's pass pipeline
     deterministic: bool | None = None  # recompiling and calling again gave identical bits
+    # The recompiled kernel stored to and loaded back from the persistent compilation cache
+    # gave identical bits; None where not tried (not one of our CPU targets, or not recompiled).
+    persisted: bool | None = None
     reused: bool | None = None  # a second call with the same shapes did not retrace
     independent: bool | None = None  # outputs of later calls neither alias nor overwrite it
     seconds: float = 0.0

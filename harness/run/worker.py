@@ -92,11 +92,13 @@ def _perturbed(inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 def _repeat_checks(
     fn: Any, inputs: list[np.ndarray], backend: str, first: Any, result: BackendResult,
-    recompile: bool = True,
+    recompile: bool = True, mark: Any = None,
 ) -> None:  # fmt: skip
     """Call again, with other inputs, and (``recompile``) after recompiling: the same bits each
     time, no retrace, and every output array its own (a backend that reuses its output buffers
     fails here)."""
+    mark = mark or (lambda backend, step: None)
+    mark(backend, "repeat")
     snapshot = np.array(first, copy=True)
     traces = fn.traces
     again = fn(*inputs, target=backend)
@@ -110,6 +112,9 @@ def _repeat_checks(
 
         with driver.fresh():  # a real recompile: every stage and the JIT run again
             recompiled = np.array(fn(*inputs, target=backend), copy=True)
+        reloaded = through_the_persistent_cache(fn, inputs, backend, _persistent_directory(), mark)
+        if reloaded is not None:
+            result.persisted = reloaded.tobytes() == snapshot.tobytes()
     arrays = [np.asarray(first), np.asarray(again), np.asarray(other)]
     shared = any(np.shares_memory(arrays[i], arrays[j]) for i in range(3) for j in range(i + 1, 3))
     unchanged = np.asarray(first).tobytes() == snapshot.tobytes()
@@ -117,6 +122,55 @@ def _repeat_checks(
     result.deterministic = (
         again_copy.tobytes() == snapshot.tobytes() and recompiled.tobytes() == snapshot.tobytes()
     )
+
+
+_PERSISTENT: list[str] = []
+
+
+def _persistent_directory() -> str:
+    """This worker's persistent compilation cache (one for its life, so that a key two programs
+    share would serve one the other's kernel), removed when the worker exits."""
+    if not _PERSISTENT:
+        import atexit
+        import shutil
+        import tempfile
+
+        _PERSISTENT.append(tempfile.mkdtemp(prefix="mlir-tensor-fuzz-cache-"))
+        atexit.register(shutil.rmtree, _PERSISTENT[0], True)
+    return _PERSISTENT[0]
+
+
+def through_the_persistent_cache(
+    fn: Any, inputs: list[np.ndarray], backend: str, directory: str, mark: Any = None
+) -> Any:
+    """The output of ``backend``'s kernel for ``inputs`` as a second process would get it with
+    ``COMPILER_CACHE_DIR=directory``: compiled, stored (``compiler.persist``), then loaded back
+    from disk; None for a backend that stores nothing (not one of our CPU targets with our
+    runtime; no linker here). Outside instrumentation, which never uses the cache. ``mark``
+    hears "persist" before the load and the call (a crash there is replayed with the
+    determinism oracle on: ``replay.STEP_ORACLES``). ``fn``'s specializations are dropped."""
+    from compiler import backends, driver, persist
+    from compiler.runtime import instrumented
+
+    mark = mark or (lambda backend, step: None)
+    target = backends.get(backend)
+    if not isinstance(target, backends.MlirCpuBackend) or target.runtime != "ours":
+        return None
+    previous = persist.set_cache_dir(directory)
+    try:
+        with instrumented(False), driver.through_disk():
+            fn.clear()
+            fn.compile(*inputs, target=backend)  # compiled and stored
+            fn.clear()
+            mark(backend, "persist")
+            compiled = fn.compile(*inputs, target=backend)  # loaded
+            if not compiled.artifacts.notes.get("persisted"):
+                return None  # not stored: nothing to compare
+            mark(backend, "persist")
+            return np.array(compiled(*inputs), copy=True)
+    finally:
+        persist.set_cache_dir(previous)
+        fn.clear()
 
 
 def same_bits(got: Any, want: Any) -> bool:
@@ -212,7 +266,7 @@ def run_backend(
             result.leaked = live if instrumented else None
         if repeat and index == 0:
             try:
-                _repeat_checks(fn, inputs, backend, output, result, recompile)
+                _repeat_checks(fn, inputs, backend, output, result, recompile, mark)
             except Exception as error:  # noqa: BLE001 - a repeat that fails is a failure
                 result = failure(backend, error)
         if tupled and index == 0 and result.ok:

@@ -295,7 +295,7 @@ class Driver(Admission):
         its own name, not a registered one, had left out, so no such finding ever reproduced)."""
         from ..replay import oracles_of
 
-        only = oracles_of(restrict.signature)
+        only = oracles_of(restrict.signature, restrict.detail)
 
         def check(candidate: Case) -> Finding | None:
             failing = tuple(b for b in candidate.backends if b in restrict.backends)

@@ -30,7 +30,16 @@ from strategies.gen.values import (
 )
 from strategies.model import ProgramBuilder
 
-from ..case import CPU_BACKENDS, SAMPLED_BACKENDS, SAMPLED_SHARE, SIBLINGS, Case, generated_array
+from ..case import (
+    CPU_BACKENDS,
+    GPU_SAMPLED,
+    GPU_SHARE,
+    SAMPLED_BACKENDS,
+    SAMPLED_SHARE,
+    SIBLINGS,
+    Case,
+    generated_array,
+)
 from .focus import FOCUS_SHARE, focus_cases
 
 #: The longest side of a long-row program (``program_cases``): past ``cpu-vector``'s 256-element
@@ -361,8 +370,9 @@ def cases(
     (``wraps``). ``focus``: (op, dtype) pairs a share of the cases (``FOCUS_SHARE``) start from
     (``focus_cases``, with values from ``focus_regimes``, any if empty; the coin shrinks toward
     the mix)."""
+    default = sampled is None and tuple(backends) == CPU_BACKENDS
     if sampled is None:
-        sampled = SAMPLED_BACKENDS if tuple(backends) == CPU_BACKENDS else ()
+        sampled = SAMPLED_BACKENDS if default else ()
     mixed = _mix(backends, max_nodes, mix, held_back)
     if focus and mix in ("all", "programs"):
         # Its own name: the lambda reads it when drawing, after ``last`` below is rebound (with
@@ -373,6 +383,8 @@ def cases(
             lambda coin: focused if coin == focus_last else plain
         )
     strategy = with_layouts(with_spellings(with_mlir_variants(mixed, backends)))
+    if default and _gpu_available():
+        strategy = _sampled_gpu(strategy)
     if not sampled:
         return strategy
     last = round(1 / SAMPLED_SHARE) - 1  # the coin shrinks toward 0: without them
@@ -385,6 +397,29 @@ def cases(
         if coin != last:
             event("sampled:int32-wraps")
         return case.on(tuple(case.backends) + missing)
+
+    return st.tuples(strategy, st.integers(0, last)).map(sample)
+
+
+def _gpu_available() -> bool:
+    """Can ``GPU_SAMPLED`` compile here (the MLIR passes of its pipeline and ptxas)?"""
+    from compiler import backends as registry
+
+    return registry.get(GPU_SAMPLED).unavailable() is None
+
+
+def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
+    """``strategy``'s cases, ``GPU_SHARE`` of them also on ``GPU_SAMPLED`` (jit sequences and
+    invalid programs aside: their oracles call the CPU targets only); the coin shrinks toward
+    without."""
+    last = round(1 / GPU_SHARE) - 1
+
+    def sample(pair: tuple[Case, int]) -> Case:
+        case, coin = pair
+        if coin != last or case.sequence is not None or case.invalid is not None:
+            return case
+        event("sampled:gpu")
+        return case.on((*case.backends, GPU_SAMPLED))
 
     return st.tuples(strategy, st.integers(0, last)).map(sample)
 

@@ -384,7 +384,10 @@ class Attributor:
         from ..replay import oracles_of
 
         interpreted = self.verdict(
-            case.on((backend,)), finding, "graph-numpy", oracles_of(finding.signature)
+            case.on((backend,)),
+            finding,
+            "graph-numpy",
+            oracles_of(finding.signature, finding.detail),
         )
         if interpreted == "passes":
             return None
@@ -420,7 +423,7 @@ class Attributor:
             return Attribution("frontend", backend, "error paths are decided while tracing")
         from ..replay import oracles_of
 
-        only = oracles_of(finding.signature)
+        only = oracles_of(finding.signature, finding.detail)
         probe = case.on((backend,))
         evidence = {"graph-numpy": self.verdict(probe, finding, "graph-numpy", only)}
         if evidence["graph-numpy"] == "fails":
@@ -627,7 +630,7 @@ class Attributor:
     def _bisect(self, case: Case, finding: Finding, backend: str) -> Attribution:
         from ..replay import oracles_of
 
-        only = oracles_of(finding.signature)
+        only = oracles_of(finding.signature, finding.detail)
         evidence: dict[str, str] = {}
         probe = case.on((backend,))
 

@@ -36,8 +36,9 @@ def _reductions(dtype: str) -> list[str]:
     return ["max", "min"] + (["sum", "mean", "var", "std"] if dtype in FLOAT_DTYPES else [])
 
 
-def _bad_side(draw: st.DrawFn, good: int) -> int:
-    return uniform(draw, [s for s in range(2, 8) if s != good])
+def _bad_side(draw: st.DrawFn, good: int, one: bool = False) -> int:
+    """An extent other than ``good``; 1 too where ``one`` (not where 1 would broadcast)."""
+    return uniform(draw, [s for s in range(1 if one else 2, 8) if s != good])
 
 
 def _violate(
@@ -53,7 +54,7 @@ def _violate(
     if name == "matmul_contraction":
         p_right = draw(st.booleans())
         k = (t.shape[-2] if t.ndim >= 2 else t.shape[0]) if p_right else t.shape[-1]
-        bad, other = _bad_side(draw, k), draw(st.integers(2, 6))
+        bad, other = _bad_side(draw, k, one=True), draw(st.integers(2, 6))
         shape = uniform(draw, [(bad,), (other, bad) if p_right else (bad, other)])
         q = b.input(shape, t.dtype)
         return RawEquation("matmul", (q, ref) if p_right else (ref, q), {})
@@ -71,9 +72,13 @@ def _violate(
         return RawEquation(op, args, {})
     if name == "reshape_size":
         size = t.size
-        variant = uniform(draw, ["grow", "factor", "minus_one"])
+        # as many shrinking as growing: a size check may be one-sided (``>`` for ``!=``)
+        variant = uniform(draw, ["grow", "shrink", "factor", "minus_one"])
         if variant == "grow":
             new: tuple[int, ...] = (size + draw(st.integers(1, 3)),)
+        elif variant == "shrink":  # one element short, half, or none at all
+            smaller = uniform(draw, sorted({size - 1, size // 2, 0}))
+            new = (smaller,) if draw(st.booleans()) else (1, smaller)
         elif variant == "factor":
             new = (2, size) if size > 1 else (2,)
         else:

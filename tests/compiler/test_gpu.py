@@ -147,6 +147,32 @@ def test_lowers_to_ptx_that_ptxas_accepts(name: str) -> None:
         _assert_matches(data["ran"], want, arrays)
 
 
+def _run_emulated(fn: Any, arrays: tuple) -> dict[str, Any]:
+    """In the isolated worker: ``fn`` on gpu-emulated, its artifacts and its result."""
+    compiled = compiler.jit(fn).compile(*arrays, target="gpu-emulated")
+    return {**compiled.artifacts.to_dict(), "notes": compiled.artifacts.notes,
+            "ran": compiled(*arrays)}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_the_emulated_backend_runs_the_mapped_stage_like_numpy(name: str) -> None:
+    """gpu-emulated, a default session's sampled GPU backend: gpu-nvptx's stages up to
+    ``mapped`` (none of outlining, NVVM and PTX), run sequentially on the CPU like NumPy, its
+    first two stages the CPU targets' (taken from the driver's cache after a CPU compile)."""
+    fn, arrays = _programs(np.random.default_rng(0))[name]
+
+    def compile_both() -> dict[str, Any]:
+        compiler.jit(fn)(*arrays, target="cpu-loops")
+        return _run_emulated(fn, arrays)
+
+    data = isolated(compile_both)
+    assert data["backend"] == "gpu-emulated"
+    assert list(data["stages"])[-1] == "mapped" and "gpu.launch" in data["stages"]["mapped"]
+    assert data["notes"]["shared"] == "optimized,bufferized"
+    _assert_matches(data["ran"], reference(fn, *arrays), arrays)
+    assert backends.get("gpu-emulated").limits() is None
+
+
 def test_no_device_is_a_known_limitation() -> None:
     from compiler.gpu.backend import cuda_devices
 

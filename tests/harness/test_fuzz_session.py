@@ -914,6 +914,41 @@ def test_a_case_whose_int32_arithmetic_may_wrap_always_runs_the_optimized_target
     assert tuple(plain.backends) == CPU_BACKENDS
 
 
+def test_a_share_of_default_cases_also_runs_the_gpu_lowering_emulated() -> None:
+    """The GPU layer is met by default sessions: GPU_SHARE of the cases also run on gpu-emulated
+    (where its passes exist), never a jit sequence or an invalid program (their oracles call
+    CPU targets only); cases of other backend lists are left as they are."""
+    import pytest
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    from compiler import backends
+    from harness.case import CPU_BACKENDS, GPU_SAMPLED
+    from harness.session.generate import cases
+
+    if backends.get(GPU_SAMPLED).unavailable():
+        pytest.skip(backends.get(GPU_SAMPLED).unavailable())
+    quick = settings(
+        max_examples=400, phases=[Phase.generate], database=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    on_gpu = find(cases(CPU_BACKENDS), lambda case: GPU_SAMPLED in case.backends, settings=quick)
+    assert on_gpu.backends.count(GPU_SAMPLED) == 1
+    with pytest.raises(NoSuchExample):
+        find(
+            cases(CPU_BACKENDS),
+            lambda case: GPU_SAMPLED in case.backends
+            and (case.sequence is not None or case.invalid is not None),
+            settings=quick,
+        )
+    with pytest.raises(NoSuchExample):
+        find(
+            cases(("cpu-loops",)),
+            lambda case: GPU_SAMPLED in case.backends,
+            settings=quick,
+        )
+
+
 def test_an_interrupted_sessions_unminimized_entries_count_as_added() -> None:
     """A session stopped during minimization saved its finding (unminimized) but never reported
     it minimized: its summary said "corpus entries added 0" with the entry on disk."""

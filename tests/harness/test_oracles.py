@@ -195,6 +195,56 @@ def test_determinism_recompiles_one_backend_of_the_case_drawn_from_its_data(monk
     assert len(fresh) == 1
 
 
+def test_the_recompiled_backend_also_goes_through_the_persistent_cache(monkeypatch, tmp_path):
+    """The recompiled backend's kernel is also stored to and loaded back from a persistent
+    compilation cache, as a second process with COMPILER_CACHE_DIR would load it: the same bits,
+    or a "nondeterministic" finding that says so; the reproducer replays that round trip."""
+    from compiler import driver
+    from harness.report.reproducer import reproducer
+    from harness.run.task import Task
+    from harness.run.worker import _execute
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("exp", b.input((4, 3), "float32")))
+    case = Case(program, [np.linspace(-2, 2, 12, dtype=np.float32).reshape(4, 3)], ("cpu-loops",))
+    task = Task(case, ("cpu-loops",), repeat=True, recompile="cpu-loops")
+    (result,) = _execute(task).results
+    assert result.deterministic and result.persisted is True
+
+    real = driver._from_disk
+
+    def off_by_one(*args, **kwargs):  # a planted bug: loaded kernels add 1 to their outputs
+        artifacts = real(*args, **kwargs)
+        native = artifacts.native
+        artifacts.native = lambda arrays: ([o + 1 for o in native(arrays)[0]], native(arrays)[1])
+        return artifacts
+
+    monkeypatch.setattr(driver, "_from_disk", off_by_one)
+    (result,) = _execute(task).results
+    assert result.deterministic and result.persisted is False
+    (finding,) = oracles.judge_results(case, [result], references(case), ("determinism",)).findings
+    assert finding.kind == "nondeterministic" and "persistent compilation cache" in finding.detail
+    assert "persisted(program, [x0], 'cpu-loops')" in reproducer(case, finding)
+    # Not one of our CPU targets: nothing is stored, nothing judged.
+    other = Task(case, ("graph-numpy",), repeat=True, recompile="graph-numpy")
+    assert _execute(other).results[0].persisted is None
+
+
+def test_a_crash_in_an_oracles_own_step_is_replayed_with_that_oracle():
+    """A worker killed in a step only an oracle's task takes (the persistent cache's round trip,
+    the tupled or misfit calls) recurs only with that oracle on: minimization and replay force
+    it (``replay.oracles_of``), so such a crash is reproduced, not reported as flaky."""
+    from harness.replay import oracles_of
+    from harness.triage.signature import Signature
+
+    crash = Signature("crash", "isolation", ("cpu-loops@O0",), ("exp",), "float32")
+    assert oracles_of(crash) == ()
+    assert oracles_of(crash, "killed by SIGSEGV [stage cpu-blas@O0 persist]") == ("determinism",)
+    assert oracles_of(crash, "killed by SIGSEGV [stage cpu-blas@O0 tupled]") == ("tupled",)
+    assert oracles_of(crash, "killed by SIGSEGV [stage cpu-blas@O0 llvm]") == ()
+
+
 def test_a_tasks_backends_take_their_kernels_from_one_linked_jit():
     """The worker JITs a task's distinct lowered modules together (``JitFunction.prepare``); the
     results say so (``llvm-linked``), and the determinism check's fresh recompile of one backend

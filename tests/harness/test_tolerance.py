@@ -744,3 +744,16 @@ def test_a_max_reductions_zero_sign_is_not_numpys_to_settle() -> None:
     b = ProgramBuilder()
     x = b.input((2, 3), "float32")
     assert tolerance.signs_settled(b.build(b.node("sum", x, axis=-1)))
+
+
+def test_a_matmuls_zero_sign_is_its_kernels() -> None:
+    """Where every product is -0.0, NumPy's matmul sign is its kernel's (gemm sums from the first
+    product, a dot from 0.0): after a matmul, or a composite with one, zero signs are not judged."""
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, y = b.input((3, 2), "float32"), b.input((2, 2), "float32")
+    assert not tolerance.signs_settled(b.build(b.node("matmul", x, y)))
+    b = ProgramBuilder()
+    x, w, c = b.input((3, 2), "float32"), b.input((2, 4), "float32"), b.input((4,), "float32")
+    assert not tolerance.signs_settled(b.build(b.node("linear", x, w, c)))

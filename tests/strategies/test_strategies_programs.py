@@ -3,6 +3,7 @@ rejected when invalid, shrinking to small cases, and covering every op and dtype
 
 from __future__ import annotations
 
+import math
 import pickle
 from collections import Counter
 from typing import Any
@@ -199,6 +200,39 @@ def test_every_violation_is_generated() -> None:
         )
         assert found.violation == name
         assert (found.node is None) == (name == "unsupported_dtype")
+
+
+def test_size_and_contraction_violations_go_both_ways() -> None:
+    """A size check may be one-sided: a reshape to fewer elements (one short, half, none) as
+    often as to more, and a drawn matmul operand contracting 1 against more; a check written
+    ``>`` for ``!=`` went unseen while every drawn reshape grew."""
+    quick = settings(database=None, max_examples=3000, phases=[Phase.generate])
+
+    def reshape_sizes(p: InvalidProgram) -> tuple[int, int] | None:
+        if p.violation != "reshape_size":
+            return None
+        new = [d for d in p.node.attrs["shape"] if d >= 0]
+        return math.prod(new), math.prod(p.program.type_of(p.node.args[0]).shape)
+
+    shrunk = find(
+        invalid_programs(["reshape_size"]),
+        lambda p: (sizes := reshape_sizes(p)) is not None and sizes[0] < sizes[1],
+        settings=quick,
+    )
+    assert shrunk.numpy_rejects
+
+    def drawn_side(p: InvalidProgram) -> int:
+        """The contracted extent of the operand drawn to violate (the program's last input)."""
+        left, right = p.node.args
+        if left.kind == "input" and left.index == len(p.program.inputs) - 1:
+            return p.program.type_of(left).shape[-1]
+        shape = p.program.type_of(right).shape
+        return shape[-2] if len(shape) > 1 else shape[0]
+
+    one = find(
+        invalid_programs(["matmul_contraction"]), lambda p: drawn_side(p) == 1, settings=quick
+    )
+    assert one.numpy_rejects
 
 
 @given(st.data())
