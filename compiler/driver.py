@@ -507,6 +507,6 @@ __all__ = [
     "remember",
     "remembered",
     "run_stages",
-    "through_disk",
     "stage_command",
+    "through_disk",
 ]

@@ -27,7 +27,7 @@ from ..driver import Artifacts, notify, remember, remembered
 from ..errors import CompilerError, UnsupportedFeature
 from ..frontend.graph import Graph
 from ..lower import emit
-from ..pipelines import BUILT, LLVM
+from ..pipelines import BUILT, LLVM, LOWER
 from . import pipeline
 
 NAME = "gpu-nvptx"
@@ -300,6 +300,9 @@ class GpuNvptxBackend:
 
     name = NAME
     description = "linalg tiled onto CUDA blocks/threads, PTX for sm_90 (ptxas-checked)"
+    # Where its failures live (triage): this project's GPU lowering, past the stages it shares
+    # with the CPU targets (harness/triage/attribution.py tells those apart).
+    layer = "gpu"
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -374,12 +377,18 @@ class GpuEmulatedBackend(GpuNvptxBackend):
         return artifacts
 
     def run(self, artifacts: Artifacts, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        from mlir import ir
+
         from .emulate import emulated_kernel
 
         with self._lock:
             if artifacts.native is None:
                 notify(self.name, LLVM)
-                artifacts.native = _Emulated(emulated_kernel(artifacts))
+                try:
+                    artifacts.native = _Emulated(emulated_kernel(artifacts))
+                except ir.MLIRError as error:  # the emulation's loops or LOWER on them
+                    stage = artifacts.stages[EMULATED_STAGE]
+                    raise CompilerError("emulated", LOWER, str(error), stage) from None
         outputs, errors = artifacts.native(arrays)
         if any(int(e) for e in errors):
             raise ValueError("gather ids out of range for the table")

@@ -114,6 +114,10 @@ def _run_time_checked(case: Case) -> bool:
     )
 
 
+#: The CPU target a GPU finding is probed on: it runs the stages the GPU pipeline starts with.
+GPU_PEER = "cpu-loops@O0"
+
+
 def _declared_layer(name: str) -> str:
     """The layer a backend says its failures belong to (``layer``: ``xla`` for ``xla-cpu``),
     or "" for a backend that declares none."""
@@ -436,6 +440,15 @@ class Attributor:
             f"{backend} fails on a traced graph that NumPy evaluates correctly: the deviation "
             f"is the compiler behind {backend} ({layer})"
         )
+        if layer == "gpu":
+            # Its first stages are the CPU targets' (optimized, bufferized): where cpu-loops
+            # passes, the deviation is in the GPU-specific stages.
+            evidence[GPU_PEER] = self.verdict(probe, finding, GPU_PEER, only)
+            if evidence[GPU_PEER] == "passes":
+                detail += (
+                    f"; {GPU_PEER}, which shares its optimized and bufferized stages, passes: it "
+                    "lives in the GPU stages (prepared, tiled, mapped: compiler/gpu/pipeline.py)"
+                )
         unoptimized = _unoptimized(backend)
         if unoptimized is not None:
             evidence[unoptimized] = self.verdict(probe, finding, unoptimized, only)

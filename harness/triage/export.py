@@ -47,6 +47,9 @@ OWNERS = {
     "vectorizer": "LLVM/MLIR upstream or this project: MLIR's linalg vectorizer declined an op "
     "cpu-vector planned (a limitation to confirm upstream, or a plan it cannot take)",
     "runtime": "this project: compiler/runtime.py (the calling convention)",
+    "gpu": "this project: the GPU lowering (compiler/gpu/pipeline.py: device memory, tiling, "
+    "block/thread mapping; gpu-emulated's loops, compiler/gpu/emulate.py) or the MLIR gpu passes "
+    "it runs",
     "deallocation": "this project or LLVM/MLIR upstream: the kernel's heap temporaries "
     "(bufferization's buffer-deallocation-pipeline, and where compiler/pipelines.py runs it)",
     "xla": "XLA upstream (github.com/openxla/xla: the CPU compiler behind jax.jit)",

@@ -363,3 +363,13 @@ def test_a_python_stage_is_owned_by_the_file_that_implements_it() -> None:
     assert "compiler/vector/gathers.py" in owner("complete-gathers")
     assert owner("blas") == OWNERS["blas"]
     assert owner("vectorized") == "unknown: attribution did not conclude"
+
+
+def test_gpu_findings_are_attributed_to_the_gpu_lowering() -> None:
+    """Both GPU backends declare the layer their failures live in (``gpu``: this project's GPU
+    lowering, owned in the export), not "not one of our pipelines"."""
+    from harness.triage.attribution import _declared_layer
+    from harness.triage.export import owner
+
+    assert _declared_layer("gpu-emulated") == _declared_layer("gpu-nvptx") == "gpu"
+    assert "compiler/gpu/pipeline.py" in owner("gpu")
