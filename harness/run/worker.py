@@ -54,6 +54,8 @@ def failure(backend: str, error: BaseException) -> BackendResult:
     result = BackendResult(
         backend, _classify(error), error_type=type(error).__name__, message=str(error)[:4000]
     )
+    if result.status == "internal-error":  # where in the compiler's Python it was raised
+        result.message = result.message[:3800] + _raised_at(error)
     if isinstance(error, compiler.CompilerError):
         result.stage, result.module, result.pipeline = (
             error.stage,
@@ -61,6 +63,22 @@ def failure(backend: str, error: BaseException) -> BackendResult:
             error.pipeline,
         )
     return result
+
+
+def _raised_at(error: BaseException) -> str:
+    """`` (at compiler/FILE:LINE in FUNCTION)``: the innermost frame of the compiler package
+    that ``error`` passed through, or ""."""
+    import traceback
+
+    import compiler
+
+    root = os.path.dirname(os.path.abspath(compiler.__file__))
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        path = os.path.abspath(frame.filename)
+        if path.startswith(root + os.sep):
+            where = os.path.join("compiler", os.path.relpath(path, root))
+            return f" (at {where}:{frame.lineno} in {frame.name})"
+    return ""
 
 
 def _refused_by_tracing(fn: Any, inputs: list[np.ndarray]) -> bool:
@@ -265,10 +283,13 @@ def run_backend(
             result.blas = _blas(compiled, calls)
             result.leaked = live if instrumented else None
         if repeat and index == 0:
+            steps: list[str] = []
             try:
-                _repeat_checks(fn, inputs, backend, output, result, recompile, mark)
+                _repeat_checks(fn, inputs, backend, output, result, recompile, _kept(mark, steps))
             except Exception as error:  # noqa: BLE001 - a repeat that fails is a failure
                 result = failure(backend, error)
+                # named as a crash's marker names it: replayed with the determinism oracle on
+                result.message += f" [stage {backend} {steps[-1]}]" if steps else ""
         if tupled and index == 0 and result.ok:
             mark(backend, "tupled")
             from ..oracles.tupled import check
@@ -284,6 +305,16 @@ def run_backend(
     if not shared:
         fn.clear()
     return results
+
+
+def _kept(mark: Any, steps: list[str]) -> Any:
+    """``mark``, each step also appended to ``steps``."""
+
+    def step(backend: str, name: str) -> None:
+        steps.append(name)
+        mark(backend, name)
+
+    return step
 
 
 def _recorded(backend: str, record: Any) -> BackendResult:

@@ -340,6 +340,15 @@ class Attributor:
                 "the @jit layer (compiler/api.py specialization cache, frontend/pytree.py keys, "
                 "captured arrays) or the runtime's buffers",
             )
+        raised = re.search(r" \(at (compiler/\S+) in (\S+)\)", finding.detail)
+        if finding.kind == "internal-error" and raised:
+            return Attribution(
+                "internal",
+                finding.backends[0] if finding.backends else "",
+                f"a Python exception in the compiler's own code, not in MLIR or LLVM: raised at "
+                f"{raised.group(1)} in {raised.group(2)} (the innermost frame of compiler/; the "
+                "wrong value may come from a caller)",
+            )
         backend = next((b for b in finding.backends if _ours(b) is not None), None)
         if backend is None:
             name = finding.backends[0] if finding.backends else "?"

@@ -47,6 +47,7 @@ OWNERS = {
     "vectorizer": "LLVM/MLIR upstream or this project: MLIR's linalg vectorizer declined an op "
     "cpu-vector planned (a limitation to confirm upstream, or a plan it cannot take)",
     "runtime": "this project: compiler/runtime.py (the calling convention)",
+    "internal": "this project: the compiler's Python code at the file and line the detail names",
     "gpu": "this project: the GPU lowering (compiler/gpu/pipeline.py: device memory, tiling, "
     "block/thread mapping; gpu-emulated's loops, compiler/gpu/emulate.py) or the MLIR gpu passes "
     "it runs",

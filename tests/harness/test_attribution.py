@@ -373,3 +373,31 @@ def test_gpu_findings_are_attributed_to_the_gpu_lowering() -> None:
 
     assert _declared_layer("gpu-emulated") == _declared_layer("gpu-nvptx") == "gpu"
     assert "compiler/gpu/pipeline.py" in owner("gpu")
+
+
+def test_a_python_exception_in_the_compiler_names_its_file_and_line() -> None:
+    """An internal error (a Python exception no stage turned into a CompilerError) says where in
+    compiler/ it was raised, and is attributed there, not bisected over MLIR stages that all
+    fail alike (a planted driver bug was reported as the builder's)."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.oracles.base import Finding
+    from harness.run.worker import failure
+    from harness.triage.attribution import Attributor
+    from strategies.model import ProgramBuilder
+
+    try:
+        from compiler.persist import key
+
+        key(None, None, None, None)  # type: ignore[arg-type]
+    except Exception as error:  # noqa: BLE001 - any exception raised inside compiler/
+        raised = error
+    result = failure("cpu-loops@O0", raised)
+    assert result.status == "internal-error"
+    assert "(at compiler/persist.py:" in result.message and " in key)" in result.message
+    b = ProgramBuilder()
+    case = Case(b.build(b.node("exp", b.input((2,), "float32"))), [np.ones(2, np.float32)])
+    finding = Finding("internal-error", ("cpu-loops@O0",), "error-path", result.message, case)
+    found = Attributor(None).attribute(case, finding)
+    assert found.layer == "internal" and "compiler/persist.py:" in found.detail
