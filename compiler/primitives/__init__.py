@@ -190,6 +190,9 @@ class Primitive:
     #: Its printed form as the array's method or operator, where it has one (``x.sum(...)``,
     #: ``a @ b``): the "methods" spelling prints (and so evaluates) this instead.
     method: Render | None = None
+    #: Its printed form in the "numpy" spelling where NumPy has another name for it too
+    #: (``np.amax`` beside ``np.max``): each name the frontend dispatches is met by some program.
+    numpy: Render | None = None
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -236,6 +239,8 @@ class Primitive:
             raise ValueError(f"unknown spelling {spelling!r} (one of {SPELLINGS})")
         if spelling == "numpy" and self.call:
             return _numpy_call(self.call)
+        if spelling == "numpy" and self.numpy is not None:
+            return _printed_once(self.numpy)
         if spelling == "methods" and self.method is not None:
             return _printed_once(self.method)
         return self.evaluate, self.render
@@ -288,7 +293,7 @@ def _check_fields(p: Primitive) -> None:
     for rule in ("infer", "evaluate", "render", "error_depth"):
         if not callable(getattr(p, rule)):
             raise TypeError(f"{p.name}: {rule} must be callable, got {getattr(p, rule)!r}")
-    for rule in ("scalar", "operand_dtypes", "method"):
+    for rule in ("scalar", "operand_dtypes", "method", "numpy"):
         if getattr(p, rule) is not None and not callable(getattr(p, rule)):
             raise TypeError(f"{p.name}: {rule} must be callable or None")
     if not isinstance(p.attrs, Mapping) or not all(

@@ -153,6 +153,21 @@ def _reduction(
     )
 
 
+def _swaps_last_two(axes: Sequence[int]) -> bool:
+    n = len(axes)
+    return n >= 2 and tuple(axes) == (*range(n - 2), n - 1, n - 2)
+
+
+def _aliased(name: str, alias: str) -> Any:
+    """The "numpy" spelling of reduction ``name``: NumPy's ``alias`` where an axis is given."""
+
+    def render(a: Sequence[str], attrs: Mapping[str, Any]) -> str:
+        called = alias if attrs.get("axis") is not None else name
+        return f"xp.{called}({a[0]}{_kwargs(attrs, _REDUCTION_ATTRS)})"
+
+    return render
+
+
 def _composite(name: str, arity: int, infer: Any, attrs: Mapping[str, Attr], depth: Any, **meta):
     getattr(composites, name)  # defined there
     keywords = tuple(attrs)
@@ -275,8 +290,13 @@ register(
         1,
         results.permute_infer,
         *printed(lambda a, attrs: f"xp.permute_dims({a[0]}, {attrs['axes']!r})"),
-        # x.transpose() reverses every axis: an empty permutation is passed as one
-        method=lambda a, attrs: f"{a[0]}.transpose({_sequence(attrs['axes'])})",
+        # x.transpose() reverses every axis: an empty permutation is passed as one; a swap of
+        # the last two axes is x.mT (NumPy 2's matrix transpose)
+        method=lambda a, attrs: (
+            f"{a[0]}.mT"
+            if _swaps_last_two(attrs["axes"])
+            else f"{a[0]}.transpose({_sequence(attrs['axes'])})"
+        ),
         attrs={"axes": Attr("axes")},
         **_LAYOUT,
     )
@@ -305,8 +325,10 @@ register(
         **_LAYOUT,
     )
 )
-_reduction("max", np.max, 1.0, keeps="bounds")
-_reduction("min", np.min, 1.0, keeps="bounds")
+# NumPy's other names for them, np.amax and np.amin, where an axis is given (np.max and np.min
+# for whole-array reductions): the frontend dispatches both names.
+_reduction("max", np.max, 1.0, keeps="bounds", numpy=_aliased("max", "amax"))
+_reduction("min", np.min, 1.0, keeps="bounds", numpy=_aliased("min", "amin"))
 _reduction("mean", np.mean, 1.0)
 # ddof: NumPy divides the sum of squared deviations by max(n - ddof, 0) (inf or NaN at 0).
 _reduction("var", np.var, 2.0, {"ddof": Attr("count", 0)})
