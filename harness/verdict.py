@@ -46,6 +46,7 @@ def judge_output(
         exact=tolerance.exactly_rounded(case.program) and rounds_as_numpy(backend),
         coupled=tolerance.couples(case.program),
         signed_zeros=tolerance.signs_settled(case.program),
+        numpy=expected,
     )
 
 

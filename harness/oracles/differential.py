@@ -99,7 +99,7 @@ class Differential(Oracle):
             verdict = tolerance.compare(
                 out, yardstick(refs), others, steps, working, local=local,
                 exact=exact and rounds_as_numpy(result.backend),
-                coupled=coupled, signed_zeros=settled,
+                coupled=coupled, signed_zeros=settled, numpy=expected,
             )  # fmt: skip
             judgement.errors[result.backend] = verdict.max_ulps
             judgement.margins[result.backend] = verdict.excess

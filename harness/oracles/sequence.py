@@ -104,6 +104,7 @@ def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple
         exact=tolerance.exactly_rounded(program),
         coupled=tolerance.couples(program),
         signed_zeros=tolerance.signs_settled(program),
+        numpy=expected.output,
     )
     return None if verdict.ok else ("mismatch", verdict.reason)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from compiler import primitives
 
-from ..model import Const, Ref
+from ..model import FLOAT_DTYPES, LOW_PRECISION_DTYPES, Const, Ref
 from .shapes import (
     VECTOR_SIDES,
     attention_configs,
@@ -51,6 +51,24 @@ def _weak_left(g: Gen) -> bool:
     return g.draw(st.integers(0, 3)) != 0
 
 
+def _scalar(g: Gen, p: Value, value: int | float) -> Const:
+    """A power's constant: a Python scalar 3 times in 4, else a NumPy scalar of a float dtype
+    next to ``p`` (``x ** np.float32(0.5)``): the frontend takes the two apart (a weak one
+    keeps the array's dtype) and NumPy's scalar power loops see both (a sqrt for 0.5 that
+    only a Python float reached went unseen)."""
+    strong = [
+        d
+        for d in FLOAT_DTYPES
+        if g.cfg.compatible(d, p.dtype, "power")
+        and (d not in LOW_PRECISION_DTYPES or d in g.cfg.dtypes)
+    ]
+    if not strong or g.draw(st.integers(0, 3)) != 3:
+        return Const(value)
+    dtype = uniform(g.draw, strong)
+    event(f"const:strong-power-{dtype}")
+    return Const(float(value), dtype)
+
+
 def _binary(g: Gen, op: str) -> None:
     form = g.takes_const_form()
     left = form == CONST_LEFT
@@ -59,14 +77,17 @@ def _binary(g: Gen, op: str) -> None:
         kind = g.draw(st.sampled_from(["exponent", "base"]))
         kind = "base" if left else kind
         if kind == "base":
-            g.node(op, Const(g.draw(st.sampled_from(g.rarely([2.0, 0.5], RARE_BASES)))), p)
+            base = g.draw(st.sampled_from(g.rarely([2.0, 0.5], RARE_BASES)))
+            g.node(op, _scalar(g, p, base), p)
             return
         # 0.5 on any sign: NumPy computes it as sqrt, which differs from pow() at -inf and -0.0
         # (a negative base's NaN is NumPy's answer too).
         exponents: list[int | float] = [2, 3, 2.0, -1.0, 0.5]
         # each exponent as often (the rarer ones are half the table)
         exponents += RARE_EXPONENTS
-        g.node(op, p, Const(uniform(g.draw, exponents)))
+        # 0.5 a quarter of the time besides: the only exponent the frontend takes apart (sqrt)
+        value = 0.5 if g.draw(st.integers(0, 3)) == 3 else uniform(g.draw, exponents)
+        g.node(op, p, _scalar(g, p, value))
         return
     if left:  # (``programs`` takes the form only for an op that takes constants)
         g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p)
@@ -299,7 +320,16 @@ def _gather(g: Gen, op: str) -> None:
     # steps is never a view (a planted crash in that stage went unseen for 90 s otherwise).
     odds = min(g.cfg.view_odds, 2)
     if odds and g.may_view() and (odds == 1 or g.draw(st.integers(0, 2)) == 2):
-        p = g.view(g.shape(), g.dtype(g.cfg.op_dtypes(op)))
+        shape, dtype = g.shape(), g.dtype(g.cfg.op_dtypes(op))
+        if g.draw(st.integers(0, 1)):
+            # One element, or a column, taken with a step (``x[2::3, -1]`` of 4 rows): an
+            # extent-1 innermost dim whose stride is not 1, which the vectorized gather's
+            # lowering must not take as contiguous
+            shape = (1,) if g.draw(st.integers(0, 1)) or not shape else (*shape[:-1], 1)
+            event("gather:strided-unit-table")
+            p = g.view(shape, dtype, unit_step=True)
+        else:
+            p = g.view(shape, dtype)
     elif g.cfg.max_rank >= 2 and g.draw(st.integers(0, 2)) == 2:
         # A table of one row (every id 0, or out of range), vector-wide: the lookup's clamp and
         # the vectorizer's masks meet a unit extent (a masked gather by 2-D ids from a 1 x 17

@@ -242,7 +242,7 @@ class Gen:
         step (whose later focused steps need the budget)?"""
         return self.budget >= 2 and self.steps > len(self.cfg.first)
 
-    def view(self, shape: Shape, dtype: str) -> Value:
+    def view(self, shape: Shape, dtype: str, unit_step: bool = False) -> Value:
         """An operand of ``shape`` that is a view of a larger input, so that every op meets the
         layouts a slice leaves in memory (strided, offset, reversed, transposed), not only
         matmul: the kernels read them through strided memrefs (the vectorizer's transfers and
@@ -250,6 +250,17 @@ class Gen:
         a sliced table was in no case of 1500, and cpu-vector's ``gathers`` stage, which exists
         for such tables, ran in none."""
         rank = len(shape)
+        units = [a for a, d in enumerate(shape) if d == 1]
+        if units and (unit_step or self.draw(st.integers(0, 1))):
+            # One element of an axis taken with a step: an extent-1 dim whose stride is not its
+            # contiguous one (a layout test that takes every extent-1 dim as contiguous, whatever
+            # its stride, is wrong only here; a gather from such a column went unseen).
+            axis = uniform(self.draw, units)
+            step, start = self.draw(st.integers(2, 3)), self.draw(st.integers(0, 1))
+            event("operand:view-unit-step")
+            base = (*shape[:axis], start + step, *shape[axis + 1 :])
+            key = (Ellipsis, slice(start, start + step, step), *(slice(None),) * (rank - 1 - axis))
+            return self.node("index", self.input(base, dtype), key=key)
         kinds = ["inner-step", "offset", "reversed"]
         if rank >= 2:
             kinds += ["row-step", "transposed"]

@@ -757,3 +757,25 @@ def test_a_matmuls_zero_sign_is_its_kernels() -> None:
     b = ProgramBuilder()
     x, w, c = b.input((3, 2), "float32"), b.input((2, 4), "float32"), b.input((4,), "float32")
     assert not tolerance.signs_settled(b.build(b.node("linear", x, w, c)))
+
+
+def test_numpys_own_answer_is_never_an_error() -> None:
+    """The compiler's semantics are NumPy's: an element equal to NumPy's, bit for bit, passes
+    whatever the extended-precision truth says. A float16 ``2.0 ** x`` overflows to inf before
+    ``<= 1e10`` in NumPy and in every dtype-faithful run, so the comparison is True there and
+    False in the truth, and NumPy's 102 was reported as one off; any other value still fails."""
+    from harness.case import Case
+    from harness.verdict import judge_output
+    from strategies.model import Const, ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((1, 1), "float16")
+    wide = b.node("astype", x, dtype="float64")
+    small = b.node("less_equal", b.node("power", Const(2.0), x), Const(1e10))
+    program = b.build(b.node("add", b.node("astype", small, dtype="float16"), wide))
+    case = Case(program, [np.array([[101.0]], np.float16)])
+    with np.errstate(all="ignore"):
+        numpy_answer = np.asarray(program.as_function()(*case.inputs))
+    assert numpy_answer[0, 0] == 102.0
+    assert judge_output(case, numpy_answer, use_jax=False).ok
+    assert not judge_output(case, numpy_answer + 1.0, use_jax=False).ok

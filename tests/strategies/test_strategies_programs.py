@@ -641,3 +641,33 @@ def test_gathers_take_one_row_tables_by_two_dimensional_ids() -> None:
         settings=settings(database=None, max_examples=2000, phases=[Phase.generate]),
     )
     assert one_row_by_matrix(found)
+
+
+def test_power_constants_are_numpy_scalars_too_and_views_stride_unit_dims() -> None:
+    """A power's constant is a NumPy scalar a quarter of the time (``x ** np.float32(0.5)``:
+    NumPy's sqrt loop through another frontend path than a Python float's), and a view of a
+    shape with an extent-1 dim takes that dim with a step half the time (an extent-1 dim whose
+    stride is not its contiguous one); gathers read one-element strided tables."""
+    quick = settings(database=None, max_examples=3000, phases=[Phase.generate])
+    found = find(
+        programs(max_nodes=1, ops=["power"], dtypes=["float32"]),
+        lambda p: any(
+            not isinstance(a, Ref) and a.dtype == "float32" and a.value == 0.5
+            for n in p.nodes
+            for a in n.args
+        ),
+        settings=quick,
+    )
+    assert found.nodes[0].op == "power"
+
+    def strided_unit(p: Program) -> bool:
+        for n in p.nodes:
+            if n.op == "gather" and n.args[0].kind == "node":
+                view = p.nodes[n.args[0].index]
+                key = view.attrs.get("key", ())
+                steps = [k.step for k in key if isinstance(k, slice) and k.step not in (None, 1)]
+                if view.op == "index" and p.type_of(n.args[0]).shape == (1,) and steps:
+                    return True
+        return False
+
+    find(programs(max_nodes=3, ops=["gather"], views=1), strided_unit, settings=quick)
