@@ -166,7 +166,7 @@ def persisted(function: Any, inputs: list[Any], backend: str) -> int:
     import compiler
     from compiler.runtime import instrumented
 
-    from .run.worker import through_the_persistent_cache
+    from .run.worker import _same_values, through_the_persistent_cache
 
     fn = compiler.jit(function)
     with instrumented(False):
@@ -176,8 +176,8 @@ def persisted(function: Any, inputs: list[Any], backend: str) -> int:
     if got is None:
         print(f"not judged: {backend} stored no kernel (not one of our CPU targets, or no ld)")
         return 0
-    if got.tobytes() == want.tobytes() and got.dtype == want.dtype:
-        print("ok: the kernel loaded from the persistent cache gives the same bits")
+    if _same_values(got, want):
+        print("ok: the kernel loaded from the persistent cache gives the same bits (NaN as NaN)")
         return 0
     print(
         "FAILS the determinism oracle: the kernel loaded from the persistent cache gives "
