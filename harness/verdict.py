@@ -166,7 +166,7 @@ def persisted(function: Any, inputs: list[Any], backend: str) -> int:
     import compiler
     from compiler.runtime import instrumented
 
-    from .run.worker import _same_values, through_the_persistent_cache
+    from .run.worker import same_bits, through_the_persistent_cache
 
     fn = compiler.jit(function)
     with instrumented(False):
@@ -176,7 +176,7 @@ def persisted(function: Any, inputs: list[Any], backend: str) -> int:
     if got is None:
         print(f"not judged: {backend} stored no kernel (not one of our CPU targets, or no ld)")
         return 0
-    if _same_values(got, want):
+    if same_bits(got, want):
         print("ok: the kernel loaded from the persistent cache gives the same bits (NaN as NaN)")
         return 0
     print(

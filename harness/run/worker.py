@@ -132,7 +132,10 @@ def _repeat_checks(
             recompiled = np.array(fn(*inputs, target=backend), copy=True)
         reloaded = through_the_persistent_cache(fn, inputs, backend, _persistent_directory(), mark)
         if reloaded is not None:
-            result.persisted = _same_values(reloaded, snapshot)
+            # NaN as NaN (``same_bits``): a kernel loaded from the cache gave +nan for log of a
+            # negative where the one compiled in process gave NumPy's -nan (finite values of
+            # log, exp, sin, tanh, cbrt agree; which log the loaded object binds is unknown)
+            result.persisted = same_bits(reloaded, snapshot)
     arrays = [np.asarray(first), np.asarray(again), np.asarray(other)]
     shared = any(np.shares_memory(arrays[i], arrays[j]) for i in range(3) for j in range(i + 1, 3))
     unchanged = np.asarray(first).tobytes() == snapshot.tobytes()
@@ -305,26 +308,6 @@ def run_backend(
     if not shared:
         fn.clear()
     return results
-
-
-def _same_values(got: np.ndarray, want: np.ndarray) -> bool:
-    """Bit for bit, but any NaN for a NaN: a kernel loaded from the persistent cache gave +nan
-    for ``log`` of a negative where the same code JIT-compiled in process gave NumPy's -nan
-    (finite values the same, over 4096 of log, exp, sin, tanh and cbrt; which ``log`` the
-    loaded object binds is not pinned down), and NumPy leaves a NaN's sign to the platform."""
-    got, want = np.asarray(got), np.asarray(want)
-    if got.dtype != want.dtype or got.shape != want.shape:
-        return False
-    if got.tobytes() == want.tobytes():
-        return True
-    if got.dtype.kind != "f" and not (got.dtype.kind == "V" and got.dtype.itemsize == 2):
-        return False  # not a float (bfloat16 is kind "V")
-    flat_got = np.ascontiguousarray(got).reshape(-1)
-    flat_want = np.ascontiguousarray(want).reshape(-1)
-    bits = flat_got.view(np.uint8).reshape(flat_got.size, -1)
-    same = (bits == flat_want.view(np.uint8).reshape(flat_want.size, -1)).all(axis=1)
-    nan = np.isnan(flat_got.astype(np.float64)) & np.isnan(flat_want.astype(np.float64))
-    return bool(np.all(same | nan))
 
 
 def _kept(mark: Any, steps: list[str]) -> Any:

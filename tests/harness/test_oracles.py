@@ -234,13 +234,13 @@ def test_the_recompiled_backend_also_goes_through_the_persistent_cache(monkeypat
 def test_the_persistent_caches_round_trip_takes_any_nan_for_a_nan():
     """A kernel loaded from the persistent cache gave +nan for log of a negative where the one
     compiled in process gave NumPy's -nan: bits are compared, but NaN as NaN."""
-    from harness.run.worker import _same_values
+    from harness.run.worker import same_bits
 
     a, b = np.array([1.0, np.nan, -0.0]), np.array([1.0, -np.nan, -0.0])
-    assert _same_values(a, b) and _same_values(a.astype(np.float16), b.astype(np.float16))
-    assert not _same_values(a, np.array([1.0, np.nan, 0.0]))  # a zero's sign still counts
-    assert not _same_values(np.array([1, 2], np.int32), np.array([1, 3], np.int32))
-    assert not _same_values(a, a.astype(np.float32))
+    assert same_bits(a, b) and same_bits(a.astype(np.float16), b.astype(np.float16))
+    assert not same_bits(a, np.array([1.0, np.nan, 0.0]))  # a zero's sign still counts
+    assert not same_bits(np.array([1, 2], np.int32), np.array([1, 3], np.int32))
+    assert not same_bits(a, a.astype(np.float32))
 
 
 def test_a_crash_in_an_oracles_own_step_is_replayed_with_that_oracle():
