@@ -249,7 +249,7 @@ def reproducer(case: Case, finding: Any) -> str:
         footer = [
             "# Judged as the determinism oracle does (harness/oracles/structural.py): compiled in",
             "# this process, then stored to and loaded back from a persistent compilation cache",
-            "# (compiler/persist.py). Exit 1: other bits; a crash kills the script.",
+            "# (compiler/persist.py). Exit 1: other bits (NaN as NaN); a crash kills the script.",
             "from harness.verdict import persisted",
             "",
             f"raise SystemExit(persisted(program, [{names}], {backend!r}))",

@@ -402,7 +402,7 @@ def cases(
 
 
 def _gpu_available() -> bool:
-    """Can ``GPU_SAMPLED`` compile here (the MLIR passes of its pipeline and ptxas)?"""
+    """Can ``GPU_SAMPLED`` run here (this MLIR has the passes of its pipeline)?"""
     from compiler import backends as registry
 
     return registry.get(GPU_SAMPLED).unavailable() is None
