@@ -336,23 +336,12 @@ class GpuNvptxBackend:
         return outputs
 
 
-class _Emulated:
-    """The emulated kernel, callable as a kernel is (outputs, error flags)."""
-
-    def __init__(self, kernel: Any) -> None:
-        self.kernel = kernel
-
-    def __call__(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        return self.kernel([np.require(a, requirements="C") for a in arrays])
-
-
 class GpuEmulatedBackend(GpuNvptxBackend):
     """gpu-nvptx's stages up to ``mapped``, that stage run sequentially on the CPU
     (``compiler.gpu.emulate``): the GPU lowering's device memory, tiling, block/thread mapping
     and bound guards judged against NumPy on any machine. Outlining, NVVM code generation and
     PTX are gpu-nvptx's (ptxas-checked); they are half of its compile time, left out here.
-    Its heap is the emulation's (each ``gpu.alloc`` a ``memref.alloc``), not the device's, so
-    its kernel is no ``runtime.Kernel`` to the harness: the memory oracle does not count it."""
+    The memory oracle does not count it (``emulate.EmulatedKernel``)."""
 
     name = EMULATED
     description = "gpu-nvptx's stages up to gpu.launch, run sequentially on the CPU"
@@ -385,7 +374,7 @@ class GpuEmulatedBackend(GpuNvptxBackend):
             if artifacts.native is None:
                 notify(self.name, LLVM)
                 try:
-                    artifacts.native = _Emulated(emulated_kernel(artifacts))
+                    artifacts.native = emulated_kernel(artifacts)
                 except ir.MLIRError as error:  # the emulation's loops or LOWER on them
                     stage = artifacts.stages[EMULATED_STAGE]
                     raise CompilerError("emulated", LOWER, str(error), stage) from None

@@ -181,13 +181,16 @@ def _violate(
     raise AssertionError(name)
 
 
-def _checked(violations: Iterable[str] | None) -> tuple[str, ...]:
+def _violation(draw: st.DrawFn, violations: Iterable[str] | None) -> str:
+    """One of ``violations`` (any if None; a ValueError naming unknown ones), near uniformly."""
     names = tuple(VIOLATIONS if violations is None else violations)
     unknown = set(names) - set(VIOLATIONS)
     if unknown or not names:
         what = f"unknown violations {sorted(unknown)}" if unknown else "no violations"
         raise ValueError(f"{what}; choose from {tuple(VIOLATIONS)}")
-    return names
+    name = uniform(draw, names)
+    event(f"violation:{name}")
+    return name
 
 
 @st.composite
@@ -195,9 +198,7 @@ def invalid_programs(
     draw: st.DrawFn, violations: Iterable[str] | None = None, *, max_nodes: int = 3
 ) -> InvalidProgram:
     """A valid program of up to ``max_nodes`` nodes plus exactly one violation, labelled."""
-    names = _checked(violations)
-    name = uniform(draw, names)
-    event(f"violation:{name}")
+    name = _violation(draw, violations)
     return _violated(draw, draw(programs(max_nodes=max_nodes)), name)
 
 
@@ -208,10 +209,7 @@ def violations_of(
     """``base`` (a valid program) plus exactly one violation of ``violations``, labelled: an
     invalid program's siblings are its valid part with other violations (each is rejected
     before any MLIR is built, so a case judges three for little more than the cost of one)."""
-    names = _checked(violations)
-    name = uniform(draw, names)
-    event(f"violation:{name}")
-    return _violated(draw, base, name)
+    return _violated(draw, base, _violation(draw, violations))
 
 
 def _violated(draw: st.DrawFn, base: Program, name: str) -> InvalidProgram:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from compiler import primitives
 
-from ..model import FLOAT_DTYPES, LOW_PRECISION_DTYPES, Const, Ref
+from ..model import FLOAT_DTYPES, Const, Ref
 from .shapes import (
     VECTOR_SIDES,
     attention_configs,
@@ -56,12 +56,7 @@ def _scalar(g: Gen, p: Value, value: int | float) -> Const:
     next to ``p`` (``x ** np.float32(0.5)``): the frontend takes the two apart (a weak one
     keeps the array's dtype) and NumPy's scalar power loops see both (a sqrt for 0.5 that
     only a Python float reached went unseen)."""
-    strong = [
-        d
-        for d in FLOAT_DTYPES
-        if g.cfg.compatible(d, p.dtype, "power")
-        and (d not in LOW_PRECISION_DTYPES or d in g.cfg.dtypes)
-    ]
+    strong = [d for d in g.strong_dtypes(p.dtype, "power", value) if d in FLOAT_DTYPES]
     if not strong or g.draw(st.integers(0, 3)) != 3:
         return Const(value)
     dtype = uniform(g.draw, strong)

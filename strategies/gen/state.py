@@ -252,19 +252,16 @@ class Gen:
         rank = len(shape)
         units = [a for a, d in enumerate(shape) if d == 1]
         if units and (unit_step or self.draw(st.integers(0, 1))):
-            # One element of an axis taken with a step: an extent-1 dim whose stride is not its
-            # contiguous one (a layout test that takes every extent-1 dim as contiguous, whatever
-            # its stride, is wrong only here; a gather from such a column went unseen).
-            axis = uniform(self.draw, units)
-            step, start = self.draw(st.integers(2, 3)), self.draw(st.integers(0, 1))
-            event("operand:view-unit-step")
-            base = (*shape[:axis], start + step, *shape[axis + 1 :])
-            key = (Ellipsis, slice(start, start + step, step), *(slice(None),) * (rank - 1 - axis))
-            return self.node("index", self.input(base, dtype), key=key)
-        kinds = ["inner-step", "offset", "reversed"]
-        if rank >= 2:
-            kinds += ["row-step", "transposed"]
-        kind = self.draw(st.sampled_from(kinds))
+            # A step along an extent-1 axis: a dim whose stride is not its contiguous one (a
+            # layout test that takes every extent-1 dim as contiguous, whatever its stride, is
+            # wrong only here; a gather from such a column went unseen).
+            kind, axis = "unit-step", uniform(self.draw, units)
+        else:
+            kinds = ["inner-step", "offset", "reversed"]
+            if rank >= 2:
+                kinds += ["row-step", "transposed"]
+            kind = self.draw(st.sampled_from(kinds))
+            axis = rank - 2 if kind == "row-step" else rank - 1
         event(f"operand:view-{kind}")
         if kind == "transposed":
             axes = (*range(rank - 2), rank - 1, rank - 2)
@@ -274,10 +271,9 @@ class Gen:
             axis = self.draw(st.integers(0, rank - 1))
             extent, part = shape[axis], slice(None, None, -1)
         elif kind == "offset":
-            axis, start = rank - 1, self.draw(st.integers(1, 2))
+            start = self.draw(st.integers(1, 2))
             extent, part = shape[axis] + start, slice(start, start + shape[axis])
         else:  # a step: every second or third element, from the first or the second
-            axis = rank - 2 if kind == "row-step" else rank - 1
             step, start = self.draw(st.integers(2, 3)), self.draw(st.integers(0, 1))
             extent = start + (shape[axis] - 1) * step + 1
             part = slice(start, extent, step)
@@ -465,16 +461,7 @@ class Gen:
                 for values in (choices, rare)
             )
         value = self.draw(st.sampled_from(self.rarely(choices, rare)))
-        strong = [
-            d
-            for d in DTYPES
-            if self.cfg.compatible(d, dtype, op)
-            and (d not in LOW_PRECISION_DTYPES or d in self.cfg.dtypes)
-        ]
-        if isinstance(value, float):
-            strong = [d for d in strong if d in FLOAT_DTYPES]
-        elif abs(value) > INT32_MAX:
-            strong = [d for d in strong if d in FLOAT_DTYPES]
+        strong = self.strong_dtypes(dtype, op, value)
         if strong and not weak and self.draw(st.booleans()):
             const_dtype = self.draw(st.sampled_from(strong))
             event(f"const:strong-{const_dtype}")
@@ -484,6 +471,20 @@ class Gen:
             + ("-out-of-range" if isinstance(value, int) and abs(value) > INT32_MAX else "")
         )
         return Const(value)
+
+    def strong_dtypes(self, dtype: str, op: str, value: int | float) -> list[str]:
+        """The dtypes a NumPy scalar of ``value`` may take next to a ``dtype`` operand of
+        ``op``: ones that may meet it there (``compatible``), a low-precision one only where
+        the program draws it, and a float for a float or an int beyond int32."""
+        found = [
+            d
+            for d in DTYPES
+            if self.cfg.compatible(d, dtype, op)
+            and (d not in LOW_PRECISION_DTYPES or d in self.cfg.dtypes)
+        ]
+        if isinstance(value, float) or abs(value) > INT32_MAX:
+            found = [d for d in found if d in FLOAT_DTYPES]
+        return found
 
     def rarely(self, common: Sequence[Any], rare: Sequence[Any]) -> Sequence[Any]:
         """``common`` 3 times in 4, else ``rare`` (its items drawn near uniformly, so the end of
