@@ -104,6 +104,14 @@ def crashed_at(detail: str) -> tuple[str, str]:
     return (match.group(1), match.group(2)) if match else ("", "")
 
 
+def through_the_cache(finding: Finding) -> bool:
+    """Did ``finding`` come out of the persistent cache's round trip (a crash in its step, or
+    other values out of the kernel loaded back: the determinism oracle's)?"""
+    if finding.kind == "crash":
+        return crashed_at(finding.detail)[1] == "persist"
+    return finding.kind == "nondeterministic" and "persistent compilation cache" in finding.detail
+
+
 def judge(
     entry: Entry, runner: Runner, case: Case | None = None
 ) -> tuple[Finding | None, Judgement]:
@@ -321,5 +329,6 @@ __all__ = [
     "replay_iter",
     "reproduce",
     "summary",
+    "through_the_cache",
     "write_junit",
 ]

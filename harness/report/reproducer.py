@@ -241,9 +241,9 @@ def reproducer(case: Case, finding: Any) -> str:
         ]
     if finding.oracle == "tupled" and case.invalid is None:
         footer = _tupled_footer(case, backend)
-    if _through_the_cache(finding) and case.invalid is None:
-        from ..replay import crashed_at
+    from ..replay import crashed_at, through_the_cache  # (replay imports this module's users)
 
+    if through_the_cache(finding) and case.invalid is None:
         backend = crashed_at(finding.detail)[0] or backend  # a crash names its backend
         names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
         footer = [
@@ -293,16 +293,6 @@ def reproducer(case: Case, finding: Any) -> str:
     except Exception as error:  # noqa: BLE001 - a reproducer is documentation, not the record
         return header + f"# no standalone reproducer: {error!r}\n"
     return header + text
-
-
-def _through_the_cache(finding: Any) -> bool:
-    """Did ``finding`` come from the persistent cache's round trip (a crash in its step, or
-    other bits out of it)?"""
-    from ..replay import crashed_at
-
-    if finding.kind == "crash":
-        return crashed_at(finding.detail)[1] == "persist"
-    return finding.kind == "nondeterministic" and "persistent compilation cache" in finding.detail
 
 
 def _tupled_footer(case: Case, backend: str) -> list[str]:

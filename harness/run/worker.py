@@ -148,17 +148,39 @@ def _repeat_checks(
 _PERSISTENT: list[str] = []
 
 
+#: The prefix of a worker's persistent cache directory, followed by its pid.
+_CACHE_PREFIX = "mlir-tensor-fuzz-cache-"
+
+
 def _persistent_directory() -> str:
     """This worker's persistent compilation cache (one for its life, so that a key two programs
-    share would serve one the other's kernel), removed when the worker exits."""
+    share would serve one the other's kernel), removed when the worker exits; those of workers
+    that died without exiting (killed by a crash, a timeout or a signal) go when the next one
+    makes its own."""
     if not _PERSISTENT:
         import atexit
+        import glob
         import shutil
         import tempfile
 
-        _PERSISTENT.append(tempfile.mkdtemp(prefix="mlir-tensor-fuzz-cache-"))
-        atexit.register(shutil.rmtree, _PERSISTENT[0], True)
+        for stale in glob.glob(os.path.join(tempfile.gettempdir(), _CACHE_PREFIX + "*")):
+            pid = os.path.basename(stale)[len(_CACHE_PREFIX) :].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
+        made = tempfile.mkdtemp(prefix=f"{_CACHE_PREFIX}{os.getpid()}-")
+        _PERSISTENT.append(made)
+        atexit.register(shutil.rmtree, made, True)
     return _PERSISTENT[0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def through_the_persistent_cache(

@@ -340,6 +340,16 @@ class Attributor:
                 "the @jit layer (compiler/api.py specialization cache, frontend/pytree.py keys, "
                 "captured arrays) or the runtime's buffers",
             )
+        from ..replay import crashed_at, through_the_cache
+
+        if through_the_cache(finding):
+            return Attribution(
+                "persist",
+                crashed_at(finding.detail)[0] or (finding.backends[0] if finding.backends else ""),
+                "the kernel compiled in this process passes; the one stored to and loaded back "
+                "from the persistent compilation cache does not: compiler/persist.py (key, "
+                "store, load) or the driver's path from disk (driver._from_disk)",
+            )
         raised = re.search(r" \(at (compiler/\S+) in (\S+)\)", finding.detail)
         if finding.kind == "internal-error" and raised:
             return Attribution(

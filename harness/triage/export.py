@@ -48,6 +48,7 @@ OWNERS = {
     "cpu-vector planned (a limitation to confirm upstream, or a plan it cannot take)",
     "runtime": "this project: compiler/runtime.py (the calling convention)",
     "internal": "this project: the compiler's Python code at the file and line the detail names",
+    "persist": "this project: compiler/persist.py (the persistent compilation cache)",
     "gpu": "this project: the GPU lowering (compiler/gpu/pipeline.py: device memory, tiling, "
     "block/thread mapping; gpu-emulated's loops, compiler/gpu/emulate.py) or the MLIR gpu passes "
     "it runs",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -203,6 +204,7 @@ def test_the_recompiled_backend_also_goes_through_the_persistent_cache(monkeypat
     from harness.report.reproducer import reproducer
     from harness.run.task import Task
     from harness.run.worker import _execute
+    from harness.triage.attribution import Attributor
     from strategies.model import ProgramBuilder
 
     b = ProgramBuilder()
@@ -226,6 +228,9 @@ def test_the_recompiled_backend_also_goes_through_the_persistent_cache(monkeypat
     (finding,) = oracles.judge_results(case, [result], references(case), ("determinism",)).findings
     assert finding.kind == "nondeterministic" and "persistent compilation cache" in finding.detail
     assert "persisted(program, [x0], 'cpu-loops')" in reproducer(case, finding)
+    assert Attributor(None).attribute(case, finding).layer == "persist"
+    crash = replace(finding, kind="crash", detail="killed by SIGSEGV [stage cpu-blas@O0 persist]")
+    assert Attributor(None).attribute(case, crash).backend == "cpu-blas@O0"
     # Not one of our CPU targets: nothing is stored, nothing judged.
     other = Task(case, ("graph-numpy",), repeat=True, recompile="graph-numpy")
     assert _execute(other).results[0].persisted is None
@@ -385,3 +390,24 @@ def test_the_worker_tells_a_limitation_of_tracing_from_one_of_a_backend(monkeypa
     [compiled] = run_backend(case, [inputs], "cpu-loops", False)
     assert compiled.status == "unsupported" and compiled.stage != "trace", compiled
     assert compiler.jit(lambda x: x + 1).trace(*inputs)  # tracing itself is fine
+
+
+def test_a_dead_workers_persistent_cache_is_removed_by_the_next(monkeypatch, tmp_path):
+    """A worker killed by a crash or a signal never runs its exit handlers: the next worker to
+    make its cache directory removes those whose process is gone, and no other."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from harness.run import worker
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = tmp_path / f"{worker._CACHE_PREFIX}{done.stdout.strip()}-abc"
+    live = tmp_path / f"{worker._CACHE_PREFIX}{os.getppid()}-def"
+    dead.mkdir(), live.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(worker, "_PERSISTENT", [])
+    made = worker._persistent_directory()
+    assert not dead.exists() and live.exists()
+    assert os.path.basename(made).startswith(f"{worker._CACHE_PREFIX}{os.getpid()}-")
