@@ -433,7 +433,8 @@ class IreeCpuBackend:
         ``inputs`` the case's (a wrong answer that depends on subnormals is IREE's flushing,
         if IREE's ``outputs``, where given, are what flushing gives; one of a float32 sine or
         cosine is IREE's approximation if every wrong element depends on an argument it gets
-        wrong: ``trig_explains``).
+        wrong: ``trig_explains``; one of a float powf, if the expansion's exp(b * log(a)) is
+        not pow where it is wrong: ``pow_explains``).
         A wrong answer of a semantics-changing variant that is no known issue is its control
         (``CONTROLS``): expected, not a bug."""
         from .iree_known import (
@@ -443,6 +444,7 @@ class IreeCpuBackend:
             double_rounding_explains,
             flushing_explains,
             known_issue,
+            pow_explains,
             trig_explains,
         )
 
@@ -451,10 +453,12 @@ class IreeCpuBackend:
         sine = values and trig_explains(graph, inputs, outputs, SINE_RULES)
         reduced = values and not sine and trig_explains(graph, inputs, outputs, TRIG_RULES)
         twice = values and double_rounding_explains(graph, inputs, outputs)
+        pow_issue = pow_explains(graph, inputs, outputs) if values else None
         module = emit.build(graph, abi="tensor")[0]
         issue = known_issue(
-            module, message, self.name, bool(subnormal), bool(sine), bool(reduced), bool(twice)
-        )
+            module, message, self.name, bool(subnormal), bool(sine), bool(reduced), bool(twice),
+            pow_issue,
+        )  # fmt: skip
         if issue is None and not message and self.semantics:
             options, _ = parse(self.name)
             issue = next(CONTROLS[o] for o in options if o in CONTROLS)

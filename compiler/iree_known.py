@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .dtypes import is_float
 from .frontend.graph import Graph
 from .iree import NAME, OPTIONS, flags_of, run_compiler
 from .known import (
@@ -69,6 +70,27 @@ F32_POWF_EXPANSION = KnownIssue(
     "IREE (llvm-cpu, PolynomialApproximationPass): float32 math.powf is exp(b * log(a)) "
     "(MLIR's populateExpandPowFPattern), whose error grows with |b log a| as in float64 "
     "(f64-powf-expansion): 2855931904 ** 1 is 2855934720, 11 ulps off (NumPy: exact)",
+    "none found in IREE's flags",
+)
+POWF_SPECIAL_CASES = KnownIssue(
+    "powf-special-cases",
+    "not reported upstream yet: a regression of llvm/llvm-project#118945 (pow(x, 0) is nan), "
+    "fixed by PR #119015 and lost when PR #126338 rewrote the expansion; "
+    "tests/upstream/test_mlir_22_1_8.py pins it with mlir-opt alone",
+    "MLIR's math.powf expansion (populateExpansionPatterns, mlir-opt "
+    "--math-expand-ops=ops=powf; IREE's llvm-cpu expands every powf): exp(b * log(a)) for an "
+    "exponent that is not a constant keeps none of pow's special cases: pow(x, 0) of 0, inf and "
+    "nan, pow(1, y) of nan and inf are nan, pow(-0, 3) is +0 (llvm.pow, which "
+    "convert-math-to-llvm emits, gives C's 1, 1 and -0)",
+    "none found in IREE's flags",
+)
+POWF_NEGATIVE_BASE = KnownIssue(
+    "powf-negative-base",
+    "llvm/llvm-project#132202 (open; PR #193231, open, would fix it); iree-org/iree#19996 (the "
+    "exponent 3, fixed by PR #127256)",
+    "MLIR's math.powf expansion (IREE's llvm-cpu): exp(b * log(a)) is nan for every negative "
+    "base, where pow gives +-|a| ** b for an integer b: (-2) ** 2 is nan (upstream has held that "
+    "math.powf need not support a < 0)",
     "none found in IREE's flags",
 )
 HALF_DOUBLE_ROUNDING = KnownIssue(
@@ -169,6 +191,7 @@ CONVOLUTION_DIMS_CRASH = KnownIssue(
 )
 KNOWN_ISSUES = (
     F64_LIBM_LINK, RANK0_RESHAPE_CRASH, VECTORIZED_COUNT, F64_POWF_EXPANSION, F32_POWF_EXPANSION,
+    POWF_SPECIAL_CASES, POWF_NEGATIVE_BASE,
     HALF_DOUBLE_ROUNDING, DENORMAL_FLUSH, SIN_SMALL_NEGATIVE, WORKGROUP_DISTRIBUTION,
     BF16_CONVERT_LINK, REVERSED_ACCESS, TRIG_RANGE_REDUCTION, STRIDED_GATHER,
     CONVOLUTION_DIMS_CRASH,
@@ -295,15 +318,33 @@ def trig_explains(
     of ``outputs`` (IREE's, where given) that is not NumPy's answer (within 4 ulps) depends on
     one: NumPy's answer there changes when those results are replaced by a stand-in
     (``_WRONG``). A case that takes such an argument and fails elsewhere may be a new bug."""
-    from .interpret import evaluate_graph, evaluate_values
+    from .interpret import evaluate_values
 
     plain = evaluate_values(graph, list(inputs))
-    masks = {}
+    masks: dict[int, np.ndarray] = {}
     for names, wrong_at in rules:
         for node in _trig_nodes(graph, names):
             mask = wrong_at(np.asarray(plain[id(node.args[0])], np.float64))
             if np.any(mask):
                 masks[id(node)] = masks[id(node)] | mask if id(node) in masks else mask
+    stand_ins = [lambda key, v, wrong=wrong: wrong(v) for wrong in _WRONG]
+    return _explained(graph, inputs, outputs, plain, masks, stand_ins)
+
+
+def _explained(
+    graph: Graph,
+    inputs: list[np.ndarray],
+    outputs: list | None,
+    plain: dict[int, Any],
+    masks: dict[int, np.ndarray],
+    stand_ins: list[Any],
+) -> bool:
+    """Do the elements ``masks`` marks (per node id) explain ``outputs``: some is marked, and
+    every element of ``outputs`` (where given) off NumPy's answer changes when the marked
+    elements are replaced by a stand-in (``stand_in(node id, value)``: the node's whole value,
+    of which the marked elements are taken)? ``plain``: NumPy's values of every node."""
+    from .interpret import evaluate_graph
+
     if not masks:
         return False
     if outputs is None:
@@ -312,7 +353,7 @@ def trig_explains(
     if len(outputs) != len(want):
         return False
     tainted = [np.zeros(w.shape, bool) for w in want]
-    for stand_in in _WRONG:
+    for stand_in in stand_ins:
 
         def at(node: Any, value: Any, stand_in: Any = stand_in) -> Any:
             mask = masks.get(id(node))
@@ -320,7 +361,7 @@ def trig_explains(
                 return value
             v = np.asarray(value)
             with np.errstate(all="ignore"):
-                return np.where(mask, stand_in(v), v).astype(v.dtype)
+                return np.where(mask, stand_in(id(node), v), v).astype(v.dtype)
 
         changed = evaluate_graph(graph, list(inputs), at=at)
         for k, (w, c) in enumerate(zip(want, changed, strict=True)):
@@ -334,6 +375,73 @@ def trig_explains(
     return True
 
 
+#: Constant exponents MLIR's powf expansion rewrites without exp and log (``convertPowfOp``).
+_POW_SHORTCUTS = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0)
+
+
+def _expanded_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """MLIR's expansion of ``math.powf`` for an exponent that is no shortcut: exp(b * log(a)),
+    exactly (its rounding aside), in float64."""
+    with np.errstate(all="ignore"):
+        return np.exp(b * np.log(a))
+
+
+def _categorically_off(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Elementwise: a NaN for a number or a number for a NaN, an infinity for a finite number
+    (or the other infinity), or a zero of the other sign: not rounding, another answer."""
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    nan_got, nan_want = np.isnan(got), np.isnan(want)
+    both = ~nan_got & ~nan_want
+    with np.errstate(invalid="ignore"):
+        inf = both & (np.isinf(got) | np.isinf(want)) & (got != want)
+        zero = both & (got == 0) & (want == 0) & (np.signbit(got) != np.signbit(want))
+    return (nan_got != nan_want) | inf | zero
+
+
+def pow_explains(graph: Graph, inputs: list[np.ndarray], outputs: list | None) -> KnownIssue | None:
+    """The known issue of MLIR's powf expansion (which IREE's llvm-cpu applies) that a wrong
+    answer on ``inputs`` is, if any: every element of ``outputs`` (IREE's, where given) off
+    NumPy's answer depends on a float ``power`` whose expansion, exp(b * log(a)), is
+    categorically off pow (``_categorically_off``) there: ``POWF_NEGATIVE_BASE`` where that
+    takes only negative bases, else ``POWF_SPECIAL_CASES`` (pow(x, 0), pow(1, y), signed
+    zeros). Exponents the expansion rewrites without exp and log (constants 0, 1, 2...) are
+    left out. Rounding (``|b log a|`` large) is ``F32_POWF_EXPANSION``/``F64_POWF_EXPANSION``."""
+    from .frontend.graph import topological
+    from .interpret import evaluate_values
+
+    powers = [
+        n for n in topological(graph.outputs)
+        if n.op == "elementwise" and n.prim.name == "power" and is_float(n.dtype)
+    ]  # fmt: skip
+    if not powers:
+        return None
+    plain = evaluate_values(graph, list(inputs))
+    negative: dict[int, np.ndarray] = {}
+    special: dict[int, np.ndarray] = {}
+    models: dict[int, np.ndarray] = {}
+    for node in powers:
+        base, exponent = (np.asarray(plain[id(arg)]) for arg in node.args[:2])
+        if node.args[1].op == "const" and np.all(np.isin(exponent, _POW_SHORTCUTS)):
+            continue
+        want = np.asarray(plain[id(node)])
+        a, b = np.broadcast_arrays(base.astype(np.float64), exponent.astype(np.float64))
+        with np.errstate(all="ignore"):
+            model = _expanded_pow(a, b).astype(want.dtype)
+        off = _categorically_off(model, want)
+        below = off & (a < 0)
+        if np.any(below):
+            negative[id(node)] = below
+        if np.any(off):
+            special[id(node)] = off
+        models[id(node)] = model
+    stand_ins = [lambda key, v: models[key]]
+    if _explained(graph, inputs, outputs, plain, negative, stand_ins):
+        return POWF_NEGATIVE_BASE
+    if _explained(graph, inputs, outputs, plain, special, stand_ins):
+        return POWF_SPECIAL_CASES
+    return None
+
+
 def known_issue(
     module: str,
     message: str = "",
@@ -342,6 +450,7 @@ def known_issue(
     small_negative_sine: bool = False,
     trig_reduced: bool = False,
     double_rounded: bool = False,
+    pow_issue: KnownIssue | None = None,
 ) -> KnownIssue | None:
     """The known IREE issue a failure of variant ``name`` on tensor-ABI ``module`` is, if any:
     ``message`` is the compile error (empty for a wrong answer, which recompiles the module up
@@ -351,7 +460,8 @@ def known_issue(
     sine's of arguments in (-pi/2, 0) (``trig_explains`` with ``SINE_RULES``);
     ``trig_reduced``: a sine's or cosine's of arguments past pi/4 (with ``TRIG_RULES``);
     ``double_rounded``: what float64 -> float16 through float32 gives
-    (``known.double_rounding_explains``)."""
+    (``known.double_rounding_explains``); ``pow_issue``: what ``pow_explains`` found (a powf
+    in the module that is not that is the expansion's rounding)."""
     if _LIBM.search(message):
         return F64_LIBM_LINK
     if _TRUNCSFBF2 in message:
@@ -376,6 +486,8 @@ def known_issue(
         return TRIG_RANGE_REDUCTION
     if double_rounded:
         return HALF_DOUBLE_ROUNDING
+    if pow_issue is not None:
+        return pow_issue
     if _F64_POWF.search(module):
         return F64_POWF_EXPANSION
     if _F32_POWF.search(module):
@@ -396,6 +508,8 @@ __all__ = [
     "F32_POWF_EXPANSION",
     "F64_POWF_EXPANSION",
     "HALF_DOUBLE_ROUNDING",
+    "POWF_NEGATIVE_BASE",
+    "POWF_SPECIAL_CASES",
     "KNOWN_ISSUES",
     "RANK0_RESHAPE_CRASH",
     "REVERSED_ACCESS",
@@ -414,5 +528,6 @@ __all__ = [
     "ignores_input",
     "known_issue",
     "strided_gather",
+    "pow_explains",
     "trig_explains",
 ]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from compiler_checks import check
 
-from compiler import backends, iree, jit, ops
+from compiler import backends, iree, iree_known, jit, ops
 from compiler.errors import CompilerError
 
 NAME = iree.NAME
@@ -493,6 +493,44 @@ def test_powf_expansion_in_float32_is_its_own_known_issue(installed) -> None:
         assert issue == iree.F32_POWF_EXPANSION.to_dict()
     module = iree.emit.build(graph, abi="tensor")[0]
     assert iree._F32_POWF.search(module) and not iree._F64_POWF.search(module)
+
+
+def test_powf_of_a_negative_base_is_the_known_issue(installed) -> None:
+    """IREE expands every powf to exp(b * log(a)): nan for a negative base, (-2) ** 2 and
+    (-1) ** 5.3e36 included (found by a campaign, seed 2026; llvm #132202)."""
+    a, b = np.array([-2.0, -1.0, 3.0], np.float32), np.array([2.0, 5.3e36, 2.0], np.float32)
+    got = jit(lambda u, v: u**v)(a, b, target=NAME)
+    graph = _graph(lambda u, v: u**v, a, b)
+    assert iree_known.pow_explains(graph, [a, b], None) == iree_known.POWF_NEGATIVE_BASE
+    if np.isnan(got[0]):
+        issue = backends.get(NAME).known_issue_of(graph, "", [a, b], [got])
+        assert issue == iree_known.POWF_NEGATIVE_BASE.to_dict()
+
+
+def test_powf_special_cases_are_the_known_issue(installed) -> None:
+    """The expansion keeps none of pow's special cases: pow(0, 0), pow(1, nan), pow(nan, 0) are
+    nan and pow(-0, 3) is +0 (``test_mlir_22_1_8.py`` pins it upstream)."""
+    a = np.array([0.0, 1.0, np.nan, -0.0, 2.0])
+    b = np.array([0.0, np.nan, 0.0, 3.0, 3.0])
+    got = jit(lambda u, v: u**v)(a, b, target=NAME)
+    graph = _graph(lambda u, v: u**v, a, b)
+    if np.isnan(got[0]):
+        issue = backends.get(NAME).known_issue_of(graph, "", [a, b], [got])
+        assert issue == iree_known.POWF_SPECIAL_CASES.to_dict()
+
+
+def test_a_powf_explains_only_its_own_answers() -> None:
+    """Not the expansion: a wrong element that no categorically wrong power reaches, a power
+    the expansion rewrites without exp and log (a constant 2), or rounding alone."""
+    a, b = np.array([-2.0, 3.0], np.float32), np.array([2.0, 2.5], np.float32)
+    graph = _graph(lambda u, v: u**v, a, b)
+    want = np.power(a, b)
+    assert iree_known.pow_explains(graph, [a, b], [np.array([np.nan, want[1]])]) is not None
+    assert iree_known.pow_explains(graph, [a, b], [np.array([np.nan, want[1] + 1])]) is None
+    squared = _graph(lambda u: u**2.0, a)
+    assert iree_known.pow_explains(squared, [a], [np.array([np.nan, 9.0], np.float32)]) is None
+    rounded = np.array([4.0, want[1] * (1 + 1e-5)], np.float32)
+    assert iree_known.pow_explains(graph, [np.abs(a), b], [rounded]) is None
 
 
 def test_float64_to_float16_double_rounding_is_the_known_issue(installed) -> None:

@@ -10,6 +10,7 @@ RuntimeError, which xfail does not swallow. README.md names each upstream issue.
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 from pathlib import Path
@@ -74,7 +75,7 @@ def run(text: str) -> list[float]:
     if proc.returncode != 0 or "data =" not in proc.stdout:
         raise RuntimeError(f"mlir-runner failed:\n{proc.stderr[-2000:]}")
     data = proc.stdout.split("data =", 1)[1]
-    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", data)]
+    return [float(x) for x in re.findall(r"-?(?:nan|inf|\d+(?:\.\d+)?(?:e[-+]?\d+)?)", data)]
 
 
 @xfail("masked vector.reduction <maximumf> lowered with neutral -4.9e-324 (llvm PR #222275)")
@@ -377,3 +378,28 @@ def test_execution_engine_generates_code_at_the_requested_level(tmp_path: Path) 
         engine.dump_to_object_file(str(tmp_path / "jit.o"))
     jit = _instructions(tools["llvm-objdump"], tmp_path / "jit.o", "sum")
     assert jit == code[0], f"the JIT's code at opt_level=0 is llc -O2's: {jit == code[2]}"
+
+
+def same(got: list[float], want: list[float]) -> bool:
+    """Equal element by element, the sign of a zero included, a NaN matching a NaN."""
+    return len(got) == len(want) and all(
+        (math.isnan(g) and math.isnan(w)) or (g == w and math.copysign(1, g) == math.copysign(1, w))
+        for g, w in zip(got, want, strict=True)
+    )
+
+
+@xfail(
+    "math-expand-ops{ops=powf}: pow(x, 0) of 0, nan and inf, pow(1, y) of nan and inf are nan, "
+    "pow(-0, 3) is +0 (a regression of llvm #118945, fixed by PR #119015, lost in PR #126338)"
+)
+def test_powf_expansion_keeps_pows_special_cases() -> None:
+    """``math.powf`` lowers to ``llvm.pow``, C's ``pow``; the expansion to ``exp(b * log(a))``
+    (MLIR's ``populateExpansionPatterns``, which IREE's llvm-cpu applies to every powf) keeps
+    none of its special cases for an exponent that is not a constant."""
+    text = read("powf_special_cases.mlir")
+    want = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -0.0, 8.0]
+    setup(same(run(passes(LOWER, text)), want), "llvm.pow (libm) gives C's special cases")
+    expanded = passes("builtin.module(func.func(math-expand-ops{ops=powf}))", text)
+    setup("math.powf" not in expanded, "the expansion ran")
+    got = run(passes(LOWER, expanded))
+    assert same(got, want), got
