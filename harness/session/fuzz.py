@@ -268,9 +268,9 @@ class Driver(Admission):
         as a fraction of its bound) and at the rarest coverage cells so far. ``HARNESS_UNGUIDED=1``
         turns it off, to measure what it buys (README, Using the harness). A round without the
         target phase observes nothing: Hypothesis would keep each observed case in its Pareto
-        front of targets (the front's upkeep took 10% of a one-minute driver, 0.14 s a case
-        of a few thousand choices, and wrote each case in the example database), which only
-        that phase and a later round's replay use."""
+        front of targets and write it to the example database (the front's upkeep took 3-10% of
+        a driver's time, 0.14 s a case of a few thousand choices), which only that phase and
+        the replays of later rounds use."""
         from hypothesis import target
         from hypothesis.errors import InvalidArgument
 
@@ -280,6 +280,8 @@ class Driver(Admission):
         score = novelty(cells, self.cell_counts)
         for cell in cells:
             self.cell_counts[cell] = self.cell_counts.get(cell, 0) + 1
+        if not self.steering:
+            return
         margin = max(judgement.margins.values(), default=0.0)
         try:
             target(min(float(margin), 1e6) if margin == margin else 1e6, label="error/bound")
@@ -337,7 +339,7 @@ class Driver(Admission):
             else round_number < self.options.rounds
         ):
             round_number += 1
-            is_guided = guided(judged_guided, judged)
+            is_guided = self.steering = guided(judged_guided, judged)
             # A round of a time-boxed session ends early once its focus went stale, unless it is
             # guided (its target phase comes last); a fixed number of rounds (a pytest shard's
             # one round of --fuzz-examples) runs each to its end.

@@ -1396,3 +1396,27 @@ def test_each_violation_is_a_focus_item_its_invalid_cases_exercise() -> None:
 
     collect()
     assert len(seen) >= 10, seen
+
+
+def test_only_guided_rounds_observe_targets(monkeypatch) -> None:
+    """Hypothesis keeps every case with target observations in a Pareto front (its upkeep is a
+    driver's cost), so only a round with the target phase observes; coverage counts go on."""
+    from types import SimpleNamespace
+
+    import hypothesis
+
+    from harness.session.fuzz import Driver
+
+    monkeypatch.delenv("HARNESS_UNGUIDED", raising=False)
+    observed: list[str] = []
+    monkeypatch.setattr(hypothesis, "target", lambda value, label: observed.append(label))
+    driver = SimpleNamespace(
+        runner=SimpleNamespace(last_cells=[("add", "float32")]), cell_counts={}, steering=False
+    )
+    judgement = SimpleNamespace(margins={"differential": 0.5})
+    Driver._steer(driver, judgement)
+    assert observed == [] and driver.cell_counts == {("add", "float32"): 1}
+    driver.steering = True
+    Driver._steer(driver, judgement)
+    assert observed == ["error/bound", "coverage novelty"]
+    assert driver.cell_counts == {("add", "float32"): 2}
