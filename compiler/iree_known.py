@@ -117,7 +117,8 @@ SIN_SMALL_NEGATIVE = KnownIssue(
     "IREE (llvm-cpu, MLIR's polynomial approximation of math.sin): the quadrant is "
     "floor(x * 2/pi), so for x in (-pi/2, 0) it is -1 and sin(x) is computed from x + pi/2 with "
     "an absolute error of an ulp of pi/2: float32 sin(-1.78e-7) is 68% off, sin(-1e-3) 185 ulps "
-    "(positive arguments: within 1 ulp); tests/upstream/test_iree_3_13.py",
+    "(positive arguments: within 1 ulp); and sin(-0) is +0 (x - k * pi/2 with k = floor(-0) is "
+    "-0 - -0, +0); tests/upstream/test_iree_3_13.py",
     "none found in IREE's flags",
 )
 WORKGROUP_DISTRIBUTION = KnownIssue(
@@ -274,7 +275,8 @@ def dispatch_ir(text: str, name: str = NAME) -> str:
 
 
 def _small_negative(x: np.ndarray) -> np.ndarray:
-    return (x < 0) & (x > -np.pi / 2)
+    """Arguments in (-pi/2, 0), and -0 (reduced to +0)."""
+    return (x < 0) & (x > -np.pi / 2) | (x == 0) & np.signbit(x)
 
 
 def _reduced(x: np.ndarray) -> np.ndarray:

@@ -519,6 +519,19 @@ def test_powf_special_cases_are_the_known_issue(installed) -> None:
         assert issue == iree_known.POWF_SPECIAL_CASES.to_dict()
 
 
+def test_the_sine_of_negative_zero_is_the_small_negative_issue(installed) -> None:
+    """sin(-0) is +0 on IREE (found by a campaign, seed 2026): the range reduction's
+    x - k * pi/2 with k = floor(-0) = -0 is +0, the mechanism of ``sin-small-negative``."""
+    x = np.array([-0.0, 0.5], np.float32)
+    graph = _graph(lambda v: np.sin(v), x)
+    assert iree.trig_explains(graph, [x], None, iree.SINE_RULES)
+    assert not iree.trig_explains(graph, [np.abs(x)], None, iree.SINE_RULES)
+    got = jit(np.sin)(x, target=NAME)
+    if not np.signbit(got[0]):
+        issue = backends.get(NAME).known_issue_of(graph, "", [x], [got])
+        assert issue == iree.SIN_SMALL_NEGATIVE.to_dict()
+
+
 def test_a_powf_explains_only_its_own_answers() -> None:
     """Not the expansion: a wrong element that no categorically wrong power reaches, a power
     the expansion rewrites without exp and log (a constant 2), or rounding alone."""
