@@ -250,7 +250,11 @@ _PRCTL = _prctl()
 
 def _die_with_parent() -> None:
     """In iree-compile's child, before exec: die with the process that started it. A harness
-    worker killed for a hang (or any caller killed) must not leave a compile running."""
+    worker killed for a hang (or any caller killed) must not leave a compile running. It runs
+    in a session of its own: a ^C to the fuzz session's process group (which its worker ignores:
+    the driver decides when it stops) killed the compile in flight (LLVM's tools handle SIGINT
+    whatever they inherit), and the session stored "iree-compile crashed (signal 2, SIGINT)" as
+    a new finding."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
@@ -272,6 +276,7 @@ def run_compiler(text: str, flags: tuple[str, ...], output: str = "vmfb") -> byt
                 capture_output=True,
                 timeout=limit,
                 preexec_fn=_die_with_parent if _PRCTL is not None else None,
+                start_new_session=True,  # not stopped by a ^C to its caller's group
             )
         except subprocess.TimeoutExpired as expired:  # run() has killed and reaped the child
             partial = _clean((expired.stderr or b"").decode(errors="replace"))

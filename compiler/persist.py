@@ -236,6 +236,7 @@ def store(entry: str, stages: dict[str, str], engine: Any) -> bool:
             capture_output=True,
             text=True,
             timeout=60,
+            start_new_session=True,  # a ^C to the caller's group is not a link failure
         )
         if linked.returncode != 0:
             message = f"compiler cache: ld failed: {linked.stderr[-500:]}"

@@ -55,6 +55,7 @@ def ptxas(ptx: str) -> tuple[bool, str]:
         proc = subprocess.run(
             [path, *PTXAS_ARGS, source, "-o", os.path.join(tmp, "kernel.cubin")],
             capture_output=True, text=True, timeout=600,
+            start_new_session=True,  # a ^C to the caller's group is not a rejection
         )  # fmt: skip
     return proc.returncode == 0, (proc.stderr + proc.stdout).strip()
 

@@ -11,6 +11,7 @@ NumPy's answer.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -454,6 +455,48 @@ def test_iree_compile_dies_with_its_caller(tmp_path) -> None:
     while _alive(pid):
         assert time.monotonic() < deadline, f"iree-compile ({pid}) outlived its caller"
         time.sleep(0.05)
+
+
+def test_iree_compile_is_not_stopped_by_a_ctrl_c_to_its_callers_group(tmp_path) -> None:
+    """A ^C to a fuzz session's process group reaches its workers, which ignore it (the driver
+    decides when they stop), but it killed the compile in flight, and the session stored
+    "iree-compile crashed (signal 2, SIGINT)" as a new finding (seed 2026): the compile runs
+    in a session of its own and finishes."""
+    import signal
+    import sys
+    import time
+
+    fake = tmp_path / "iree-compile"  # handles SIGINT whatever it inherits, as LLVM's tools do
+    fake.write_text(
+        f"#!{sys.executable}\nimport os, signal, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+        f"open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(2)\nopen(sys.argv[-1], 'w').write('vmfb')\n"
+    )
+    fake.chmod(0o755)
+    code = (
+        "import signal\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"  # as a harness worker does
+        "from compiler import iree\n"
+        f"iree.tool = lambda name: {str(fake)!r}\n"
+        "print(iree.run_compiler('module {}', ()).decode().strip())\n"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    caller = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=root, start_new_session=True, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text().strip():
+            assert time.monotonic() < deadline and caller.poll() is None, "no compile started"
+            time.sleep(0.05)
+        os.killpg(caller.pid, signal.SIGINT)  # the caller's group, as a terminal's ^C
+        out, err = caller.communicate(timeout=60)
+    finally:
+        if caller.poll() is None:
+            caller.kill()
+    assert caller.returncode == 0 and out.strip() == "vmfb", err[-1000:]
 
 
 def _alive(pid: int) -> bool:
