@@ -462,7 +462,7 @@ class IreeCpuBackend:
         module = emit.build(graph, abi="tensor")[0]
         issue = known_issue(
             module, message, self.name, bool(subnormal), bool(sine), bool(reduced), bool(twice),
-            pow_issue,
+            pow_issue, bool(values),
         )  # fmt: skip
         if issue is None and not message and self.semantics:
             options, _ = parse(self.name)

@@ -407,7 +407,9 @@ def pow_explains(graph: Graph, inputs: list[np.ndarray], outputs: list | None) -
     categorically off pow (``_categorically_off``) there: ``POWF_NEGATIVE_BASE`` where that
     takes only negative bases, else ``POWF_SPECIAL_CASES`` (pow(x, 0), pow(1, y), signed
     zeros). Exponents the expansion rewrites without exp and log (constants 0, 1, 2...) are
-    left out. Rounding (``|b log a|`` large) is ``F32_POWF_EXPANSION``/``F64_POWF_EXPANSION``."""
+    left out. Else, if every wrong element depends on such a power's result at all, its rounding
+    (``|b log a|`` large): ``F64_POWF_EXPANSION`` for a float64 power, else
+    ``F32_POWF_EXPANSION`` (without ``outputs``: whenever there is such a power)."""
     from .frontend.graph import topological
     from .interpret import evaluate_values
 
@@ -441,7 +443,20 @@ def pow_explains(graph: Graph, inputs: list[np.ndarray], outputs: list | None) -
         return POWF_NEGATIVE_BASE
     if _explained(graph, inputs, outputs, plain, special, stand_ins):
         return POWF_SPECIAL_CASES
+    # Rounding: every wrong element depends on an expanded power's result at all.
+    every = {key: np.ones(np.shape(model), bool) for key, model in models.items()}
+    if _explained(graph, inputs, outputs, plain, every, _NUDGED):
+        wide = any(np.dtype(n.dtype) == np.float64 for n in powers if id(n) in models)
+        return F64_POWF_EXPANSION if wide else F32_POWF_EXPANSION
     return None
+
+
+#: Stand-ins for a power's result off by its rounding (``pow_explains``): no answer, and one
+#: nudged by a thousandth (a comparison or a cast flips for one of them).
+_NUDGED = (
+    lambda key, v: np.full_like(v, np.nan),
+    lambda key, v: v * (1 + 2.0**-10) + np.copysign(2.0**-10, v),
+)
 
 
 def known_issue(
@@ -453,6 +468,7 @@ def known_issue(
     trig_reduced: bool = False,
     double_rounded: bool = False,
     pow_issue: KnownIssue | None = None,
+    values_judged: bool = False,
 ) -> KnownIssue | None:
     """The known IREE issue a failure of variant ``name`` on tensor-ABI ``module`` is, if any:
     ``message`` is the compile error (empty for a wrong answer, which recompiles the module up
@@ -462,8 +478,10 @@ def known_issue(
     sine's of arguments in (-pi/2, 0) (``trig_explains`` with ``SINE_RULES``);
     ``trig_reduced``: a sine's or cosine's of arguments past pi/4 (with ``TRIG_RULES``);
     ``double_rounded``: what float64 -> float16 through float32 gives
-    (``known.double_rounding_explains``); ``pow_issue``: what ``pow_explains`` found (a powf
-    in the module that is not that is the expansion's rounding)."""
+    (``known.double_rounding_explains``); ``pow_issue``: what ``pow_explains`` found;
+    ``values_judged``: the flags above were judged on the case's values (else a powf in the
+    module is taken for the expansion's rounding: a failure that depends on no power would
+    hide behind it, so only where nothing better is known)."""
     if _LIBM.search(message):
         return F64_LIBM_LINK
     if _TRUNCSFBF2 in message:
@@ -490,9 +508,9 @@ def known_issue(
         return HALF_DOUBLE_ROUNDING
     if pow_issue is not None:
         return pow_issue
-    if _F64_POWF.search(module):
+    if not values_judged and _F64_POWF.search(module):
         return F64_POWF_EXPANSION
-    if _F32_POWF.search(module):
+    if not values_judged and _F32_POWF.search(module):
         return F32_POWF_EXPANSION
     try:
         ir = dispatch_ir(module, name)
