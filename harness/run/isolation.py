@@ -32,6 +32,13 @@ STDERR_TAIL = 8000  # characters of a crashed worker's stderr kept as evidence
 _STOP = {"requested": False}
 
 
+#: Signals that end a process from outside, never by a fault of its own.
+_TERMINATIONS = {int(signal.SIGTERM), int(signal.SIGINT), int(signal.SIGHUP)}
+#: How long a worker's death by one of them waits for this process to be asked to stop too
+#: (then the task is ``stopped``, not a crash: the signal went to the whole process group).
+STOP_GRACE = 1.0
+
+
 def request_stop() -> None:
     """Ask every ``Worker.run`` in this process to give up its task now (a signal handler calls
     this): the worker is killed, the task's write-ahead record stays for the next session."""
@@ -186,7 +193,16 @@ class Worker:
         offset = self._stderr_offset()
         start = time.perf_counter()
 
-        def died(status: str, detail: str) -> Outcome:
+        def died(status: str, detail: str, code: int | None = None) -> Outcome:
+            if code is not None and -code in _TERMINATIONS:
+                # A signal to the whole group (a batch system's time limit, ``systemctl stop``,
+                # ``docker stop``, ``timeout``) ends the worker and its driver alike; the
+                # driver's handler may run a moment after the worker's death is seen.
+                grace = time.perf_counter() + STOP_GRACE
+                while not stop_requested() and time.perf_counter() < grace:
+                    time.sleep(0.02)
+            if stop_requested():
+                return Outcome("stopped", detail=f"stopped on request ({detail})")
             return Outcome(
                 status,
                 detail=detail,
@@ -199,7 +215,7 @@ class Worker:
         except (OSError, BrokenPipeError):
             code = self.process.exitcode
             self.kill()
-            return died("crash", describe_exit(code))
+            return died("crash", describe_exit(code), code)
         deadline = start + limit
         while True:
             if stop_requested():
@@ -222,7 +238,7 @@ class Worker:
                     self.process.join(timeout=5)
                     code = self.process.exitcode
                     self.kill()
-                    return died("crash", describe_exit(code))
+                    return died("crash", describe_exit(code), code)
                 elapsed = time.perf_counter() - start
                 if status == "ok":
                     return Outcome("ok", value=value, seconds=elapsed)
@@ -232,7 +248,7 @@ class Worker:
             if not self.process.is_alive():
                 code = self.process.exitcode
                 self.kill()
-                return died("crash", describe_exit(code))
+                return died("crash", describe_exit(code), code)
 
     def __enter__(self) -> Worker:
         self.start()

@@ -31,6 +31,37 @@ def test_segfault_abort_exit_and_hang_are_reported_and_survived() -> None:
         assert worker.run(2).value == 2
 
 
+def test_a_signal_to_the_whole_group_stops_a_task_it_is_no_crash(monkeypatch) -> None:
+    """A batch system's time limit (or ``systemctl stop``, ``docker stop``) sends SIGTERM to
+    every process: the worker dies of it, and its driver's own handler may run a moment after
+    the death is seen; the task is stopped, not a crash the corpus would keep. SIGTERM to the
+    worker alone is reported as what it is."""
+    import os
+    import signal
+    import threading
+
+    from harness.run import isolation
+
+    monkeypatch.setattr(isolation, "_STOP", {"requested": False})
+    monkeypatch.setattr(isolation, "STOP_GRACE", 0.3, raising=False)
+    with Worker(echo, timeout=30) as worker:
+        assert worker.run(1).status == "ok"
+        pid = worker.process.pid
+
+        def group_signal() -> None:
+            os.kill(pid, signal.SIGTERM)
+            threading.Timer(0.1, isolation.request_stop).start()  # the driver's handler, later
+
+        threading.Timer(0.5, group_signal).start()
+        stopped = worker.run({"fault": "hang"})
+        assert stopped.status == "stopped", (stopped.status, stopped.detail)
+        monkeypatch.setattr(isolation, "_STOP", {"requested": False})
+        pid = (worker.run(1), worker.process.pid)[1]
+        threading.Timer(0.5, lambda: os.kill(pid, signal.SIGTERM)).start()
+        alone = worker.run({"fault": "hang"})
+        assert alone.status == "crash" and "SIGTERM" in alone.detail, alone
+
+
 def test_the_stage_marker_names_the_last_stage_started(tmp_path) -> None:
     """A crashed worker's evidence names the stage it was in: the marker file is rewritten in
     place for each stage (an open and close per stage were 3% of a worker's time)."""
