@@ -151,6 +151,30 @@ def _unsupported(entry: Entry, case: Case, judgement: Judgement) -> str | None:
     return "; ".join(hits) or None
 
 
+_MATTR = re.compile(r"-mattr=(\S+)")
+
+
+def missing_features(entry: Entry, host: list[str] | None = None) -> list[str]:
+    """The CPU features the entry's failure may need that this CPU (``host``: its features,
+    ``llvm_crash.host_features``) lacks: those its reproduction command asks LLVM for
+    (``-mattr=+avx512bf16``), and, for a failure attributed to LLVM, every vector feature of the
+    CPU it was found on (``versions["cpu"]``). A bf16 codegen abort found on an AVX512-BF16
+    machine passes on one without it, where replay used to call it fixed."""
+    from .triage.llvm_crash import host_features
+
+    attribution = entry.evidence.get("attribution") if isinstance(entry.evidence, dict) else None
+    attribution = attribution if isinstance(attribution, dict) else {}
+    mlir = attribution.get("mlir") if isinstance(attribution.get("mlir"), dict) else {}
+    needed: set[str] = set()
+    for flags in _MATTR.findall(str(mlir.get("command", ""))):
+        needed.update(f[1:] for f in flags.split(",") if f.startswith("+"))
+    if str(attribution.get("layer", "")).startswith("llvm"):
+        versions = entry.versions if isinstance(entry.versions, dict) else {}
+        needed.update(str(versions.get("cpu", "")).split())
+    have = set(host_features() if host is None else host)
+    return sorted(needed - have)
+
+
 def classify(entry: Entry, runner: Runner) -> Replayed:
     """Replay one loaded entry (its path is ``entry.path``) and give it its state."""
     path = entry.path or Path("<entry>")
@@ -180,6 +204,13 @@ def classify(entry: Entry, runner: Runner) -> Replayed:
     if entry.status == "open" and minimization.get("reproduced") is False:
         # Its case passed alone when it was found: passing now fixes nothing.
         return done("not-run", "not reproduced alone when found (see its detail)")
+    missing = missing_features(entry) if entry.status == "open" else []
+    if missing:
+        return done(
+            "not-run",
+            f"passes here, on a CPU without {', '.join(missing)}, which its failure may need: "
+            "replay it on a CPU with them before calling it fixed",
+        )
     return done("still-fixed" if entry.status == "fixed" else "fixed-now")
 
 

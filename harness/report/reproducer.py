@@ -37,12 +37,17 @@ VERSIONED = (
 def tool_versions() -> dict[str, str]:
     from importlib import metadata
 
+    from ..triage.llvm_crash import host_features
+
     versions = {"python": platform.python_version()}
     for name in VERSIONED:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
+    # The CPU's vector features, in LLVM's spelling: a code generation bug may need them
+    # (``replay.missing_features``), and a pass on a CPU without them fixes nothing.
+    versions["cpu"] = " ".join(host_features())
     return versions
 
 

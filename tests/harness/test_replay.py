@@ -392,3 +392,32 @@ def test_a_bug_back_in_the_real_compiler_is_a_regression(tmp_path: Path) -> None
     )
     assert back.returncode == 1, back.stdout + back.stderr
     assert back.stdout.startswith("regressed") and "1 regressed: fixed" in back.stderr
+
+
+def test_a_pass_on_a_cpu_without_the_failures_features_is_not_a_fix(monkeypatch) -> None:
+    """The bf16 codegen abort in the corpus (found on an AVX512-BF16 machine, its command asks
+    LLVM for ``+avx512bf16``) passes on a CPU without the feature: not run there, never fixed;
+    an LLVM failure needs every vector feature of the CPU it was found on, others none."""
+    from types import SimpleNamespace
+
+    from harness import replay
+    from harness.corpus import load
+
+    root = Path(__file__).resolve().parents[2] / "corpus"
+    entry = load(root / "crash-442b5f5548-3e6064793224a169.json", root)
+    assert replay.missing_features(entry, ["avx2", "fma"]) == ["avx512bf16"]
+    assert replay.missing_features(entry, ["avx2", "avx512bf16"]) == []
+    entry.versions = {**entry.versions, "cpu": "avx2 avx512f"}
+    assert replay.missing_features(entry, ["avx2"]) == ["avx512bf16", "avx512f"]
+    other = SimpleNamespace(evidence={"attribution": {"layer": "builder"}}, versions=entry.versions)
+    assert replay.missing_features(other, ["avx2"]) == []
+    monkeypatch.setattr(replay, "blocked", lambda entry: None)
+    monkeypatch.setattr(replay, "entry_case", lambda entry: SimpleNamespace(backends=()))
+    monkeypatch.setattr(
+        replay, "judge", lambda entry, runner, case: (None, SimpleNamespace(unsupported=[]))
+    )
+    monkeypatch.setattr(replay, "missing_features", lambda entry: ["avx512bf16"])
+    result = replay.classify(entry, runner=None)
+    assert result.outcome == "not-run" and "avx512bf16" in result.detail, result
+    monkeypatch.setattr(replay, "missing_features", lambda entry: [])
+    assert replay.classify(entry, runner=None).outcome == "fixed-now"
