@@ -152,6 +152,7 @@ def _unsupported(entry: Entry, case: Case, judgement: Judgement) -> str | None:
 
 
 _MATTR = re.compile(r"-mattr=(\S+)")
+_PROBED = re.compile(r"this CPU's features \(([^)]*)\)")
 
 
 def missing_features(entry: Entry, host: list[str] | None = None) -> list[str]:
@@ -171,6 +172,9 @@ def missing_features(entry: Entry, host: list[str] | None = None) -> list[str]:
     if str(attribution.get("layer", "")).startswith("llvm"):
         versions = entry.versions if isinstance(entry.versions, dict) else {}
         needed.update(str(versions.get("cpu", "")).split())
+        # Entries from before ``versions["cpu"]``: the generic-CPU probe's verdict names them.
+        for listed in _PROBED.findall(str(attribution.get("detail", ""))):
+            needed.update(f.strip() for f in listed.split(",") if f.strip())
     have = set(host_features() if host is None else host)
     return sorted(needed - have)
 

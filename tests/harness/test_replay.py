@@ -411,6 +411,8 @@ def test_a_pass_on_a_cpu_without_the_failures_features_is_not_a_fix(monkeypatch)
     assert replay.missing_features(entry, ["avx2"]) == ["avx512bf16", "avx512f"]
     other = SimpleNamespace(evidence={"attribution": {"layer": "builder"}}, versions=entry.versions)
     assert replay.missing_features(other, ["avx2"]) == []
+    older = load(root / "metamorphic-3c7602a52f-3c30f9a66ca1be0a.json", root)  # no versions.cpu
+    assert "avx512bf16" in replay.missing_features(older, ["avx2", "fma"])
     monkeypatch.setattr(replay, "blocked", lambda entry: None)
     monkeypatch.setattr(replay, "entry_case", lambda entry: SimpleNamespace(backends=()))
     monkeypatch.setattr(
