@@ -148,7 +148,8 @@ def _repeat_checks(
 _PERSISTENT: list[str] = []
 
 
-#: The prefix of a worker's persistent cache directory, followed by its pid.
+#: The prefix of a worker's persistent cache directory, followed by its owner
+#: (``pending.identity``: host, pid and start time) and ``--``.
 _CACHE_PREFIX = "mlir-tensor-fuzz-cache-"
 
 
@@ -156,31 +157,24 @@ def _persistent_directory() -> str:
     """This worker's persistent compilation cache (one for its life, so that a key two programs
     share would serve one the other's kernel), removed when the worker exits; those of workers
     that died without exiting (killed by a crash, a timeout or a signal) go when the next one
-    makes its own."""
+    makes its own (``pending.alive``, as for write-ahead records: a reused pid or an unreaped
+    process is no owner)."""
     if not _PERSISTENT:
         import atexit
         import glob
         import shutil
         import tempfile
 
-        for stale in glob.glob(os.path.join(tempfile.gettempdir(), _CACHE_PREFIX + "*")):
-            pid = os.path.basename(stale)[len(_CACHE_PREFIX) :].split("-", 1)[0]
-            if pid.isdigit() and not _alive(int(pid)):
+        from ..pending import alive, identity
+
+        for stale in glob.glob(os.path.join(tempfile.gettempdir(), _CACHE_PREFIX + "*--*")):
+            owner = os.path.basename(stale)[len(_CACHE_PREFIX) :].split("--", 1)[0]
+            if not alive(owner):
                 shutil.rmtree(stale, ignore_errors=True)
-        made = tempfile.mkdtemp(prefix=f"{_CACHE_PREFIX}{os.getpid()}-")
+        made = tempfile.mkdtemp(prefix=f"{_CACHE_PREFIX}{identity()}--")
         _PERSISTENT.append(made)
         atexit.register(shutil.rmtree, made, True)
     return _PERSISTENT[0]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        return True
-    return True
 
 
 def through_the_persistent_cache(

@@ -398,16 +398,26 @@ def test_a_dead_workers_persistent_cache_is_removed_by_the_next(monkeypatch, tmp
     import subprocess
     import sys
     import tempfile
+    import time
 
+    from harness.pending import identity
     from harness.run import worker
 
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
-    dead = tmp_path / f"{worker._CACHE_PREFIX}{done.stdout.strip()}-abc"
-    live = tmp_path / f"{worker._CACHE_PREFIX}{os.getppid()}-def"
-    dead.mkdir(), live.mkdir()
+    host = identity().rsplit(".", 2)[0]
+    dead = tmp_path / f"{worker._CACHE_PREFIX}{host}.{done.stdout.strip()}.1--abc"
+    unreaped = subprocess.Popen(["sleep", "60"])  # killed below, never waited for: a zombie
+    zombie = tmp_path / f"{worker._CACHE_PREFIX}{identity(unreaped.pid)}--ghi"
+    live = tmp_path / f"{worker._CACHE_PREFIX}{identity(os.getppid())}--def"
+    dead.mkdir(), zombie.mkdir(), live.mkdir()
+    unreaped.kill()
+    time.sleep(0.2)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(worker, "_PERSISTENT", [])
-    made = worker._persistent_directory()
-    assert not dead.exists() and live.exists()
-    assert os.path.basename(made).startswith(f"{worker._CACHE_PREFIX}{os.getpid()}-")
+    try:
+        made = worker._persistent_directory()
+    finally:
+        unreaped.wait()
+    assert not dead.exists() and not zombie.exists() and live.exists()
+    assert os.path.basename(made).startswith(f"{worker._CACHE_PREFIX}{identity()}--")
