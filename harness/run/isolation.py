@@ -12,6 +12,7 @@ across tests, replaced after a crash.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing as mp
 import os
@@ -20,7 +21,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,12 +76,41 @@ def die_with_parent() -> None:
         pass
 
 
+@contextlib.contextmanager
+def signals_held(numbers: tuple[int, ...]) -> Iterator[None]:
+    """Block ``numbers`` in this thread while a spawned child starts: the child inherits the
+    mask, so a ^C to the process group while it is still importing (seconds, on a slow machine)
+    stays pending instead of killing it with a KeyboardInterrupt traceback on the session's
+    stderr. The child calls ``release_signals`` once its own handlers are in place."""
+    from multiprocessing import resource_tracker
+
+    # Launching the resource tracker (on a spawn context's first child) unblocks SIGINT and
+    # SIGTERM in the calling thread: launch it first, outside the held mask.
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, numbers)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def release_signals(numbers: tuple[int, ...]) -> None:
+    """Unblock what ``signals_held`` held: a signal that came during startup is delivered now,
+    to the handler just installed (or discarded, where it is ignored)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, numbers)
+
+
+#: Held while a worker starts; it ignores them all its life (the driver decides when it stops).
+_WORKER_HELD = (signal.SIGINT,)
+
+
 def _serve(connection: Any, function: Callable[[Any], Any], stderr_path: str, parent: int) -> None:
     die_with_parent()
     if os.getppid() != parent:  # the parent died before the death signal was armed
         os._exit(0)
     # The worker ignores ^C: the driver decides when it stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    release_signals(_WORKER_HELD)  # a ^C held during startup is discarded
     if stderr_path:
         fd = os.open(stderr_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(fd, 2)
@@ -133,7 +163,8 @@ class Worker:
             args=(child, self.function, self.stderr_path, os.getpid()),
             daemon=True,
         )
-        self.process.start()
+        with signals_held(_WORKER_HELD):
+            self.process.start()
         child.close()
         self.connection = parent
         self.tasks = 0

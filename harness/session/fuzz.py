@@ -27,7 +27,7 @@ from ..case import CPU_BACKENDS, SIBLINGS, Case
 from ..corpus import Corpus, Entry
 from ..coverage import novelty
 from ..oracles.base import Finding
-from ..run.isolation import die_with_parent, request_stop, stop_requested
+from ..run.isolation import die_with_parent, release_signals, request_stop, stop_requested
 from ..run.runner import Runner, Stats, Stopped
 from ..run.task import Task
 from ..triage.attribution import Attributor
@@ -639,6 +639,11 @@ class Driver(Admission):
         self.runner.close()
 
 
+#: Held while a driver starts (``isolation.signals_held``): a stop asked for while it is still
+#: importing reaches its handler once installed, not Python's KeyboardInterrupt.
+DRIVER_HELD = (signal.SIGTERM, signal.SIGINT)
+
+
 def _drive(options: FuzzOptions, index: int, events: Any) -> None:
     """One driver process: it dies with the session (``kill -9`` of the parent included), and
     on SIGTERM or SIGINT it gives up its task at once, keeping its write-ahead record."""
@@ -646,8 +651,9 @@ def _drive(options: FuzzOptions, index: int, events: Any) -> None:
     parent = mp.parent_process()
     if parent is not None and os.getppid() != parent.pid:
         os._exit(0)  # the session died while this process was still starting (importing)
-    for number in (signal.SIGTERM, signal.SIGINT):
+    for number in DRIVER_HELD:
         signal.signal(number, lambda *_: request_stop())
+    release_signals(DRIVER_HELD)  # a stop that came while this process was importing: now
     driver = None
     profile = _profiler()
     try:

@@ -16,8 +16,9 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+from ..run.isolation import signals_held
 from ..run.runner import Stats
-from .fuzz import FuzzOptions, _drive, _send
+from .fuzz import DRIVER_HELD, FuzzOptions, _drive, _send
 
 GRACE_SECONDS = 1.0  # past the deadline, how long a driver may take to finish its case
 KILL_AFTER_SECONDS = 0.8  # after asking the drivers to stop, how long before they are killed
@@ -67,7 +68,8 @@ def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> di
     for i in range(options.workers):
         receive, send = context.Pipe(duplex=options.relay)  # duplex: write-aheads are acked
         process = context.Process(target=_drive, args=(options, i, send), daemon=False)
-        process.start()
+        with signals_held(DRIVER_HELD):
+            process.start()
         send.close()
         channels[receive] = i
         processes.append(process)

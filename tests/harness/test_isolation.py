@@ -63,6 +63,25 @@ def test_a_signal_to_the_whole_group_stops_a_task_it_is_no_crash(monkeypatch) ->
         assert alone.status == "crash" and "SIGTERM" in alone.detail, alone
 
 
+def test_a_signal_while_the_worker_starts_is_held_then_ignored(capfd) -> None:
+    """A ^C to the process group while a spawned worker is still importing neither kills it
+    nor prints a KeyboardInterrupt traceback on the session's stderr: the worker is started
+    with SIGINT blocked and unblocks it once it ignores it."""
+    import os
+    import signal
+
+    with Worker(echo, timeout=60) as worker:
+        pid = worker.process.pid
+        for _ in range(5):  # while it imports: the parent has just spawned it
+            os.kill(pid, signal.SIGINT)
+        assert worker.run(1).value == 1
+        assert worker.process.pid == pid, "the worker died of the signal and was restarted"
+        os.kill(pid, signal.SIGINT)  # and once it serves: ignored
+        assert worker.run(2).value == 2 and worker.process.pid == pid
+    err = capfd.readouterr().err
+    assert "KeyboardInterrupt" not in err and "Traceback" not in err, err[-2000:]
+
+
 def test_the_stage_marker_names_the_last_stage_started(tmp_path) -> None:
     """A crashed worker's evidence names the stage it was in: the marker file is rewritten in
     place for each stage (an open and close per stage were 3% of a worker's time)."""
