@@ -531,10 +531,17 @@ class Driver(Admission):
             # A smaller case may fail with another output dtype or fewer ops and backends (an
             # earlier output, a bypassed cast): say what the record it replaces was found as.
             minimization["found_as"] = finding.signature.to_dict()
+        artifacts = self.artifacts_of(result.case, result.finding)
+        if stop_requested():
+            # A ^C to the group kills the triage tools this process runs (mlir-opt, llc,
+            # mlir-reduce) with the session: attribution would read a tool's SIGINT as its
+            # crash, and the artifacts would be the stopped worker's error. The raw record
+            # stays, unminimized, and the next session minimizes and attributes it again.
+            raise Stopped()
         entry = finding_entry(
             result.case,
             result.finding,
-            mlir=self.artifacts_of(result.case, result.finding),
+            mlir=artifacts,
             minimization=minimization,
             attribution=attribution,
         )

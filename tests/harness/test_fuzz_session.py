@@ -674,6 +674,54 @@ def test_a_minimized_entry_of_another_dtype_says_what_it_was_found_as(tmp_path, 
     assert "found_as" not in entry.minimization, "only a changed signature is named"
 
 
+def test_a_stop_during_triage_keeps_the_raw_record_not_its_attribution(tmp_path, monkeypatch):
+    """A ^C to the session's group kills the triage tools the driver runs (mlir-opt, llc): the
+    attribution then reads a tool's SIGINT as its crash. A finding whose minimization or triage
+    a stop interrupted is not saved as minimized; its raw record stays for the next session."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.corpus import Corpus
+    from harness.oracles.base import Finding
+    from harness.run import isolation
+    from harness.run.runner import Stopped
+    from harness.session import fuzz
+    from harness.session.fuzz import Driver
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    case = Case(b.build(b.node("exp", b.input((2, 3), "float32"))), [np.ones((2, 3), np.float32)])
+    finding = Finding("mismatch", ("cpu-loops",), "differential", "planted exp", case)
+
+    class Attribution:
+        def to_dict(self) -> dict:
+            return {"layer": "mlir", "detail": "mlir-opt crashed (signal 2, SIGINT)"}
+
+    class Killed:  # the group's ^C reaches mlir-opt mid-attribution, and the driver
+        def __init__(self, runner) -> None:
+            pass
+
+        def attribute(self, case, finding) -> Attribution:
+            isolation.request_stop()
+            return Attribution()
+
+    monkeypatch.setattr(isolation, "_STOP", {"requested": False})
+    monkeypatch.setattr(fuzz, "Attributor", Killed)
+    driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
+    monkeypatch.setattr(driver, "predicate", lambda restrict: lambda candidate: None)
+    monkeypatch.setattr(driver, "artifacts_of", lambda case, finding: {})
+    try:
+        raw = driver.record_raw(case, finding)
+        with pytest.raises(Stopped):
+            driver.finish(case, finding, raw)
+    finally:
+        monkeypatch.setattr(isolation, "_STOP", {"requested": False})
+        driver.close()
+    [entry] = Corpus(tmp_path).entries()
+    assert entry.minimization["state"] == "unminimized" and "attribution" not in entry.evidence
+    assert [p for p in raw] == [entry.path]
+
+
 def test_a_finding_that_fails_to_save_is_a_harness_error(tmp_path, monkeypatch) -> None:
     """Saving a finding's raw record raised (a reproducer that could not be printed) while the
     round's target was already set: the error vanished, the case counted as a finding, and a
