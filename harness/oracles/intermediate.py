@@ -39,8 +39,7 @@ def exact_value(program: Any) -> int | None:
     None where the whole program is ``exactly_rounded`` (the differential oracle judges its
     output exactly already) or no value is."""
     from compiler import primitives
-    from compiler.dtypes import is_float
-    from strategies.model import Ref
+    from strategies.model import Ref, is_float
 
     from .tolerance import rounds_at_most_once
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.dtypes import is_float
+from strategies.model import is_float
 
 from ..run.references import perturbed_outputs
 from . import tolerance

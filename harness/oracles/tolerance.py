@@ -64,8 +64,8 @@ from typing import Any
 import numpy as np
 
 from compiler import primitives
-from compiler.dtypes import finfo, is_float, is_low_precision
 from compiler.primitives.rules import ArrayType
+from strategies.model import finfo, is_float, is_low_precision
 
 FACTOR = 8.0
 SPREAD = 0.5  # a rounding error the references made anywhere is plausible everywhere

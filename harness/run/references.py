@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler.dtypes import finfo, is_float
+from strategies.model import finfo, is_float
 
 if TYPE_CHECKING:
     from ..case import Case

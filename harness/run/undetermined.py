@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler.dtypes import is_float
+from strategies.model import is_float
 
 if TYPE_CHECKING:
     from ..case import Case

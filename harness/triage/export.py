@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from compiler.dtypes import is_float
 from compiler.pipelines import python_stage_source
 from compiler.tools import tool_path
+from strategies.model import is_float
 
 from ..corpus import Entry
 from .mlir_crash import crash_needle

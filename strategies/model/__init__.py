@@ -25,6 +25,9 @@ from .types import (
     Ref,
     TensorType,
     dtype_name,
+    finfo,
+    is_float,
+    is_low_precision,
 )
 
 Subject = Program | InvalidProgram
@@ -55,6 +58,9 @@ __all__ = [
     "canonical",
     "digest",
     "dtype_name",
+    "finfo",
+    "is_float",
+    "is_low_precision",
     "normalize_attrs",
     "primitive",
 ]

@@ -29,6 +29,28 @@ def dtype_name(dtype: Any) -> str:
     return np.dtype(dtype).name
 
 
+# The model's own dtype facts, for the oracles too: never the compiler's tables, which are under
+# test (a compiler that dropped float16 from its low-precision table once also made the
+# tolerance allow float16 four ulps a step, hiding its own float16 accumulation).
+
+
+def is_float(dtype: Any) -> bool:
+    """A floating-point dtype, bfloat16 included (an ``ml_dtypes`` dtype of ``kind`` "V")."""
+    return np.dtype(dtype).kind == "f" or dtype_name(dtype) == "bfloat16"
+
+
+def is_low_precision(dtype: Any) -> bool:
+    """float16 or bfloat16: stored in 16 bits, computed in float32 by NumPy and ml_dtypes."""
+    return dtype_name(dtype) in LOW_PRECISION_DTYPES
+
+
+def finfo(dtype: Any) -> Any:
+    """``np.finfo`` for every float dtype (``ml_dtypes.finfo`` knows bfloat16 too)."""
+    import ml_dtypes
+
+    return ml_dtypes.finfo(np.dtype(dtype))
+
+
 @dataclass(frozen=True)
 class TensorType:
     """Static shape and dtype name of one value."""
@@ -149,4 +171,7 @@ __all__ = [
     "Ref",
     "TensorType",
     "dtype_name",
+    "finfo",
+    "is_float",
+    "is_low_precision",
 ]

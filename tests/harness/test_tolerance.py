@@ -779,3 +779,25 @@ def test_numpys_own_answer_is_never_an_error() -> None:
     assert numpy_answer[0, 0] == 102.0
     assert judge_output(case, numpy_answer, use_jax=False).ok
     assert not judge_output(case, numpy_answer + 1.0, use_jax=False).ok
+
+
+def test_the_error_model_takes_no_dtype_fact_from_the_compiler(monkeypatch) -> None:
+    """The oracles' dtype facts are the model's own: a compiler that dropped float16 from its
+    low-precision table (and so accumulated float16 sums in float16) also made the tolerance
+    allow float16 four ulps a step instead of one, hiding its own 120-unit error on a sum of 40
+    float16 values near 1000 (a held-out plant, missed by 60 and 150 s sessions)."""
+    import ml_dtypes
+
+    from compiler import dtypes
+
+    before = [tolerance.ulps_per_step(np.dtype(d)) for d in ("float16", "bfloat16", "float32")]
+    assert before == [tolerance.LOW_PRECISION_ULPS_PER_STEP] * 2 + [tolerance.ULPS_PER_STEP]
+    monkeypatch.setattr(dtypes, "LOW_PRECISION", ())
+    monkeypatch.setattr(dtypes, "FLOATS", ())
+    monkeypatch.setattr(dtypes, "finfo", lambda d: np.finfo(np.float64))
+    monkeypatch.setattr(dtypes, "is_float", lambda d: False)
+    monkeypatch.setattr(dtypes, "is_low_precision", lambda d: False)
+    after = [tolerance.ulps_per_step(np.dtype(d)) for d in ("float16", "bfloat16", "float32")]
+    assert after == before
+    assert tolerance.eps(np.dtype(ml_dtypes.bfloat16)) == 2.0**-7
+    assert tolerance.eps(np.dtype(np.float16)) == 2.0**-10
