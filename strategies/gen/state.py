@@ -257,12 +257,27 @@ class Gen:
             # wrong only here; a gather from such a column went unseen).
             kind, axis = "unit-step", uniform(self.draw, units)
         else:
-            kinds = ["inner-step", "offset", "reversed"]
+            kinds = ["inner-step", "offset", "reversed", "picked"]
             if rank >= 2:
                 kinds += ["row-step", "transposed"]
             kind = self.draw(st.sampled_from(kinds))
             axis = rank - 2 if kind == "row-step" else rank - 1
         event(f"operand:view-{kind}")
+        if kind == "picked":
+            # An integer drops an axis of a larger input, negative as often as not (``x[-2]``
+            # is row ``extent - 2``), after an Ellipsis or full slices: a rank-reducing view
+            # at an offset. Integer indices were in 9 of 400 programs, and a plant reading
+            # ``x[-2]`` as row 2 went unseen in 134 session cases.
+            axis = self.draw(st.integers(0, rank))
+            extent = self.draw(st.integers(2, 4))
+            position = self.draw(st.integers(0, extent - 1))
+            position -= extent if self.draw(st.booleans()) else 0
+            base = (*shape[:axis], extent, *shape[axis:])
+            if self.draw(st.booleans()):
+                key: tuple[Any, ...] = (Ellipsis, position, *(slice(None),) * (rank - axis))
+            else:
+                key = (*(slice(None),) * axis, position)
+            return self.node("index", self.input(base, dtype), key=key)
         if kind == "transposed":
             axes = (*range(rank - 2), rank - 1, rank - 2)
             base = tuple(shape[a] for a in axes)

@@ -106,6 +106,8 @@ def _view_kind(program: Program, ref: Any) -> str | None:
         return "transposed"
     if node.op != "index":
         return None
+    if any(isinstance(k, int) for k in node.attrs["key"]):
+        return "picked"
     part = next(k for k in node.attrs["key"] if isinstance(k, slice) and k != slice(None))
     if part.step == -1:
         return "reversed"
@@ -116,10 +118,11 @@ def _view_kind(program: Program, ref: Any) -> str | None:
 
 
 def test_every_op_meets_views_of_every_layout() -> None:
-    """``views=1``: each op's fresh operands are strided, offset, reversed and transposed views
-    of larger inputs (a gather's table included: in 1500 session cases none was a view, so
+    """``views=1``: each op's fresh operands are strided, offset, reversed, transposed and
+    integer-picked views of larger inputs (a gather's table included: in 1500 session cases none was a view, so
     cpu-vector's stage for gathers from views never ran), every program valid as NumPy says."""
     kinds: Counter[tuple[str, str]] = Counter()
+    negative: list[tuple] = []
 
     @seed(3)
     @settings(
@@ -133,6 +136,8 @@ def test_every_op_meets_views_of_every_layout() -> None:
         except ValueError as error:  # a gather's out-of-range id, drawn on purpose
             assert "ids must lie in" in str(error), error
         for node in case.program.nodes:
+            if node.op == "index" and any(isinstance(k, int) and k < 0 for k in node.attrs["key"]):
+                negative.append(node.attrs["key"])
             if node.op in ("gather", "sum", "exp", "add"):
                 kind = _view_kind(case.program, node.args[0])
                 kinds[node.op, kind or "none"] += 1
@@ -141,8 +146,9 @@ def test_every_op_meets_views_of_every_layout() -> None:
     for op in ("gather", "sum", "exp", "add"):
         seen = {kind for (o, kind), _ in kinds.items() if o == op} - {"none"}
         assert len(seen) >= 3, (op, kinds)
-    every = {"inner-step", "offset", "reversed", "row-step", "transposed"}
+    every = {"inner-step", "offset", "reversed", "row-step", "transposed", "picked"}
     assert {kind for _, kind in kinds} >= every, kinds
+    assert negative, "no view picked with a negative index"
     # Later steps gather from earlier results, which are no views: a third at least are.
     gathers = sum(n for (o, _), n in kinds.items() if o == "gather")
     assert kinds["gather", "none"] < gathers * 2 / 3, kinds
@@ -565,8 +571,9 @@ def test_constants_reach_values_no_binary_format_holds_and_beyond_each_range() -
 
     seen: set = set()  # by value: a strong float32 constant holds 2049 as 2049.0
 
+    # Derandomized: a random run missed 4 of the 19 entries once (CI allows 3).
     @settings(max_examples=2000, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+              suppress_health_check=list(HealthCheck), derandomize=True)  # fmt: skip
     @given(programs(max_nodes=2, ops=["add", "multiply", "less", "equal"]))
     def collect(program: Program) -> None:
         seen.update(_constants(program, ("add", "multiply", "less", "equal")))
