@@ -119,8 +119,9 @@ def _view_kind(program: Program, ref: Any) -> str | None:
 
 def test_every_op_meets_views_of_every_layout() -> None:
     """``views=1``: each op's fresh operands are strided, offset, reversed, transposed and
-    integer-picked views of larger inputs (a gather's table included: in 1500 session cases none was a view, so
-    cpu-vector's stage for gathers from views never ran), every program valid as NumPy says."""
+    integer-picked views of larger inputs (a gather's table included: in 1500 session cases
+    none was a view, so cpu-vector's stage for gathers from views never ran), every program
+    valid as NumPy says."""
     kinds: Counter[tuple[str, str]] = Counter()
     negative: list[tuple] = []
 
