@@ -8,6 +8,7 @@ compiler; it never imports ``harness``.
 """
 
 from .gen.invalid import invalid_programs, violations_of
+from .gen.makers import on_no_table
 from .gen.programs import (
     Sample,
     cast_pairs,
@@ -36,7 +37,7 @@ from .gen.shapes import (
     uniform,
     valid_tuple_axes,
 )
-from .gen.state import CONST_LEFT, CONST_WIDE, generation_order
+from .gen.state import CONST_ARBITRARY, CONST_LEFT, CONST_WIDE, generation_order
 from .gen.values import REGIMES, elements, input_values, regimes, values
 from .model import (
     DTYPES,
@@ -59,6 +60,7 @@ from .model import (
 )
 
 __all__ = [
+    "CONST_ARBITRARY",
     "CONST_LEFT",
     "CONST_WIDE",
     "DTYPES",
@@ -98,6 +100,7 @@ __all__ = [
     "cast_pairs",
     "const_left_ops",
     "const_wide_ops",
+    "on_no_table",
     "op_dtype_pairs",
     "programs",
     "reductions",

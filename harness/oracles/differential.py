@@ -14,6 +14,7 @@ import numpy as np
 
 from ..run.references import Reference, perturbed_outputs
 from ..run.task import BackendResult
+from ..run.undetermined import COUPLED
 from . import tolerance
 from .base import Finding, Observation, Oracle, group, register
 
@@ -78,6 +79,7 @@ class Differential(Oracle):
         working = tolerance.working_dtype(program)
         exact = tolerance.exactly_rounded(program)
         coupled, settled = tolerance.couples(program), tolerance.signs_settled(program)
+        unbounded = getattr(refs.get(COUPLED), "unbounded", None)
         flagged: list[tuple[str, BackendResult, str]] = []
         for result in obs.results:
             if not result.ok:
@@ -99,7 +101,7 @@ class Differential(Oracle):
             verdict = tolerance.compare(
                 out, yardstick(refs), others, steps, working, local=local,
                 exact=exact and rounds_as_numpy(result.backend),
-                coupled=coupled, signed_zeros=settled, numpy=expected,
+                coupled=coupled, signed_zeros=settled, numpy=expected, unbounded=unbounded,
             )  # fmt: skip
             judgement.errors[result.backend] = verdict.max_ulps
             judgement.margins[result.backend] = verdict.excess

@@ -297,6 +297,7 @@ def compare(
     coupled: bool = True,
     signed_zeros: bool = False,
     numpy: np.ndarray | None = None,
+    unbounded: np.ndarray | None = None,
 ) -> Verdict:
     """Judge ``got`` (a backend's output) against the float64 ``truth`` and the references.
 
@@ -316,6 +317,8 @@ def compare(
     an element equal to it, bit for bit, is right whatever the truth says (the compiler's
     semantics are NumPy's: a float16 ``2.0 ** x`` that overflows to inf before ``<= 1e10``
     flips the comparison in NumPy and in every dtype-faithful run, not in the truth).
+    ``unbounded``: the float elements any value is right at, nan and inf included (reached by
+    a value rounding leaves anywhere in a range holding zero: ``run.undetermined``).
     """
     got = np.asarray(got)
     dtype = np.dtype(dtype or got.dtype)
@@ -340,9 +343,13 @@ def compare(
     got64 = got.astype(np.float64)
     refs = [np.asarray(r, np.float64) for r in references]
     shaped = [np.asarray(p, np.float64) for p in local if np.shape(p) == got.shape]
+    free = np.zeros(got.shape, bool)  # any value right there
+    if unbounded is not None and np.shape(unbounded) == got.shape:
+        free = np.asarray(unbounded, bool)
     if signed_zeros and refs and refs[0].shape == got.shape:
         signs = zero_signs(refs[0], shaped, exact)
         wrong = (got64 == 0) & (signs != 0) & (np.signbit(got64) != (signs == NEGATIVE_ZERO))
+        wrong &= ~free
         if np.any(wrong):
             index = tuple(int(i) for i in np.argwhere(wrong)[0])
             return Verdict(
@@ -365,7 +372,7 @@ def compare(
     # whose fused multiply-adds keep products exact -inf, the truth -7.9e612, so -inf).
     expected_patterns = [_nonfinite_pattern(r) for r in refs] + [_nonfinite_pattern(truth)]
     expected_patterns += [_nonfinite_pattern(p) for p in shaped]
-    agrees = np.zeros(got.shape, bool)
+    agrees = free.copy()
     for p in expected_patterns:
         agrees |= pattern == p
     if not np.all(agrees):
@@ -379,7 +386,7 @@ def compare(
             index,
             np.inf,
         )
-    finite = (pattern == 0) & np.isfinite(truth)
+    finite = (pattern == 0) & np.isfinite(truth) & ~free
     if not np.any(finite):
         return Verdict(True)
     judged = finite  # NumPy's own value is NumPy's semantics: never an error

@@ -47,6 +47,9 @@ class Reference:
     # NumPy cast a NaN, an infinity or an out-of-range float to an integer ("invalid value
     # encountered in cast"): that element is undefined (NumPy gives INT_MIN on x86, JAX 0).
     undefined_cast: bool = False
+    #: ``perturbed:coupled``'s: the output elements any value may take, nan and inf included
+    #: (``undetermined.coupled_reference``); None: none.
+    unbounded: np.ndarray | None = None
 
     @property
     def ok(self) -> bool:

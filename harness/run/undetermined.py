@@ -18,6 +18,13 @@ says, with the undetermined values set to NaN: NaN flows through arithmetic, sum
 softmax rows, not through a ``where`` that did not take it. Elsewhere the reference is NumPy's
 output, so it widens nothing; where the reached elements all agree across the runs (a garbage
 value a larger one absorbed), it widens nothing either.
+
+Where the runs put an undetermined value on both sides of zero (or at zero), it is anything in
+a range holding zero, and what it reaches is anything, nan and inf included
+(``Reference.unbounded``): ``3.0 / mean(x)``, x holding 2.8e306, -2.8e306 and 2**52, is 2e-14
+in NumPy's pairwise order, inf where 2**52 was absorbed before the two cancel (a vectorized
+sum) and about +-1e-289 in the runs (each moved an ulp); no run had the inf, and a 60 s
+session reported cpu-vector's as a mismatch.
 """
 
 from __future__ import annotations
@@ -93,7 +100,7 @@ def coupled_reference(
     """``perturbed:coupled`` (see the module docstring) in float64, or None where no
     undetermined value reaches a float output element. ``traces``: the perturbed runs' (and
     NumPy's) node values; ``perturbed``: the runs' outputs."""
-    from .references import Reference, _evaluate, adapted, as_numpy
+    from .references import Reference
 
     if case.invalid is not None or not numpy.ok or not is_float(numpy.output.dtype):
         return None
@@ -102,6 +109,33 @@ def coupled_reference(
         masks = undetermined(case.program, [traces.numpy_trace(), *traces.runs])
     if not masks:
         return None
+
+    expected = np.asarray(numpy.output, np.float64)
+    reached = _reached(case, masks, expected.shape)
+    if reached is None:
+        return None
+    reached &= np.isfinite(expected)
+    straddling = _straddling(case.program, [traces.numpy_trace(), *traces.runs], masks)
+    unbounded = _reached(case, straddling, expected.shape) if straddling else None
+    unbounded = unbounded if unbounded is not None and np.any(unbounded) else None
+    shaped = [np.asarray(p, np.float64) for p in perturbed if np.shape(p) == expected.shape]
+    if not np.any(reached) or not shaped:
+        return None if unbounded is None else Reference(COUPLED, expected, unbounded=unbounded)
+    with np.errstate(invalid="ignore", over="ignore"):
+        deviation = np.max([np.abs(p - expected) for p in shaped], axis=0)
+    deviation = np.where(reached & np.isfinite(deviation), deviation, 0.0)
+    widest = float(deviation.max())
+    if widest == 0.0:
+        return None if unbounded is None else Reference(COUPLED, expected, unbounded=unbounded)
+    with np.errstate(over="ignore"):
+        moved = np.where(np.isfinite(expected + widest), expected + widest, expected - widest)
+    return Reference(COUPLED, np.where(reached, moved, expected), unbounded=unbounded)
+
+
+def _reached(case: Case, masks: dict[int, np.ndarray], shape: tuple) -> np.ndarray | None:
+    """The output elements the masked node elements reach (one NumPy evaluation with them set
+    to NaN), or None where that evaluation fails."""
+    from .references import _evaluate, adapted, as_numpy
 
     def poison(index: int, operands: list[Any], value: Any) -> Any:
         mask = masks.get(index)
@@ -112,22 +146,29 @@ def coupled_reference(
         return value
 
     tainted = _evaluate("poisoned", adapted(case.program, np, as_numpy, None, poison), case.inputs)
-    expected = np.asarray(numpy.output, np.float64)
-    if not tainted.ok or tainted.output.shape != expected.shape:
+    if not tainted.ok or tainted.output.shape != shape:
         return None
-    reached = np.isnan(np.asarray(tainted.output, np.float64)) & np.isfinite(expected)
-    shaped = [np.asarray(p, np.float64) for p in perturbed if np.shape(p) == expected.shape]
-    if not np.any(reached) or not shaped:
-        return None
-    with np.errstate(invalid="ignore", over="ignore"):
-        deviation = np.max([np.abs(p - expected) for p in shaped], axis=0)
-    deviation = np.where(reached & np.isfinite(deviation), deviation, 0.0)
-    widest = float(deviation.max())
-    if widest == 0.0:
-        return None
-    with np.errstate(over="ignore"):
-        moved = np.where(np.isfinite(expected + widest), expected + widest, expected - widest)
-    return Reference(COUPLED, np.where(reached, moved, expected))
+    return np.isnan(np.asarray(tainted.output, np.float64))
+
+
+def _straddling(
+    program: Any, runs: list[list[Any]], masks: dict[int, np.ndarray]
+) -> dict[int, np.ndarray]:
+    """Of the undetermined elements (``masks``), those the runs put on both sides of zero, or
+    at zero."""
+    found = {}
+    count = len(program.nodes)
+    runs = [run for run in runs if len(run) == count]
+    for index, mask in masks.items():
+        values = [np.asarray(run[index], np.float64) for run in runs]
+        if len(values) < 2 or any(v.shape != mask.shape for v in values):
+            continue
+        stack = np.stack(values)
+        with np.errstate(invalid="ignore"):
+            spans = (stack.min(axis=0) <= 0) & (stack.max(axis=0) >= 0)
+        if np.any(spans & mask):
+            found[index] = spans & mask
+    return found
 
 
 __all__ = ["COUPLED", "coupled_reference", "undetermined"]

@@ -27,12 +27,14 @@ from hypothesis import strategies as st
 
 from compiler import primitives
 from strategies import (
+    CONST_ARBITRARY,
     CONST_LEFT,
     CONST_WIDE,
     VIOLATIONS,
     cast_pairs,
     const_left_ops,
     const_wide_ops,
+    on_no_table,
     op_dtype_pairs,
     programs,
     samples,
@@ -67,7 +69,7 @@ def _item_dtype_and_spelling(
     op, second = item
     if second.startswith(SWEPT):
         return _swept(item)[0], None
-    if second == CONST_LEFT:
+    if second in (CONST_LEFT, CONST_ARBITRARY):
         return "", None  # any dtype the op takes, drawn by the case
     if second == CONST_WIDE:
         return "int32", None
@@ -79,7 +81,7 @@ def _item_dtype_and_spelling(
 def _first_step(item: tuple[str, str]) -> str:
     """The first step that exercises a focus item: its op, or "astype->TARGET" for a cast."""
     op, second = item
-    if second in (CONST_LEFT, CONST_WIDE):
+    if second in (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY):
         return f"{op}@{second}"
     target = second.partition("->")[2]
     return f"{op}->{target}" if target else op
@@ -618,9 +620,10 @@ def item_family(kind: str) -> str:
 def item_kind(item: tuple[str, str]) -> str:
     """What a focus item exercises: "pair:KIND" (an op of the primitive kind KIND in a
     dtype: "pair:gather" has 5 items, "pair:unary" 45; a gather's range check waited behind the
-    unary ops), "cast", "spelling", "const:left" or "const:wide" (one family: a constant
-    operand's forms), "jit-sequence", "out-of-range", "identity" and "invalid" (one family: what
-    must be rejected or kept at a range's end), "sweep" (with edges; the
+    unary ops), "cast", "spelling", "const:left", "const:wide" or "const:arbitrary" (one
+    family: a constant operand's forms), "jit-sequence", "out-of-range", "identity" and
+    "invalid" (one family: what must be rejected or kept at a range's end), "sweep" (with
+    edges; the
     dense sweeps have their own share) or "tails" (an exact reduction's sweep: 10 of the 107
     sweeps, drawn as any of them, and a max's chunked rows went unseen in 60 s sessions; now a
     kind of the sweeps' family, ``item_family``)."""
@@ -643,6 +646,8 @@ def item_kind(item: tuple[str, str]) -> str:
         return "const:left"
     if second == CONST_WIDE:
         return "const:wide"
+    if second == CONST_ARBITRARY:
+        return "const:arbitrary"
     return "cast" if "->" in second else f"pair:{primitives.get(op).kind}"
 
 
@@ -671,7 +676,9 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     "const-left") for each binary op and comparison a constant can stand on the left of
     (``3.0 - x``: the reflected operator, in a dtype the case draws), (op, "const-wide") for
     each of those an int32 tensor meets a constant of another range in (``x < 2**40``, ``x *
-    0.5``): 205 pairs, 25 casts, 45 spelled ops, 11 reflected ones and 10 wide constants today;
+    0.5``), (op, "const-arbitrary") for each of the first a constant on no table can meet
+    (``x ** 2.37``, ``x * 37``: ``CONST_ARBITRARY``): 205 pairs, 25 casts, 45 spelled ops, 11
+    reflected ones, 10 wide constants and 11 arbitrary ones today;
     an id just past each end of a gather's table (``OUT_OF_RANGE``); a max's or min's identity
     in each dtype (``IDENTITY``); a jit sequence (``SEQUENCE_ITEM``); (op, "views") for an op of
     each primitive kind on strided views of inputs (``view_ops``); each violation an invalid
@@ -686,6 +693,7 @@ def focus_items() -> tuple[tuple[str, str], ...]:
         if primitives.get(op).respelled(spelling)
     ]
     reflected = [(op, CONST_LEFT) for op in const_left_ops() if op in first]
+    arbitrary = [(op, CONST_ARBITRARY) for op in const_left_ops() if op in first]
     wide = [(op, CONST_WIDE) for op in const_wide_ops()]
     checked = [
         (op, edge) for op in first if primitives.get(op).kind == "gather" for edge in OUT_OF_RANGE
@@ -695,7 +703,7 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     rejected = [(INVALID, name) for name in VIOLATIONS]
     return (
         *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
-        *checked, SEQUENCE_ITEM, *viewed, *rejected,
+        *arbitrary, *checked, SEQUENCE_ITEM, *viewed, *rejected,
     )  # fmt: skip
 
 
@@ -705,7 +713,8 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
     each cast as ("astype", "SOURCE->TARGET"), each binary op or comparison with a constant on
     its left as (op, "const-left") (a Python scalar: a NumPy one is a ufunc call, not the
     tensor's reflected operator), with an int32 tensor and a constant int32 cannot represent as
-    (op, "const-wide"); not a node of two operands that are one value."""
+    (op, "const-wide"), with a constant on no table as (op, "const-arbitrary"); not a node of
+    two operands that are one value."""
     from strategies.model.types import Const
 
     found = set()
@@ -729,6 +738,8 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
                 found.add((equation.op, CONST_LEFT))
         if len(args) == 2 and [t.dtype for t in types] == ["int32"] and _wide(args):
             found.add((equation.op, CONST_WIDE))
+        if any(isinstance(a, Const) and on_no_table(a.value) for a in args):
+            found.add((equation.op, CONST_ARBITRARY))
     return found
 
 

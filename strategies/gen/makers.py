@@ -6,6 +6,7 @@ shrinker lowers a rank the earlier decisions keep their meaning."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from hypothesis import event
@@ -24,7 +25,23 @@ from .shapes import (
     uniform,
 )
 from .shapes import slices as slices_strategy
-from .state import CONST_LEFT, CONST_WIDE, Gen, Shape, Value, broadcast, of_kind
+from .state import (
+    ARBITRARY,
+    COMMON_COMPARED,
+    COMMON_CONSTANTS,
+    CONST_ARBITRARY,
+    CONST_LEFT,
+    CONST_WIDE,
+    RARE_COMPARED,
+    RARE_CONSTANTS,
+    WIDE_CONSTANTS,
+    Gen,
+    Shape,
+    Value,
+    arbitrary_constant,
+    broadcast,
+    of_kind,
+)
 
 
 def _unary(g: Gen, op: str) -> None:
@@ -41,6 +58,15 @@ def _unary(g: Gen, op: str) -> None:
 #: even for NaN).
 RARE_EXPONENTS: tuple[int | float, ...] = (4, 0, 1, -2, 2.5, 1 / 3, -0.5, 7, 0.0, 10.0)
 RARE_BASES: tuple[float, ...] = (-2.0, 0.0, 1.0, 10.0, -0.5, 1.5)
+COMMON_EXPONENTS: tuple[int | float, ...] = (2, 3, 2.0, -1.0, 0.5)
+
+
+def on_no_table(value: Any) -> bool:
+    """Is ``value`` (a constant's) on none of the generator's tables, i.e. drawn by
+    ``arbitrary_constant`` (``CONST_ARBITRARY``)?"""
+    tables = (COMMON_CONSTANTS, COMMON_COMPARED, RARE_CONSTANTS, RARE_COMPARED, RARE_BASES)
+    tables += (COMMON_EXPONENTS, RARE_EXPONENTS, WIDE_CONSTANTS)
+    return not any(value in table for table in tables)
 
 
 def _weak_left(g: Gen) -> bool:
@@ -70,25 +96,32 @@ def _binary(g: Gen, op: str) -> None:
     p = g.primary(op)
     if op == "power":
         kind = g.draw(st.sampled_from(["exponent", "base"]))
-        kind = "base" if left else kind
+        kind = "base" if left else "exponent" if form == CONST_ARBITRARY else kind
         if kind == "base":
             base = g.draw(st.sampled_from(g.rarely([2.0, 0.5], RARE_BASES)))
             g.node(op, _scalar(g, p, base), p)
             return
         # 0.5 on any sign: NumPy computes it as sqrt, which differs from pow() at -inf and -0.0
         # (a negative base's NaN is NumPy's answer too).
-        exponents: list[int | float] = [2, 3, 2.0, -1.0, 0.5]
+        exponents: list[int | float | str] = list(COMMON_EXPONENTS)
         # each exponent as often (the rarer ones are half the table)
         exponents += RARE_EXPONENTS
         # 0.5 a quarter of the time besides: the only exponent the frontend takes apart (sqrt)
+        # and two in seven on no table: a non-integer between -2 and 6 mostly, where a lowering
+        # tells small integer exponents apart (``arbitrary_constant``)
+        exponents += [ARBITRARY] * 6
         value = 0.5 if g.draw(st.integers(0, 3)) == 3 else uniform(g.draw, exponents)
+        if value == ARBITRARY or form == CONST_ARBITRARY:
+            value = arbitrary_constant(g.draw, "float", low=-2, high=5)
+            event("const:arbitrary-exponent")
         g.node(op, p, _scalar(g, p, value))
         return
     if left:  # (``programs`` takes the form only for an op that takes constants)
         g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p)
         return
-    if form == CONST_WIDE:
-        g.node(op, *g.ordered(p, g.const(p.dtype, op, wide=True)))
+    if form in (CONST_WIDE, CONST_ARBITRARY):
+        constant = g.const(p.dtype, op, wide=form == CONST_WIDE, arbitrary=form == CONST_ARBITRARY)
+        g.node(op, *g.ordered(p, constant))
         return
     q = g.partner(p, op, consts=primitives.get(op).consts)
     a, b = g.ordered(p, q)
@@ -100,8 +133,9 @@ def _condition(g: Gen, op: str) -> tuple[Value, Value]:
     p = g.primary(op)
     if form == CONST_LEFT:
         return g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p), p
-    if form == CONST_WIDE:
-        return g.node(op, *g.ordered(p, g.const(p.dtype, op, wide=True))), p
+    if form in (CONST_WIDE, CONST_ARBITRARY):
+        constant = g.const(p.dtype, op, wide=form == CONST_WIDE, arbitrary=form == CONST_ARBITRARY)
+        return g.node(op, *g.ordered(p, constant)), p
     q = g.partner(p, op, consts=True)
     a, b = g.ordered(p, q)
     return g.node(op, a, b), p

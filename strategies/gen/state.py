@@ -113,8 +113,14 @@ CONST_LEFT = "const-left"
 #: programs drew an int beyond int32 next to an int32 comparison in about 1 of 300; a frontend
 #: that compared in the tensor's dtype (``x < 2**40`` as ``x < 0``) survived a 60 s session.
 CONST_WIDE = "const-wide"
+#: The form of a focused step whose constant is on no table ("OP@const-arbitrary",
+#: ``arbitrary_constant``; a power's exponent, a non-integer between -2 and 6 mostly): a
+#: lowering that switches on a constant's value is wrong only for some values, which no fixed
+#: table need hold (``x ** 2.5`` taken for ``x * x`` by a test that truncated the exponent
+#: survived 60 s sessions while random programs drew such an exponent in 1 of 500).
+CONST_ARBITRARY = "const-arbitrary"
 #: The steps' constant forms (``programs(first="OP@FORM")``).
-CONST_FORMS = (CONST_LEFT, CONST_WIDE)
+CONST_FORMS = (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY)
 
 #: Constants a quarter of the time, beside the common ones (which are exact in every dtype):
 #: decimals no binary format holds (0.1 rounds differently in each), many digits, beyond
@@ -131,6 +137,51 @@ RARE_COMPARED: tuple[int | float, ...] = (
     0.1, -0.7, 1 / 3, 1e-30, -1e-310, 3.5e38, 65520.0, 16777217, 2049, 2**53 + 1, INT32_MAX,
     -INT32_MAX - 1, -1,
 )  # fmt: skip
+
+
+#: The constants drawn 3 times in 4. Both zeros: x + -0.0 is x and x + 0.0 is not (at x =
+#: -0.0); x / -0.0 is -x / 0.0; a fold, or a cache keyed by value, that takes one for the other
+#: is wrong there.
+COMMON_CONSTANTS: tuple[int | float, ...] = (2.0, 0.5, -1.5, 3.0, 2, -3, 1e10, 0.0, -0.0)
+COMMON_COMPARED: tuple[int | float, ...] = (0.0, 0.5, -1.0, 0, 2, 2**40, INT32_MAX + 1, 1e10)
+#: What a "const-wide" step draws (``Gen.const``).
+WIDE_CONSTANTS: tuple[int | float, ...] = (
+    INT32_MAX + 1, -INT32_MAX - 2, 2**40, -(2**33), 0.5, -1.5, 1e10,
+)  # fmt: skip
+
+#: The rare tables' stand-in for a value on no list (``arbitrary_constant``).
+ARBITRARY = "arbitrary"
+
+
+def arbitrary_constant(draw: st.DrawFn, kind: str = "any", low: int = -4, high: int = 8) -> Any:
+    """A constant on no table: a float, an integer between ``low`` and ``high`` plus a half, a
+    quarter, a drawn thousandth or a hair (2**-20) either side of it, or a drawn magnitude; or
+    an int (a drawn one from 5 to a thousand, a power of two or one beside it). ``kind``: "float",
+    "int" or "any" (either, half the time). Lowerings switch on constants' values (``x ** c``
+    as products for a small integer ``c``, ``x * 2**k`` as a shift), and a switch that asks
+    the wrong question (one that truncated the exponent took ``x ** 2.5`` for ``x * x``) is
+    met only by values that no table holds: 60 s sessions drawing exponents from a list of
+    15 missed it."""
+    if kind == "int" or (kind == "any" and draw(st.booleans())):
+        form = uniform(draw, ("drawn", "power", "beside"))
+        if form == "drawn":  # (from 5: the simplest draw is on no table either)
+            return uniform(draw, (1, -1)) * draw(st.integers(5, 1000))
+        power = 2 ** draw(st.integers(1, 30))
+        sign = uniform(draw, (1, -1))
+        return sign * (power if form == "power" else power + uniform(draw, (1, -1)))
+    whole = draw(st.integers(low, high))
+    # (thousandths first: the simplest draw, 0.001, is on no table either)
+    form = uniform(draw, ("thousandths", "half", "quarter", "hair", "magnitude"))
+    if form == "half":
+        return whole + 0.5
+    if form == "quarter":
+        return whole + uniform(draw, (0.25, 0.75))
+    if form == "thousandths":
+        return whole + draw(st.integers(1, 999)) / 1000
+    if form == "hair":
+        return whole + uniform(draw, (2.0**-20, -(2.0**-20)))
+    mantissa = draw(st.integers(1000, 9999)) / 1000
+    return uniform(draw, (1, -1)) * mantissa * 10.0 ** draw(st.integers(-6, 12))
 
 
 @dataclass(frozen=True)
@@ -435,7 +486,9 @@ class Gen:
         dtype = self.draw(st.sampled_from(sorted(allowed, key=lambda d: d != dtype)))
         return self.operand(self.partner_shape(target), dtype)
 
-    def const(self, dtype: str, op: str, wide: bool = False, weak: bool = False) -> Const:
+    def const(
+        self, dtype: str, op: str, wide: bool = False, weak: bool = False, arbitrary: bool = False
+    ) -> Const:
         """A weak (Python) or strong (NumPy) scalar of every kind NumPy accepts next to a
         ``dtype`` operand: values the operand's dtype cannot represent included (0.5 next to
         int32 promotes to float64; a comparison with an int beyond int32 is exact in NumPy 2).
@@ -443,7 +496,7 @@ class Gen:
         past int32's ends (just past, too), whose exact comparison a strong scalar (a float64)
         would not ask for. ``weak``: a Python scalar (the only kind left of a tensor that reaches
         its reflected operator: ``np.float32(2) / x`` is NumPy's ufunc call, ``2.0 / x`` is
-        ``x.__rtruediv__``)."""
+        ``x.__rtruediv__``). ``arbitrary``: a value on no table (``arbitrary_constant``)."""
         comparison = primitives.get(op).kind == "compare"
         if wide and dtype == "int32" and self.cfg.implicit:
             if comparison:
@@ -461,12 +514,10 @@ class Gen:
             event("const:weak-wide")
             return Const(value)
         if comparison:
-            choices: list[int | float] = [0.0, 0.5, -1.0, 0, 2, 2**40, INT32_MAX + 1, 1e10]
+            choices: list[int | float] = list(COMMON_COMPARED)
             rare = RARE_COMPARED
         else:
-            # Both zeros: x + -0.0 is x and x + 0.0 is not (at x = -0.0); x / -0.0 is -x / 0.0;
-            # a fold, or a cache keyed by value, that takes one for the other is wrong there.
-            choices = [2.0, 0.5, -1.5, 3.0, 2, -3, 1e10, 0.0, -0.0]
+            choices = list(COMMON_CONSTANTS)
             rare = RARE_CONSTANTS
         if not self.cfg.implicit and dtype == "int32":
             # JAX keeps a weak float next to int32 weak (float32 further on; NumPy: float64),
@@ -475,7 +526,13 @@ class Gen:
                 [c for c in values if isinstance(c, int) and abs(c) <= INT32_MAX]
                 for values in (choices, rare)
             )
-        value = self.draw(st.sampled_from(self.rarely(choices, rare)))
+        # Half of the rare draws are on no table (as many entries as the table's).
+        value = self.draw(st.sampled_from(self.rarely(choices, (*rare, *[ARBITRARY] * len(rare)))))
+        value = ARBITRARY if arbitrary else value
+        if value == ARBITRARY:
+            ints_only = not self.cfg.implicit and dtype == "int32"
+            value = arbitrary_constant(self.draw, "int" if ints_only else "any")
+            event("const:arbitrary")
         strong = self.strong_dtypes(dtype, op, value)
         if strong and not weak and self.draw(st.booleans()):
             const_dtype = self.draw(st.sampled_from(strong))
@@ -522,6 +579,7 @@ class Gen:
 
 
 __all__ = [
+    "CONST_ARBITRARY",
     "CONST_FORMS",
     "CONST_LEFT",
     "CONST_WIDE",

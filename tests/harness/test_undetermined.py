@@ -117,3 +117,34 @@ def test_a_decision_the_runs_took_differently_makes_nothing_undetermined() -> No
     not a rounding's to spread over the coupled elements."""
     assert COUPLED in references(_sine_plus(decided=False), use_jax=False)
     assert COUPLED not in references(_sine_plus(decided=True), use_jax=False)
+
+
+def test_what_a_value_rounding_puts_on_both_sides_of_zero_reaches_may_be_anything() -> None:
+    """``3.0 / mean(x)``, x holding 2.8e306, -2.8e306 and 2**52: 2e-14 in NumPy's pairwise
+    order, inf where 2**52 is absorbed before the two cancel (cpu-vector's vectorized sum, a
+    60 s session's false finding), about +-1e-289 in the runs. The row's mean is anything in a
+    range holding zero, so its quotient may be inf or nan; the other row's stays judged."""
+    from harness.oracles.base import Judgement, Observation
+    from harness.oracles.differential import Differential
+    from harness.run.task import BackendResult
+
+    big = 2.8088955232e306
+    row = np.array([1.0, -1.0, 709.0, -744.0, big, -big, 0.0, 2.0**52, 3.0, -2.0] * 3 + [4.0])
+    calm = np.linspace(1.0, 2.0, row.size)
+    b = ProgramBuilder()
+    x = b.input((2, row.size), "float64")
+    program = b.build(b.node("divide", 3.0, b.node("mean", x, axis=-1, keepdims=True)))
+    case = Case(program, [np.stack([row, calm])], ("cpu-vector",))
+    refs = references(case, use_jax=False)
+    assert refs[COUPLED].unbounded.tolist() == [[True], [False]]
+    numpy = refs["numpy"].output
+
+    def findings(got: np.ndarray) -> list:
+        result = BackendResult("cpu-vector", "ok", output=got)
+        return Differential().judge(Observation(case, [result], refs, Judgement()), [])
+
+    assert findings(numpy) == []
+    for anything in (np.inf, -np.inf, np.nan, 1e300, -3.0):
+        assert findings(np.array([[anything], numpy[1]])) == [], anything
+    assert findings(np.array([numpy[0], [np.inf]])) != []
+    assert findings(np.array([numpy[0], numpy[1] * 1.001])) != []
