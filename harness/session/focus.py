@@ -623,10 +623,9 @@ def item_kind(item: tuple[str, str]) -> str:
     unary ops), "cast", "spelling", "const:left", "const:wide" or "const:arbitrary" (one
     family: a constant operand's forms), "jit-sequence", "out-of-range", "identity" and
     "invalid" (one family: what must be rejected or kept at a range's end), "sweep" (with
-    edges; the
-    dense sweeps have their own share) or "tails" (an exact reduction's sweep: 10 of the 107
-    sweeps, drawn as any of them, and a max's chunked rows went unseen in 60 s sessions; now a
-    kind of the sweeps' family, ``item_family``)."""
+    edges; the dense sweeps have their own share) or "tails" (an exact reduction's sweep: 10 of
+    the 107 sweeps, drawn as any of them, and a max's chunked rows went unseen in 60 s sessions;
+    now a kind of the sweeps' family, ``item_family``)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"

@@ -732,9 +732,6 @@ def example_database(where: Path | str | None) -> Any:
     return DirectoryBasedExampleDatabase(str(where))
 
 
-__all__ = ["Driver", "FuzzOptions", "describe_error", "example_database", "finding_entry"]
-
-
 @contextlib.contextmanager
 def span_duplication(on: bool) -> Iterator[None]:
     """Hypothesis's span-duplication mutator on or off while a round runs. After each example
@@ -757,3 +754,13 @@ def span_duplication(on: bool) -> Iterator[None]:
         yield
     finally:
         ConjectureRunner.generate_mutations_from = original
+
+
+__all__ = [
+    "Driver",
+    "FuzzOptions",
+    "describe_error",
+    "example_database",
+    "finding_entry",
+    "span_duplication",
+]
