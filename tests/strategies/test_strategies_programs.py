@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, find, given, seed, settings
+from hypothesis import HealthCheck, Phase, assume, find, given, seed, settings
 from hypothesis import strategies as st
 
 from strategies import (
@@ -51,7 +51,9 @@ def _numpy(program: Program, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
 @settings(max_examples=60)
 @given(samples(programs(implicit_int_to_float=False)))
 def test_programs_evaluate_in_numpy_and_jax_with_predicted_types(case: Sample) -> None:
-    """Without the promotions JAX does its own way, JAX computes the predicted types too."""
+    """Without the promotions JAX does its own way, JAX computes the predicted types too. JAX
+    takes only -1 for a reshape's unknown dimension (NumPy any negative: ``_unknown``)."""
+    assume(not any(n.op == "reshape" and min(n.attrs["shape"]) < -1 for n in case.program.nodes))
     _check_type(_numpy(case.program, case.inputs), case.program)
     _check_type(jax.jit(case.program.as_function(jnp))(*case.inputs), case.program)
 
