@@ -397,7 +397,10 @@ def compare(
     allowed = bound(truth, refs, steps, dtype, errors, finite, local, local_errors, coupled)
     scale = float(np.abs(np.where(finite, truth, 0.0)).max())
     tiny = float(finfo(dtype).tiny)
-    ratio = np.where(judged, error / allowed, 0.0)
+    # An exact element is right whatever its bound (0 / 0 there was nan, and argmax's first nan
+    # would have hidden a larger ratio elsewhere).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(judged & (error > 0), error / allowed, 0.0)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if ratio.size else ()
     worst = tuple(int(i) for i in worst)
     max_error = float(error.max())
