@@ -34,6 +34,7 @@ from .state import (
     CONST_WIDE,
     RARE_COMPARED,
     RARE_CONSTANTS,
+    WIDE_COMPARED,
     WIDE_CONSTANTS,
     Gen,
     Shape,
@@ -65,7 +66,7 @@ def on_no_table(value: Any) -> bool:
     """Is ``value`` (a constant's) on none of the generator's tables, i.e. drawn by
     ``arbitrary_constant`` (``CONST_ARBITRARY``)?"""
     tables = (COMMON_CONSTANTS, COMMON_COMPARED, RARE_CONSTANTS, RARE_COMPARED, RARE_BASES)
-    tables += (COMMON_EXPONENTS, RARE_EXPONENTS, WIDE_CONSTANTS)
+    tables += (COMMON_EXPONENTS, RARE_EXPONENTS, WIDE_COMPARED, WIDE_CONSTANTS)
     return not any(value in table for table in tables)
 
 
@@ -95,8 +96,10 @@ def _binary(g: Gen, op: str) -> None:
     left = form == CONST_LEFT
     p = g.primary(op)
     if op == "power":
-        kind = g.draw(st.sampled_from(["exponent", "base"]))
-        kind = "base" if left else "exponent" if form == CONST_ARBITRARY else kind
+        if left or form == CONST_ARBITRARY:
+            kind = "base" if left else "exponent"
+        else:
+            kind = g.draw(st.sampled_from(["exponent", "base"]))
         if kind == "base":
             base = g.draw(st.sampled_from(g.rarely([2.0, 0.5], RARE_BASES)))
             g.node(op, _scalar(g, p, base), p)
@@ -110,8 +113,11 @@ def _binary(g: Gen, op: str) -> None:
         # and two in seven on no table: a non-integer between -2 and 6 mostly, where a lowering
         # tells small integer exponents apart (``arbitrary_constant``)
         exponents += [ARBITRARY] * 6
-        value = 0.5 if g.draw(st.integers(0, 3)) == 3 else uniform(g.draw, exponents)
-        if value == ARBITRARY or form == CONST_ARBITRARY:
+        if form == CONST_ARBITRARY:
+            value: int | float | str = ARBITRARY
+        else:
+            value = 0.5 if g.draw(st.integers(0, 3)) == 3 else uniform(g.draw, exponents)
+        if value == ARBITRARY:
             value = arbitrary_constant(g.draw, "float", low=-2, high=5)
             event("const:arbitrary-exponent")
         g.node(op, p, _scalar(g, p, value))

@@ -144,10 +144,11 @@ RARE_COMPARED: tuple[int | float, ...] = (
 #: is wrong there.
 COMMON_CONSTANTS: tuple[int | float, ...] = (2.0, 0.5, -1.5, 3.0, 2, -3, 1e10, 0.0, -0.0)
 COMMON_COMPARED: tuple[int | float, ...] = (0.0, 0.5, -1.0, 0, 2, 2**40, INT32_MAX + 1, 1e10)
-#: What a "const-wide" step draws (``Gen.const``).
-WIDE_CONSTANTS: tuple[int | float, ...] = (
-    INT32_MAX + 1, -INT32_MAX - 2, 2**40, -(2**33), 0.5, -1.5, 1e10,
-)  # fmt: skip
+#: What a "const-wide" step draws (``Gen.const``): beside a comparison, just past int32's ends
+#: first (twice: what the draw leans to), beside the other ops, floats.
+_PAST_INT32 = (INT32_MAX + 1, -INT32_MAX - 2)
+WIDE_COMPARED: tuple[int | float, ...] = (*_PAST_INT32, *_PAST_INT32, 2**40, -(2**33), 0.5, -1.5)
+WIDE_CONSTANTS: tuple[int | float, ...] = (0.5, -1.5, 1e10)
 
 #: The rare tables' stand-in for a value on no list (``arbitrary_constant``).
 ARBITRARY = "arbitrary"
@@ -505,12 +506,10 @@ class Gen:
                 # wrapped to int32, each is the other end (``x < 2**31`` as ``x < -2**31``)
                 # (the two just past the ends are half the choices: a draw's path moves with
                 # any change to the generator, and a third of them left 4 of 105 focused
-                # cases with both an end and its neighbour)
-                past = [INT32_MAX + 1, -INT32_MAX - 2]
-                wide_ints = [*past, *past, 2**40, -(2**33)]
-                value = self.draw(st.sampled_from([*wide_ints, 0.5, -1.5]))
+                # cases with both an end and its neighbour): ``WIDE_COMPARED``
+                value = self.draw(st.sampled_from(WIDE_COMPARED))
             else:
-                value = self.draw(st.sampled_from([0.5, -1.5, 1e10]))
+                value = self.draw(st.sampled_from(WIDE_CONSTANTS))
             event("const:weak-wide")
             return Const(value)
         if comparison:
@@ -527,8 +526,12 @@ class Gen:
                 for values in (choices, rare)
             )
         # Half of the rare draws are on no table (as many entries as the table's).
-        value = self.draw(st.sampled_from(self.rarely(choices, (*rare, *[ARBITRARY] * len(rare)))))
-        value = ARBITRARY if arbitrary else value
+        arbitrary_too = (*rare, *[ARBITRARY] * len(rare))
+        value = (
+            ARBITRARY
+            if arbitrary
+            else self.draw(st.sampled_from(self.rarely(choices, arbitrary_too)))
+        )
         if value == ARBITRARY:
             ints_only = not self.cfg.implicit and dtype == "int32"
             value = arbitrary_constant(self.draw, "int" if ints_only else "any")
