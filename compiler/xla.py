@@ -30,8 +30,11 @@ from .errors import CompilerError
 from .frontend.graph import Graph
 from .known import (
     KnownIssue,
+    daz_pow_explains,
     double_rounding_explains,
     flushing_explains,
+    ieee_extremum_explains,
+    only_zero_signs,
     select_rewrite_explains,
 )
 
@@ -101,6 +104,54 @@ BOOL_PRODUCT_SELECT = KnownIssue(
     "jnp.where(b, x, 0) where 0 is meant; keep the product where nan is",
 )
 
+#: XLA's max and min are IEEE 754-2019 ``maximum``/``minimum`` (LLVM's ``llvm.maximum``), where
+#: NumPy returns one of two equal operands.
+SIGNED_ZERO_EXTREMUM = KnownIssue(
+    "signed-zero-extremum",
+    "not a bug: StableHLO's maximum and minimum are IEEE 754-2019's (-0 < +0), and XLA's CPU "
+    "backend lowers them to llvm.maximum/llvm.minimum; NumPy's np.maximum(0.0, -0.0) is -0.0 "
+    "(of two equal operands its x86 loops return the second)",
+    "XLA (by design): the maximum of +0 and -0 is +0 and their minimum -0, in either order, "
+    "elementwise and in reductions; NumPy's answer there is whichever zero it was given second",
+    "none needed where the sign of a zero does not matter; np.copysign(0, ...) where it does",
+)
+
+#: XLA's CPU runtime runs with DAZ set and calls glibc's ``pow``/``powf``, which assume the
+#: default floating-point environment.
+DAZ_POW = KnownIssue(
+    "daz-pow",
+    "the class is jax-ml/jax#37762 (closed: subnormal inputs of log, sqrt, rsqrt, log1p, lgamma "
+    "are zero under XLA's DAZ); no report found of pow's answer, which is neither NumPy's nor "
+    "the flushed one",
+    "XLA (CPU runtime, DAZ) calling glibc's pow/powf: glibc normalizes a subnormal base by a "
+    "multiplication DAZ reads as zero, so every subnormal base is taken for 2**-150 (float32) "
+    "or 2**-1075 (float64): float32 1e-45 ** 1.073e-4 is 0.988906 where NumPy says 0.988979, "
+    "3e-39 ** 0.5 is 2.6e-23 (NumPy 5.5e-20); a C program calling powf under "
+    "_MM_SET_DENORMALS_ZERO_MODE gives the same",
+    "bases away from the subnormal range (or x ** y as exp(y * log(x)) where x may be tiny)",
+)
+
+#: XLA removes ``x + 0`` (and ``x - (-0)``) before code generation, as if +0 and -0 were one.
+ZERO_SIGN_REWRITE = KnownIssue(
+    "zero-sign-rewrite",
+    "no report found (tests/upstream/test_xla_0_10_2.py pins x + 0.0)",
+    "XLA (HLO optimization): x + 0.0 becomes a copy of x under jit (with algsimp off and at "
+    "backend level 0 too), so -0.0 + 0.0 is -0.0 where IEEE 754, NumPy and eager JAX give "
+    "0.0; named where every wrong element is only a zero of the other sign",
+    "np.copysign or an explicit x == 0 test where a zero's sign matters",
+)
+
+#: The known wrong answers, in the order they are asked: each predictor's issue where it gives
+#: every wrong element (the last one, any zero of the other sign, only after the others).
+KNOWN_ANSWERS = (
+    (flushing_explains, DENORMAL_FLUSH),
+    (double_rounding_explains, HALF_DOUBLE_ROUNDING),
+    (select_rewrite_explains, BOOL_PRODUCT_SELECT),
+    (ieee_extremum_explains, SIGNED_ZERO_EXTREMUM),
+    (daz_pow_explains, DAZ_POW),
+    (only_zero_signs, ZERO_SIGN_REWRITE),
+)
+
 
 class XlaCpuBackend:
     """``jax.jit`` of the traced graph on XLA's CPU backend (float64 and int64 enabled);
@@ -155,15 +206,15 @@ class XlaCpuBackend:
         on ``inputs`` that changes when subnormals are flushed, and (given XLA's ``outputs``)
         is what flushing gives, is XLA's flushing (``DENORMAL_FLUSH``), by design; one that is
         what converting float64 to float16 through float32 gives, ``HALF_DOUBLE_ROUNDING``; one
-        that ``select(b, x, 0)`` for ``x * float(b)`` gives, ``BOOL_PRODUCT_SELECT``."""
+        that ``select(b, x, 0)`` for ``x * float(b)`` gives, ``BOOL_PRODUCT_SELECT``; a zero's
+        sign that IEEE 754-2019 maximum and minimum give, ``SIGNED_ZERO_EXTREMUM``; what glibc's
+        ``pow`` under DAZ gives for a subnormal base, ``DAZ_POW``; any other wrong answer that
+        is only zeros of the other sign, ``ZERO_SIGN_REWRITE``."""
         if message or inputs is None:
             return None
-        if flushing_explains(graph, inputs, outputs):
-            return DENORMAL_FLUSH.to_dict()
-        if double_rounding_explains(graph, inputs, outputs):
-            return HALF_DOUBLE_ROUNDING.to_dict()
-        if select_rewrite_explains(graph, inputs, outputs):
-            return BOOL_PRODUCT_SELECT.to_dict()
+        for explains, issue in KNOWN_ANSWERS:
+            if explains(graph, inputs, outputs):
+                return issue.to_dict()
         return None
 
     def namespace(self) -> Any:
@@ -279,11 +330,14 @@ def _main(argv: list[str]) -> int:
 
 __all__ = [
     "BOOL_PRODUCT_SELECT",
+    "DAZ_POW",
     "DENORMAL_FLUSH",
     "HALF_DOUBLE_ROUNDING",
     "NAME",
+    "SIGNED_ZERO_EXTREMUM",
     "STAGES",
     "XlaCpuBackend",
+    "ZERO_SIGN_REWRITE",
     "compile_text",
     "graph_function",
     "run_text",

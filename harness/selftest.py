@@ -148,6 +148,14 @@ MUTATIONS = (
         "self.captured = [(a.copy(), n) for a, n in trace.captured.values()]",
         "a captured array is copied at trace time: changes made in place are not seen",
     ),
+    Mutation(
+        "captured-views-merged",
+        "frontend/trace.py",
+        "        key = id(array)\n",
+        "        key = array.__array_interface__['data'][0]\n",
+        "captured arrays are told apart by their buffer's address: a view of a captured array "
+        "that starts where it does (W[:1], W.T) is taken for it",
+    ),
     # Two results of one kernel: only the tupled oracle calls a program twice in one function.
     Mutation(
         "every-output-restrict",

@@ -161,7 +161,12 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs
         # its quotient back into bfloat16 (found by the fuzzer once ddof was drawn fractional).
         return astype(elementwise("divide", total, count), out.dtype)
     if not axes:
-        return astype(x, out.dtype)
+        # Over no axis (``axis=()``, or a 0-d array) NumPy still starts a sum from its
+        # identity: 0.0 + -0.0 is +0.0, so the sum of -0.0 is 0.0 (a max keeps -0.0).
+        kept_as_is = astype(x, out.dtype)
+        if name == "sum" and is_float(out.dtype):  # (bfloat16 + a Python float is float32)
+            return astype(elementwise("add", kept_as_is, 0.0), out.dtype)
+        return kept_as_is
     combine, float_identity, int_identity = _COMBINE[name]
     kept = tuple(d for i, d in enumerate(x.shape) if i not in axes)
     attrs = {

@@ -100,11 +100,29 @@ class EmulatedKernel:
         return self.kernel([np.require(a, requirements="C") for a in arrays])
 
 
+#: The host CPU features an emulated kernel is compiled without (workaround
+#: ``bf16-rounding-in-integers``): their vcvtneps2bf16 flushes bfloat16 subnormals, and LLVM
+#: selects it for the truncations it makes itself (a bfloat16 maximum narrowed from float32).
+WITHOUT_FEATURES = ("-avx512bf16", "-avxneconvert")
+
+
+def _without_bf16_instructions(module: Any) -> None:
+    from mlir import ir
+
+    listed = ", ".join(f'"{f}"' for f in WITHOUT_FEATURES)
+    features = ir.Attribute.parse(f"#llvm.target_features<[{listed}]>")
+    for op in module.body.operations:
+        if op.operation.name == "llvm.func":
+            op.operation.attributes["target_features"] = features
+
+
 def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
     """The ``mapped`` stage with every launch made a sequential loop nest, lowered by the CPU
-    targets' LOWER pipeline and JIT-compiled (``runtime.Kernel``, uninstrumented)."""
+    targets' LOWER pipeline and JIT-compiled (``runtime.Kernel``, uninstrumented); without
+    ``WITHOUT_FEATURES`` (a GPU's bfloat16 keeps subnormals: PTX's ``cvt.rn.bf16.f32`` does)."""
     from mlir import ir, passmanager
 
+    from .. import workarounds
     from ..runtime import Kernel
 
     context = ir.Context()
@@ -113,6 +131,8 @@ def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
         launches_to_loops(module)
         module.operation.verify()
         passmanager.PassManager.parse(LOWER).run(module.operation)
+        if workarounds.enabled("bf16-rounding-in-integers"):
+            _without_bf16_instructions(module)
         kernel = Kernel(module, artifacts.signature, 2, instrument=False)
     kernel.context = context
     return EmulatedKernel(kernel)

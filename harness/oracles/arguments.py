@@ -26,7 +26,7 @@ import numpy as np
 
 from ..case import Case
 from ..run.task import Task
-from .base import Finding, Observation, Oracle, group, register
+from .base import Finding, Observation, Oracle, group, overwrites, register
 
 SHARE = 0.25
 KIND = "unchecked-arguments"
@@ -85,6 +85,7 @@ class Arguments(Oracle):
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
         flagged = [(KIND, r, r.misfit) for r in obs.results if r.ok and r.misfit]
+        flagged += overwrites(obs.results, "misfit")
         return group(obs.case, self.name, flagged, obs.case.program.output_type.dtype)
 
 

@@ -145,6 +145,27 @@ def group(
     return findings
 
 
+#: What changed an earlier call's answer, by ``BackendResult.overwritten``.
+_OVERWRITERS = {
+    "repeat": "the repeat check's next call",
+    "tupled": "the tupled oracle's call of the program",
+    "misfit": "a call with misfit arguments",
+    "set": "the call on the task's next input set",
+}
+
+
+def overwrites(results: list[BackendResult], by: str) -> list[tuple[str, BackendResult, str]]:
+    """``aliasing`` flags (for ``group``) of the ``results`` whose returned array a later call
+    of their task (``by``: ``BackendResult.overwritten``) changed; each result's ``output`` is
+    the copy taken before, so this is a finding of its own, not a wrong answer."""
+    what = _OVERWRITERS[by]
+    return [
+        ("aliasing", r, f"{what} changed the array the call before it returned")
+        for r in results
+        if r.ok and r.overwritten == by
+    ]
+
+
 def instrumented_kernel(compiled: Any) -> bool:
     """Whether ``compiled`` (``compiler.jit(f).compile(...)``) runs an instrumented kernel of
     ours (``compiler.runtime.instrumented``), whose gemm calls and heap blocks are counted; not
@@ -163,6 +184,7 @@ __all__ = [
     "get",
     "group",
     "instrumented_kernel",
+    "overwrites",
     "register",
     "unregister",
 ]

@@ -217,8 +217,7 @@ def verdict(recorder: Any, programs: Sequence[str]) -> int:
             outcome.alone = _recorded(recorder.alone(index))
         outcome.overwritten = recorder.overwritten(index)
         outcomes.append(outcome)
-        captured = [] if record.captured is None else [record.captured]
-        inputs.append(list(record.inputs) + captured)
+        inputs.append(list(record.inputs) + recorder.captured_inputs(index))
     found = {index: (kind, detail) for index, kind, detail in problems(outcomes, parsed, inputs)}
     for index, outcome in enumerate(outcomes):
         how = "traced" if recorder.records[index].traced else "from the cache"

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..case import Case
 from ..run.task import Task
-from .base import Finding, Observation, Oracle, group, register
+from .base import Finding, Observation, Oracle, group, overwrites, register
 
 SHARE = 0.125
 #: The share for programs whose kernels fill an init (reductions, matmuls, gathers, composites):
@@ -152,6 +152,7 @@ class Tupled(Oracle):
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
         flagged = [("tupled", r, r.tupled) for r in obs.results if r.ok and r.tupled]
+        flagged += overwrites(obs.results, "tupled")
         return group(obs.case, self.name, flagged, obs.case.program.output_type.dtype)
 
 

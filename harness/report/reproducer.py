@@ -111,7 +111,8 @@ def sequence_reproducer(case: Case, finding: Any, header: str) -> str:
     definitions, calls = sequence.source(array_source)
     programs = [sequence.program(i).to_json() for i in range(len(sequence.calls))]
     body = [*definitions, "", "", f"record = Recorder(f, {'W' if sequence.captured else 'None'}"]
-    body[-1] += f", target={backend!r})" if backend else ")"
+    body[-1] += f", target={backend!r}" if backend else ""
+    body[-1] += f", view={sequence.view!r})" if sequence.view else ")"
     for block in calls:
         body += [""] + block
     text = "\n".join(body)

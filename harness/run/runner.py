@@ -22,7 +22,7 @@ from .. import oracles as oracle_registry
 from ..case import Case
 from ..corpus import Corpus
 from ..coverage import case_cells
-from ..oracles.base import Finding, Judgement, Observation, Oracle
+from ..oracles.base import Finding, Judgement, Observation, Oracle, group, overwrites
 from ..oracles.tolerance import working_dtype
 from ..pending import WriteAhead
 from .isolation import Outcome, Worker
@@ -328,6 +328,7 @@ class Runner:
                 outcomes, failed = derived_done[oracle.name]
                 judgement.findings.extend(failed)
                 judgement.findings.extend(oracle.judge(obs, outcomes))
+                judgement.findings.extend(_overwritten_sets(case, oracle.name, outcomes))
         return judgement
 
     def _account(self, case: Case, judgement: Judgement) -> Judgement:
@@ -351,6 +352,17 @@ class Runner:
         for name in judgement.oracles:
             s.oracles[name] = s.oracles.get(name, 0) + 1
         return judgement
+
+
+def _overwritten_sets(case: Case, oracle: str, outcomes: list) -> list[Finding]:
+    """``aliasing`` findings of ``oracle`` where a derived task's call on one input set changed
+    the array its call on an earlier set had returned (judged on copies taken before, so the
+    oracle's own verdict stands; replaying the oracle runs the same sets again)."""
+    flagged = []
+    for _, done in outcomes:
+        if done.status == "ok":
+            flagged += overwrites(done.value.results, "set")
+    return group(case, oracle, flagged, case.program.output_type.dtype) if flagged else []
 
 
 def _stage_of(marker: str) -> str:

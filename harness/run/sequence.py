@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from strategies.model.sequence import tree_leaves
+from strategies.model.sequence import captured_values, tree_leaves
 
 
 @dataclass
@@ -44,19 +44,22 @@ class Record:
 class Recorder:
     """``record(*args, **statics)`` calls ``compiler.jit(fn)`` (one function, one cache) on
     ``target`` and records the call; ``captured`` is the array ``fn`` reads from its enclosing
-    scope (the caller changes it in place between calls)."""
+    scope (the caller changes it in place between calls), ``view`` the name of the view of it
+    ``fn`` captures too, if any (``strategies.model.sequence.CAPTURED_VIEWS``)."""
 
     def __init__(
         self,
         fn: Callable[..., Any],
         captured: np.ndarray | None = None,
         target: str | None = None,
+        view: str = "",
     ) -> None:
         import compiler
 
         self.fn = fn
         self.captured = captured
         self.target = target
+        self.view = view
         self.jitted = compiler.jit(fn)
         self.records: list[Record] = []
 
@@ -110,6 +113,11 @@ class Recorder:
         again.seconds = time.perf_counter() - start
         again.traced = True
         return again
+
+    def captured_inputs(self, index: int) -> list[np.ndarray]:
+        """The captured program inputs call ``index`` saw: the array's values, and its view."""
+        captured = self.records[index].captured
+        return [] if captured is None else captured_values(self.view, captured)
 
     def overwritten(self, index: int) -> str:
         """What changed that must not have: an array call ``index`` was given (inputs are never

@@ -272,6 +272,7 @@ def run_backend(
     shared = fn is not None
     fn = fn if shared else compiler.jit(case.traced_function())
     results = []
+    returned: list[tuple[BackendResult, Any, np.ndarray]] = []  # each call's output, its copy
     arrange = getattr(case, "arranged", list)  # the case's input layouts (run/layouts.py)
     for index, inputs in enumerate(input_sets):
         inputs = arrange(inputs)
@@ -289,6 +290,12 @@ def run_backend(
                 results[-1].stage = "trace"
             continue
         result = BackendResult(backend, "ok", output=output, seconds=time.perf_counter() - start)
+        # The answer judged is the one this call returned, copied before any other call: a
+        # kernel that hands every call the same output array had its first answer replaced by
+        # the repeat check's, judged as a wrong value that no replay of the differential
+        # oracle alone could reproduce (a planted bug's only finding, "not reproduced").
+        answer = np.array(output, copy=True)
+        returned.append((result, output, answer))
         instrumented = instrumented_kernel(compiled)
         result.memory_faults = faults if instrumented else None
         if index == 0 and not instrumented and _ours_uninstrumented(compiled):
@@ -309,21 +316,36 @@ def run_backend(
                 result = failure(backend, error)
                 # named as a crash's marker names it: replayed with the determinism oracle on
                 result.message += f" [stage {backend} {steps[-1]}]" if steps else ""
+            _overwritten(result, output, answer, "repeat")
         if tupled and index == 0 and result.ok:
             mark(backend, "tupled")
             from ..oracles.tupled import check
 
-            result.tupled = check(case, fn, inputs, backend, result.output)
+            result.tupled = check(case, fn, inputs, backend, answer)
+            _overwritten(result, output, answer, "tupled")
         if misfit is not None and index == 0 and result.ok:
             mark(backend, "misfit")
             from ..oracles.arguments import check as check_arguments
 
             result.misfit = check_arguments(compiled, inputs, misfit)
-        result.output = np.array(result.output, copy=True) if result.ok else None
+            _overwritten(result, output, answer, "misfit")
+        result.output = answer if result.ok else None
         results.append(result)
+    for result, output, answer in returned:  # a later set's call wrote into an earlier answer
+        _overwritten(result, output, answer, "set")
     if not shared:
         fn.clear()
     return results
+
+
+def _overwritten(result: BackendResult, output: Any, answer: np.ndarray, by: str) -> None:
+    """Note in ``result`` that a later call of the task (``by``: the repeat check's, the tupled
+    or the misfit call, another input set's) changed the array ``output`` an earlier call
+    returned, of which ``answer`` is the copy taken right after it; the first such call."""
+    if result.overwritten or not isinstance(output, np.ndarray):
+        return
+    if output.tobytes() != answer.tobytes() or output.dtype != answer.dtype:
+        result.overwritten = by
 
 
 def _kept(mark: Any, steps: list[str]) -> Any:
@@ -358,7 +380,8 @@ def run_sequence(case: Any, backend: str, mark: Any = None) -> list[BackendResul
     mark = mark or (lambda backend, stage: None)
     sequence = case.sequence
     captured = np.array(sequence.calls[0].captured, copy=True) if sequence.captured else None
-    recorder = Recorder(sequence.function(compiler.xp, captured), captured, backend)
+    fn = sequence.function(compiler.xp, captured)
+    recorder = Recorder(fn, captured, backend, sequence.view)
     try:
         for index, call in enumerate(sequence.calls):
             if call.captured is not None and captured is not None:

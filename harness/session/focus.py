@@ -275,7 +275,10 @@ def _identity_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str,
     step after it can hide the slice (an int32 min of INT32_MAX times -0.0)."""
     op, dtype = item[0], item[1][len(IDENTITY) :]
     cost = primitives.get(op).cost
-    strategy = programs(max_nodes=cost, min_nodes=1, dtypes=[dtype], first=op)
+    # Over at least one axis (a reduction over ``axis=()`` reduces nothing to its identity).
+    strategy = programs(max_nodes=cost, min_nodes=1, dtypes=[dtype], first=op).filter(
+        lambda program: any(found == op for found, _, _ in _reduced_inputs(program))
+    )
     others = [r for r in edge_regimes(op) if r not in END_REGIMES]
     drawn = draw(samples(strategy, regime=uniform(draw, others) if others else None))
     inputs = _at_identity(draw, op, drawn.program, list(drawn.inputs))

@@ -3,8 +3,9 @@
 A drawn program becomes the function's template: its reductions' axes and keepdims, reshape
 targets, permutations and scalar constants become static keyword arguments (a ``scale`` constant
 is added when it has none); optionally a captured array joins the output (``out + W``, ``W``
-read from the enclosing scope) and a second variant (one more equation) is selected by another
-argument tree. The first call uses the drawn dtypes and defaults; each later call changes ONE
+read from the enclosing scope; sometimes a view of it made outside the function joins too: ``+
+V``, ``V = W[:1]``) and a second variant (one more equation) is selected by another argument
+tree. The first call uses the drawn dtypes and defaults; each later call changes ONE
 thing of an earlier call, so a cache that confuses the two answers the later call with the
 earlier call's specialization:
 
@@ -35,7 +36,18 @@ from hypothesis import strategies as st
 from compiler import primitives
 
 from ..model import DTYPES, REJECTIONS, Const, Program, ProgramBuilder, Ref
-from ..model.sequence import LEAF, OUTPUT, OWN, Call, Hole, JitSequence, skeleton_text
+from ..model.sequence import (
+    CAPTURED_VIEWS,
+    LEAF,
+    OUTPUT,
+    OWN,
+    Call,
+    Hole,
+    JitSequence,
+    captured_values,
+    skeleton_text,
+    view_shape,
+)
 from .programs import programs
 from .values import input_values
 
@@ -139,12 +151,15 @@ def _current(program: Program, hole: Hole) -> Any:
 class _Draft:
     """The sequence being drawn: a call is added only if its program builds."""
 
-    def __init__(self, variants: tuple[Program, ...], holes: tuple[Hole, ...], captured: bool):
-        self.variants, self.holes, self.captured = variants, holes, captured
+    def __init__(
+        self, variants: tuple[Program, ...], holes: tuple[Hole, ...], captured: bool, view: str
+    ) -> None:
+        self.variants, self.holes, self.captured, self.view = variants, holes, captured, view
         self.calls: list[Call] = []
 
     def sequence(self, calls: list[Call] | None = None) -> JitSequence:
-        return JitSequence(self.variants, self.holes, self.captured, tuple(calls or self.calls))
+        calls = tuple(calls or self.calls)
+        return JitSequence(self.variants, self.holes, self.captured, calls, self.view)
 
     def program(self, call: Call) -> Program | None:
         try:
@@ -178,7 +193,7 @@ def _with_values(
         else:
             values = [_shifted(v) for v in values]
         arrays = tuple(values[j] if s == OWN else None for j, s in enumerate(sources))
-        captured = values[-1] if draft.captured and fresh_captured else None
+        captured = values[len(sources)] if draft.captured and fresh_captured else None
         built = Call(
             call.variant, call.skeleton, call.dtypes, call.statics, sources, arrays, captured,
             call.note,
@@ -230,7 +245,9 @@ def _values_tell(draft: _Draft, call: Call, repeat: bool) -> bool:
         alternatives = []
         if call.captured is not None:
             earlier = {id(c.captured): c.captured for c in draft.calls if c.captured is not None}
-            alternatives += [[*leaves, value] for value in earlier.values()]
+            alternatives += [
+                [*leaves, *captured_values(draft.view, value)] for value in earlier.values()
+            ]
         if repeat and first.sources == call.sources:
             alternatives.append(sequence.inputs(0)[: len(first.sources)] + rest)
         with np.errstate(all="ignore"):
@@ -266,7 +283,7 @@ def _same_answer(a: np.ndarray, b: np.ndarray) -> bool:
 
 def _template(
     draw: st.DrawFn, max_nodes: int
-) -> tuple[tuple[Program, ...], tuple[Hole, ...], bool]:
+) -> tuple[tuple[Program, ...], tuple[Hole, ...], bool, str]:
     program = draw(
         programs(max_nodes=max_nodes, max_side=5).filter(
             lambda p: all(i.bound is None for i in p.inputs)
@@ -285,10 +302,24 @@ def _template(
         out = builder.node(op, out, Const(one))
         candidates = [Hole("scale", out.index, "", 1)]
     captured = draw(st.integers(0, 3)) != 3  # usually (shrinks toward a captured array)
+    view = ""
     if captured:
         out_type = builder.type_of(out)
         w = builder.input(out_type.shape, out_type.dtype)
         out = builder.node(draw(st.sampled_from(["add", "multiply", "subtract"])), out, w)
+        # One time in three, a view of W made once outside the function is captured too
+        # (``V = W[:1]``): two captured arrays at one address (a trace that keyed captured
+        # arrays by address made them one argument, and survived 60 s sessions).
+        views = [
+            name
+            for name in CAPTURED_VIEWS
+            if out_type.shape and _broadcasts(view_shape(name, out_type.shape), out_type.shape)
+        ]
+        if views and draw(st.integers(0, 2)) == 2:
+            view = draw(st.sampled_from(views))
+            v = builder.input(view_shape(view, out_type.shape), out_type.dtype)
+            out = builder.node(draw(st.sampled_from(["add", "multiply", "subtract"])), out, v)
+            event(f"jit-sequence:captured-view-{view}")
     base = builder.build(out)
     chosen = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True))
     holes, names = [], set()
@@ -304,20 +335,28 @@ def _template(
     # second variant, which a minimizer drops when no call uses it.
     extra = ProgramBuilder.from_program(base)
     extra.node("subtract", extra.node("negative", base.output), Const(1))  # never equal to out
-    return (base, extra.build()), tuple(holes), captured
+    return (base, extra.build()), tuple(holes), captured, view
+
+
+def _broadcasts(shape: tuple[int, ...], onto: tuple[int, ...]) -> bool:
+    """Does ``shape`` broadcast onto ``onto`` without changing it?"""
+    try:
+        return np.broadcast_shapes(shape, onto) == onto
+    except ValueError:
+        return False
 
 
 @st.composite
 def jit_sequences(draw: st.DrawFn, *, max_nodes: int = 3, max_calls: int = 7) -> JitSequence:
     """A first call and up to ``max_calls - 1`` calls that each change one thing (see the
     module docstring); every call's program is valid."""
-    variants, holes, captured = _template(draw, max_nodes)
-    draft = _Draft(variants, holes, captured)
-    n = len(variants[0].inputs) - int(captured)
+    variants, holes, captured, view = _template(draw, max_nodes)
+    draft = _Draft(variants, holes, captured, view)
+    n = len(variants[0].inputs) - int(captured) - int(bool(view))
     first_kind = draw(st.sampled_from(SKELETONS))
     # The first call passes its statics explicitly (unless drawn otherwise): a cache that keeps
     # a static's name but not its value only shows when two calls both pass it.
-    defaults = JitSequence(variants, holes, captured, ()).defaults()
+    defaults = JitSequence(variants, holes, captured, (), view).defaults()
     statics = tuple(sorted((k, v) for k, v in defaults.items() if draw(st.integers(0, 3)) != 3))
     dtypes = tuple(i.dtype for i in variants[0].inputs[:n])
 

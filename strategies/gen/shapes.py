@@ -175,19 +175,25 @@ class Reduction(NamedTuple):
 
 @st.composite
 def reductions(draw: st.DrawFn, shape: Shape) -> Reduction:
-    """``axis`` (None, int, negative int or tuple) and ``keepdims`` valid for ``shape``."""
+    """``axis`` (None, int, negative int or tuple) and ``keepdims`` valid for ``shape``. One in
+    eight is the empty tuple, which reduces over no axis (NumPy: the array itself, converted;
+    ``var`` of one element each): a frontend that read ``axis=()`` as "every axis", as
+    PyTorch's ``dim=()`` was, survived 60 s sessions while no reduction drew it."""
     ndim = len(shape)
     kinds = ["int", "none", "tuple"] if ndim else ["none"]
-    kind = draw(st.sampled_from(kinds))
+    kind = "empty" if uniform(draw, range(8)) == 7 else draw(st.sampled_from(kinds))
     axis: int | tuple[int, ...] | None
     if kind == "none":
         axis = None
+    elif kind == "empty":
+        axis = ()
     elif kind == "int":
         axis = draw(st.integers(-ndim, ndim - 1))
     else:
         axis = draw(hnp.valid_tuple_axes(ndim, min_size=1))
     keepdims = draw(st.booleans())
-    negative = isinstance(axis, int) and axis < 0 or isinstance(axis, tuple) and min(axis) < 0
+    named = (axis,) if isinstance(axis, int) else axis or ()
+    negative = min(named, default=0) < 0
     event(f"reduce:{kind}{'-negative' if negative else ''}{'-keepdims' if keepdims else ''}")
     return Reduction(axis, keepdims)
 

@@ -43,6 +43,7 @@ int32 cast (undefined in NumPy for NaN, infinities and out-of-range values) only
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -53,7 +54,7 @@ from hypothesis.extra import numpy as hnp
 
 from compiler import primitives
 
-from ..model import FLOAT_DTYPES, Input, Program, Ref
+from ..model import FLOAT_DTYPES, Const, Input, Program, Ref
 
 REGIMES = (
     "ordinary",
@@ -707,6 +708,8 @@ def input_values(
 
 #: The share of a tied case's places where the second operand takes the first's value.
 TIED_SHARE = 0.25
+#: The kinds of op whose operands are tied (``tie_sources``).
+TIED_KINDS = ("binary", "compare", "select")
 
 
 def tie_pairs(program: Program, guarded: Collection[int] = ()) -> list[tuple[int, int]]:
@@ -729,25 +732,91 @@ def tie_pairs(program: Program, guarded: Collection[int] = ()) -> list[tuple[int
     return pairs
 
 
+def tie_sources(
+    program: Program, guarded: Collection[int] = (), kinds: Collection[str] = TIED_KINDS
+) -> list[tuple[int, str, Any]]:
+    """(j, kind, source) for each operand of a binary op, comparison or select (of ``kinds``)
+    that could equal the other at some places: input j (of no gather and not guarded for a cast
+    to int), and the other operand: ``("input", i)`` (another input of j's shape and dtype, or
+    of j's dtype that broadcasts to j's shape: ``x > y[0]``; one direction per pair) or
+    ``("constant", value)`` where j's dtype holds it exactly (``x > 2``)."""
+    found: list[tuple[int, str, Any]] = []
+    pairs: set[frozenset[int]] = set()
+    for equation in program.nodes:
+        kind = primitives.get(equation.op).kind
+        args = equation.args[1:] if kind == "select" else equation.args
+        if kind not in kinds or len(args) != 2:
+            continue
+        for a, b in (args, args[::-1]):
+            if not (isinstance(a, Ref) and a.kind == "input") or a.index in guarded:
+                continue
+            x = program.inputs[a.index]
+            if x.bound is not None:
+                continue
+            if isinstance(b, Const):
+                value = b.py()
+                if x.dtype != "bool" and not isinstance(value, bool) and _holds(x.dtype, value):
+                    found.append((a.index, "constant", value))
+            elif isinstance(b, Ref) and b.kind == "input" and b.index != a.index:
+                y = program.inputs[b.index]
+                if y.dtype != x.dtype or y.bound is not None or b.index in guarded:
+                    continue
+                try:
+                    wide = np.broadcast_shapes(x.shape, y.shape) == x.shape
+                except ValueError:
+                    wide = False
+                if wide and frozenset((a.index, b.index)) not in pairs:
+                    pairs.add(frozenset((a.index, b.index)))
+                    found.append((a.index, "input", b.index))
+    return list(dict.fromkeys(found))
+
+
+def _holds(dtype: str, value: Any) -> bool:
+    """Does ``dtype`` hold the Python scalar ``value`` exactly?"""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if np.dtype(dtype).kind in "iu" and not float(value).is_integer():
+                return False
+            converted = np.asarray(value).astype(dtype)
+            return bool(np.isfinite(float(value)) and float(converted) == float(value))
+    except (OverflowError, ValueError, TypeError):
+        return False
+
+
 def _operand_ties(
     draw: st.DrawFn, program: Program, arrays: list[np.ndarray], guarded: set[int]
 ) -> list[np.ndarray]:
-    """In every case with ``tie_pairs``, one pair's second input takes the first's value at a
-    quarter of the places (a seeded choice: one draw whatever the size); the other places, and
-    every value's regime, are kept. Independent draws met equal elements at one place only in
-    the ``ties`` regime, and equal operands are where a comparison's predicates differ (``<``
-    against ``<=``, ordered against unordered on NaN: a planted ``ole`` -> ``olt`` was first
-    found at 15.6 to 54.3 s over six seeds), where ``x - x`` is +0 and a maximum meets a tie."""
-    pairs = tie_pairs(program, guarded)
-    if not pairs:
+    """In every case with ``tie_sources``, an operand takes the other's value at a quarter of
+    the places (at least one; a seeded choice: one draw whatever the size): the other input's
+    (broadcast to its shape), or the constant it meets; the other places, and every value's
+    regime, are kept. Every comparison's operands are tied where there is one (else one binary
+    op's or select's, drawn): tying a select's branches as well hides the comparison's ties in
+    ``where(x > y, x, y)``-like programs, where either branch is the answer at a tie.
+    Independent draws met equal elements at one place only in the ``ties`` regime, and equal
+    operands are where a comparison's predicates differ (``<`` against ``<=``, ordered against
+    unordered on NaN: a planted ``ole`` -> ``olt`` was first found at 15.6 to 54.3 s over six
+    seeds), where ``x - x`` is +0 and a maximum meets a tie. Inputs of one shape only, at first:
+    an int32 ``>`` lowered as ``>=`` was missed by 60 s sessions on 3 of 5 seeds whose focused
+    cases compared with a constant (``x > 2``) or a broadcast row."""
+    chosen = tie_sources(program, guarded, ("compare",))
+    others = tie_sources(program, guarded)
+    if not chosen and not others:
         return arrays
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    i, j = pairs[int(rng.integers(len(pairs)))]
-    tied = rng.random(arrays[i].shape) < TIED_SHARE
-    second = np.array(arrays[j], copy=True)
-    second[tied] = arrays[i][tied]
+    if not chosen:
+        chosen = [others[int(rng.integers(len(others)))]]
+    out = list(arrays)
+    for j, kind, source in chosen:
+        tied = rng.random(out[j].shape) < TIED_SHARE
+        if out[j].size and not tied.any():  # (a small array would often have none)
+            tied.flat[int(rng.integers(out[j].size))] = True
+        second = np.array(out[j], copy=True)
+        value = out[source] if kind == "input" else np.asarray(source).astype(second.dtype)
+        second[tied] = np.broadcast_to(value, second.shape)[tied]
+        out[j] = second
     event("values:operand-ties")
-    return [*arrays[:j], second, *arrays[j + 1 :]]
+    return out
 
 
 __all__ = [
@@ -771,5 +840,6 @@ __all__ = [
     "narrowing_values",
     "regimes",
     "tie_pairs",
+    "tie_sources",
     "values",
 ]

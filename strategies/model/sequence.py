@@ -18,7 +18,9 @@ The function is plain Python, the same for every call::
   reshape's target, a permutation, a scalar constant; each variant's own value is the default;
 - with ``captured`` set, the variants' last input is not passed: the function reads it from the
   enclosing scope (``W``), and a call may overwrite its values in place before it runs (the
-  documented semantics: captured arrays are read at every call);
+  documented semantics: captured arrays are read at every call); with a ``view`` too, the last
+  two: ``W`` and a view of it made once, outside the function (``V = W[:1]``: two captured
+  arrays that start at one address, both changed by a write into ``W``);
 - each call names its skeleton, the dtypes of its leaves (same shapes), its statics, and where
   each leaf comes from: its own array, the same object as an earlier leaf, or the previous
   call's output.
@@ -49,6 +51,26 @@ FORMAT_VERSION = 1
 LEAF = "*"
 OWN, OUTPUT = -1, -2  # a leaf's source: its own array, the previous call's output (else: a leaf)
 MAX_CALLS, MAX_VARIANTS, MAX_HOLES, MAX_TREE = 32, 4, 8, 64
+
+#: Views of the captured array ``W`` that the function may also capture, by name: (the Python
+#: that makes it from ``W``, the view itself). Each starts at ``W``'s address, as ``W.T`` does;
+#: a compiler that keyed captured arrays by their address took two of them for one.
+CAPTURED_VIEWS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
+    "first-row": ("W[:1]", lambda w: w[:1]),
+    "first-column": ("W[..., :1]", lambda w: w[..., :1]),
+    "transposed": ("W.T", lambda w: w.T),
+}
+
+
+def captured_values(view: str, captured: np.ndarray) -> list[np.ndarray]:
+    """The captured program inputs given the captured array's values: ``W``, and its view."""
+    return [captured, CAPTURED_VIEWS[view][1](captured)] if view else [captured]
+
+
+def view_shape(view: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of view ``view`` of an array of ``shape``."""
+    return CAPTURED_VIEWS[view][1](np.empty(shape, np.int8)).shape
+
 
 # --------------------------------------------------------------------------------------------
 # Argument trees
@@ -206,18 +228,24 @@ class JitSequence:
     holes: tuple[Hole, ...]
     captured: bool
     calls: tuple[Call, ...]
+    view: str = ""  # a view of the captured array, captured too (``CAPTURED_VIEWS``)
     _programs: dict[int, Program] = field(default_factory=dict, repr=False, compare=False)
 
     # ---- queries
 
     @property
+    def captures(self) -> int:
+        """How many of the variants' inputs the function captures (the array, its view)."""
+        return int(self.captured) + int(bool(self.view))
+
+    @property
     def passed(self) -> int:
-        """How many leaves a call passes (the variants' inputs but the captured one)."""
-        return len(self.variants[0].inputs) - int(self.captured)
+        """How many leaves a call passes (the variants' inputs but the captured ones)."""
+        return len(self.variants[0].inputs) - self.captures
 
     @property
     def captured_input(self) -> Input | None:
-        return self.variants[0].inputs[-1] if self.captured else None
+        return self.variants[0].inputs[-self.captures] if self.captured else None
 
     def defaults(self) -> dict[str, Any]:
         """Each static argument's default: its value in variant 0."""
@@ -243,7 +271,8 @@ class JitSequence:
 
     def _typed(self, call: Call) -> Program:
         base = self.variants[call.variant]
-        dtypes = list(call.dtypes) + ([base.inputs[-1].dtype] if self.captured else [])
+        captured = self.captured_input
+        dtypes = list(call.dtypes) + ([captured.dtype] * self.captures if captured else [])
         if len(dtypes) != len(base.inputs):
             raise ValueError(f"a call passes {len(call.dtypes)} arrays, expected {self.passed}")
         inputs = [Input(i.shape, d, i.bound) for i, d in zip(base.inputs, dtypes, strict=True)]
@@ -296,14 +325,15 @@ class JitSequence:
     def inputs(self, index: int, previous: Any = None) -> list[np.ndarray]:
         """Call ``index``'s program inputs: its leaves, then the captured values."""
         leaves = [np.asarray(a) for a in self.leaves(index, previous)]
-        captured = self.captured_at(index)
-        return leaves + ([captured] if self.captured else [])
+        if not self.captured:
+            return leaves
+        return leaves + captured_values(self.view, self.captured_at(index))
 
     @property
     def size(self) -> int:
         """Smaller is simpler: calls, then features (aliases, fed-back outputs, statics,
         non-positional trees, captured updates, variants, holes), then array elements."""
-        features = len(self.variants) + len(self.holes) + int(self.captured)
+        features = len(self.variants) + len(self.holes) + self.captures
         elements = 0
         for call in self.calls:
             features += sum(s != OWN for s in call.sources) + len(call.statics)
@@ -348,6 +378,12 @@ class JitSequence:
                 raise ValueError("a captured array needs at least one passed array")
             if self.calls[0].captured is None:
                 raise ValueError("the first call must give the captured array's values")
+        if self.view:
+            if not self.captured or self.view not in CAPTURED_VIEWS:
+                raise ValueError(f"no captured view {self.view!r} (one of {list(CAPTURED_VIEWS)})")
+            w, v = first.inputs[-2:]
+            if v.dtype != w.dtype or v.shape != view_shape(self.view, w.shape):
+                raise ValueError(f"the captured view {self.view} of a {w.type} is not a {v.type}")
         table: dict[str, int] = {}
         for index, call in enumerate(self.calls):
             self._check_call(index, call, table)
@@ -384,8 +420,8 @@ class JitSequence:
             if source != OWN and call.arrays[j] is not None:
                 raise ValueError(f"call {index}: leaf {j} has an array and another source")
         if call.captured is not None:
-            want = self.variants[0].inputs[-1]
-            if not self.captured or (call.captured.shape, call.captured.dtype.name) != (
+            want = self.captured_input
+            if want is None or (call.captured.shape, call.captured.dtype.name) != (
                 want.shape,
                 want.dtype,
             ):
@@ -430,7 +466,7 @@ class JitSequence:
         return rounded(self)
 
     def with_calls(self, calls: Sequence[Call]) -> JitSequence:
-        return JitSequence(self.variants, self.holes, self.captured, tuple(calls))
+        return JitSequence(self.variants, self.holes, self.captured, tuple(calls), self.view)
 
     # ---- JSON
 
@@ -444,6 +480,7 @@ class JitSequence:
                 {"name": h.name, "node": h.node, "attr": h.attr, "arg": h.arg} for h in self.holes
             ],
             "captured": self.captured,
+            **({"view": self.view} if self.view else {}),
             "calls": [
                 {
                     "variant": c.variant,
@@ -503,7 +540,10 @@ class JitSequence:
                     note=str(c.get("note", "")),
                 )
             )
-        return cls(variants, holes, bool(data["captured"]), tuple(calls))
+        view = data.get("view", "")
+        if not isinstance(view, str):
+            raise ValueError("a captured view is named by a string")
+        return cls(variants, holes, bool(data["captured"]), tuple(calls), view)
 
     # ---- printing (strategies.model.sequence_printing)
 
@@ -521,7 +561,9 @@ class JitSequence:
         return uses(self, prefix)
 
 
-_RESERVED = {"args", "statics", "target", "f", "xp", "np", "W", "record", "leaves", "skeleton"}
+_RESERVED = {
+    "args", "statics", "target", "f", "xp", "np", "W", "V", "record", "leaves", "skeleton"
+}  # fmt: skip
 
 
 def _const(value: Any) -> Const:
@@ -552,6 +594,7 @@ def valid(sequence: JitSequence) -> bool:
 
 
 __all__ = [
+    "CAPTURED_VIEWS",
     "FORMAT",
     "FORMAT_VERSION",
     "LEAF",
@@ -560,9 +603,11 @@ __all__ = [
     "Call",
     "Hole",
     "JitSequence",
+    "captured_values",
     "fill",
     "positional",
     "skeleton_text",
     "tree_leaves",
     "valid",
+    "view_shape",
 ]

@@ -13,7 +13,7 @@ from compiler import primitives
 from .codec import normalize_attr
 from .evaluate import namespace_of
 from .program import Program
-from .sequence import Hole, JitSequence, skeleton_text, tree_leaves
+from .sequence import Hole, JitSequence, captured_values, skeleton_text, tree_leaves
 from .types import Const
 
 
@@ -26,6 +26,8 @@ def function(
     variants = sequence.variants
     holes = sequence.holes
     defaults = sequence.defaults()
+    # The array and its view (made once, here: the function captures both objects)
+    closure = [] if captured is None else captured_values(sequence.view, captured)
 
     def f(*args: Any, **statics: Any) -> Any:
         unknown = set(statics) - set(defaults)
@@ -33,8 +35,7 @@ def function(
             raise TypeError(f"unexpected static arguments {sorted(unknown)}")
         program = variants[table[skeleton_text(args)]]
         leaves = tree_leaves(args)
-        if captured is not None:
-            leaves.append(captured)
+        leaves.extend(closure)
         return _evaluate(program, holes, {**defaults, **statics}, xp, leaves)
 
     f.__name__ = f.__qualname__ = "f"

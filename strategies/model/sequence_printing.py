@@ -12,7 +12,7 @@ from compiler import primitives
 
 from .printing import render
 from .program import Program
-from .sequence import OUTPUT, OWN, Hole, JitSequence
+from .sequence import CAPTURED_VIEWS, OUTPUT, OWN, Hole, JitSequence
 from .types import Ref
 
 
@@ -25,7 +25,7 @@ def source(
     an array's exact values."""
     defaults = sequence.defaults()
     lines = list(_TREE_SOURCE)
-    names = [f"x{i}" for i in range(sequence.passed)] + (["w"] if sequence.captured else [])
+    names = [f"x{i}" for i in range(sequence.passed)] + ["w", "v"][: sequence.captures]
     for v, program in enumerate(sequence.variants):
         lines += ["", ""] + _variant_source(v, program, sequence.holes, names, defaults)
     table = ", ".join(f"{text!r}: variant{v}" for text, v in sequence.dispatch().items())
@@ -36,12 +36,15 @@ def source(
             f"W = np.zeros({w.shape}, dtype={_dtype_source(w.dtype)})  "
             "# captured: read at every call, changed in place between calls"
         )
+    if sequence.view:
+        made = CAPTURED_VIEWS[sequence.view][0]
+        lines.append(f"V = {made}  # a view of W, captured too: it starts at W's address")
+    captured = ", W, V" if sequence.view else ", W" if sequence.captured else ""
     lines += [
         "",
         "",
         "def f(*args, **statics):",
-        f"    return VARIANTS[skeleton(args)](*leaves(args){', W' if sequence.captured else ''}"
-        ", **statics)",
+        f"    return VARIANTS[skeleton(args)](*leaves(args){captured}, **statics)",
     ]
     blocks = []
     for index, call in enumerate(sequence.calls):

@@ -65,7 +65,7 @@ def _without_equations(sequence: JitSequence) -> Iterator[tuple[str, JitSequence
             except REJECTIONS:
                 continue
             variants = tuple(program for program, _ in rewritten)
-            smaller = JitSequence(variants, holes, sequence.captured, sequence.calls)
+            smaller = JitSequence(variants, holes, sequence.captured, sequence.calls, sequence.view)
             yield f"without equation {index} ({equation.op})", smaller
             break
 
@@ -86,7 +86,11 @@ def simpler(sequence: JitSequence) -> Iterator[tuple[str, JitSequence]]:
     used = {c.variant for c in sequence.calls}
     if len(sequence.variants) > 1 and max(used) < len(sequence.variants) - 1:
         yield "without an unused variant", JitSequence(
-            sequence.variants[: max(used) + 1], sequence.holes, sequence.captured, sequence.calls
+            sequence.variants[: max(used) + 1],
+            sequence.holes,
+            sequence.captured,
+            sequence.calls,
+            sequence.view,
         )
     passed = {name for c in sequence.calls for name, _ in c.statics}
     for name in sorted(passed):
@@ -98,7 +102,7 @@ def simpler(sequence: JitSequence) -> Iterator[tuple[str, JitSequence]]:
     if unused:
         holes = tuple(h for h in sequence.holes if h.name in passed)
         yield "without unused static arguments", JitSequence(
-            sequence.variants, holes, sequence.captured, sequence.calls
+            sequence.variants, holes, sequence.captured, sequence.calls, sequence.view
         )
     yield from _without_equations(sequence)
     outputs: list[Any] | None = None

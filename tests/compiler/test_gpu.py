@@ -173,6 +173,24 @@ def test_the_emulated_backend_runs_the_mapped_stage_like_numpy(name: str) -> Non
     assert backends.get("gpu-emulated").limits() is None
 
 
+def test_an_emulated_bfloat16_max_keeps_a_subnormal() -> None:
+    """The GPU lowering takes a bfloat16 max in float32; LLVM's InstCombine narrows that back
+    to a bfloat16 maximum, whose X86 promotion truncates with vcvtneps2bf16, which flushes
+    subnormals (llvm PR #221052): a default session (seed 4) found 0 for the max of 9.2e-41
+    and -3.45. Emulated kernels are compiled without AVX512-BF16 and AVX-NE-CONVERT (a GPU's
+    bfloat16 keeps subnormals)."""
+    import ml_dtypes
+
+    x = np.array([[9.18355e-41, 1.0], [-3.45312, -2.0]]).astype(ml_dtypes.bfloat16)
+
+    def fn(a):
+        return a.max(axis=0)
+
+    data = isolated(_run_emulated, fn, (x,))
+    want = fn(x)
+    assert np.array_equal(np.asarray(data["ran"]).astype(np.float64), want.astype(np.float64))
+
+
 def test_no_device_is_a_known_limitation() -> None:
     from compiler.gpu.backend import cuda_devices
 

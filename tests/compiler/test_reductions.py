@@ -173,3 +173,27 @@ def test_var_of_a_16_bit_float_keeps_its_dtype_whatever_the_ddof(dtype, ddof):
     expected = np.var(x, axis=1, ddof=ddof)
     assert got.dtype == expected.dtype
     np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=2**-6)
+
+
+@pytest.mark.parametrize("target", REAL_TARGETS)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_a_sum_over_no_axis_starts_from_zero_as_numpys_does(target, dtype):
+    """NumPy adds a sum's identity even over no axis (``axis=()``, or a 0-d array): the sum of
+    -0.0 is 0.0, and so is its mean; a max keeps -0.0. The frontend returned the array itself,
+    and a 60 s session found it (seed 2) once reductions drew ``axis=()``."""
+    import ml_dtypes  # noqa: F401 - registers bfloat16
+
+    x = np.array([[-0.0, 1.0], [-2.0, -0.0]]).astype(dtype)
+    cases = {
+        "sum": (lambda a: a.sum(axis=()), x),
+        "mean": (lambda a: a.mean(axis=()), x),
+        "max": (lambda a: a.max(axis=()), x),
+        "sum of 0-d": (lambda a: a.sum(), x[0, 0]),
+    }
+    for name, (fn, value) in cases.items():
+        got = np.asarray(jit(fn)(np.asarray(value), target=target))
+        want = np.asarray(fn(np.asarray(value)))
+        assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
+        wide, expected = got.astype(np.float64), want.astype(np.float64)
+        assert np.array_equal(wide, expected), (name, got, want)
+        assert np.array_equal(np.signbit(wide), np.signbit(expected)), (name, got, want)

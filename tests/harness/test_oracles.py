@@ -421,3 +421,31 @@ def test_a_dead_workers_persistent_cache_is_removed_by_the_next(monkeypatch, tmp
         unreaped.wait()
     assert not dead.exists() and not zombie.exists() and live.exists()
     assert os.path.basename(made).startswith(f"{worker._CACHE_PREFIX}{identity()}--")
+
+
+def test_an_answer_written_over_by_a_later_call_is_aliasing_of_the_oracle_that_made_it() -> None:
+    """The worker judges each call's answer on a copy taken right after the call; a later call
+    that wrote into the array (``BackendResult.overwritten``) is an ``aliasing`` finding of the
+    oracle whose call it was: the repeat check's is determinism's, a derived task's next input
+    set's is the deriving oracle's (``runner._overwritten_sets``)."""
+    from harness.oracles.base import overwrites
+    from harness.run.isolation import Outcome
+    from harness.run.runner import _overwritten_sets
+    from harness.run.task import TaskResult
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    case = Case(b.build(b.node("exp", b.input((2,), "float32"))), [np.zeros(2, np.float32)])
+    clean = BackendResult("cpu-loops", "ok", output=np.ones(2, np.float32))
+    written = replace(clean, backend="cpu-blas", overwritten="set")
+    assert overwrites([clean, written], "set") == [
+        ("aliasing", written, "the call on the task's next input set changed the array the call "
+         "before it returned")
+    ]  # fmt: skip
+    assert overwrites([clean, written], "repeat") == []
+    outcome = Outcome("ok", TaskResult([clean, written]))
+    [finding] = _overwritten_sets(case, "metamorphic:transpose", [(None, outcome)])
+    assert (finding.kind, finding.backends, finding.oracle) == (
+        "aliasing", ("cpu-blas",), "metamorphic:transpose"
+    )  # fmt: skip
+    assert _overwritten_sets(case, "x", [(None, Outcome("crash", detail="SIGSEGV"))]) == []

@@ -256,6 +256,123 @@ def test_a_product_with_a_converted_bool_made_a_select_is_named_where_it_predict
     assert known_issue(case, "xla-cpu", "", [elsewhere]) is None
 
 
+def _xla_case(program, inputs):
+    """The case, and XLA's answer to it."""
+    import compiler
+    from harness.case import Case
+
+    case = Case(program, inputs, ("xla-cpu",))
+    return case, np.asarray(compiler.jit(case.traced_function())(*inputs, target="xla-cpu"))
+
+
+def test_a_zero_of_the_other_sign_from_max_or_min_is_named_where_ieee_2019_gives_it() -> None:
+    """A 600 s ``cpu-loops@O0,xla-cpu`` campaign (seed 501) stored three "zero of the other
+    sign" findings of ``maximum``/``minimum``: XLA's are IEEE 754-2019's (-0 < +0), NumPy's
+    ``np.maximum(0.0, -0.0)`` is -0.0. Known issue ``signed-zero-extremum`` where that rule
+    gives every wrong element, elementwise and reduced; a wrong value beside it is not."""
+    from harness.triage.known_issues import known_issue
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, y = b.input((3,), "float64"), b.input((3,), "float64")
+    program = b.build(b.node("maximum", x, y))
+    case, got = _xla_case(program, [np.array([0.0, 1.0, -0.0]), np.array([-0.0, 2.0, -0.0])])
+    if np.signbit(got[0]):
+        pytest.skip(f"this XLA's maximum returns NumPy's zero now: {got}")
+    assert np.signbit(case.traced_function()(*case.inputs)[0])  # NumPy: -0.0
+    assert known_issue(case, "xla-cpu", "", [got])["name"] == "signed-zero-extremum"
+    assert known_issue(case, "xla-cpu", "", [np.array([0.0, 3.0, -0.0])]) is None
+    # +0 of two -0 is no IEEE maximum: only zero signs, the general rewrite's name
+    other_zero = known_issue(case, "xla-cpu", "", [np.array([0.0, 2.0, 0.0])])
+    assert other_zero["name"] == "zero-sign-rewrite"
+
+    # Reduced: NumPy's max and min of a row of two zeros is its last zero.
+    b = ProgramBuilder()
+    x = b.input((2, 2), "float32")
+    program = b.build(b.node("min", x, axis=1))
+    inputs = [np.array([[-0.0, 0.0], [-0.0, 1.0]], np.float32)]
+    case, _ = _xla_case(program, inputs)
+    numpy_answer = case.traced_function()(*inputs)
+    ieee = np.array([-0.0, -0.0], np.float32)
+    if np.array_equal(np.signbit(numpy_answer), np.signbit(ieee)):
+        pytest.skip(f"NumPy's min of -0 and +0 is IEEE's here: {numpy_answer}")
+    assert known_issue(case, "xla-cpu", "", [ieee])["name"] == "signed-zero-extremum"
+    assert known_issue(case, "xla-cpu", "", [np.array([-0.0, 1.0], np.float32)]) is None
+
+
+def test_a_power_of_a_subnormal_base_is_named_where_glibc_under_daz_gives_it() -> None:
+    """The seed-501 campaign's ``x ** y`` of float32 1e-45 and 1.073e-4 was 0.988906 under XLA,
+    NumPy 0.988979: neither NumPy's answer nor the flushed one (0). XLA's CPU runtime calls
+    glibc's ``powf`` with DAZ set, which takes every subnormal base for 2**-150 (a C program
+    under ``_MM_SET_DENORMALS_ZERO_MODE`` gives the same): known issue ``daz-pow`` where that
+    gives every wrong element, not another wrong value."""
+    from harness.triage.known_issues import known_issue
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, y = b.input((4,), "float32"), b.input((4,), "float32")
+    program = b.build(b.node("power", x, y))
+    inputs = [np.array([1e-45, 3e-39, 2.0, 3e-39], np.float32)]
+    inputs.append(np.array([1.073e-4, 0.5, 2.0, -0.5], np.float32))
+    case, got = _xla_case(program, inputs)
+    with np.errstate(all="ignore"):
+        numpy_answer = case.traced_function()(*inputs)
+    if np.allclose(got, numpy_answer, rtol=1e-6):
+        pytest.skip(f"this XLA's pow of a subnormal base is NumPy's now: {got}")
+    assert got[1] == pytest.approx(2.0**-75, rel=1e-6)  # NumPy: 5.5e-20
+    assert known_issue(case, "xla-cpu", "", [got])["name"] == "daz-pow"
+    elsewhere = got.copy()
+    elsewhere[2] = 5.0
+    assert known_issue(case, "xla-cpu", "", [elsewhere]) is None
+
+
+def test_zeros_of_the_other_sign_alone_are_xlas_zero_sign_rewrite() -> None:
+    """XLA removes ``x + 0.0`` under jit (``test_xla_0_10_2.py``): -0.0 + 0.0 is -0.0. A wrong
+    answer that is only zeros of the other sign is known issue ``zero-sign-rewrite``; one with
+    a wrong value too is not; ``x * float(b)`` made ``select(b, x, 0)`` is +0 where NumPy's
+    ``-3 * 0.0`` is -0.0, which is that rewrite (``bool-product-select``)."""
+    from harness.triage.known_issues import known_issue
+    from strategies.model import Const, ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((2,), "float32")
+    program = b.build(b.node("add", x, Const(0.0, "float32")))
+    case, got = _xla_case(program, [np.array([-0.0, 1.0], np.float32)])
+    if not np.signbit(got[0]):
+        pytest.skip(f"this XLA keeps x + 0.0: {got}")
+    assert known_issue(case, "xla-cpu", "", [got])["name"] == "zero-sign-rewrite"
+    assert known_issue(case, "xla-cpu", "", [np.array([-0.0, 2.0], np.float32)]) is None
+
+    b = ProgramBuilder()
+    c, y = b.input((2,), "float32"), b.input((2,), "float32")
+    flag = b.node("astype", b.node("equal", c, 0.0), dtype="float32")
+    program = b.build(b.node("multiply", y, flag))
+    inputs = [np.array([1.0, 0.0], np.float32), np.array([-3.0, 2.0], np.float32)]
+    case, got = _xla_case(program, inputs)
+    if np.signbit(got[0]):
+        pytest.skip(f"this XLA keeps -3 * 0.0 = -0.0: {got}")
+    assert known_issue(case, "xla-cpu", "", [got])["name"] == "bool-product-select"
+
+
+def test_a_conversion_that_rounds_up_to_the_least_normal_is_flushed_before_rounding() -> None:
+    """x86's flush-to-zero detects a tiny result before rounding: XLA converts float64
+    1.1754942807573643e-38 (half an ulp below float32's least normal, which NumPy rounds it to)
+    to 0.0. The seed-501 campaign stored it as new; it is ``denormal-flush``."""
+    from harness.triage.known_issues import known_issue
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((2,), "float64")
+    program = b.build(b.node("astype", x, dtype="float32"))
+    inputs = [np.array([1.1754942807573643e-38, 1.0])]
+    case, got = _xla_case(program, inputs)
+    assert case.traced_function()(*inputs)[0] == np.finfo(np.float32).tiny
+    if got[0] != 0:
+        pytest.skip(f"this XLA rounds before flushing now: {got}")
+    assert known_issue(case, "xla-cpu", "", [got])["name"] == "denormal-flush"
+    assert known_issue(case, "xla-cpu", "", [np.array([0.0, 2.0], np.float32)]) is None
+
+
 def test_a_wrong_answer_that_disappears_at_level_zero_says_so() -> None:
     """XLA's CPU backend contracts ``x * y - max(x * y)`` into an FMA in one of the two fusions
     that compute the product (``tests/upstream/test_xla_0_10_2.py``): float64 ``exp`` of the

@@ -110,3 +110,54 @@ def test_a_product_with_a_converted_bool_keeps_nan() -> None:
         raise RuntimeError(f"the eager evaluation is not IEEE's: {eager}")
     got = np.asarray(jax.jit(masked)(c, x))
     assert np.array_equal(got, eager, equal_nan=True), got
+
+
+@pytest.mark.xfail(
+    PINNED,
+    strict=True,
+    raises=AssertionError,
+    reason="XLA (jaxlib 0.10.2) CPU: pow is glibc's powf/pow, called with XLA's DAZ set; glibc "
+    "normalizes a subnormal base by a multiplication DAZ reads as zero, so every subnormal base "
+    "is taken for 2**-150 (float32) or 2**-1075 (float64): neither its own power nor the "
+    "flushed base's (the class: jax-ml/jax#37762, closed; no report of pow found)",
+)
+@pytest.mark.parametrize(
+    "dtype, base", [(np.float32, [1e-45, 3e-39]), (np.float64, [5e-324, 1e-310])],
+    ids=["float32", "float64"],
+)  # fmt: skip
+def test_a_power_of_a_subnormal_base_is_its_own_or_the_flushed_bases(dtype, base) -> None:
+    """Found by a 10-minute ``cpu-loops@O0,xla-cpu`` campaign (seed 501) as ``x0 ** x1`` of
+    float32 1e-45 and 1.073e-4: 0.988906 under ``jit``, NumPy 0.988979; ``log`` of the same
+    base is -inf (XLA's own flush), so the power is neither. A C program calling ``powf``
+    under ``_MM_SET_DENORMALS_ZERO_MODE`` gives the same numbers."""
+    import jax.numpy as jnp
+
+    x = np.array(base, dtype)
+    y = np.array([1.073e-4, 0.5], dtype)
+    with jax.enable_x64(True):
+        got = np.asarray(jax.jit(jnp.power)(x, y)).astype(np.float64)
+    own = np.power(x.astype(np.float64), y.astype(np.float64))
+    flushed = np.power(0.0, y.astype(np.float64))
+    ok = np.isclose(got, own, rtol=1e-5, atol=0) | (got == flushed)
+    assert ok.all(), (got, own, flushed)
+
+
+@pytest.mark.xfail(
+    PINNED,
+    strict=True,
+    raises=AssertionError,
+    reason="XLA (jaxlib 0.10.2): x + 0.0 is removed under jit (the optimized HLO is a copy of x, "
+    "with algsimp off and at backend level 0 too), so -0.0 + 0.0 is -0.0 where IEEE 754, NumPy "
+    "and eager JAX give 0.0; no report found",
+)
+def test_adding_zero_to_minus_zero_is_plus_zero() -> None:
+    """Found by a 6-minute ``cpu-loops@O0,xla-cpu`` campaign (seed 502) as ``x + float32(0)``
+    of -0.0, one node; ``x - (-0.0)`` is removed the same way."""
+    import jax.numpy as jnp
+
+    x = np.array([-0.0, 1.0], np.float32)
+    eager = np.asarray(jnp.asarray(x) + jnp.float32(0.0))
+    if np.signbit(eager[0]):
+        raise RuntimeError(f"eager JAX keeps -0.0 too: {eager}")
+    got = np.asarray(jax.jit(lambda v: v + jnp.float32(0.0))(x))
+    assert not np.signbit(got).any(), got
