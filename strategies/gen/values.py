@@ -797,8 +797,8 @@ def _operand_ties(
     operands are where a comparison's predicates differ (``<`` against ``<=``, ordered against
     unordered on NaN: a planted ``ole`` -> ``olt`` was first found at 15.6 to 54.3 s over six
     seeds), where ``x - x`` is +0 and a maximum meets a tie. Inputs of one shape only, at first:
-    an int32 ``>`` lowered as ``>=`` was missed by 60 s sessions on 3 of 5 seeds whose focused
-    cases compared with a constant (``x > 2``) or a broadcast row."""
+    an int32 ``>`` lowered as ``>=`` shows only at a tie, which a focused ``x > 2`` or ``x > y``
+    of a row then had only by chance."""
     chosen = tie_sources(program, guarded, ("compare",))
     others = tie_sources(program, guarded)
     if not chosen and not others:
