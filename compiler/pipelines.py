@@ -179,14 +179,22 @@ def pass_manager(pipeline: str, context: Any) -> Any:
     return manager
 
 
-def _generic_cpu(module: Any) -> None:
+def target_features(module: Any, features: tuple[str, ...], cpu: str | None = None) -> None:
+    """Every ``llvm.func`` of the lowered ``module`` compiled with ``features`` (LLVM's
+    ``+name``/``-name``) and, where given, for ``cpu`` instead of this one."""
     from mlir import ir
 
-    features = ir.Attribute.parse('#llvm.target_features<["+sse2"]>')
+    listed = ", ".join(f'"{f}"' for f in features)
+    attribute = ir.Attribute.parse(f"#llvm.target_features<[{listed}]>")
     for op in module.body.operations:
         if op.operation.name == "llvm.func":
-            op.operation.attributes["target_cpu"] = ir.StringAttr.get("x86-64")
-            op.operation.attributes["target_features"] = features
+            if cpu is not None:
+                op.operation.attributes["target_cpu"] = ir.StringAttr.get(cpu)
+            op.operation.attributes["target_features"] = attribute
+
+
+def _generic_cpu(module: Any) -> None:
+    target_features(module, ("+sse2",), cpu="x86-64")
 
 
 #: The ``NAME+generic-cpu`` variants' last stage (for triage, at -O0): the same LLVM IR,
@@ -496,6 +504,7 @@ __all__ = [
     "resolve",
     "split_level",
     "step_name",
+    "target_features",
     "unalias",
     "verify_each",
     "verifying_each",

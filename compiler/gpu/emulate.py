@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..driver import Artifacts
-from ..pipelines import LOWER
+from ..pipelines import LOWER, target_features
 from .pipeline import _walk
 
 
@@ -106,16 +106,6 @@ class EmulatedKernel:
 WITHOUT_FEATURES = ("-avx512bf16", "-avxneconvert")
 
 
-def _without_bf16_instructions(module: Any) -> None:
-    from mlir import ir
-
-    listed = ", ".join(f'"{f}"' for f in WITHOUT_FEATURES)
-    features = ir.Attribute.parse(f"#llvm.target_features<[{listed}]>")
-    for op in module.body.operations:
-        if op.operation.name == "llvm.func":
-            op.operation.attributes["target_features"] = features
-
-
 def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
     """The ``mapped`` stage with every launch made a sequential loop nest, lowered by the CPU
     targets' LOWER pipeline and JIT-compiled (``runtime.Kernel``, uninstrumented); without
@@ -132,7 +122,7 @@ def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
         module.operation.verify()
         passmanager.PassManager.parse(LOWER).run(module.operation)
         if workarounds.enabled("bf16-rounding-in-integers"):
-            _without_bf16_instructions(module)
+            target_features(module, WITHOUT_FEATURES)
         kernel = Kernel(module, artifacts.signature, 2, instrument=False)
     kernel.context = context
     return EmulatedKernel(kernel)

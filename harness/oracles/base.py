@@ -147,7 +147,6 @@ def group(
 
 #: What changed an earlier call's answer, by ``BackendResult.overwritten``.
 _OVERWRITERS = {
-    "repeat": "the repeat check's next call",
     "tupled": "the tupled oracle's call of the program",
     "misfit": "a call with misfit arguments",
     "set": "the call on the task's next input set",

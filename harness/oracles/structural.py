@@ -101,7 +101,7 @@ class Determinism(Oracle):
                 )
             if result.reused is False:
                 flagged.append(("retrace", result, "a second call with the same shapes retraced"))
-            if result.independent is False or result.overwritten == "repeat":
+            if result.independent is False:
                 flagged.append(
                     (
                         "aliasing",

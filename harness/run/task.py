@@ -104,8 +104,9 @@ class BackendResult:
     persisted: bool | None = None
     reused: bool | None = None  # a second call with the same shapes did not retrace
     independent: bool | None = None  # outputs of later calls neither alias nor overwrite it
-    # Which later call of the task changed the array this call returned ("repeat", "tupled",
-    # "misfit", "set": another input set's); ``output`` is the copy taken before it.
+    # Which later call of the task changed the array this call returned ("tupled", "misfit",
+    # "set": another input set's; the repeat check's: ``independent``); ``output`` is the copy
+    # taken before it.
     overwritten: str = ""
     seconds: float = 0.0
     cells: list[str] = field(default_factory=list)  # coverage: MLIR ops per stage, BLAS paths

@@ -110,14 +110,14 @@ def _perturbed(inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 def _repeat_checks(
     fn: Any, inputs: list[np.ndarray], backend: str, first: Any, result: BackendResult,
-    recompile: bool = True, mark: Any = None,
+    recompile: bool = True, mark: Any = None, snapshot: np.ndarray | None = None,
 ) -> None:  # fmt: skip
     """Call again, with other inputs, and (``recompile``) after recompiling: the same bits each
     time, no retrace, and every output array its own (a backend that reuses its output buffers
-    fails here)."""
+    fails here). ``snapshot``: ``first``'s values, copied when it was returned."""
     mark = mark or (lambda backend, step: None)
     mark(backend, "repeat")
-    snapshot = np.array(first, copy=True)
+    snapshot = np.array(first, copy=True) if snapshot is None else snapshot
     traces = fn.traces
     again = fn(*inputs, target=backend)
     again_copy = np.array(again, copy=True)
@@ -311,12 +311,13 @@ def run_backend(
         if repeat and index == 0:
             steps: list[str] = []
             try:
-                _repeat_checks(fn, inputs, backend, output, result, recompile, _kept(mark, steps))
+                _repeat_checks(
+                    fn, inputs, backend, output, result, recompile, _kept(mark, steps), answer
+                )  # (a call of its own that wrote over the answer: ``independent`` is False)
             except Exception as error:  # noqa: BLE001 - a repeat that fails is a failure
                 result = failure(backend, error)
                 # named as a crash's marker names it: replayed with the determinism oracle on
                 result.message += f" [stage {backend} {steps[-1]}]" if steps else ""
-            _overwritten(result, output, answer, "repeat")
         if tupled and index == 0 and result.ok:
             mark(backend, "tupled")
             from ..oracles.tupled import check
@@ -339,9 +340,10 @@ def run_backend(
 
 
 def _overwritten(result: BackendResult, output: Any, answer: np.ndarray, by: str) -> None:
-    """Note in ``result`` that a later call of the task (``by``: the repeat check's, the tupled
-    or the misfit call, another input set's) changed the array ``output`` an earlier call
-    returned, of which ``answer`` is the copy taken right after it; the first such call."""
+    """Note in ``result`` that a later call of the task (``by``: the tupled or the misfit call,
+    another input set's; the repeat check's own are its ``independent``) changed the array
+    ``output`` an earlier call returned, of which ``answer`` is the copy taken right after it;
+    the first such call."""
     if result.overwritten or not isinstance(output, np.ndarray):
         return
     if output.tobytes() != answer.tobytes() or output.dtype != answer.dtype:

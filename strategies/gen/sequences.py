@@ -49,6 +49,7 @@ from ..model.sequence import (
     view_shape,
 )
 from .programs import programs
+from .shapes import broadcasts_onto
 from .values import input_values
 
 CHANGES = ("dtype", "static", "structure", "repeat", "alias", "feedback")
@@ -313,7 +314,7 @@ def _template(
         views = [
             name
             for name in CAPTURED_VIEWS
-            if out_type.shape and _broadcasts(view_shape(name, out_type.shape), out_type.shape)
+            if out_type.shape and broadcasts_onto(view_shape(name, out_type.shape), out_type.shape)
         ]
         if views and draw(st.integers(0, 2)) == 2:
             view = draw(st.sampled_from(views))
@@ -336,14 +337,6 @@ def _template(
     extra = ProgramBuilder.from_program(base)
     extra.node("subtract", extra.node("negative", base.output), Const(1))  # never equal to out
     return (base, extra.build()), tuple(holes), captured, view
-
-
-def _broadcasts(shape: tuple[int, ...], onto: tuple[int, ...]) -> bool:
-    """Does ``shape`` broadcast onto ``onto`` without changing it?"""
-    try:
-        return np.broadcast_shapes(shape, onto) == onto
-    except ValueError:
-        return False
 
 
 @st.composite

@@ -29,6 +29,14 @@ def uniform(draw: st.DrawFn, items: Sequence[Any]) -> Any:
     return items[draw(st.integers(0, 2**16 - 1)) % len(items)]
 
 
+def broadcasts_onto(shape: tuple[int, ...], onto: tuple[int, ...]) -> bool:
+    """Does ``shape`` broadcast onto ``onto`` without changing it?"""
+    try:
+        return np.broadcast_shapes(shape, onto) == tuple(onto)
+    except ValueError:
+        return False
+
+
 def dtypes(include: tuple[str, ...] = DTYPES) -> st.SearchStrategy[np.dtype]:
     """A supported dtype; shrinks toward float32 (the dtype the compiler is mostly used with)."""
     return st.sampled_from([np.dtype(d) for d in include])
@@ -442,6 +450,7 @@ __all__ = [
     "Reduction",
     "attention_configs",
     "broadcastable_shapes",
+    "broadcasts_onto",
     "distinct_sides",
     "dtypes",
     "float_dtypes",

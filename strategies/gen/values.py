@@ -55,6 +55,7 @@ from hypothesis.extra import numpy as hnp
 from compiler import primitives
 
 from ..model import FLOAT_DTYPES, Const, Input, Program, Ref
+from .shapes import broadcasts_onto
 
 REGIMES = (
     "ordinary",
@@ -714,22 +715,14 @@ TIED_KINDS = ("binary", "compare", "select")
 
 def tie_pairs(program: Program, guarded: Collection[int] = ()) -> list[tuple[int, int]]:
     """(i, j) for the two operands of a binary op, comparison or select that are two distinct
-    inputs of one shape and dtype (neither a gather's ids nor guarded for a cast to int)."""
-    pairs = []
-    for equation in program.nodes:
-        kind = primitives.get(equation.op).kind
-        args = equation.args[1:] if kind == "select" else equation.args
-        if kind not in ("binary", "compare", "select") or len(args) != 2:
-            continue
-        a, b = args
-        if not (isinstance(a, Ref) and isinstance(b, Ref) and a.kind == b.kind == "input"):
-            continue
-        x, y = program.inputs[a.index], program.inputs[b.index]
-        if a.index == b.index or {a.index, b.index} & set(guarded):
-            continue
-        if x.shape == y.shape and x.dtype == y.dtype and x.bound is None and y.bound is None:
-            pairs.append((a.index, b.index))
-    return pairs
+    inputs of one shape and dtype (neither a gather's ids nor guarded for a cast to int): the
+    same-shaped pairs of ``tie_sources``."""
+    inputs = program.inputs
+    return [
+        (j, source)
+        for j, kind, source in tie_sources(program, guarded)
+        if kind == "input" and inputs[j].shape == inputs[source].shape
+    ]
 
 
 def tie_sources(
@@ -761,10 +754,7 @@ def tie_sources(
                 y = program.inputs[b.index]
                 if y.dtype != x.dtype or y.bound is not None or b.index in guarded:
                     continue
-                try:
-                    wide = np.broadcast_shapes(x.shape, y.shape) == x.shape
-                except ValueError:
-                    wide = False
+                wide = broadcasts_onto(y.shape, x.shape)
                 if wide and frozenset((a.index, b.index)) not in pairs:
                     pairs.add(frozenset((a.index, b.index)))
                     found.append((a.index, "input", b.index))

@@ -442,7 +442,7 @@ def test_an_answer_written_over_by_a_later_call_is_aliasing_of_the_oracle_that_m
         ("aliasing", written, "the call on the task's next input set changed the array the call "
          "before it returned")
     ]  # fmt: skip
-    assert overwrites([clean, written], "repeat") == []
+    assert overwrites([clean, written], "misfit") == []
     outcome = Outcome("ok", TaskResult([clean, written]))
     [finding] = _overwritten_sets(case, "metamorphic:transpose", [(None, outcome)])
     assert (finding.kind, finding.backends, finding.oracle) == (
