@@ -101,9 +101,13 @@ class GraphInterpreterBackend:
         return Artifacts(self.name, {"module": text}, signature=signature, native=graph)
 
     def run(self, artifacts: Artifacts, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """Each output an array of its own, as a kernel's are: NumPy's value of a graph that
+        returns its input (or a reshape or transpose of it) is that array or a view of it,
+        and the determinism oracle's aliasing check then failed here too, so a runtime that
+        reused its output buffers was attributed to the frontend."""
         from .interpret import evaluate_graph
 
-        return [np.asarray(a) for a in evaluate_graph(artifacts.native, arrays)]
+        return [np.array(a, copy=True) for a in evaluate_graph(artifacts.native, arrays)]
 
 
 #: The suffixes of our CPU targets' triage variants: ``+mlir-runtime`` (MLIR's runtime helpers

@@ -743,3 +743,16 @@ def test_a_stage_that_fails_reports_the_error_of_a_run_verifying_every_pass(rng)
         driver.compile_graph(graph, broken, native=False)
     assert seen == [False, True] and "verified-each" in str(failed.value)
     assert failed.value.stage == "invalid"
+
+
+def test_the_graph_interpreter_returns_arrays_of_its_own() -> None:
+    """``graph-numpy`` keeps a kernel's contract: outputs are fresh arrays. NumPy's value of a
+    graph that returns its input (or a view of it) is that array, so the determinism oracle's
+    aliasing check failed there too, and a held-out runtime that reused its output buffers was
+    attributed to the frontend."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for fn in (lambda a: a, lambda a: a.T, lambda a: a.reshape(3, 2)):
+        compiled = jit(fn).compile(x, target="graph-numpy")
+        first, again = compiled(x), compiled(x)
+        assert not np.shares_memory(first, x) and not np.shares_memory(first, again)
+        np.testing.assert_array_equal(first, fn(x))
