@@ -159,8 +159,9 @@ def blas(compiled: Any, *inputs: Any) -> int:
 def persisted(function: Any, inputs: list[Any], backend: str) -> int:
     """Print the determinism oracle's verdict on the persistent compilation cache: ``function``
     on ``backend`` compiled in this process, then compiled, stored to and loaded back from a
-    fresh cache directory (as a second process with ``COMPILER_CACHE_DIR`` would); return 1 if
-    the loaded kernel's output differs in any bit (a crash kills the script), else 0."""
+    fresh cache directory (as a second process with ``COMPILER_CACHE_DIR`` would), then the
+    same for its twin with two same-typed arguments exchanged; return 1 if either loaded
+    kernel's output differs in any bit (a crash kills the script), else 0."""
     import tempfile
 
     import compiler
@@ -176,15 +177,24 @@ def persisted(function: Any, inputs: list[Any], backend: str) -> int:
     if got is None:
         print(f"not judged: {backend} stored no kernel (not one of our CPU targets, or no ld)")
         return 0
-    if same_bits(got, want):
-        print("ok: the kernel loaded from the persistent cache gives the same bits (NaN as NaN)")
-        return 0
-    print(
-        "FAILS the determinism oracle: the kernel loaded from the persistent cache gives "
-        f"{got!r} where the one compiled in this process gives {want!r}",
-        file=sys.stderr,
-    )
-    return 1
+    if not same_bits(got.output, want):
+        print(
+            "FAILS the determinism oracle: the kernel loaded from the persistent cache gives "
+            f"{got.output!r} where the one compiled in this process gives {want!r}",
+            file=sys.stderr,
+        )
+        return 1
+    if got.twin is not None and not same_bits(got.twin, want):
+        i, j = got.swapped
+        print(
+            f"FAILS the determinism oracle: the program with arguments {i} and {j} exchanged, "
+            "called on the exchanged inputs through the same persistent cache, gives "
+            f"{got.twin!r} where this program gives {want!r}",
+            file=sys.stderr,
+        )
+        return 1
+    print("ok: the kernels loaded from the persistent cache give the same bits (NaN as NaN)")
+    return 0
 
 
 def memory(compiled: Any, *inputs: Any) -> int:

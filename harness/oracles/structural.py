@@ -89,7 +89,21 @@ class Determinism(Oracle):
                         "calling again or recompiling the same program changed the bits",
                     )
                 )
-            if result.persisted is False:
+            if result.persisted is False and result.persisted_twin:
+                i, j = result.persisted_twin
+                flagged.append(
+                    (
+                        "nondeterministic",
+                        result,
+                        f"the program with arguments {i} and {j} (one shape and dtype) "
+                        "exchanged, called on the exchanged inputs, compiled through the "
+                        "persistent compilation cache (compiler.persist, COMPILER_CACHE_DIR) "
+                        "right after this one, gave other bits than this program: two modules "
+                        "that differ in which argument feeds which operand were served one "
+                        "kernel",
+                    )
+                )
+            elif result.persisted is False:
                 flagged.append(
                     (
                         "nondeterministic",

@@ -102,6 +102,9 @@ class BackendResult:
     # The recompiled kernel stored to and loaded back from the persistent compilation cache
     # gave identical bits; None where not tried (not one of our CPU targets, or not recompiled).
     persisted: bool | None = None
+    # Where that was the twin's kernel (``worker._swapped_twin``): the pair of same-typed
+    # arguments exchanged; else ().
+    persisted_twin: tuple[int, ...] = ()
     reused: bool | None = None  # a second call with the same shapes did not retrace
     independent: bool | None = None  # outputs of later calls neither alias nor overwrite it
     # Which later call of the task changed the array this call returned ("tupled", "misfit",

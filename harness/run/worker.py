@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -135,7 +135,10 @@ def _repeat_checks(
             # NaN as NaN (``same_bits``): a kernel loaded from the cache gave +nan for log of a
             # negative where the one compiled in process gave NumPy's -nan (finite values of
             # log, exp, sin, tanh, cbrt agree; which log the loaded object binds is unknown)
-            result.persisted = same_bits(reloaded, snapshot)
+            result.persisted = same_bits(reloaded.output, snapshot)
+            if result.persisted and reloaded.twin is not None:
+                result.persisted = same_bits(reloaded.twin, snapshot)
+                result.persisted_twin = reloaded.swapped if not result.persisted else ()
     arrays = [np.asarray(first), np.asarray(again), np.asarray(other)]
     shared = any(np.shares_memory(arrays[i], arrays[j]) for i in range(3) for j in range(i + 1, 3))
     unchanged = np.asarray(first).tobytes() == snapshot.tobytes()
@@ -177,16 +180,56 @@ def _persistent_directory() -> str:
     return _PERSISTENT[0]
 
 
+class Persisted(NamedTuple):
+    """What kernels loaded back from a persistent cache returned (``through_the_persistent_cache``):
+    the program's, and its twin's (``swapped``: two same-typed arguments exchanged, called on
+    the exchanged inputs, so owing the same bits), or None where no two arguments share a type."""
+
+    output: np.ndarray
+    twin: np.ndarray | None = None
+    swapped: tuple[int, ...] = ()
+
+
+def _swapped_twin(fn: Any, inputs: list[np.ndarray]) -> tuple[Any, list[np.ndarray], tuple] | None:
+    """``fn``'s function with its first two arguments of one shape and dtype exchanged, jitted,
+    with the inputs exchanged to match (the same values owed, bit for bit), and the pair; None
+    if no two inputs share a type. Its module differs from ``fn``'s only in which argument
+    feeds which operand: a persistent cache whose key missed that (SSA names erased, say)
+    serves it the first program's kernel, wrong wherever the program is not symmetric."""
+    import compiler
+
+    same = [
+        (i, j)
+        for i in range(len(inputs))
+        for j in range(i + 1, len(inputs))
+        if inputs[i].shape == inputs[j].shape and inputs[i].dtype == inputs[j].dtype
+    ]
+    if not same or not callable(getattr(fn, "fn", None)):
+        return None
+    i, j = same[0]
+    order = list(range(len(inputs)))
+    order[i], order[j] = j, i  # an involution: the twin's argument k is the program's order[k]
+    inner = fn.fn
+
+    def twin(*args: Any) -> Any:
+        return inner(*(args[k] for k in order))
+
+    return compiler.jit(twin), [inputs[k] for k in order], (i, j)
+
+
 def through_the_persistent_cache(
     fn: Any, inputs: list[np.ndarray], backend: str, directory: str, mark: Any = None
-) -> Any:
+) -> Persisted | None:
     """The output of ``backend``'s kernel for ``inputs`` as a second process would get it with
     ``COMPILER_CACHE_DIR=directory``: compiled, stored (``compiler.persist``), then loaded back
-    from disk; None for a backend that stores nothing (not one of our CPU targets with our
-    runtime; no linker here). Outside instrumentation, which never uses the cache. ``mark``
-    hears "persist" before the load and the call (a crash there is replayed with the
-    determinism oracle on: ``replay.STEP_ORACLES``). ``fn``'s specializations are dropped."""
-    from compiler import backends, driver, persist
+    from disk; then the same for its twin with two same-typed arguments exchanged
+    (``_swapped_twin``), through the same cache: a key that two programs share is otherwise
+    met only when a worker's life happens to hold both. None for a backend that stores nothing
+    (not one of our CPU targets with our runtime; no linker here). Outside instrumentation,
+    which never uses the cache. ``mark`` hears "persist" before each load and call (a crash
+    there is replayed with the determinism oracle on: ``replay.STEP_ORACLES``). ``fn``'s
+    specializations are dropped."""
+    from compiler import backends, persist
     from compiler.runtime import instrumented
 
     mark = mark or (lambda backend, step: None)
@@ -195,19 +238,39 @@ def through_the_persistent_cache(
         return None
     previous = persist.set_cache_dir(directory)
     try:
-        with instrumented(False), driver.through_disk():
-            fn.clear()
-            fn.compile(*inputs, target=backend)  # compiled and stored
-            fn.clear()
-            mark(backend, "persist")
-            compiled = fn.compile(*inputs, target=backend)  # loaded
-            if not compiled.artifacts.notes.get("persisted"):
+        with instrumented(False):
+            output = _stored_and_loaded(fn, inputs, backend, mark)
+            if output is None:
                 return None  # not stored: nothing to compare
-            mark(backend, "persist")
-            return np.array(compiled(*inputs), copy=True)
+            twin = _swapped_twin(fn, inputs)
+            if twin is None:
+                return Persisted(output)
+            twin_fn, swapped_inputs, pair = twin
+            return Persisted(
+                output, _stored_and_loaded(twin_fn, swapped_inputs, backend, mark), pair
+            )
     finally:
         persist.set_cache_dir(previous)
         fn.clear()
+
+
+def _stored_and_loaded(fn: Any, inputs: list[np.ndarray], backend: str, mark: Any) -> Any:
+    """``fn`` compiled (stored in the persistent cache, unless its key was there already),
+    then compiled again from disk and called; None if nothing was stored."""
+    from compiler import driver
+
+    with driver.through_disk():
+        fn.clear()
+        fn.compile(*inputs, target=backend)  # compiled and stored
+        fn.clear()
+        mark(backend, "persist")
+        compiled = fn.compile(*inputs, target=backend)  # loaded
+        if not compiled.artifacts.notes.get("persisted"):
+            return None
+        mark(backend, "persist")
+        output = np.array(compiled(*inputs), copy=True)
+    fn.clear()
+    return output
 
 
 def same_bits(got: Any, want: Any) -> bool:

@@ -40,13 +40,14 @@ from strategies import (
     samples,
     uniform,
 )
-from strategies.gen.programs import generation_order, ops_reading_views
+from strategies.gen.programs import VIEW_LAYOUTS, generation_order, ops_reading_views
 from strategies.gen.values import (
     END_REGIMES,
     cast_edge_regimes,
     edge_regimes,
     edge_values,
     end_value,
+    input_values,
     narrowing_values,
     values,
 )
@@ -122,6 +123,8 @@ def focus_cases(
         return draw(sweep_cases(backends, first))
     if kind == "out-of-range":
         return draw(_out_of_range_cases(backends, first))
+    if kind == "identity" and first[1] == NO_AXIS:
+        return draw(_no_axis_cases(backends, first))
     if kind == "identity":
         return draw(_identity_cases(backends, first))
     if kind == "view":
@@ -208,6 +211,12 @@ SEQUENCE_ITEM = ("jit-sequence", "calls")
 #: ``special`` regimes put one out-of-range id in half of their cases, but gathers are 4% of
 #: the cases: a check that let the bound through survived 60 s sessions on two seeds of three.
 OUT_OF_RANGE = ("out-of-range:upper", "out-of-range:lower")
+#: ...and the second member of the item of two gathers whose ids are inputs of their own, an id
+#: past an end in one of them alone: each gather's check has its own error flag, and a kernel
+#: whose flags shared a buffer (the last written won) raised for neither order in 8 of 19 such
+#: cases. Random programs' gathers exercise the edges' items before the focus draws them, and
+#: two gathers with one bad id were in none of a 60 s session's cases.
+ONE_OF_TWO = "out-of-range:one-of-two"
 
 #: The first member of an invalid program's item (INVALID, violation): one of the labelled
 #: violations (``strategies.VIOLATIONS``) the compiler must reject as NumPy does, before MLIR.
@@ -226,6 +235,13 @@ _OWN_CASES = ("sweep", "tails", "out-of-range", "identity", "jit-sequence", "vie
 #: int32 min from INT32_MAX - 1, survived 60 s sessions, the ``lowest`` and ``highest`` regimes
 #: drawn for a fifth of the two cases that exercised their (op, dtype).
 IDENTITY = "identity:"
+#: ...and of a reduction's item over no axis (op, NO_AXIS): the reduction alone with
+#: ``axis=()`` on ``special`` values of a float dtype with a -0.0 among them. NumPy reduces no
+#: element yet applies the arithmetic (a sum is 0.0 + x: -0.0 gives 0.0; a var of each element
+#: alone is 0, NaN at an inf). Reductions draw ``axis=()`` one time in eight: 11 of 1331 cases
+#: had one, none on a -0.0, and a sum over no axis that kept x as it is survived 60 s sessions
+#: on three seeds (the compiler's own such bug was found once, by a default session).
+NO_AXIS = "no-axis"
 
 
 def identity_ops() -> tuple[str, ...]:
@@ -268,6 +284,53 @@ def _identity_items(case: Case) -> set[tuple[str, str]]:
 
 
 @st.composite
+def _no_axis_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
+    """``item``'s reduction alone over ``axis=()`` (``NO_AXIS``) on ``special`` values of a
+    float dtype, one of them -0.0, an array of rank 0 to 3."""
+    op = item[0]
+    dtype = uniform(draw, [d for o, d in op_dtype_pairs() if o == op and d in _FLOATS])
+    rank = draw(st.integers(0, 3))
+    shape = tuple(draw(st.integers(1, 5)) for _ in range(rank))
+    b = ProgramBuilder()
+    program = b.build(b.node(op, b.input(shape, dtype), axis=(), keepdims=draw(st.booleans())))
+    array = np.array(draw(values(shape, dtype, "special")), copy=True)
+    array.reshape(-1)[draw(st.integers(0, array.size - 1))] = -0.0
+    event("origin:focus-no-axis")
+    return Case(program, [array], backends, origin="focus/no-axis")
+
+
+def _no_axis_items(case: Case) -> set[tuple[str, str]]:
+    """The (op, NO_AXIS) items a case exercises: a reduction over ``axis=()`` of a float input
+    that holds a -0.0."""
+    found = set()
+    program = case.program
+    for node in program.nodes:
+        source = node.args[0] if node.args else None
+        if node.op not in no_axis_ops() or node.attrs.get("axis") != ():
+            continue
+        if isinstance(source, Ref) and source.kind == "input":
+            values_ = np.asarray(case.inputs[source.index])
+            wide = values_.astype(np.float64) if values_.dtype.name in _FLOATS else None
+            if wide is not None and np.any((wide == 0) & np.signbit(wide)):
+                found.add((node.op, NO_AXIS))
+    return found
+
+
+def no_axis_ops() -> tuple[str, ...]:
+    """The reductions of the no-axis items: those that take an ``axis`` and a float dtype."""
+    return tuple(
+        op
+        for op in _first_dtypes()
+        if primitives.get(op).kind == "reduction"
+        and "axis" in primitives.get(op).attrs
+        and any(o == op and d in _FLOATS for o, d in op_dtype_pairs())
+    )
+
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+@st.composite
 def _identity_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
     """``item``'s reduction alone on values of its other edges, one of whose reduced slices is
     then set to the end its identity is (``IDENTITY``): the other slices keep their values, so
@@ -304,8 +367,14 @@ def _at_identity(
     return inputs
 
 
-#: The second part of a view item: (op, VIEWED), the op reading only strided views of inputs.
+#: The second part of a view item: (op, "views:LAYOUT"), the op reading a view of an input of
+#: that layout (``strategies.gen.programs.VIEW_LAYOUTS``).
 VIEWED = "views"
+
+
+def viewed(layout: str) -> str:
+    """The second part of the view item of ``layout``."""
+    return f"{VIEWED}:{layout}"
 
 
 def view_ops() -> tuple[str, ...]:
@@ -329,16 +398,23 @@ def view_ops() -> tuple[str, ...]:
 
 @st.composite
 def _view_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
-    """``item``'s op (and at most two steps more) on operands that are all strided, offset,
-    reversed or transposed views of larger inputs, in any dtype the op takes and any regime."""
-    op = item[0]
+    """``item``'s op (and at most two steps more) reading a view of a larger input of the
+    item's layout (``VIEW_LAYOUTS``), beside plain operands or other views, in any dtype the op
+    takes and any regime."""
+    op, layout = item[0], item[1].partition(":")[2]
     dtype = uniform(draw, [d for o, d in op_dtype_pairs() if o == op])
     cost = primitives.get(op).cost
-    # Only programs whose op reads a view: a later step can take the budget a view needs and
-    # leave the viewed one dead (7 of 30 derandomized gathers read plain inputs).
-    strategy = programs(ops=[op], max_nodes=cost + 2, dtypes=[dtype], views=1).filter(
-        lambda program: op in ops_reading_views(program)
-    )
+    # Only programs whose op reads a view of the item's layout: a later step can take the
+    # budget a view needs and leave the viewed one dead (7 of 30 derandomized gathers read
+    # plain inputs). One item per layout: drawn from any, a case met a view both past its
+    # input's first element and strided 3 times in 10, and a cpu-vector gather that read a
+    # strided table from the allocation's start met one in neither of its two focused cases
+    # (60 s sessions missed it on 2 seeds of 3). One fresh operand in two is a view, the
+    # other plain: with every operand a view, a GPU lowering that rewired a reversed operand's
+    # reads into the first operand's was right wherever all were reversed (y + x[::-1] shows it).
+    strategy = programs(
+        ops=[op], max_nodes=cost + 2, dtypes=[dtype], views=2, view_layout=layout
+    ).filter(lambda program: op in ops_reading_views(program, layout))
     drawn = draw(samples(strategy))
     event("origin:focus-views")
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/views/{drawn.regime}")
@@ -561,23 +637,48 @@ def _swept_shape(draw: st.DrawFn, size: int, rows: bool = False) -> tuple[int, .
 
 @st.composite
 def _out_of_range_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
-    """``item``'s gather alone, in any dtype it takes and any regime, one of whose ids is just
-    past the table's end the item names (``OUT_OF_RANGE``): NumPy's reference raises, and so
-    must the compiled kernel."""
+    """``item``'s gather, in any dtype it takes and any regime, one of whose ids is just past
+    the table's end the item names (``OUT_OF_RANGE``): NumPy's reference raises, and so must
+    the compiled kernel. For ``ONE_OF_TWO``, two such gathers (``_two_gathers``) with ids of
+    their own, an id past either end in either one alone."""
     op, edge = item
     dtype = uniform(draw, [d for o, d in op_dtype_pairs() if o == op])
-    # The gather alone: a second step could leave it dead (a fresh input is its operand).
     cost = primitives.get(op).cost
-    strategy = programs(max_nodes=cost, min_nodes=1, dtypes=[dtype], first=op)
-    drawn = draw(samples(strategy))
-    inputs = [np.array(a, copy=True) for a in drawn.inputs]
-    for gather, index, bound in _id_inputs(drawn.program):
+    if edge == ONE_OF_TWO:
+        edge = uniform(draw, OUT_OF_RANGE)
+        program = _two_gathers(draw, op, dtype)
+        # Ids in range but the one set below (``extreme`` and ``special`` put one out of range)
+        regime = uniform(draw, ("ordinary", "ties", "negative", "positive"))
+        inputs = [np.array(a, copy=True) for a in draw(input_values(program, regime))]
+    else:  # the gather alone: a second step could leave it dead (a fresh input is its operand)
+        strategy = programs(max_nodes=cost, min_nodes=1, dtypes=[dtype], first=op)
+        drawn = draw(samples(strategy))
+        program = drawn.program
+        inputs = [np.array(a, copy=True) for a in drawn.inputs]
+    ids = [(index, bound) for gather, index, bound in _id_inputs(program) if gather == op]
+    ids = [(index, bound) for index, bound in ids if inputs[index].size]
+    if ids:
+        index, bound = uniform(draw, ids)
         flat = inputs[index].reshape(-1)
-        if gather == op and flat.size:
-            flat[draw(st.integers(0, flat.size - 1))] = _out_of_range_id(edge, bound)
-            break
+        flat[draw(st.integers(0, flat.size - 1))] = _out_of_range_id(edge, bound)
     event("origin:focus-out-of-range")
-    return Case(drawn.program, inputs, backends, origin=f"focus/{edge}")
+    return Case(program, inputs, backends, origin=f"focus/{item[1]}")
+
+
+def _two_gathers(draw: st.DrawFn, op: str, dtype: str) -> Program:
+    """Two ``op`` gathers with ids of their own: from two tables, their rows added, or the
+    second from the first's rows (by 1-D or 2-D ids)."""
+    b = ProgramBuilder()
+    width = draw(st.integers(1, 6))
+    rows = draw(st.integers(1, 5))
+    ids = tuple(draw(st.integers(1, 4)) for _ in range(draw(st.integers(1, 2))))
+    first = b.node(op, b.input((rows, width), dtype), b.input(ids, "int32", bound=rows))
+    if draw(st.booleans()):  # chained: the second reads the first's rows
+        more = tuple(draw(st.integers(1, 4)) for _ in range(draw(st.integers(1, 2))))
+        return b.build(b.node(op, first, b.input(more, "int32", bound=ids[0])))
+    other = draw(st.integers(1, 5))
+    second = b.node(op, b.input((other, width), dtype), b.input(ids, "int32", bound=other))
+    return b.build(b.node("add", first, second))
 
 
 def _id_inputs(program: Any) -> list[tuple[str, int, int]]:
@@ -597,13 +698,20 @@ def _id_inputs(program: Any) -> list[tuple[str, int, int]]:
 
 def _out_of_range_items(case: Case) -> set[tuple[str, str]]:
     """The (op, OUT_OF_RANGE edge) items a case exercises: a gather reading an input of ids
-    that holds the bound itself, or -1."""
+    that holds the bound itself, or -1; and (op, ONE_OF_TWO): two or more gathers reading
+    inputs of ids, one input alone holding an id out of range."""
     found = set()
+    bad: dict[str, set[int]] = {}
+    read: dict[str, set[int]] = {}
     for op, index, bound in _id_inputs(case.program):
         values = np.asarray(case.inputs[index])
         found |= {
             (op, edge) for edge in OUT_OF_RANGE if (values == _out_of_range_id(edge, bound)).any()
         }
+        read.setdefault(op, set()).add(index)
+        if ((values < 0) | (values >= bound)).any():
+            bad.setdefault(op, set()).add(index)
+    found |= {(op, ONE_OF_TWO) for op in read if len(read[op]) >= 2 and len(bad.get(op, ())) == 1}
     return found
 
 
@@ -634,11 +742,11 @@ def item_kind(item: tuple[str, str]) -> str:
         return "jit-sequence"
     if op == INVALID:
         return INVALID
-    if second in OUT_OF_RANGE:
+    if second in (*OUT_OF_RANGE, ONE_OF_TWO):
         return "out-of-range"
-    if second.startswith(IDENTITY):
+    if second.startswith(IDENTITY) or second == NO_AXIS:
         return "identity"
-    if second == VIEWED:
+    if second.startswith(VIEWED):
         return "view"
     if second.startswith(SWEPT):
         return "tails" if second.endswith(TAILS) else "sweep"
@@ -681,10 +789,12 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     0.5``), (op, "const-arbitrary") for each of the first a constant on no table can meet
     (``x ** 2.37``, ``x * 37``: ``CONST_ARBITRARY``): 205 pairs, 25 casts, 45 spelled ops, 11
     reflected ones, 10 wide constants and 11 arbitrary ones today;
-    an id just past each end of a gather's table (``OUT_OF_RANGE``); a max's or min's identity
-    in each dtype (``IDENTITY``); a jit sequence (``SEQUENCE_ITEM``); (op, "views") for an op of
-    each primitive kind on strided views of inputs (``view_ops``); each violation an invalid
-    program is drawn with (``INVALID``: rejected as NumPy does); and the accuracy sweeps
+    an id just past each end of a gather's table (``OUT_OF_RANGE``), in one of two gathers
+    alone (``ONE_OF_TWO``); a max's or min's identity in each dtype (``IDENTITY``); each
+    float reduction over no axis on a -0.0 (``NO_AXIS``); a jit sequence
+    (``SEQUENCE_ITEM``); (op, "views:LAYOUT") for an op of each primitive kind on views of
+    inputs of each layout (``view_ops``, ``VIEW_LAYOUTS``); each violation an invalid program
+    is drawn with (``INVALID``: rejected as NumPy does); and the accuracy sweeps
     (``sweep_items``), the dense ones of which take half of the focused cases while any is
     left (``focus_cases``)."""
     first = _first_dtypes()  # the ops with a dtype to draw them in
@@ -698,14 +808,18 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     arbitrary = [(op, CONST_ARBITRARY) for op in const_left_ops() if op in first]
     wide = [(op, CONST_WIDE) for op in const_wide_ops()]
     checked = [
-        (op, edge) for op in first if primitives.get(op).kind == "gather" for edge in OUT_OF_RANGE
+        (op, edge)
+        for op in first
+        if primitives.get(op).kind == "gather"
+        for edge in (*OUT_OF_RANGE, ONE_OF_TWO)
     ]
     checked += [(op, IDENTITY + dtype) for op, dtype in op_dtype_pairs() if op in identity_ops()]
-    viewed = [(op, VIEWED) for op in view_ops() if op in first]
+    checked += [(op, NO_AXIS) for op in no_axis_ops()]
+    views = [(op, viewed(layout)) for op in view_ops() if op in first for layout in VIEW_LAYOUTS]
     rejected = [(INVALID, name) for name in VIOLATIONS]
     return (
         *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
-        *arbitrary, *checked, SEQUENCE_ITEM, *viewed, *rejected,
+        *arbitrary, *checked, SEQUENCE_ITEM, *views, *rejected,
     )  # fmt: skip
 
 
@@ -776,9 +890,14 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
     in a non-default spelling (in each, with ``every_spelling``: the spelling oracle traced the
     case in the others), (op, "spelling:<name>") for each op it writes another way."""
     found = exercised_pairs(case.program) | _out_of_range_items(case) | _identity_items(case)
+    found |= _no_axis_items(case)
     if case.invalid is not None:
         found.add((INVALID, case.invalid.violation))
-    found |= {(op, VIEWED) for op in ops_reading_views(case.program)}
+    found |= {
+        (op, viewed(layout))
+        for layout in VIEW_LAYOUTS
+        for op in ops_reading_views(case.program, layout)
+    }
     sequence = case.sequence
     if sequence is not None and len(sequence.calls) > 1:
         found.add(SEQUENCE_ITEM)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from hypothesis import event
@@ -57,6 +57,7 @@ def programs(
     implicit_int_to_float: bool = True,
     first: str | Sequence[str] | None = None,
     views: int | None = None,
+    view_layout: str = "",
 ) -> st.SearchStrategy[Program]:
     """Valid programs of at most ``max_nodes`` nodes, from at least ``min_nodes`` generation steps
     (dead-code removal can leave fewer nodes; raise ``min_nodes`` for bigger fuzzing programs,
@@ -70,7 +71,9 @@ def programs(
     shrinker may still delete those steps). ``views``: one fresh operand in this many is a
     strided view of a larger input (an ``index`` node: strided, offset, reversed or transposed);
     by default ``VIEW_ODDS`` where ``index`` is among the ops, else none; 1 makes every fresh
-    operand a view while the node budget allows."""
+    operand a view while the node budget allows; ``view_layout`` (of ``VIEW_LAYOUTS``) makes
+    them lean to that layout (a transposition where the rank allows, a reversal, a step or
+    offset from past the first element)."""
     order_all = generation_order()
     op_list = tuple(order_all if ops is None else ops)
     unknown = set(op_list) - set(order_all)
@@ -96,6 +99,8 @@ def programs(
         views = VIEW_ODDS if "index" in order else 0
     if views < 0:
         raise ValueError(f"views must be >= 0 (0: no views), got {views}")
+    if view_layout and view_layout not in VIEW_LAYOUTS:
+        raise ValueError(f"unknown view layout {view_layout!r} (one of {VIEW_LAYOUTS})")
     cfg = Config(
         max_nodes,
         min_nodes,
@@ -106,6 +111,7 @@ def programs(
         implicit_int_to_float,
         firsts,
         views,
+        view_layout,
     )
     if not any(primitives.get(op).cost <= max_nodes and cfg.op_dtypes(op) for op in order):
         raise ValueError(f"no op in {order} can be generated with dtypes {dtype_list}")
@@ -119,18 +125,51 @@ VIEW_ODDS = 8
 VIEW_OPS = ("index", "permute_dims")
 
 
-def ops_reading_views(program: Program) -> set[str]:
+#: The layouts of a view that a kernel reads each its own way (``view_layout``): past its
+#: input's first element with positive strides other than its row-major ones (a subview, whose
+#: offset and strides both count: ``x[:, 1:3]``, ``x[1::2]``, ``x[2::3, -1]``), reversed (a
+#: negative step, which kernels copy or read element by element) and transposed (permuted
+#: strides at offset 0).
+VIEW_LAYOUTS = ("offset-strided", "reversed", "transposed")
+
+
+def ops_reading_views(program: Program, layout: str | None = None) -> set[str]:
     """The ops of ``program`` that read a view of an input (an ``index`` or ``permute_dims``
-    of an input, as ``Gen.view`` makes them)."""
+    of an input, as ``Gen.view`` makes them); with ``layout`` (of ``VIEW_LAYOUTS``), only views
+    of that layout."""
+    if layout is not None and layout not in VIEW_LAYOUTS:
+        raise ValueError(f"unknown view layout {layout!r} (one of {VIEW_LAYOUTS})")
     nodes = program.nodes
     found = set()
     for node in nodes:
         for arg in node.args:
             if getattr(arg, "kind", None) != "node" or nodes[arg.index].op not in VIEW_OPS:
                 continue
-            if getattr(nodes[arg.index].args[0], "kind", None) == "input":
-                found.add(node.op)
+            view = nodes[arg.index]
+            source = view.args[0]
+            if getattr(source, "kind", None) != "input":
+                continue
+            shape = program.inputs[source.index].shape
+            if layout is not None and view_layout(view, shape) != layout:
+                continue
+            found.add(node.op)
     return found
+
+
+def view_layout(view: Any, shape: tuple[int, ...]) -> str:
+    """The layout (``VIEW_LAYOUTS``) of ``view`` (an ``index`` or ``permute_dims`` equation)
+    of an input of ``shape``, or "" for another (a contiguous part, a step from the start)."""
+    if view.op == "permute_dims":
+        return "transposed" if list(view.attrs["axes"]) != sorted(view.attrs["axes"]) else ""
+    if 0 in shape:
+        return ""
+    base = np.empty(shape, np.int8)
+    part = base[view.attrs["key"]]
+    if min(part.strides, default=0) < 0:
+        return "reversed"
+    offset = part.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    row_major = np.empty(part.shape, np.int8).strides
+    return "offset-strided" if offset != 0 and part.strides != row_major else ""
 
 
 def _live(g: Gen) -> set[int]:

@@ -236,6 +236,52 @@ def test_the_recompiled_backend_also_goes_through_the_persistent_cache(monkeypat
     assert _execute(other).results[0].persisted is None
 
 
+def test_a_persistent_cache_key_blind_to_the_wiring_serves_the_swapped_twin(monkeypatch):
+    """The persistent cache's round trip also stores and loads the program with two same-typed
+    arguments exchanged (called on the exchanged inputs: the same bits owed). A key that missed
+    which argument feeds which operand (here: SSA names erased) serves that twin ``x - y``'s
+    kernel for ``y - x``: a "nondeterministic" finding that names the pair, reproduced by the
+    reproducer's round trip; a key that sees the wiring passes."""
+    import re
+    import tempfile
+
+    import compiler
+    from compiler import persist
+    from harness.run.task import Task
+    from harness.run.worker import _execute, through_the_persistent_cache
+    from harness.triage.attribution import Attributor
+    from harness.verdict import persisted
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, y = b.input((2, 3), "float32"), b.input((2, 3), "float32")
+    program = b.build(b.node("subtract", x, y))
+    inputs = [np.arange(6, dtype=np.float32).reshape(2, 3), np.full((2, 3), 10, np.float32)]
+    case = Case(program, inputs, ("cpu-loops",))
+    task = Task(case, ("cpu-loops",), repeat=True, recompile="cpu-loops")
+    (result,) = _execute(task).results
+    assert result.persisted is True and result.persisted_twin == ()
+
+    real = persist.key
+
+    def blind(built, *args):  # a planted bug: the key erases SSA names (and so the wiring)
+        return real(re.sub(r"%[A-Za-z_]*\d+\b", "%_", built), *args)
+
+    monkeypatch.setattr(persist, "key", blind)
+    (result,) = _execute(task).results
+    assert result.deterministic and result.persisted is False and result.persisted_twin == (0, 1)
+    (finding,) = oracles.judge_results(case, [result], references(case), ("determinism",)).findings
+    assert finding.kind == "nondeterministic" and "arguments 0 and 1" in finding.detail
+    assert Attributor(None).attribute(case, finding).layer == "persist"
+    assert persisted(program.as_function(), inputs, "cpu-loops") == 1
+    # One argument, or none of one type: no twin.
+    with tempfile.TemporaryDirectory() as directory:
+        fn = compiler.jit(lambda a, b: a - b.T)
+        other = [inputs[0], inputs[0].T.copy()]
+        alone = through_the_persistent_cache(fn, other, "cpu-loops", directory)
+    assert alone is not None and alone.twin is None
+
+
 def test_the_persistent_caches_round_trip_takes_any_nan_for_a_nan():
     """A kernel loaded from the persistent cache gave +nan for log of a negative where the one
     compiled in process gave NumPy's -nan: bits are compared, but NaN as NaN."""
