@@ -1333,7 +1333,7 @@ def test_view_items_give_an_op_of_each_kind_views_of_each_layout() -> None:
     on views of inputs of each layout (offset and strided, reversed, transposed), early in
     every session; a case whose op reads a view of that layout exercises the item. Three
     planted bugs of cpu-vector's gathers stage (no strides, a zero stride, the view's offset
-    dropped) each survived a 30 s session; the last, 60 s sessions on 2 seeds of 3 while one
+    dropped) each survived a 30 s session; the last, 60 s sessions on 3 seeds of 3 while one
     item took views of any layout (3 in 10 past the first element and strided)."""
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
