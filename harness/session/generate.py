@@ -414,8 +414,8 @@ def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
     on a view's layout (``focus._view_cases``): a layout is a code path of its own in the GPU
     lowering too (a reversed read is a ``memref.load`` there), and at its share the view
     items' few cases held about three GPU cases a session (a planted bug of the GPU's reversed
-    reads survived 60 s sessions on 4 seeds of 5, and 1 of 3 with half of them). The coin
-    shrinks toward without."""
+    reads survived 4 of 4 60 s sessions, and 7 of 10 with half of those cases on the GPU). The
+    coin shrinks toward without."""
     last = round(1 / GPU_SHARE) - 1
 
     def sample(pair: tuple[Case, int]) -> Case:
