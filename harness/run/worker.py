@@ -251,26 +251,27 @@ def through_the_persistent_cache(
             )
     finally:
         persist.set_cache_dir(previous)
-        fn.clear()
 
 
 def _stored_and_loaded(fn: Any, inputs: list[np.ndarray], backend: str, mark: Any) -> Any:
     """``fn`` compiled (stored in the persistent cache, unless its key was there already),
-    then compiled again from disk and called; None if nothing was stored."""
+    then compiled again from disk and called; None if nothing was stored. ``fn``'s
+    specializations are dropped, whatever happens."""
     from compiler import driver
 
-    with driver.through_disk():
+    try:
+        with driver.through_disk():
+            fn.clear()
+            fn.compile(*inputs, target=backend)  # compiled and stored
+            fn.clear()
+            mark(backend, "persist")
+            compiled = fn.compile(*inputs, target=backend)  # loaded
+            if not compiled.artifacts.notes.get("persisted"):
+                return None
+            mark(backend, "persist")
+            return np.array(compiled(*inputs), copy=True)
+    finally:
         fn.clear()
-        fn.compile(*inputs, target=backend)  # compiled and stored
-        fn.clear()
-        mark(backend, "persist")
-        compiled = fn.compile(*inputs, target=backend)  # loaded
-        if not compiled.artifacts.notes.get("persisted"):
-            return None
-        mark(backend, "persist")
-        output = np.array(compiled(*inputs), copy=True)
-    fn.clear()
-    return output
 
 
 def same_bits(got: Any, want: Any) -> bool:

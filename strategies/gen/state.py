@@ -307,8 +307,7 @@ class Gen:
         units = [a for a, d in enumerate(shape) if d == 1]
         layout = self.cfg.view_layout
         if layout in ("reversed", "transposed") and (layout == "reversed" or rank >= 2):
-            kind = layout  # (a step along an extent-1 axis is neither)
-            axis = rank - 1
+            kind = layout  # (a step along an extent-1 axis is neither; each draws its axes)
         elif units and (unit_step or self.draw(st.integers(0, 1))):
             # A step along an extent-1 axis: a dim whose stride is not its contiguous one (a
             # layout test that takes every extent-1 dim as contiguous, whatever its stride, is
