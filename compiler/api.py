@@ -3,7 +3,9 @@
 A specialization is keyed by the argument tree (tuples, lists, dicts, NamedTuples, dataclasses),
 each array leaf's shape and dtype, every static value (non-array leaves and keyword arguments)
 and the target. Compiled specializations live in one process-wide LRU, so a fuzz session that
-compiles thousands of programs keeps its memory bounded; ``clear()`` releases them explicitly.
+compiles thousands of programs keeps its memory bounded; ``clear()`` releases them explicitly,
+and a jitted function that is collected takes its specializations with it (as JAX's caches
+hold functions weakly): they could never be called again.
 
 A static value is keyed by its type and value (``2``, ``2.0`` and ``True`` are three
 specializations; floats by their bits). A NumPy array the function captures from its enclosing
@@ -20,6 +22,7 @@ import functools
 import itertools
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -124,6 +127,24 @@ _CACHE: OrderedDict[Hashable, Compiled] = OrderedDict()
 _CACHE_LOCK = threading.RLock()
 _COMPILING: dict[Hashable, threading.Lock] = {}
 _IDS = itertools.count()
+#: Functions collected since the cache was last purged (``_forget``): their specializations go
+#: at the next insertion, not in the finalizer, which may run in a collection triggered while
+#: a thread iterates the cache.
+_COLLECTED: list[int] = []
+
+
+def _forget(function_id: int) -> None:
+    _COLLECTED.append(function_id)
+
+
+def _purge_collected() -> None:
+    """Drop the specializations of collected functions (under ``_CACHE_LOCK``)."""
+    if _COLLECTED:
+        dead = set()
+        while _COLLECTED:
+            dead.add(_COLLECTED.pop())
+        for key in [k for k in _CACHE if k[0] in dead]:
+            del _CACHE[key]
 
 
 def clear_cache() -> None:
@@ -135,7 +156,9 @@ def clear_cache() -> None:
 
 
 def cache_size() -> int:
-    return len(_CACHE)
+    with _CACHE_LOCK:
+        _purge_collected()
+        return len(_CACHE)
 
 
 class JitFunction:
@@ -148,6 +171,7 @@ class JitFunction:
         self.default_target = target or pipelines.DEFAULT_TARGET
         backends.get(self.default_target)
         self._id = next(_IDS)
+        weakref.finalize(self, _forget, self._id)
         self.traces = 0
         self._prepared: tuple[Hashable, tuple[Trace, Graph, Hashable]] | None = None
 
@@ -189,6 +213,7 @@ class JitFunction:
             if compiled is None:
                 compiled = self._compile(args, kwargs, backend, key[1:3])
                 with _CACHE_LOCK:
+                    _purge_collected()
                     _CACHE[key] = compiled
                     while len(_CACHE) > MAX_SPECIALIZATIONS:
                         _CACHE.popitem(last=False)

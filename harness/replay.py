@@ -79,6 +79,7 @@ def entry_case(entry: Entry) -> Case:
 STEP_ORACLES = {
     "repeat": "determinism",
     "persist": "determinism",
+    "successor": "determinism",
     "tupled": "tupled",
     "misfit": "arguments",
 }
@@ -87,7 +88,8 @@ STEP_ORACLES = {
 def oracles_of(signature: Signature, detail: str = "") -> tuple[str, ...]:
     """The non-primary oracles to force when replaying a finding of ``signature`` (its
     ``detail`` names the step a crash died in: one of ``STEP_ORACLES`` brings its oracle)."""
-    if signature.kind in ("nondeterministic", "retrace", "aliasing"):
+    determinism = signature.oracle == "determinism"  # its stale specializations too
+    if determinism or signature.kind in ("nondeterministic", "retrace", "aliasing"):
         return ("determinism",)
     forced = []
     if (step := crashed_at(detail)[1]) in STEP_ORACLES:

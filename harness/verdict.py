@@ -197,6 +197,28 @@ def persisted(function: Any, inputs: list[Any], backend: str) -> int:
     return 0
 
 
+def successor(function: Any, inputs: list[Any], backend: str) -> int:
+    """Print the determinism oracle's verdict on the specialization cache's key for functions:
+    ``function`` jitted and compiled on ``backend``, then a second function of the same code
+    and name, and a third made where the first lived once it was collected, each returning its
+    first argument, called with arguments of the same types
+    (``run.worker.after_another_function``); return 1 if either did not return its first
+    argument (a crash kills the script), else 0."""
+    import compiler
+    from compiler.runtime import instrumented
+
+    from .oracles.structural import SUCCESSORS
+    from .run.worker import after_another_function
+
+    with instrumented():  # as the fuzzer's worker compiles
+        story = after_another_function(compiler.jit(function), list(inputs), backend)
+    if story:
+        print(f"FAILS the determinism oracle: {SUCCESSORS[story]}", file=sys.stderr)
+        return 1
+    print("ok: each function returned its own answer")
+    return 0
+
+
 def memory(compiled: Any, *inputs: Any) -> int:
     """Print the memory oracle's verdict on an instrumented compilation (``compiled``, made
     with ``COMPILER_INSTRUMENT=1`` set): call it once on ``inputs``; return 1 if the call left

@@ -62,6 +62,21 @@ class Causal(Oracle):
         return findings
 
 
+#: What the determinism oracle says of a second function's wrong answer, by its story
+#: (``run.worker.after_another_function``).
+SUCCESSORS = {
+    "live": "a second function of the same code object and name (another closure, which "
+    "returns its first argument), jitted while this program's specialization was cached and "
+    "called with arguments of the same types, did not return its first argument: the "
+    "specialization cache told the two functions apart by their code or name, not by the "
+    "function object",
+    "collected": "a new function (it returns its first argument), made where this program's "
+    "jitted function lived after that one was collected, jitted and called with arguments of "
+    "the same types, did not return its first argument: the specialization cache kept a "
+    "collected function's kernel under a key a new function can have (its address: id(fn))",
+}
+
+
 class Determinism(Oracle):
     name = "determinism"
     primary = True
@@ -113,6 +128,8 @@ class Determinism(Oracle):
                         "one compiled in this process",
                     )
                 )
+            if result.successor:
+                flagged.append(("stale-specialization", result, SUCCESSORS[result.successor]))
             if result.reused is False:
                 flagged.append(("retrace", result, "a second call with the same shapes retraced"))
             if result.independent is False:

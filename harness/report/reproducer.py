@@ -260,6 +260,18 @@ def reproducer(case: Case, finding: Any) -> str:
             "",
             f"raise SystemExit(persisted(program, [{names}], {backend!r}))",
         ]
+    stale = finding.oracle == "determinism" and finding.kind == "stale-specialization"
+    if stale and case.invalid is None:
+        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+        footer = [
+            "# Judged as the determinism oracle does (harness/oracles/structural.py): the program",
+            "# jitted and compiled, then other functions of the same code and name (one made",
+            "# where the program's function lived, once collected) called with arguments of the",
+            "# same types. Exit 1: one did not return its own answer; a crash kills the script.",
+            "from harness.verdict import successor",
+            "",
+            f"raise SystemExit(successor(program, [{names}], {backend!r}))",
+        ]
     guarded = finding.oracle == "error-path" and finding.kind == "wrong-error"
     guarded = guarded and case.invalid is None
     if guarded:

@@ -105,6 +105,10 @@ class BackendResult:
     # Where that was the twin's kernel (``worker._swapped_twin``): the pair of same-typed
     # arguments exchanged; else ().
     persisted_twin: tuple[int, ...] = ()
+    # A new jitted function of the same code and name, and one made where this program's
+    # collected function lived, each owed its first argument (``worker.after_another_function``):
+    # "" where both returned it, else which did not; None where not tried.
+    successor: str | None = None
     reused: bool | None = None  # a second call with the same shapes did not retrace
     independent: bool | None = None  # outputs of later calls neither alias nor overwrite it
     # Which later call of the task changed the array this call returned ("tupled", "misfit",

@@ -139,6 +139,7 @@ def _repeat_checks(
             if result.persisted and reloaded.twin is not None:
                 result.persisted = same_bits(reloaded.twin, snapshot)
                 result.persisted_twin = reloaded.swapped if not result.persisted else ()
+        result.successor = after_another_function(fn, inputs, backend, mark)
     arrays = [np.asarray(first), np.asarray(again), np.asarray(other)]
     shared = any(np.shares_memory(arrays[i], arrays[j]) for i in range(3) for j in range(i + 1, 3))
     unchanged = np.asarray(first).tobytes() == snapshot.tobytes()
@@ -272,6 +273,76 @@ def _stored_and_loaded(fn: Any, inputs: list[np.ndarray], backend: str, mark: An
             return np.array(compiled(*inputs), copy=True)
     finally:
         fn.clear()
+
+
+def _staged(body: Any) -> Any:
+    """A new function that calls ``body``. Every function made here has one code object, one
+    name and one qualified name: only the function object itself tells two apart."""
+
+    def staged(*args: Any) -> Any:
+        return body(*args)
+
+    return staged
+
+
+def _first(*args: Any) -> Any:
+    return args[0]
+
+
+#: How many functions ``after_another_function`` makes, at most, looking for one at the address
+#: of the collected function (each held until the search ends, so that the allocator hands out
+#: another block each time; CPython's allocator reuses a freed block first more often than not).
+ADDRESS_ATTEMPTS = 64
+
+#: The second functions ``after_another_function`` makes, in order: one made while the first
+#: lives, one made after it is collected.
+STORIES = ("live", "collected")
+
+
+def after_another_function(
+    fn: Any, inputs: list[np.ndarray], backend: str, mark: Any = None
+) -> str | None:
+    """Whether the specialization cache tells functions apart by the function object, for its
+    whole life and no longer: ``fn``'s function, wrapped as ``staged``, is jitted and called
+    on ``inputs`` (its specialization cached); then a second ``staged`` of one code object and
+    name, which returns its first argument, is jitted and called on other arrays of the same
+    types while the first lives; then the first is dropped and a third is made where it lived
+    (the same address, where the allocator hands it out within ``ADDRESS_ATTEMPTS``), jitted
+    and called so. Each owes its first argument's bits. "" if both gave them, else the first
+    that did not (one of ``STORIES``); None where ``fn`` has no function or no inputs.
+    Every specialization made here is dropped."""
+    import compiler
+
+    mark = mark or (lambda backend, step: None)
+    if not inputs or not callable(getattr(fn, "fn", None)):
+        return None
+    other = _perturbed(inputs)
+    mark(backend, "successor")
+    before = compiler.jit(_staged(fn.fn))
+    before.compile(*inputs, target=backend)  # cached: a wrong key finds it
+    address = id(before.fn)
+    for story in STORIES:
+        if story == "collected":
+            del before  # with its function: collected here (nothing else holds them)
+            held = []
+            staged = _staged(_first)
+            while id(staged) != address and len(held) < ADDRESS_ATTEMPTS:
+                held.append(staged)
+                staged = _staged(_first)
+            del held
+            after = compiler.jit(staged)
+        else:
+            after = compiler.jit(_staged(_first))
+        try:
+            mark(backend, "successor")
+            got = np.array(after(*other, target=backend), copy=True)
+        finally:
+            after.clear()
+        if not same_bits(got, other[0]):
+            if story == "live":
+                before.clear()
+            return story
+    return ""
 
 
 def same_bits(got: Any, want: Any) -> bool:

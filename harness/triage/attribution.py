@@ -332,6 +332,15 @@ class Attributor:
                 "shape, dtype or count): the @jit layer's argument check (compiler/api.py, "
                 "Compiled.__call__ and _check_argument), not a pipeline",
             )
+        if finding.oracle == "determinism" and finding.kind == "stale-specialization":
+            return Attribution(
+                "jit",
+                finding.backends[0] if finding.backends else "",
+                "another function, called with arguments of the same types, was served this "
+                "program's compiled specialization: the @jit layer's specialization cache "
+                "(compiler/api.py: JitFunction's key for the function, _specialize), not a "
+                "pipeline",
+            )
         if finding.oracle == "jit-sequence" and finding.kind in JIT_KINDS:
             return Attribution(
                 "jit",

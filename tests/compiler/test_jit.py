@@ -452,6 +452,22 @@ def test_released_specializations_are_garbage(rng):
     assert second() is None
 
 
+def test_a_collected_function_takes_its_specializations_with_it(rng):
+    """Nothing can call a collected jitted function's specializations again: they go with it
+    (at the cache's next insertion, or when its size is asked), and its kernels are garbage;
+    another function's stay."""
+    f, g = _scaled(), _scaled()
+    x, y = rand(rng, (3, 4)), rand(rng, (4,))
+    kernel = weakref.ref(f.compile(x, y, target="cpu-loops"))
+    g.compile(x, y, target="cpu-loops")
+    size = compiler.cache_size()
+    del f
+    gc.collect()
+    assert compiler.cache_size() == size - 1 and kernel() is None
+    g.compile(x, y, target="cpu-loops")
+    assert g.traces == 1
+
+
 def test_cache_is_bounded(rng, monkeypatch):
     jit_module = importlib.import_module("compiler.api")
     monkeypatch.setattr(jit_module, "MAX_SPECIALIZATIONS", 2)

@@ -6,6 +6,7 @@ import os
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from harness import oracles
 from harness.case import Case
@@ -280,6 +281,59 @@ def test_a_persistent_cache_key_blind_to_the_wiring_serves_the_swapped_twin(monk
         other = [inputs[0], inputs[0].T.copy()]
         alone = through_the_persistent_cache(fn, other, "cpu-loops", directory)
     assert alone is not None and alone.twin is None
+
+
+@pytest.mark.parametrize(
+    "key, story",
+    [
+        (lambda fn: id(fn), "collected"),  # a collected function's address, handed on
+        (lambda fn: fn.__qualname__, "live"),  # one name for two closures
+        (lambda fn: id(fn.__code__), "live"),  # one code object for two closures
+    ],
+)
+def test_a_specialization_cache_keyed_by_anything_but_the_function_serves_another(
+    monkeypatch, key, story
+):
+    """The recompiled backend's determinism check also jits two other functions of the same
+    code and name after the program (one while the program's function lives, one made where it
+    lived once collected), each returning its first argument: a specialization cache that keys
+    functions by their address, name or code serves one the program's kernel. That is a
+    "stale-specialization" finding of the @jit layer, and the reproducer replays the check;
+    the real key passes."""
+    from compiler import api
+    from harness.replay import oracles_of
+    from harness.report.reproducer import reproducer
+    from harness.run.task import Task
+    from harness.run.worker import _execute
+    from harness.triage.attribution import Attributor
+    from harness.verdict import successor
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, y = b.input((2, 3), "float32"), b.input((3,), "float32")
+    program = b.build(b.node("subtract", x, y))
+    inputs = [np.arange(6, dtype=np.float32).reshape(2, 3), np.full(3, 10, np.float32)]
+    case = Case(program, inputs, ("cpu-loops",))
+    task = Task(case, ("cpu-loops",), repeat=True, recompile="cpu-loops")
+    (result,) = _execute(task).results
+    assert result.successor == "" and result.deterministic
+    assert successor(program.as_function(), inputs, "cpu-loops") == 0
+
+    real = api.JitFunction.__init__
+
+    def planted(self, fn, target=None):  # a planted bug: the cache's key for the function
+        real(self, fn, target)
+        self._id = key(fn)
+
+    monkeypatch.setattr(api.JitFunction, "__init__", planted)
+    (result,) = _execute(task).results
+    assert result.successor == story
+    (finding,) = oracles.judge_results(case, [result], references(case), ("determinism",)).findings
+    assert finding.kind == "stale-specialization" and finding.oracle == "determinism"
+    assert Attributor(None).attribute(case, finding).layer == "jit"
+    assert oracles_of(finding.signature) == ("determinism",)
+    assert "successor(program, [x0, x1], 'cpu-loops')" in reproducer(case, finding)
+    assert successor(program.as_function(), inputs, "cpu-loops") == 1
 
 
 def test_the_persistent_caches_round_trip_takes_any_nan_for_a_nan():
