@@ -294,23 +294,30 @@ def _first(*args: Any) -> Any:
 #: another block each time; CPython's allocator reuses a freed block first more often than not).
 ADDRESS_ATTEMPTS = 64
 
-#: The second functions ``after_another_function`` makes, in order: one made while the first
-#: lives, one made after it is collected.
-STORIES = ("live", "collected")
+
+def _returns_first(jitted: Any, inputs: list[np.ndarray], backend: str, mark: Any) -> bool:
+    """Whether ``jitted`` (of a ``_staged(_first)``) returns its first argument's bits when
+    called on ``inputs``; its specializations are dropped."""
+    try:
+        mark(backend, "successor")
+        return same_bits(jitted(*inputs, target=backend), inputs[0])
+    finally:
+        jitted.clear()
 
 
 def after_another_function(
     fn: Any, inputs: list[np.ndarray], backend: str, mark: Any = None
 ) -> str | None:
     """Whether the specialization cache tells functions apart by the function object, for its
-    whole life and no longer: ``fn``'s function, wrapped as ``staged``, is jitted and called
-    on ``inputs`` (its specialization cached); then a second ``staged`` of one code object and
-    name, which returns its first argument, is jitted and called on other arrays of the same
-    types while the first lives; then the first is dropped and a third is made where it lived
-    (the same address, where the allocator hands it out within ``ADDRESS_ATTEMPTS``), jitted
-    and called so. Each owes its first argument's bits. "" if both gave them, else the first
-    that did not (one of ``STORIES``); None where ``fn`` has no function or no inputs.
-    Every specialization made here is dropped."""
+    whole life and no longer: ``fn``'s function, wrapped as ``staged``, is jitted and compiled
+    for ``inputs`` (its specialization cached); then a second ``staged`` of the same code object
+    and name, which returns its first argument, is jitted and called on other arrays of the same
+    types while the first lives ("live"); then the first is dropped and a third is made where it
+    lived (at its address, where the allocator hands that out within ``ADDRESS_ATTEMPTS``),
+    jitted and called so ("collected"). Each owes its first argument's bits. "" if both gave
+    them, else the story of the first that did not; None where ``fn`` has no function or no
+    inputs. The later functions' specializations are dropped; the first's go with it (the
+    compiler releases a collected function's)."""
     import compiler
 
     mark = mark or (lambda backend, step: None)
@@ -318,30 +325,21 @@ def after_another_function(
         return None
     other = _perturbed(inputs)
     mark(backend, "successor")
-    before = compiler.jit(_staged(fn.fn))
-    before.compile(*inputs, target=backend)  # cached: a wrong key finds it
-    address = id(before.fn)
-    for story in STORIES:
-        if story == "collected":
-            del before  # with its function: collected here (nothing else holds them)
-            held = []
-            staged = _staged(_first)
-            while id(staged) != address and len(held) < ADDRESS_ATTEMPTS:
-                held.append(staged)
-                staged = _staged(_first)
-            del held
-            after = compiler.jit(staged)
-        else:
-            after = compiler.jit(_staged(_first))
-        try:
-            mark(backend, "successor")
-            got = np.array(after(*other, target=backend), copy=True)
-        finally:
-            after.clear()
-        if not same_bits(got, other[0]):
-            if story == "live":
-                before.clear()
-            return story
+    first = compiler.jit(_staged(fn.fn))
+    first.compile(*inputs, target=backend)  # cached: a key that is not the function finds it
+    if not _returns_first(compiler.jit(_staged(_first)), other, backend, mark):
+        first.clear()
+        return "live"
+    address = id(first.fn)
+    del first  # with its function: nothing else holds them
+    held = []
+    staged = _staged(_first)
+    while id(staged) != address and len(held) < ADDRESS_ATTEMPTS:
+        held.append(staged)
+        staged = _staged(_first)
+    del held
+    if not _returns_first(compiler.jit(staged), other, backend, mark):
+        return "collected"
     return ""
 
 
