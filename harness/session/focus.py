@@ -43,6 +43,7 @@ from strategies import (
 from strategies.gen.programs import VIEW_LAYOUTS, generation_order, ops_reading_views
 from strategies.gen.values import (
     END_REGIMES,
+    SPECIALS,
     cast_edge_regimes,
     edge_regimes,
     edge_values,
@@ -601,8 +602,14 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     spans = draw(st.sampled_from([SWEEP_MODERATE, offset, ()]))
     inputs = [draw(values(i.shape, i.dtype, "dense", spans=spans)) for i in program.inputs]
     if edges:  # a run of every edge, at a drawn place of each array (cyclically)
+        run = edge_values(dtype)
+        if prim.kind in ("unary", "binary"):
+            # and the specials, where each element is its own answer (a reduction's or a
+            # composite's row would be all NaN or inf): a polynomial log that dropped its +inf
+            # case gave 88.7 for log(inf), unseen in 402 cases of a 60 s session
+            run = [*run, *SPECIALS]
         for array in inputs:
-            flat, run = array.reshape(-1), edge_values(dtype)
+            flat = array.reshape(-1)
             place = draw(st.integers(0, flat.size - 1))
             for k in range(min(flat.size, len(run))):
                 flat[(place + k) % flat.size] = run[k]

@@ -132,6 +132,45 @@ def test_a_sweep_with_edges_finds_a_log_that_flushes_subnormals() -> None:
     assert not any(wrong for _, wrong in verdicts), verdicts
 
 
+def test_an_elementwise_sweep_with_edges_holds_the_specials_too() -> None:
+    """An elementwise op's sweep with edges also holds NaN, both infinities and -0.0 (each
+    element is its own answer): a polynomial log that dropped its +inf case (88.7 for
+    log(inf) in float32) is rejected by every such sweep and NumPy's log by none. A
+    reduction's sweep holds the finite edges only: one NaN would make its row's answer NaN."""
+    from harness.verdict import judge_output
+
+    item = ("log", SWEPT + "float32:edges")
+    verdicts: list[tuple[bool, bool]] = []
+
+    @_SETTINGS
+    @given(sweep_cases(("cpu-loops",), item))
+    def judge(case) -> None:  # noqa: ANN001
+        (x,) = case.inputs
+        assert np.isnan(x).any() and np.isposinf(x).any() and np.isneginf(x).any()
+        assert (np.signbit(x) & (x == 0)).any()  # -0.0
+        magnitude = np.abs(x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            right = np.log(magnitude)
+            wrong = np.where(np.isposinf(magnitude), np.float32(128 * math.log(2)), right)
+        verdicts.append(
+            (
+                judge_output(case, right, use_jax=False).ok,
+                judge_output(case, wrong, use_jax=False).ok,
+            )
+        )
+
+    judge()
+    assert verdicts and all(right for right, _ in verdicts), verdicts
+    assert not any(wrong for _, wrong in verdicts), verdicts
+
+    @_SETTINGS
+    @given(sweep_cases(("cpu-loops",), ("sum", SWEPT + "float32:edges")))
+    def finite(case) -> None:  # noqa: ANN001
+        assert np.isfinite(case.inputs[0]).all()
+
+    finite()
+
+
 def test_a_float16_sweep_finds_a_sum_accumulated_in_16_bits() -> None:
     """NumPy adds float16 up in float32 and rounds once; a backend whose accumulator is float16
     rounds at every addition, which a case's few-element rows hide within the ulp the bound
