@@ -157,6 +157,18 @@ def workarounds_lines(case: Case) -> str:
     )
 
 
+def _on_the_function(case: Case, verdict: str, backend: str, *says: str) -> list[str]:
+    """A footer that hands the program's function and inputs to ``harness.verdict.<verdict>``
+    (which compiles it its own way), saying ``says`` first."""
+    names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+    return [
+        *(f"# {line}" for line in says),
+        f"from harness.verdict import {verdict}",
+        "",
+        f"raise SystemExit({verdict}(program, [{names}], {backend!r}))",
+    ]
+
+
 def reproducer(case: Case, finding: Any) -> str:
     """A standalone Python reproducer of ``finding`` on ``case``."""
     backend = finding.backends[0] if finding.backends else None
@@ -251,27 +263,21 @@ def reproducer(case: Case, finding: Any) -> str:
 
     if through_the_cache(finding) and case.invalid is None:
         backend = crashed_at(finding.detail)[0] or backend  # a crash names its backend
-        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
-        footer = [
-            "# Judged as the determinism oracle does (harness/oracles/structural.py): compiled in",
-            "# this process, then stored to and loaded back from a persistent compilation cache",
-            "# (compiler/persist.py). Exit 1: other bits (NaN as NaN); a crash kills the script.",
-            "from harness.verdict import persisted",
-            "",
-            f"raise SystemExit(persisted(program, [{names}], {backend!r}))",
-        ]
+        footer = _on_the_function(
+            case, "persisted", backend,
+            "Judged as the determinism oracle does (harness/oracles/structural.py): compiled in",
+            "this process, then stored to and loaded back from a persistent compilation cache",
+            "(compiler/persist.py). Exit 1: other bits (NaN as NaN); a crash kills the script.",
+        )  # fmt: skip
     stale = finding.oracle == "determinism" and finding.kind == "stale-specialization"
     if stale and case.invalid is None:
-        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
-        footer = [
-            "# Judged as the determinism oracle does (harness/oracles/structural.py): the program",
-            "# jitted and compiled, then other functions of the same code and name (one made",
-            "# where the program's function lived, once collected) called with arguments of the",
-            "# same types. Exit 1: one did not return its own answer; a crash kills the script.",
-            "from harness.verdict import successor",
-            "",
-            f"raise SystemExit(successor(program, [{names}], {backend!r}))",
-        ]
+        footer = _on_the_function(
+            case, "successor", backend,
+            "Judged as the determinism oracle does (harness/oracles/structural.py): the program",
+            "jitted and compiled, then other functions of the same code and name (one made",
+            "where the program's function lived, once collected) called with arguments of the",
+            "same types. Exit 1: one did not return its own answer; a crash kills the script.",
+        )  # fmt: skip
     guarded = finding.oracle == "error-path" and finding.kind == "wrong-error"
     guarded = guarded and case.invalid is None
     if guarded:
