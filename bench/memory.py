@@ -3,9 +3,11 @@
 Run: ``python bench/memory.py [--seconds 3600] [--every 30] [--workers 2]``. It starts ``python -m
 harness fuzz`` on a scratch corpus (the default session otherwise: every CPU backend, JAX,
 relations, siblings) and prints, for the session process and each driver, the RSS at five
-minutes and at the end and the change (the reliability issue's goal: within 10%), and for the
-isolated workers, which are replaced every ``RECYCLE_AFTER`` tasks, the largest RSS any of them
-had in the first and in the last ten minutes. ``--log FILE`` keeps every sample (JSON lines).
+minutes and at the end and the change (the reliability issue's goal: within 10%), the drivers'
+together (a driver whose memory grew hands over to a new process: ``fuzz.DRIVER_GROWTH``), and
+for the isolated workers, which are replaced every ``RECYCLE_AFTER`` tasks, the largest RSS any
+of them had in the first and in the last ten minutes. ``--log FILE`` keeps every sample (JSON
+lines).
 """
 
 from __future__ import annotations
@@ -99,6 +101,20 @@ def summarize(samples: list[dict], at: float = 300.0, window: float = 600.0) -> 
         sizes = [rss for s in chosen for role, rss in s["rss"].values() if role == "worker"]
         return max(sizes, default=0) / MIB
 
+    def drivers(sample: dict) -> list[int]:
+        return [rss for role, rss in sample["rss"].values() if role.startswith("driver")]
+
+    seen = {
+        pid for s in samples for pid, (role, _) in s["rss"].items() if role.startswith("driver")
+    }
+    before, after = drivers(early), drivers(last)
+    if before and after:  # the drivers' slots, whichever process holds each (recycled drivers)
+        total = f"{sum(before) / MIB:.1f} -> {sum(after) / MIB:.1f} MiB"
+        change = f"{(sum(after) - sum(before)) / sum(before):+.1%}"
+        lines.append(
+            f"  drivers together: {total} ({change}); largest {max(before) / MIB:.1f} -> "
+            f"{max(after) / MIB:.1f} MiB; {len(seen)} driver processes seen (recycled ones too)"
+        )
     first = [s for s in samples if s["t"] <= window]
     final = [s for s in samples if s["t"] >= end - window]
     pids = {pid for s in samples for pid, (role, _) in s["rss"].items() if role == "worker"}

@@ -39,6 +39,18 @@ class Admission:
 
         self.mix = MixBalance() if self.options.mix == "all" else None
 
+    def admission_state(self) -> dict[str, Any]:
+        """This bookkeeping, for the next process of the driver's slot (``Driver.handoff``)."""
+        names = ("exercised", "focus_level", "exercise_counts", "given_up", "focus_idle_rounds")
+        return {name: getattr(self, name) for name in names} | {
+            "judged": self.judged, "mix": self.mix,
+        }  # fmt: skip
+
+    def restore_admission(self, state: dict[str, Any]) -> None:
+        """Take up ``admission_state()`` of the slot's previous process."""
+        for name, value in state.items():
+            setattr(self, name, value)
+
     def focus_pairs(self) -> tuple[tuple[str, str], ...]:
         """The focus items (``focus.focus_items``: (op, dtype) pairs, then ops a spelling
         writes another way) not yet exercised by ``focus_level`` of this driver's cases, its

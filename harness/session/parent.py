@@ -65,14 +65,20 @@ def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> di
     start = time.perf_counter()
     channels: dict[Any, int] = {}
     processes = []
-    for i in range(options.workers):
+
+    def start_driver(i: int, handoff: dict[str, Any] | None = None) -> None:
         receive, send = context.Pipe(duplex=options.relay)  # duplex: write-aheads are acked
-        process = context.Process(target=_drive, args=(options, i, send), daemon=False)
+        process = context.Process(target=_drive, args=(options, i, send, handoff), daemon=False)
         with signals_held(DRIVER_HELD):
             process.start()
         send.close()
         channels[receive] = i
         processes.append(process)
+
+    for i in range(options.workers):
+        start_driver(i)
+    handoffs: dict[int, dict[str, Any]] = {}  # a driver's state, sent before it exits
+    recycled = 0
     from ..report.data import Throughput
 
     stats = Stats()
@@ -107,10 +113,14 @@ def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> di
                 try:
                     _, kind, payload = channel.recv()
                 except (EOFError, OSError):
-                    del channels[channel]
+                    index = channels.pop(channel)
+                    handoff = handoffs.pop(index, None)
+                    if handoff is not None and stopping_since is None and now < deadline:
+                        start_driver(index, handoff)  # its memory grew: a new process goes on
+                        recycled += 1
                     continue
-                if relay is not None:  # a shard: every message goes on to the client, in order
-                    relay(channels[channel], kind, payload)
+                if relay is not None and kind != "recycle":  # a shard: every message goes on
+                    relay(channels[channel], kind, payload)  # to the client, in order
                 if kind == "ahead" and options.relay:
                     _send(channel, "ack")  # the record has left this machine: run the case
                 if kind == "stats":
@@ -134,6 +144,8 @@ def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> di
                     errors.append(payload)
                 elif kind == "ambiguities":
                     ambiguities.extend(payload)
+                elif kind == "recycle":
+                    handoffs[channels[channel]] = payload
                 if on_event:
                     on_event(kind, stats, findings)
             if on_event:
@@ -156,6 +168,7 @@ def session(options: FuzzOptions, on_event: Any = None, relay: Any = None) -> di
         **added(timeline),
         "throughput": throughput.to_dict(),
         "interrupted": signal.Signals(signals.received).name if signals.received else None,
+        "drivers_recycled": recycled,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in options.__dict__.items()},
         "python": sys.version.split()[0],
     }

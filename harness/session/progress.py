@@ -69,6 +69,11 @@ def summary_table(summary: dict[str, Any]) -> str:
             f"{'left unminimized':28} {summary['entries_unminimized']} (the next session "
             "minimizes them)"
         )
+    if summary.get("drivers_recycled"):
+        lines.append(
+            f"{'drivers recycled':28} {summary['drivers_recycled']} (their memory grew: each "
+            "handed its state to a new process)"
+        )
     if summary.get("first_finding_seconds") is not None:
         lines.append(f"{'first finding after':28} {summary['first_finding_seconds']:.1f} s")
     for f in summary["findings"]:

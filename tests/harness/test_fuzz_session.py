@@ -1669,3 +1669,78 @@ def test_a_focused_case_gives_each_binary_op_a_constant_on_no_table() -> None:
     assert sum(map(on_no_table, exponents)) >= 0.5 * len(exponents), exponents
     assert any(2 < e < 5 and e % 1 for e in exponents), exponents
     assert not on_no_table(2.5) and on_no_table(2.37) and on_no_table(37)
+
+
+def test_a_driver_whose_memory_grew_hands_its_state_to_the_next_process(tmp_path, monkeypatch):
+    """A driver recycles once its RSS is past ``driver_growth`` of its settled size (never
+    before ``settle_seconds`` of its life, never in a fixed number of rounds): its handoff
+    carries the focus and repeat bookkeeping, the steering coverage and the session's clock to
+    the slot's next process, whose seeds are new."""
+    import time
+    from dataclasses import replace
+
+    from harness.session import fuzz
+    from harness.session.fuzz import Driver
+
+    options = FuzzOptions(
+        corpus=tmp_path, database=None, use_jax=False, seed=5, driver_growth=0.1,
+        settle_seconds=0.0,
+    )  # fmt: skip
+    rss = [1000]
+    monkeypatch.setattr(fuzz, "_rss", lambda: rss[0])
+    first = Driver(options, 1)
+    try:
+        assert not first.recycle_due() and first.settled == 1000  # settled now
+        rss[0] = 1100
+        assert not first.recycle_due()
+        rss[0] = 1101
+        assert first.recycle_due()
+        first.note_exercised({("exp", "float32")})
+        first.cell_counts["op:exp|float32|cpu-loops"] = 3
+        first.judged_counts = (40, 10)
+        handoff = first.handoff()
+    finally:
+        first.close()
+    second = Driver(options, 1, handoff=handoff)
+    try:
+        assert second.generation == 1 and second.start == first.start
+        assert second.seed != first.seed and second.judged_counts == (40, 10)
+        assert ("exp", "float32") in second.exercised
+        assert second.exercise_counts == first.exercise_counts
+        assert second.cell_counts == {"op:exp|float32|cpu-loops": 3}
+        assert second.mix.counts == first.mix.counts and second.judged == first.judged
+        assert second.settled is None  # its own size settles anew
+    finally:
+        second.close()
+    never = Driver(replace(options, driver_growth=None), 0)
+    rounds = Driver(replace(options, rounds=3), 0)
+    try:
+        assert not never.recycle_due() and not rounds.recycle_due()
+    finally:
+        never.close()
+        rounds.close()
+    settling = Driver(replace(options, settle_seconds=3600.0), 0)
+    try:
+        assert not settling.recycle_due() and settling.settled is None
+        assert time.perf_counter() - settling.born < 3600
+    finally:
+        settling.close()
+
+
+@pytest.mark.slow
+def test_a_session_goes_on_in_new_processes_where_its_drivers_grew(tmp_path) -> None:
+    """Drivers told to recycle on any growth hand over round after round: the session keeps its
+    time box, judges cases in every process and reports how many it started anew."""
+    import time
+
+    from harness.session.parent import session
+
+    options = FuzzOptions(
+        seconds=25, workers=2, seed=3, corpus=tmp_path / "corpus", database=None, quiet=True,
+        driver_growth=0.0, settle_seconds=0.0, examples_per_round=10,
+    )  # fmt: skip
+    start = time.perf_counter()
+    summary = session(options)
+    assert time.perf_counter() - start < 25 + 3
+    assert summary["drivers_recycled"] >= 2 and summary["stats"]["cases"] > 0
+    assert summary["harness_errors"] == [] and summary["interrupted"] is None
