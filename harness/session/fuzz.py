@@ -268,9 +268,10 @@ class Driver(Admission):
     def recycle_due(self) -> bool:
         """Whether this process's memory grew past ``driver_growth`` of its settled size (its
         RSS after ``settle_seconds`` of its life): the session then starts another in its
-        place (``handoff``)."""
+        place (``handoff``). Not in a fixed number of rounds (a pytest shard's), nor in a
+        Dask campaign's shard, whose client follows each driver's messages to its "done"."""
         growth = self.options.driver_growth
-        if growth is None or self.options.rounds is not None:
+        if growth is None or self.options.rounds is not None or self.options.relay:
             return False
         if time.perf_counter() - self.born < self.options.settle_seconds:
             return False
@@ -395,9 +396,11 @@ class Driver(Admission):
 
         from .generate import cases, with_siblings
 
-        self.recover_pending()
-        self.resume_unminimized()
-        if self.generation == 0:  # (the slot's first process replayed them)
+        if self.generation == 0:
+            # Not in a later process of the slot: the first did these, and the entry another
+            # driver is minimizing now is an unminimized entry too.
+            self.recover_pending()
+            self.resume_unminimized()
             self.replay_fixed()
         deadline = self.start + self.options.seconds
         database = _mutable(example_database(self.options.database))

@@ -1671,9 +1671,14 @@ def test_a_focused_case_gives_each_binary_op_a_constant_on_no_table() -> None:
     assert not on_no_table(2.5) and on_no_table(2.37) and on_no_table(37)
 
 
+#: Options under which a driver never recycles: told not to, a fixed number of rounds (a pytest
+#: shard's), a Dask campaign's shard.
+NEVER_RECYCLED = {"driver_growth": None, "rounds": 3, "relay": True}
+
+
 def test_a_driver_whose_memory_grew_hands_its_state_to_the_next_process(tmp_path, monkeypatch):
     """A driver recycles once its RSS is past ``driver_growth`` of its settled size (never
-    before ``settle_seconds`` of its life, never in a fixed number of rounds): its handoff
+    before ``settle_seconds`` of its life, never in ``NEVER_RECYCLED``): its handoff
     carries the focus and repeat bookkeeping, the steering coverage and the session's clock to
     the slot's next process, whose seeds are new."""
     import time
@@ -1712,13 +1717,12 @@ def test_a_driver_whose_memory_grew_hands_its_state_to_the_next_process(tmp_path
         assert second.settled is None  # its own size settles anew
     finally:
         second.close()
-    never = Driver(replace(options, driver_growth=None), 0)
-    rounds = Driver(replace(options, rounds=3), 0)
+    others = [Driver(replace(options, **{k: v}), 0) for k, v in NEVER_RECYCLED.items()]
     try:
-        assert not never.recycle_due() and not rounds.recycle_due()
+        assert not any(driver.recycle_due() for driver in others)
     finally:
-        never.close()
-        rounds.close()
+        for driver in others:
+            driver.close()
     settling = Driver(replace(options, settle_seconds=3600.0), 0)
     try:
         assert not settling.recycle_due() and settling.settled is None
