@@ -253,7 +253,7 @@ class Driver(Admission):
         self.start = time.perf_counter()  # (CLOCK_MONOTONIC: one clock for every process)
         self.generation = 0  # processes of this slot before this one
         self.judged_counts = (0, 0)  # cases judged, and in guided rounds (``guided``)
-        self.settled: int | None = None  # RSS once settled (``recycle_due``)
+        self.settled: int | None = None  # the slot's RSS once settled (``recycle_due``)
         self.recycled = False  # run() ended to hand over (``handoff``)
         if handoff:
             self.generation = handoff["generation"]
@@ -261,15 +261,19 @@ class Driver(Admission):
             self.first_finding_at = handoff["first_finding_at"]
             self.judged_counts = handoff["judged_counts"]
             self.cell_counts = handoff["cell_counts"]
+            self.settled = handoff["settled"]
             self.restore_admission(handoff["admission"])
         self.seed = base + 7919 * index + 104_729 * self.generation
         self.born = time.perf_counter()
 
     def recycle_due(self) -> bool:
-        """Whether this process's memory grew past ``driver_growth`` of its settled size (its
-        RSS after ``settle_seconds`` of its life): the session then starts another in its
-        place (``handoff``). Not in a fixed number of rounds (a pytest shard's), nor in a
-        Dask campaign's shard, whose client follows each driver's messages to its "done"."""
+        """Whether this process's memory grew past ``driver_growth`` of its slot's settled size
+        (the RSS of the slot's first process after ``settle_seconds``; each later process is
+        held to it too, and lives ``settle_seconds`` at least): the session then starts another
+        in its place (``handoff``). With a bound of each process's own, two drivers' slots
+        were 9.8% above their five-minute size after 16 minutes (4 processes). Not
+        in a fixed number of rounds (a pytest shard's), nor in a Dask campaign's shard, whose
+        client follows each driver's messages to its "done"."""
         growth = self.options.driver_growth
         if growth is None or self.options.rounds is not None or self.options.relay:
             return False
@@ -292,6 +296,7 @@ class Driver(Admission):
             "first_finding_at": self.first_finding_at,
             "judged_counts": self.judged_counts,
             "cell_counts": self.cell_counts,
+            "settled": self.settled,
             "admission": self.admission_state(),
         }
 
