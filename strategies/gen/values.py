@@ -642,16 +642,25 @@ def _ids(draw: st.DrawFn, shape: tuple[int, ...], dt: np.dtype, regime: str, bou
     half the time one id out of range (negative, the bound itself and past it, the dtype's
     extremes), so the range check that makes a gather raise is tested as well as the lookup
     (NumPy's reference raises too). In ``extreme`` only, 17 gathers of 400 cases held none."""
-    ids = draw(hnp.arrays(dt, shape, elements=st.integers(0, bound - 1), fill=st.nothing()))
+    # An invalid program's ids may be of another integer dtype (uint8: no -1; int16: no id
+    # past 32767), each id within its own range (-1 into uint8 was a harness error).
+    info = np.iinfo(dt) if dt.kind in "iu" else np.iinfo(np.int32)
+    low, high = int(info.min), int(info.max)
+    ids = draw(
+        hnp.arrays(dt, shape, elements=st.integers(0, min(bound - 1, high)), fill=st.nothing())
+    )
     if regime in ("extreme", "special") and draw(st.booleans()):
-        info = np.iinfo(dt)
         # Mostly an id just outside (the bound itself, -1: a check off by one); now and then
         # far outside (a check missing, an offset that overflows). The bound was one of five
         # picks: a check letting it through survived a 60 s session.
-        edges = [bound, -1, bound + 1, int(info.min), int(info.max)]
-        bad = draw(st.sampled_from(edges[:2] if draw(st.integers(0, 2)) else edges))
-        ids.reshape(-1)[draw(st.integers(0, ids.size - 1))] = bad
-        event("special:id-out-of-range")
+        def outside(values: tuple[int, ...]) -> list[int]:  # out of range, held by ``dt``
+            return [e for e in values if low <= e <= high and not 0 <= e < bound]
+
+        near, edges = outside((bound, -1)), outside((bound, -1, bound + 1, low, high))
+        if edges:
+            bad = draw(st.sampled_from(near if near and draw(st.integers(0, 2)) else edges))
+            ids.reshape(-1)[draw(st.integers(0, ids.size - 1))] = bad
+            event("special:id-out-of-range")
     return ids
 
 

@@ -369,6 +369,25 @@ def test_extreme_ids_hold_one_out_of_range_id_sometimes() -> None:
         assert np.count_nonzero((found < 0) | (found >= 3)) == 1
 
 
+@given(
+    st.data(),
+    st.sampled_from(["uint8", "int16", "int64"]),
+    st.sampled_from(["extreme", "special"]),
+    st.sampled_from([3, 255, 256, 300, 40000]),
+)
+def test_ids_of_an_invalid_programs_dtype_stay_in_that_dtype(
+    data: st.DataObject, dtype: str, regime: str, bound: int
+) -> None:
+    """An invalid program's ids may be uint8, int16 or int64: the out-of-range id an edge
+    regime puts in is one the dtype holds (-1 into uint8 raised OverflowError, a harness
+    error in a 25-minute session), and none where every id the dtype holds is in range."""
+    array = data.draw(values((4, 5), dtype, regime, bound=bound))
+    assert array.dtype == np.dtype(dtype) and array.min() >= np.iinfo(array.dtype).min
+    assert np.count_nonzero((array < 0) | (array >= bound)) <= 1
+    if dtype == "uint8" and bound >= 256:
+        assert array.min() >= 0 and np.all(array < bound)
+
+
 @given(st.data())
 def test_input_values_for_unsupported_dtypes(data: st.DataObject) -> None:
     from strategies import Input
