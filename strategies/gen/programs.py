@@ -99,8 +99,8 @@ def programs(
         views = VIEW_ODDS if "index" in order else 0
     if views < 0:
         raise ValueError(f"views must be >= 0 (0: no views), got {views}")
-    if view_layout and view_layout not in VIEW_LAYOUTS:
-        raise ValueError(f"unknown view layout {view_layout!r} (one of {VIEW_LAYOUTS})")
+    if view_layout:
+        _check_layout(view_layout)
     cfg = Config(
         max_nodes,
         min_nodes,
@@ -133,12 +133,17 @@ VIEW_OPS = ("index", "permute_dims")
 VIEW_LAYOUTS = ("offset-strided", "reversed", "transposed")
 
 
+def _check_layout(layout: str) -> None:
+    if layout not in VIEW_LAYOUTS:
+        raise ValueError(f"unknown view layout {layout!r} (one of {VIEW_LAYOUTS})")
+
+
 def ops_reading_views(program: Program, layout: str | None = None) -> set[str]:
     """The ops of ``program`` that read a view of an input (an ``index`` or ``permute_dims``
     of an input, as ``Gen.view`` makes them); with ``layout`` (of ``VIEW_LAYOUTS``), only views
     of that layout."""
-    if layout is not None and layout not in VIEW_LAYOUTS:
-        raise ValueError(f"unknown view layout {layout!r} (one of {VIEW_LAYOUTS})")
+    if layout is not None:
+        _check_layout(layout)
     nodes = program.nodes
     found = set()
     for node in nodes:
