@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..case import Case
@@ -140,7 +142,13 @@ class Determinism(Oracle):
                         "a later call's output aliased or overwrote an earlier call's output",
                     )
                 )
-        return group(obs.case, self.name, flagged, obs.case.program.output_type.dtype)
+        findings = group(obs.case, self.name, flagged, obs.case.program.output_type.dtype)
+        # Another function served this program's kernel: a matter of the jit cache's key, not
+        # of what the program computes.
+        return [
+            replace(f, program_free=True) if f.kind == "stale-specialization" else f
+            for f in findings
+        ]
 
 
 register(Causal())

@@ -330,6 +330,11 @@ def test_a_specialization_cache_keyed_by_anything_but_the_function_serves_anothe
     assert result.successor == story
     (finding,) = oracles.judge_results(case, [result], references(case), ("determinism",)).findings
     assert finding.kind == "stale-specialization" and finding.oracle == "determinism"
+    # The jit cache's key, whatever the program: one entry covers it in every program.
+    assert finding.signature.ops == () and finding.signature.dtype == ""
+    b = ProgramBuilder()
+    other = b.build(b.node("exp", b.input((4,), "float64")))
+    assert finding.signature.covers(replace(finding, case=Case(other, [], ())).signature)
     assert Attributor(None).attribute(case, finding).layer == "jit"
     assert oracles_of(finding.signature) == ("determinism",)
     assert "successor(program, [x0, x1], 'cpu-loops')" in reproducer(case, finding)
