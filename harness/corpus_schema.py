@@ -121,6 +121,9 @@ SIGNATURE: dict[str, Any] = {
         "ops": _STRINGS,
         "dtype": _STRING,
         "oracle": _STRING,
+        # present (true) for a failure of a layer above the program and backends (the @jit
+        # cache): one entry covers it whatever the ops, dtype and backend
+        "program_free": {"type": "boolean"},
     },
     "additionalProperties": False,
 }

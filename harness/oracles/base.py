@@ -36,15 +36,15 @@ class Finding:
     result: BackendResult | None = None
     stderr: str = ""  # a crashed worker's stderr (MLIR's assertion text, stack frames)
     stage: str = ""  # the compiler stage it failed in, when known
-    # The failure is the same whatever the program's ops and dtype (a layer's, such as the jit
-    # cache's key for a function): its signature names neither, so one corpus entry covers it
-    # in every program (a planted key by id(fn) made 20 entries in a 30 s session otherwise).
+    # The failure is the same whatever the program's ops and dtype and the backend (a layer's
+    # above them, such as the jit cache's key for a function): one corpus entry covers it (a
+    # planted key by id(fn) made 20 entries in a 30 s session, then one per backend family).
     program_free: bool = False
 
     @property
     def signature(self) -> Signature:
         if self.program_free:
-            return Signature(self.kind, self.oracle, tuple(self.backends))
+            return Signature(self.kind, self.oracle, tuple(self.backends), program_free=True)
         return Signature(
             self.kind,
             self.oracle,

@@ -569,8 +569,13 @@ class Driver(Admission):
         if name := self.known.issue_name(finding):
             entry.evidence["known_issue"] = name
         stored, path = self.corpus.save(entry)
+        first = self.known.saved_before(finding, path) if stored else None
+        if first is not None:  # a sibling driver saved this bug at the same moment
+            path.unlink(missing_ok=True)
+            stored, path = False, first.path
         self._found(finding, path, new=stored)  # not stored: another driver saved it first
-        self.known.add(finding.signature, entry)
+        if first is None:
+            self.known.add(finding.signature, entry)
         return (path,) if stored else ()
 
     def _found(

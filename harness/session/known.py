@@ -81,6 +81,24 @@ class Known:
                 return entry
         return self._by_known_issue(finding)
 
+    def saved_before(self, finding: Finding, path: Path) -> Entry | None:
+        """Another record covering ``finding`` saved before ours at ``path``, if any. Two drivers
+        that meet one bug at the same moment each save it (both first cases of a 30 s session
+        met a planted jit key: two entries); each asks after its own save, and the order by
+        (modified time, name) is the same for both, so exactly one keeps its record."""
+        mine = _saved_at(path)
+        if mine is None:
+            return None
+        self.refresh()
+        signature = finding.signature
+        for known, entry in self.pairs:
+            if entry.path is None or entry.path == path or not known.covers(signature):
+                continue
+            theirs = _saved_at(entry.path)
+            if theirs is not None and theirs < mine:
+                return entry
+        return None
+
     def refresh(self) -> bool:
         """Add the entries saved since this driver read the corpus; whether any were. Each
         driver used to know only its own and those present at its start: in a 90 s two-driver
@@ -151,3 +169,11 @@ class Known:
 
 
 __all__ = ["Known", "known_issue_name"]
+
+
+def _saved_at(path: Path) -> tuple[int, str] | None:
+    """A saved file's place in the order of saves (None: it is gone, superseded)."""
+    try:
+        return path.stat().st_mtime_ns, path.name
+    except OSError:
+        return None

@@ -4,7 +4,8 @@ A failure is identified by what was judged, never by where it ran: the kind (mis
 ...) and the oracle that judged it. Backend names do not enter ``matches``: a minimizer or a
 bisection that runs the case on ``cpu-loops@O0`` or without fusion must recognize the same wrong
 answer there. ``covers`` (is a new finding already in the corpus?) also wants the same output
-dtype, a subset of the ops and an overlapping backend family.
+dtype, a subset of the ops and an overlapping backend family, except for a program-free failure
+(the @jit layer's specialization cache, above every backend), which is one bug wherever it shows.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ class Signature:
     backends: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
     dtype: str = ""
+    # A failure of a layer above the program and the backends (the @jit cache's key for a
+    # function): it names no op, dtype or backend family, so one entry covers it everywhere (a
+    # planted key by id(fn) made one entry per backend family otherwise).
+    program_free: bool = False
 
     def matches(self, other: Signature) -> bool:
         """The same judged failure: the same kind, found by the same oracle."""
@@ -32,6 +37,8 @@ class Signature:
 
     def covers(self, other: Signature) -> bool:
         """Is ``other`` (a new finding) the bug this one (a known entry) describes?"""
+        if self.program_free or other.program_free:
+            return self.matches(other) and self.program_free == other.program_free
         return (
             self.matches(other)
             and self.dtype == other.dtype
@@ -55,6 +62,8 @@ class Signature:
         }
         if any("+" in b for b in self.backends):
             data["backends"] = sorted(self.backends)
+        if self.program_free:  # only where set, which keeps existing ids
+            data["program_free"] = True
         return data
 
     @classmethod
@@ -71,6 +80,7 @@ class Signature:
             backends=backends,
             ops=tuple(data.get("ops", ())),
             dtype=str(data.get("dtype", "")),
+            program_free=data.get("program_free") is True,
         )
 
 

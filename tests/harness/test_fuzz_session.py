@@ -597,6 +597,62 @@ def test_a_driver_knows_what_its_sibling_saved(tmp_path, monkeypatch) -> None:
         second.close()
 
 
+def test_two_drivers_that_save_one_bug_at_once_keep_one_record(tmp_path) -> None:
+    """Both drivers' first cases met a planted jit key in a 30 s session, and each saved it
+    (neither had seen the other's record when it asked): two entries of one bug. After its save,
+    a driver gives way to a covering record saved before its own, in an order both agree on."""
+    import os
+
+    import numpy as np
+
+    from harness.case import Case
+    from harness.corpus import Corpus
+    from harness.oracles.base import Finding
+    from harness.session.fuzz import Driver, finding_entry
+    from harness.session.known import Known
+    from strategies.model import ProgramBuilder
+
+    def failing(op: str, backend: str) -> Finding:
+        b = ProgramBuilder()
+        case = Case(b.build(b.node(op, b.input((2, 3), "float32"))), [np.ones((2, 3))])
+        return Finding("mismatch", (backend,), "differential", "off", case)
+
+    options = FuzzOptions(corpus=tmp_path, database=None, use_jax=False)
+    first, second = Driver(options, 0), Driver(options, 1)
+    try:
+        a, b = failing("exp", "cpu-loops@O0"), failing("exp", "cpu-loops@O3")
+        assert first.is_new(a) and second.is_new(b)  # both ask before either saves
+        (kept,) = first.record_raw(a.case, a)
+        assert second.record_raw(b.case, b) == (), "the later record gives way"
+        assert Corpus(tmp_path).files() == [kept] and not second.is_new(b)
+        other = failing("exp", "cpu-blas@O0")  # another family: not the same bug
+        assert second.record_raw(other.case, other) and len(Corpus(tmp_path).files()) == 2
+    finally:
+        first.close()
+        second.close()
+    # Both saved before either asked: exactly one gives way, also when the times are equal.
+    for equal in (False, True):
+        corpus = Corpus(tmp_path / f"race-{equal}")
+        a, b = failing("exp", "cpu-loops@O0"), failing("exp", "cpu-loops")
+        paths = [corpus.save(finding_entry(f.case, f))[1] for f in (a, b)]
+        if equal:
+            for path in paths:
+                os.utime(path, ns=(10**18, 10**18))
+        answers = [Known(corpus).saved_before(f, p) for f, p in zip((a, b), paths, strict=True)]
+        assert sum(answer is not None for answer in answers) == 1, answers
+    # A program-free failure (the @jit cache's) is stored and read back as one: a sibling's
+    # record of it on another family's backend covers it (the schema once refused the field).
+    corpus = Corpus(tmp_path / "program-free")
+    a, b = failing("exp", "cpu-vector@O0"), failing("sin", "cpu-blas")
+    a.kind = b.kind = "stale-specialization"
+    a.oracle = b.oracle = "determinism"
+    a.program_free = b.program_free = True
+    corpus.save(finding_entry(a.case, a))
+    known = Known(corpus)
+    ((signature, entry),) = known.pairs
+    assert signature.program_free and known.entry_of(b) is entry
+
+
 def test_an_unminimized_record_names_the_known_bug_it_is(tmp_path, monkeypatch) -> None:
     """A raw record (saved before minimization) carried no attribution, so a sibling that met
     the same known upstream bug on another op while the first was being minimized stored it

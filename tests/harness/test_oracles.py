@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 
@@ -12,6 +13,7 @@ from harness import oracles
 from harness.case import Case
 from harness.run.references import Reference, references
 from harness.run.task import BackendResult
+from harness.triage.signature import Signature
 
 
 def judge(case: Case, outputs: dict[str, BackendResult]) -> oracles.Judgement:
@@ -335,6 +337,14 @@ def test_a_specialization_cache_keyed_by_anything_but_the_function_serves_anothe
     b = ProgramBuilder()
     other = b.build(b.node("exp", b.input((4,), "float64")))
     assert finding.signature.covers(replace(finding, case=Case(other, [], ())).signature)
+    # ... and whatever the backend: the cache is above them (one entry, not one per family).
+    elsewhere = replace(finding, case=Case(other, [], ()), backends=("cpu-vector@O3",))
+    assert finding.signature.covers(elsewhere.signature)
+    stored = Signature.from_dict(json.loads(json.dumps(finding.signature.to_dict())))
+    assert stored == finding.signature and stored.covers(elsewhere.signature)
+    # A program's own failure is never covered by it, nor covers it.
+    plain = replace(finding, kind="stale-specialization", program_free=False)
+    assert not stored.covers(plain.signature) and not plain.signature.covers(stored)
     assert Attributor(None).attribute(case, finding).layer == "jit"
     assert oracles_of(finding.signature) == ("determinism",)
     assert "successor(program, [x0, x1], 'cpu-loops')" in reproducer(case, finding)
@@ -358,7 +368,6 @@ def test_a_crash_in_an_oracles_own_step_is_replayed_with_that_oracle():
     the tupled or misfit calls) recurs only with that oracle on: minimization and replay force
     it (``replay.oracles_of``), so such a crash is reproduced, not reported as flaky."""
     from harness.replay import oracles_of
-    from harness.triage.signature import Signature
 
     crash = Signature("crash", "isolation", ("cpu-loops@O0",), ("exp",), "float32")
     assert oracles_of(crash) == ()
