@@ -219,6 +219,29 @@ def successor(function: Any, inputs: list[Any], backend: str) -> int:
     return 0
 
 
+def concurrent(function: Any, inputs: list[Any], backend: str, rounds: int = 50) -> int:
+    """Print the determinism oracle's verdict on calls from several threads at once: up to
+    ``rounds`` times, a new jitted ``function`` called from ``run.worker.THREADS`` threads at
+    once, each on its own arguments (``run.worker.concurrent_calls``); return 1 at the first
+    round in which a call did not give what its arguments give alone (a crash kills the
+    script), else 0. A race shows in some rounds only: the oracle saw it in one."""
+    import compiler
+    from compiler.runtime import instrumented
+
+    from .oracles.structural import CONCURRENT
+    from .run.worker import concurrent_calls
+
+    for round_ in range(rounds):
+        with instrumented():  # as the fuzzer's worker compiles
+            story = concurrent_calls(compiler.jit(function), list(inputs), backend)
+        if story:
+            print(f"FAILS the determinism oracle (round {round_ + 1}): {CONCURRENT}: {story}",
+                  file=sys.stderr)  # fmt: skip
+            return 1
+    print(f"ok: every call of {rounds} rounds gave its own answer")
+    return 0
+
+
 def memory(compiled: Any, *inputs: Any) -> int:
     """Print the memory oracle's verdict on an instrumented compilation (``compiled``, made
     with ``COMPILER_INSTRUMENT=1`` set): call it once on ``inputs``; return 1 if the call left

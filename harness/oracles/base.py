@@ -154,6 +154,7 @@ def group(
 #: What changed an earlier call's answer, by ``BackendResult.overwritten``.
 _OVERWRITERS = {
     "tupled": "the tupled oracle's call of the program",
+    "nested": "the tupled oracle's nested call of the program",
     "misfit": "a call with misfit arguments",
     "set": "the call on the task's next input set",
 }

@@ -5,7 +5,9 @@
 - ``determinism``: on an eighth of the cases (drawn from the case's data), a second call gives
   identical bits without retracing, recompiling (on one backend of the case, drawn from its
   data) gives identical bits, and every call returns its own output arrays (no aliasing of an
-  earlier call's output, no overwriting it).
+  earlier call's output, no overwriting it); there, other functions of the same code are
+  served their own specializations (``stale-specialization``), and threads calling one new
+  jitted function at once each get their own answer (``race``).
 """
 
 from __future__ import annotations
@@ -79,6 +81,14 @@ SUCCESSORS = {
 }
 
 
+CONCURRENT = (
+    "a new jitted function of this program, called from several threads at once (each thread "
+    "on its own arguments: the inputs' values rolled), did not give a call what its arguments "
+    "give alone: the specialization compiled for racing threads, or a kernel's calls not "
+    "serialized (its descriptors, static temporaries)"
+)
+
+
 class Determinism(Oracle):
     name = "determinism"
     primary = True
@@ -132,6 +142,8 @@ class Determinism(Oracle):
                 )
             if result.successor:
                 flagged.append(("stale-specialization", result, SUCCESSORS[result.successor]))
+            if result.concurrent:
+                flagged.append(("race", result, f"{CONCURRENT}: {result.concurrent}"))
             if result.reused is False:
                 flagged.append(("retrace", result, "a second call with the same shapes retraced"))
             if result.independent is False:

@@ -17,6 +17,13 @@ beside the program's own call. It returns:
 
 Each result must equal bit for bit what the program (or the intermediate's own program) returns
 alone on that backend: the same operations on the same values, so nothing may change a bit.
+
+On the same backend, the program is also called as a nested ``@jit`` function (``nested``):
+jitted on its own and called inside another jitted function, every second argument a NumPy
+array of the enclosing scope (captured) and the others traced, it inlines into the outer trace
+and owes its own output's bits, and so does its own jitted function called at top level after.
+A finding there is of kind ``nested``: the @jit layer's, not a pipeline's (no case had ever
+called one jitted function inside another).
 """
 
 from __future__ import annotations
@@ -131,6 +138,56 @@ def check(case: Case, fn: Any, inputs: list[np.ndarray], backend: str, first: An
     return ""
 
 
+def nested(case: Case, inputs: list[np.ndarray], backend: str, first: Any) -> str:
+    """ "" when the program, jitted and called inside another jitted function with every second
+    argument a NumPy array of the enclosing scope (captured) and the others traced, returns on
+    ``backend`` bit for bit its own output (``first``), and its jitted function called at top
+    level after that does too; else what differed, or what the nested call raised."""
+    import compiler
+    from compiler import UnsupportedFeature
+
+    from ..run.worker import same_bits
+
+    count = len(inputs)
+    if not count:
+        return ""
+    first = np.array(first, copy=True)  # its own bits, whatever the calls below write
+    captured = {i: inputs[i] for i in range(1, count, 2)}
+    traced = [i for i in range(count) if i not in captured]
+    inner = compiler.jit(case.traced_function())
+
+    def outer(*given: Any) -> Any:
+        arguments = iter(given)
+        return inner(*[captured[i] if i in captured else next(arguments) for i in range(count)])
+
+    jitted = compiler.jit(outer)
+    how = f"(arguments {traced} traced, {sorted(captured)} captured NumPy arrays)"
+    try:
+        got = np.array(jitted(*[inputs[i] for i in traced], target=backend), copy=True)
+        alone = inner(*inputs, target=backend)
+    except UnsupportedFeature:
+        return ""
+    except Exception as error:  # noqa: BLE001 - a nested call must work where the call does
+        return (
+            f"the program called as a nested @jit function {how} raised "
+            f"{type(error).__name__}: {str(error)[:300]}"
+        )
+    finally:
+        jitted.clear()
+        inner.clear()
+    if not same_bits(got, first):
+        return (
+            f"the program called as a nested @jit function {how} differs from its own call: "
+            f"{np.ravel(got)[:4]} vs {np.ravel(first)[:4]}"
+        )
+    if not same_bits(alone, first):
+        return (
+            "the program's jitted function, called at top level after its nested call "
+            f"{how}, differs from its own call: {np.ravel(alone)[:4]} vs {np.ravel(first)[:4]}"
+        )
+    return ""
+
+
 class Tupled(Oracle):
     name = "tupled"
 
@@ -152,10 +209,11 @@ class Tupled(Oracle):
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
         flagged = [("tupled", r, r.tupled) for r in obs.results if r.ok and r.tupled]
-        flagged += overwrites(obs.results, "tupled")
+        flagged += [("nested", r, r.nested) for r in obs.results if r.ok and r.nested]
+        flagged += overwrites(obs.results, "tupled") + overwrites(obs.results, "nested")
         return group(obs.case, self.name, flagged, obs.case.program.output_type.dtype)
 
 
 register(Tupled())
 
-__all__ = ["SHARE", "SHARE_FILLED", "Tupled", "check", "several"]
+__all__ = ["SHARE", "SHARE_FILLED", "Tupled", "check", "nested", "several"]

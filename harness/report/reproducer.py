@@ -259,6 +259,8 @@ def reproducer(case: Case, finding: Any) -> str:
         ]
     if finding.oracle == "tupled" and case.invalid is None:
         footer = _tupled_footer(case, backend)
+        if finding.kind == "nested":
+            footer = _nested_footer(case, backend)
     from ..replay import crashed_at, through_the_cache  # (replay imports this module's users)
 
     if through_the_cache(finding) and case.invalid is None:
@@ -277,6 +279,14 @@ def reproducer(case: Case, finding: Any) -> str:
             "jitted and compiled, then other functions of the same code and name (one made",
             "where the program's function lived, once collected) called with arguments of the",
             "same types. Exit 1: one did not return its own answer; a crash kills the script.",
+        )  # fmt: skip
+    if finding.oracle == "determinism" and finding.kind == "race" and case.invalid is None:
+        footer = _on_the_function(
+            case, "concurrent", backend,
+            "Judged as the determinism oracle does (harness/oracles/structural.py): a new jitted",
+            "function of the program called from several threads at once, each on its own",
+            "arguments, round after round. Exit 1: a call did not give what its arguments give",
+            "alone; a crash kills the script.",
         )  # fmt: skip
     guarded = finding.oracle == "error-path" and finding.kind == "wrong-error"
     guarded = guarded and case.invalid is None
@@ -317,6 +327,34 @@ def reproducer(case: Case, finding: Any) -> str:
     except Exception as error:  # noqa: BLE001 - a reproducer is documentation, not the record
         return header + f"# no standalone reproducer: {error!r}\n"
     return header + text
+
+
+def _nested_footer(case: Case, backend: str) -> list[str]:
+    """The tupled oracle's nested call (``oracles.tupled.nested``), printed: the program jitted
+    and called inside another jitted function, every second argument captured."""
+    count = len(case.inputs)
+    names = [f"x{i}" for i in range(count)]
+    traced = ", ".join(names[0::2])
+    return [
+        "# Judged as the tupled oracle does (harness/oracles/tupled.py, nested): the program",
+        "# jitted and called inside another jitted function, every second argument a NumPy",
+        "# array of the enclosing scope (captured); then its jitted function at top level.",
+        "# Exit 1: either differs from the program's own call in a bit (NaN as NaN); a crash",
+        "# or an error kills the script.",
+        "from harness.run.worker import same_bits",
+        "",
+        "inner = compiler.jit(program)",
+        "",
+        "",
+        f"def outer({traced}):",
+        f"    return inner({', '.join(names)})",
+        "",
+        "",
+        f"nested = compiler.jit(outer)({traced}, target={backend!r})",
+        f"after = inner({', '.join(names)}, target={backend!r})",
+        "print('nested:', nested, 'after:', after)",
+        "raise SystemExit(0 if same_bits(nested, actual) and same_bits(after, actual) else 1)",
+    ]
 
 
 def _tupled_footer(case: Case, backend: str) -> list[str]:

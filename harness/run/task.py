@@ -109,6 +109,10 @@ class BackendResult:
     # collected function lived, each owed its first argument (``worker.after_another_function``):
     # "" where both returned it, else which did not; None where not tried.
     successor: str | None = None
+    # A new jitted function of the program called from ``worker.THREADS`` threads at once, each
+    # call owing what its arguments give alone (``worker.concurrent_calls``): "" where each got
+    # it, else what one got; None where not tried.
+    concurrent: str | None = None
     reused: bool | None = None  # a second call with the same shapes did not retrace
     independent: bool | None = None  # outputs of later calls neither alias nor overwrite it
     # Which later call of the task changed the array this call returned ("tupled", "misfit",
@@ -135,6 +139,9 @@ class BackendResult:
     # The program called twice in one function (the tupled oracle's): "" where both results
     # were each call's own, else what differed; None where not checked.
     tupled: str | None = None
+    # The program called as a nested @jit function, some arguments captured (the tupled
+    # oracle's ``nested``): "" where it returned its own bits; None where not checked.
+    nested: str | None = None
     # The specialization called with arguments it was not made for (the arguments oracle's):
     # "" where it refused each with TypeError, else what it did; None where not checked.
     misfit: str | None = None

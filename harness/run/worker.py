@@ -140,6 +140,7 @@ def _repeat_checks(
                 result.persisted = same_bits(reloaded.twin, snapshot)
                 result.persisted_twin = reloaded.swapped if not result.persisted else ()
         result.successor = after_another_function(fn, inputs, backend, mark)
+        result.concurrent = concurrent_calls(fn, inputs, backend, mark)
     arrays = [np.asarray(first), np.asarray(again), np.asarray(other)]
     shared = any(np.shares_memory(arrays[i], arrays[j]) for i in range(3) for j in range(i + 1, 3))
     unchanged = np.asarray(first).tobytes() == snapshot.tobytes()
@@ -343,6 +344,90 @@ def after_another_function(
     return ""
 
 
+#: Threads that call one new jitted function at once (``concurrent_calls``), and the calls each
+#: makes: the compiler compiles a specialization once for threads that race to it and serializes
+#: a kernel's calls (its descriptors and static temporaries are its own), and a user's threads
+#: may share a jitted function.
+THREADS = 4
+CALLS = 8
+
+
+def _rolled(inputs: list[np.ndarray], shift: int) -> list[np.ndarray]:
+    """Other arguments of the same types, of the same values in another order (ids stay in
+    their range, a regime stays itself), for threads that must not get each other's answers."""
+    return [np.roll(a, shift).reshape(a.shape) if a.ndim else a.copy() for a in inputs]
+
+
+def concurrent_calls(
+    fn: Any, inputs: list[np.ndarray], backend: str, mark: Any = None
+) -> str | None:
+    """Whether a jitted function called from ``THREADS`` threads at once gives each call what
+    its own arguments give alone: each thread calls a new jitted function of ``fn``'s (none of
+    its specializations compiled yet, so the threads race to compile it) ``CALLS`` times on
+    its own arguments (the inputs with their values rolled by the thread's number), and each
+    answer must have the bits ``fn`` gives for those arguments called alone, or fail as that
+    did. "" if every call did, else what the first that did not got; None where ``fn`` has no
+    function or no inputs."""
+    import threading
+
+    import compiler
+
+    mark = mark or (lambda backend, step: None)
+    if not inputs or not callable(getattr(fn, "fn", None)):
+        return None
+    mark(backend, "concurrent")
+    sets = [inputs, *(_rolled(inputs, shift) for shift in range(1, THREADS))]
+    alone: list[Any] = []
+    for arguments in sets:
+        try:
+            alone.append(np.array(fn(*arguments, target=backend), copy=True))
+        except Exception as error:  # noqa: BLE001 - then each concurrent call owes the same
+            alone.append(type(error))
+    jitted = compiler.jit(_staged(fn.fn))
+    start = threading.Barrier(THREADS)
+    stories: list[str] = []
+
+    def calls(thread: int) -> None:
+        arguments, want = sets[thread], alone[thread]
+        try:
+            start.wait(timeout=60)
+        except threading.BrokenBarrierError:
+            return
+        for call in range(CALLS):
+            try:
+                got = jitted(*arguments, target=backend)
+            except Exception as error:  # noqa: BLE001 - judged against the call alone
+                if want is not type(error):
+                    stories.append(
+                        f"call {call + 1} of thread {thread + 1} raised {type(error).__name__}: "
+                        f"{str(error)[:200]} (alone, the call {_alone(want)})"
+                    )
+                return
+            if isinstance(want, type) or not same_bits(got, want):
+                theirs = [
+                    i + 1 for i, other in enumerate(alone)
+                    if i != thread and not isinstance(other, type) and same_bits(got, other)
+                ]  # fmt: skip
+                whose = f"thread {theirs[0]}'s answer" if theirs else "an answer of no call"
+                stories.append(
+                    f"call {call + 1} of thread {thread + 1} returned {whose} (alone, the call "
+                    f"{_alone(want)})"
+                )
+                return
+
+    threads = [threading.Thread(target=calls, args=(t,), daemon=True) for t in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    jitted.clear()
+    return stories[0] if stories else ""
+
+
+def _alone(want: Any) -> str:
+    return f"raised {want.__name__}" if isinstance(want, type) else "returned its own answer"
+
+
 def same_bits(got: Any, want: Any) -> bool:
     """The same dtype, shape and bits, a NaN matching any NaN: its sign and payload are not
     NumPy's semantics (a NaN out of gemm and one out of a loop may differ in sign alone)."""
@@ -457,6 +542,11 @@ def run_backend(
 
             result.tupled = check(case, fn, inputs, backend, answer)
             _overwritten(result, output, answer, "tupled")
+            mark(backend, "nested")
+            from ..oracles.tupled import nested
+
+            result.nested = nested(case, inputs, backend, answer)
+            _overwritten(result, output, answer, "nested")
         if misfit is not None and index == 0 and result.ok:
             mark(backend, "misfit")
             from ..oracles.arguments import check as check_arguments

@@ -341,6 +341,25 @@ class Attributor:
                 "(compiler/api.py: JitFunction's key for the function, _specialize), not a "
                 "pipeline",
             )
+        if finding.oracle == "tupled" and finding.kind == "nested":
+            return Attribution(
+                "jit",
+                finding.backends[0] if finding.backends else "",
+                "the program jitted and called inside another jitted function (some arguments "
+                "captured NumPy arrays) fails where its own call passes: the @jit layer's nested "
+                "call (compiler/api.py, JitFunction.__call__: inlining into the outer trace) or "
+                "its captured arrays (compiler/frontend/trace.py), not a pipeline",
+            )
+        if finding.oracle == "determinism" and finding.kind == "race":
+            return Attribution(
+                "runtime",
+                finding.backends[0] if finding.backends else "",
+                "threads calling one jitted function at once got answers the same calls do not "
+                "give one at a time: the @jit layer's compile of a specialization for racing "
+                "threads (compiler/api.py, _specialize) or a kernel's calls that are not "
+                "serialized (compiler/runtime.py, Kernel.__call__: its descriptors and static "
+                "temporaries), not a pipeline",
+            )
         if finding.oracle == "jit-sequence" and finding.kind in JIT_KINDS:
             return Attribution(
                 "jit",

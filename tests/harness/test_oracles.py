@@ -351,6 +351,53 @@ def test_a_specialization_cache_keyed_by_anything_but_the_function_serves_anothe
     assert successor(program.as_function(), inputs, "cpu-loops") == 1
 
 
+def test_threads_calling_one_jitted_function_at_once_each_get_their_own_answer(monkeypatch):
+    """The recompiled backend's determinism check also calls a new jitted function of the
+    program from several threads at once, each on its own arguments: a kernel whose calls are
+    not serialized (its descriptors shared) hands one thread another's answer. That is a
+    ``race`` of the runtime layer, replayed with the determinism oracle, and its reproducer
+    runs the check round after round; the real runtime passes."""
+    import time
+
+    from compiler import runtime
+    from harness.replay import RACE_RUNS, oracles_of
+    from harness.report.reproducer import reproducer
+    from harness.run.task import Task
+    from harness.run.worker import THREADS, _execute, _rolled
+    from harness.triage.attribution import Attributor
+    from harness.verdict import concurrent
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, y = b.input((2, 3), "float32"), b.input((3,), "int32")
+    program = b.build(b.node("multiply", x, b.node("astype", y, dtype="float32")))
+    inputs = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([4, -1, 7], np.int32)]
+    assert all(not np.array_equal(a, r) for a, r in zip(inputs, _rolled(inputs, 1), strict=True))
+    case = Case(program, inputs, ("cpu-loops",))
+    task = Task(case, ("cpu-loops",), repeat=True, recompile="cpu-loops")
+    (result,) = _execute(task).results
+    assert result.concurrent == "" and result.deterministic
+    assert concurrent(program.as_function(), inputs, "cpu-loops", rounds=3) == 0
+
+    real = runtime.Kernel.__call__
+    shared: dict[int, list] = {}
+
+    def unserialized(self, arrays):  # a planted bug: one kernel's arguments, shared
+        shared[id(self)] = arrays
+        time.sleep(0.002)  # another thread sets its arguments meanwhile
+        return real(self, shared[id(self)])
+
+    monkeypatch.setattr(runtime.Kernel, "__call__", unserialized)
+    (result,) = _execute(task).results
+    assert "returned thread" in result.concurrent, result.concurrent
+    (finding,) = oracles.judge_results(case, [result], references(case), ("determinism",)).findings
+    assert finding.kind == "race" and finding.oracle == "determinism"
+    assert Attributor(None).attribute(case, finding).layer == "runtime"
+    assert oracles_of(finding.signature) == ("determinism",) and RACE_RUNS > 1 and THREADS > 1
+    assert "concurrent(program, [x0, x1], 'cpu-loops')" in reproducer(case, finding)
+    assert concurrent(program.as_function(), inputs, "cpu-loops", rounds=3) == 1
+
+
 def test_the_persistent_caches_round_trip_takes_any_nan_for_a_nan():
     """A kernel loaded from the persistent cache gave +nan for log of a negative where the one
     compiled in process gave NumPy's -nan: bits are compared, but NaN as NaN."""

@@ -158,3 +158,67 @@ def test_a_wrong_value_among_several_results_is_named(monkeypatch) -> None:
     assert "value v0" in detail and "differs from its own call" in detail, detail
     assert str(program.output) in detail
     jitted.clear()
+
+
+def _run_script(text: str) -> int:
+    """Run a reproducer in this process (the planted bug lives here); its exit status."""
+    try:
+        exec(compile(text, "reproducer.py", "exec"), {"__name__": "__main__"})
+    except SystemExit as stop:
+        return int(stop.code or 0)
+    except Exception:  # noqa: BLE001 - as an uncaught error ends a script: status 1
+        return 1
+    return 0
+
+
+def test_the_program_called_as_a_nested_jit_function_owes_its_own_bits(runner, monkeypatch):
+    """No case had called one jitted function inside another: a nested call that inlined only
+    when every argument was traced (a captured NumPy array among them: it compiled on its own
+    and raised) went unseen. The program jitted and called inside another jitted function,
+    every second argument captured, is a ``nested`` finding of the @jit layer; its reproducer
+    fails with the bug and passes without."""
+    from compiler import api
+    from compiler.frontend.tensor import Tensor
+    from harness import oracles
+    from harness.replay import oracles_of
+    from harness.run.references import references
+    from harness.run.task import Task
+    from harness.run.worker import _execute
+    from harness.triage.attribution import Attributor
+
+    b = ProgramBuilder()
+    x, y = b.input((2, 3), "float32"), b.input((3,), "float32")
+    program = b.build(b.node("multiply", b.node("exp", x), y))
+    inputs = [np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), np.arange(3, dtype=np.float32)]
+    case = Case(program, inputs, ("cpu-loops@O0",))
+    task = Task(case, ("cpu-loops@O0",), tupled="cpu-loops@O0")
+    (result,) = _execute(task).results  # in this process: the plant below reaches it
+    assert result.nested == "" and result.tupled == ""
+    assert runner.evaluate(case, only=("tupled",)).findings == []
+    clean = reproducer(case, replace_kind(case, "nested"))
+    monkeypatch.setenv("COMPILER_INSTRUMENT", "1")  # (the script sets it: restored after)
+    assert _run_script(clean) == 0
+
+    real = api.JitFunction.__call__
+
+    def planted(self, *args, target=None, **kwargs):  # inlines only when every leaf is traced
+        leaves = [a for a in args if isinstance(a, (np.ndarray, Tensor))]
+        if leaves and not all(isinstance(a, Tensor) for a in leaves):
+            args = tuple(np.asarray(a) if isinstance(a, Tensor) else a for a in args)
+        return real(self, *args, target=target, **kwargs)
+
+    monkeypatch.setattr(api.JitFunction, "__call__", planted)
+    (result,) = _execute(task).results
+    (finding,) = oracles.judge_results(case, [result], references(case), ("tupled",)).findings
+    assert (finding.kind, finding.oracle) == ("nested", "tupled"), finding.detail
+    assert "nested @jit function (arguments [0] traced, [1] captured" in finding.detail
+    assert Attributor(None).attribute(case, finding).layer == "jit"
+    assert oracles_of(finding.signature) == ("tupled",)
+    assert _run_script(reproducer(case, finding)) == 1
+
+
+def replace_kind(case: Case, kind: str):
+    """A finding of ``kind`` of the tupled oracle on ``case`` (to print its reproducer)."""
+    from harness.oracles.base import Finding
+
+    return Finding(kind, case.backends, "tupled", "", case)
