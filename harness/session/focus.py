@@ -40,7 +40,9 @@ from strategies import (
     samples,
     uniform,
 )
+from strategies.gen.makers import COMMON_EXPONENTS, RARE_EXPONENTS
 from strategies.gen.programs import VIEW_LAYOUTS, generation_order, ops_reading_views
+from strategies.gen.state import COMMON_CONSTANTS, RARE_CONSTANTS
 from strategies.gen.values import (
     END_REGIMES,
     SPECIALS,
@@ -52,7 +54,7 @@ from strategies.gen.values import (
     narrowing_values,
     values,
 )
-from strategies.model import FLOAT_DTYPES, Program, ProgramBuilder, Ref
+from strategies.model import FLOAT_DTYPES, Const, Program, ProgramBuilder, Ref
 
 from ..case import Case
 
@@ -130,6 +132,8 @@ def focus_cases(
         return draw(_identity_cases(backends, first))
     if kind == "view":
         return draw(_view_cases(backends, first))
+    if kind == "key":
+        return draw(_key_cases(backends, first))
     if kind == INVALID:
         from .generate import invalid_cases  # (generate draws focused cases from here)
 
@@ -228,7 +232,18 @@ INVALID = "invalid"
 
 #: The kinds of item whose focused case is drawn whole by its own strategy (a sweep, a gather
 #: alone, a jit sequence, an invalid program): no other item joins it as one more step.
-_OWN_CASES = ("sweep", "tails", "out-of-range", "identity", "jit-sequence", "view", INVALID)
+_OWN_CASES = ("sweep", "tails", "out-of-range", "identity", "jit-sequence", "view", "key", INVALID)
+
+#: The second member of a basic index's key items ("index", "key:<element>:<place>"): each kind
+#: of key element that is not a plain slice (a None, an Ellipsis, an int, a slice of negative
+#: or wide step) before, between and after the dims the result keeps, on an array whose result
+#: keeps at least two dims of two or more (where a rule that puts a dim in the wrong place
+#: shows). Random keys hold a None in 7% of them, mostly in front, on results mostly of ones
+#: ((1, 1) and (1, 1, 1) were half of them): every new axis put in front (``x[:, None]`` as
+#: ``x[None]``) survived 60 s sessions.
+KEYED = "key:"
+KEY_ELEMENTS = ("newaxis", "ellipsis", "int", "negative-int", "reversed", "wide-step")
+KEY_PLACES = ("first", "inner", "last")
 
 #: The second member of a reduction's identity item (op, "identity:<dtype>"): a max or min (an
 #: op with an end of its dtype among its edges, ``END_REGIMES``) on an input one of whose
@@ -421,6 +436,130 @@ def _view_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/views/{drawn.regime}")
 
 
+def key_items() -> tuple[tuple[str, str], ...]:
+    """("index", "key:<element>:<place>") for each ``KEY_ELEMENTS`` at each ``KEY_PLACES``, where
+    the index op is generated (an Ellipsis or a None has no place but among the key's items)."""
+    if "index" not in _first_dtypes():
+        return ()
+    return tuple(
+        ("index", f"{KEYED}{element}:{place}") for element in KEY_ELEMENTS for place in KEY_PLACES
+    )
+
+
+def _key_element(item: Any) -> str | None:
+    """The ``KEY_ELEMENTS`` name of one item of a key (None for a plain slice of step 1)."""
+    if item is None:
+        return "newaxis"
+    if item is Ellipsis:
+        return "ellipsis"
+    if isinstance(item, slice):
+        step = 1 if item.step is None else item.step
+        return "reversed" if step < 0 else "wide-step" if step > 1 else None
+    return "negative-int" if item < 0 else "int"
+
+
+def _key_features(shape: tuple[int, ...], key: tuple[Any, ...]) -> set[str]:
+    """The "<element>:<place>" features of ``key`` on ``shape``: each element that is not a
+    plain slice, with its place among the dims the result keeps (before all, between, after
+    all); none where the result keeps fewer than two dims of two or more."""
+    result = np.empty(shape)[key].shape
+    if sum(extent >= 2 for extent in result) < 2:
+        return set()
+    spanned = len(shape) - sum(item is not None and item is not Ellipsis for item in key)
+    kept, found = 0, set()  # the result's dims the items so far made
+    for item in key:
+        made = spanned if item is Ellipsis else int(item is None or isinstance(item, slice))
+        element = _key_element(item)
+        if element is not None:
+            after = len(result) - kept - made
+            found.add(f"{element}:{'first' if kept == 0 else 'last' if after == 0 else 'inner'}")
+        kept += made
+    return found
+
+
+def _key_items_of(program: Any) -> set[tuple[str, str]]:
+    """The key items (``key_items``) a program's index nodes exercise."""
+    found = set()
+    for node in program.nodes:
+        if node.op == "index":
+            shape = program.arg_types(node)[0].shape
+            key = node.attrs["key"]
+            found |= {(node.op, KEYED + f) for f in _key_features(shape, key)}
+    return found
+
+
+@st.composite
+def _key_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
+    """The index op alone, in any dtype it takes, on an array of two or three dims of two to
+    five, its key holding ``item``'s element at ``item``'s place among plain and other slices
+    and ints, so that the result keeps two dims of two or more."""
+    op = item[0]
+    element, _, place = item[1][len(KEYED) :].partition(":")
+    dtype = uniform(draw, [d for o, d in op_dtype_pairs() if o == op])
+    # Three dims where the element drops one, or stands between two
+    three = element in ("int", "negative-int") or place == "inner"
+    shape = tuple(draw(st.integers(2, 5)) for _ in range(3 if three else uniform(draw, (2, 3))))
+    key = _keyed(draw, shape, element, place)
+    if key is None or f"{element}:{place}" not in _key_features(shape, key):
+        shape, key = (3, 4, 5), _fallback_key(element, place)  # (not met: a safety net)
+    b = ProgramBuilder()
+    program = b.build(b.node(op, b.input(shape, dtype), key=key))
+    inputs = [draw(values(shape, dtype, uniform(draw, ("ordinary", "ties", "negative"))))]
+    event("origin:focus-key")
+    return Case(program, inputs, backends, origin="focus/key")
+
+
+def _keyed(draw: st.DrawFn, shape: tuple[int, ...], element: str, place: str) -> tuple | None:
+    """A key for ``shape`` with ``element`` at ``place`` (among plain slices that keep two or
+    more of each dim, and one drawn int or stepped slice), or None where none was drawn."""
+    items: list[Any] = [slice(None)] * len(shape)
+    # the element's own dim (an int, a stepped slice): first, a middle one, or last
+    dim = {"first": 0, "inner": len(shape) // 2, "last": len(shape) - 1}[place]
+    extent = shape[dim]
+    if element in ("int", "negative-int"):
+        value = draw(st.integers(0, extent - 1))
+        items[dim] = value - extent if element == "negative-int" else value
+    elif element == "reversed":
+        items[dim] = slice(None, None, -uniform(draw, (1, 2)) if extent >= 4 else -1)
+    elif element == "wide-step":
+        items[dim] = slice(uniform(draw, (0, 1)) if extent >= 4 else 0, None, 2)
+    elif element == "newaxis":
+        at = {"first": 0, "inner": uniform(draw, range(1, len(shape))), "last": len(shape)}[place]
+        items.insert(at, None)
+    elif element == "ellipsis":
+        span = 1 if place == "inner" else uniform(draw, range(1, len(shape)))  # dims it spans
+        at = {"first": 0, "inner": 1, "last": len(shape) - span}[place]
+        if place == "inner" and at + span >= len(shape):
+            return None
+        items[at : at + span] = [Ellipsis]
+    # Another element elsewhere, half the time: an int or a step where the element is not
+    if uniform(draw, (False, True)):
+        free = [i for i, it in enumerate(items) if it == slice(None)]
+        if free:
+            i = uniform(draw, free)
+            items[i] = uniform(draw, (slice(None, None, -1), slice(1, None), None))
+    key = tuple(items)
+    try:
+        np.empty(shape)[key]
+    except (IndexError, TypeError):
+        return None
+    return key
+
+
+def _fallback_key(element: str, place: str) -> tuple:
+    """A key of ``element`` at ``place`` on (3, 4, 5), for a draw that found none."""
+    middle = {
+        "newaxis": None, "ellipsis": Ellipsis, "int": 1, "negative-int": -1,
+        "reversed": slice(None, None, -1), "wide-step": slice(None, None, 2),
+    }[element]  # fmt: skip
+    keep = slice(None)
+    if place == "first":
+        return (middle, keep, keep)
+    if place == "last":
+        return (keep, keep, keep, middle) if element == "newaxis" else (keep, keep, middle)
+    return (keep, middle, keep)
+
+
 def _out_of_range_id(edge: str, bound: int) -> int:
     """The id an ``OUT_OF_RANGE`` edge names for a table of ``bound`` rows."""
     return bound if edge == OUT_OF_RANGE[0] else -1
@@ -447,6 +586,12 @@ SWEEP_DTYPES = ("float32", "float64")
 #: was 1 ulp off on most cases, which the bound allows, and 952 off on a sum of 3000 ones).
 #: Not bfloat16: ml_dtypes' own sums round at each addition, so NumPy's answer has that error.
 ACCUMULATING_DTYPES = ("float16",)
+#: Swept with edges only, the elementwise ops in the 16-bit floats: each op there is float32's
+#: rounded once, so dense values show nothing float32's sweep does not, but the edges do (a
+#: result in the subnormals, a NaN or a -0.0 that the 16-bit path loses: bfloat16 arithmetic
+#: done in bfloat16 flushed subnormal sums to zero, and x ** 0.5 of float16 lowered to pow gave
+#: 0.0 for -0.0, each unseen by 60 s sessions).
+HALF_DTYPES = ("float16", "bfloat16")
 #: The contractions swept in ``ACCUMULATING_DTYPES`` only, with one long contracted extent
 #: (``SWEEP_SIDES``): a float16 matmul that adds its products in float16 is within the bound on
 #: a case's few-element contractions and 952 ulps off on 3000 of them (unseen in a 60 s session
@@ -526,6 +671,12 @@ def sweep_items() -> tuple[tuple[str, str], ...]:
     accumulating += CONTRACTIONS
     tails = tuple((op, SWEPT + d + TAILS) for op, d in op_dtype_pairs() if op in tail_ops())
     narrowing = tuple(("astype", SWEPT + cast + HALFWAY) for cast in narrowing_casts())
+    elementwise = {op for op in ops if primitives.get(op).kind in ("unary", "binary")}
+    halves = tuple(
+        (op, SWEPT + d + EDGES)
+        for op, d in op_dtype_pairs()
+        if op in elementwise and d in HALF_DTYPES
+    )
     return (
         tuple(
             (op, SWEPT + dtype + kind)
@@ -536,6 +687,7 @@ def sweep_items() -> tuple[tuple[str, str], ...]:
         )
         + tails
         + narrowing
+        + halves
     )
 
 
@@ -608,11 +760,21 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
             # composite's row would be all NaN or inf): a polynomial log that dropped its +inf
             # case gave 88.7 for log(inf), unseen in 402 cases of a 60 s session
             run = [*run, *SPECIALS]
+        # Half the time, an array after the first holds the run at the first's place, turned
+        # by a drawn step: edges meet edges (two subnormals whose sum is one, inf and -0.0);
+        # else at a place of its own, edges meeting dense values.
+        met = len(inputs) > 1 and uniform(draw, (False, True))
+        first_place = None
         for array in inputs:
             flat = array.reshape(-1)
             place = draw(st.integers(0, flat.size - 1))
-            for k in range(min(flat.size, len(run))):
-                flat[(place + k) % flat.size] = run[k]
+            turn = 0
+            if met and first_place is not None:
+                place, turn = first_place, draw(st.integers(0, len(run) - 1))
+            first_place = place if first_place is None else first_place
+            count = min(flat.size, len(run))
+            for k in range(count):
+                flat[(place + k) % flat.size] = run[(k + turn) % count]
     event("origin:sweep")
     return Case(program, inputs, backends, origin="sweep/extreme" if edges else "sweep/dense")
 
@@ -628,9 +790,28 @@ def _swept_program(draw: st.DrawFn, b: ProgramBuilder, prim: Any, dtype: str, si
         attrs["axis"] = draw(st.sampled_from([None, -1, 0]))
     if prim.kind == "composite":
         others = [b.input((shape[-1],), dtype) for _ in range(prim.arity - 1)]
+    elif prim.kind == "binary" and prim.consts and uniform(draw, (False, True)):
+        # Half of a binary op's sweeps take a constant on the right, where the frontend and
+        # the lowering specialize (x ** 0.5 is NumPy's sqrt: -0.0 at -0.0, nan at -inf; a
+        # shortcut taken for a Python float only went unseen, two arrays never reaching it)
+        return b.build(b.node(prim.name, operand, _swept_constant(draw, prim.name, dtype)))
     else:
         others = [b.input(shape, dtype) for _ in range(prim.arity - 1)]
     return b.build(b.node(prim.name, operand, *others, **attrs))
+
+
+def _swept_constant(draw: st.DrawFn, op: str, dtype: str) -> Const:
+    """A constant of the generator's tables for the right of ``op`` (an exponent for power, 0.5
+    a quarter of the time besides): a Python scalar 3 times in 4, else a NumPy scalar of the
+    swept dtype, float32 or float64 (NumPy's scalar loops, and the frontend, tell them apart)."""
+    if op == "power":
+        table = [*COMMON_EXPONENTS, *RARE_EXPONENTS]
+        value = 0.5 if uniform(draw, range(4)) == 3 else uniform(draw, table)
+    else:
+        value = uniform(draw, [*COMMON_CONSTANTS, *RARE_CONSTANTS])
+    if uniform(draw, range(4)) != 3:
+        return Const(value)
+    return Const(float(value), uniform(draw, sorted({dtype, "float32", "float64"})))
 
 
 def _swept_shape(draw: st.DrawFn, size: int, rows: bool = False) -> tuple[int, ...]:
@@ -755,6 +936,8 @@ def item_kind(item: tuple[str, str]) -> str:
         return "identity"
     if second.startswith(VIEWED):
         return "view"
+    if second.startswith(KEYED):
+        return "key"
     if second.startswith(SWEPT):
         return "tails" if second.endswith(TAILS) else "sweep"
     if second.startswith(SPELLED):
@@ -826,7 +1009,7 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     rejected = [(INVALID, name) for name in VIOLATIONS]
     return (
         *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
-        *arbitrary, *checked, SEQUENCE_ITEM, *views, *rejected,
+        *arbitrary, *checked, SEQUENCE_ITEM, *views, *key_items(), *rejected,
     )  # fmt: skip
 
 
@@ -905,6 +1088,7 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
         for layout in VIEW_LAYOUTS
         for op in ops_reading_views(case.program, layout)
     }
+    found |= _key_items_of(case.program)
     sequence = case.sequence
     if sequence is not None and len(sequence.calls) > 1:
         found.add(SEQUENCE_ITEM)

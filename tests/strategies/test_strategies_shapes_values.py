@@ -416,6 +416,26 @@ def test_slices_reach_negative_and_uneven_steps() -> None:
     assert negative >= 20 and uneven >= 20, (negative, uneven)
 
 
+def test_slices_put_a_new_axis_past_the_first_place() -> None:
+    """Hypothesis's basic indices hold a None in 7% of keys, mostly in front, and the strided
+    keys none: a new axis put in front of the result (``x[:, None]`` as ``x[None]``) went
+    unseen. Half the keys with room for an axis get one at a drawn place."""
+    inner = 0
+
+    @settings(max_examples=300, database=None, derandomize=True)
+    @given(st.data())
+    def draw_some(data: st.DataObject) -> None:
+        nonlocal inner
+        key = data.draw(slices((5, 7), max_dims=3))
+        kept = 0
+        for item in key:
+            inner += item is None and kept > 0
+            kept += item is None or isinstance(item, slice)
+
+    draw_some()
+    assert inner >= 60, inner
+
+
 def test_reshapes_use_other_negative_values_as_the_unknown_dimension() -> None:
     """NumPy reads any negative entry as the unknown dimension: a rule that knows only -1
     rejects a valid program, so the generator writes other negative values too."""
