@@ -802,11 +802,12 @@ def _swept_program(draw: st.DrawFn, b: ProgramBuilder, prim: Any, dtype: str, si
 
 def _swept_constant(draw: st.DrawFn, op: str, dtype: str) -> Const:
     """A constant of the generator's tables for the right of ``op`` (an exponent for power, 0.5
-    a quarter of the time besides): a Python scalar 3 times in 4, else a NumPy scalar of the
-    swept dtype, float32 or float64 (NumPy's scalar loops, and the frontend, tell them apart)."""
+    half the time: the one NumPy computes its own way, as sqrt): a Python scalar 3 times in 4,
+    else a NumPy scalar of the swept dtype, float32 or float64 (NumPy's scalar loops, and the
+    frontend, tell them apart)."""
     if op == "power":
         table = [*COMMON_EXPONENTS, *RARE_EXPONENTS]
-        value = 0.5 if uniform(draw, range(4)) == 3 else uniform(draw, table)
+        value = 0.5 if uniform(draw, (False, True)) else uniform(draw, table)
     else:
         value = uniform(draw, [*COMMON_CONSTANTS, *RARE_CONSTANTS])
     if uniform(draw, range(4)) != 3:
