@@ -193,6 +193,24 @@ MUTATIONS = (
         "a compiled specialization runs on an array of another shape, or of another dtype, as "
         "long as the other matches",
     ),
+    # Right for every call alone: only calls from threads at once (the determinism oracle's
+    # race check), or a jitted function called inside another (the tupled oracle's nested
+    # call), tell these apart.
+    Mutation(
+        "kernel-calls-unserialized",
+        "runtime.py",
+        "        self._lock = threading.Lock()\n",
+        "        self._lock = contextlib.nullcontext()\n",
+        "a kernel's calls from threads at once are not serialized: they share its descriptors",
+    ),
+    Mutation(
+        "nested-jit-needs-all-traced",
+        "api.py",
+        "if any(isinstance(leaf, Tensor) for leaf in leaves):",
+        "if all(isinstance(leaf, Tensor) for leaf in leaves):",
+        "a jitted function called inside another inlines only when every array argument is "
+        "traced: with a captured NumPy array among them it is compiled on its own, and fails",
+    ),
 )
 
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from .case import Case
 from .oracles import tolerance
-from .oracles.differential import reference_outputs, rounds_as_numpy, yardstick
-from .run.references import perturbed_outputs, references
+from .oracles.differential import against_references
+from .run.references import references
 
 
 def judge_output(
@@ -36,18 +36,7 @@ def judge_output(
         return tolerance.Verdict(False, f"shape {actual.shape}, NumPy {expected.shape}")
     if actual.dtype != expected.dtype:
         return tolerance.Verdict(False, f"dtype {actual.dtype}, NumPy {expected.dtype}")
-    return tolerance.compare(
-        actual,
-        yardstick(refs),
-        reference_outputs(refs, actual.shape, backend),
-        tolerance.error_steps(case.program),
-        tolerance.working_dtype(case.program),
-        local=perturbed_outputs(refs, actual.shape),
-        exact=tolerance.exactly_rounded(case.program) and rounds_as_numpy(backend),
-        coupled=tolerance.couples(case.program),
-        signed_zeros=tolerance.signs_settled(case.program),
-        numpy=expected,
-    )
+    return against_references(case, refs, actual, backend)
 
 
 def differential(

@@ -10,6 +10,8 @@ counted as compiler bugs.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..run.references import Reference, perturbed_outputs
@@ -65,6 +67,23 @@ def reference_outputs(
     return others
 
 
+def against_references(
+    case: Any, refs: dict[str, Reference], out: np.ndarray, backend: str = ""
+) -> tolerance.Verdict:
+    """The error model's verdict on ``out`` (of NumPy's shape and dtype) as ``backend``'s
+    output of ``case``: the one judgement of a value, for this oracle and any other that asks
+    whether an output is right (the tupled oracle's nested call, the reproducers)."""
+    program = case.program
+    return tolerance.compare(
+        out, yardstick(refs), reference_outputs(refs, out.shape, backend),
+        tolerance.error_steps(program), tolerance.working_dtype(program),
+        local=perturbed_outputs(refs, out.shape),
+        exact=tolerance.exactly_rounded(program) and rounds_as_numpy(backend),
+        coupled=tolerance.couples(program), signed_zeros=tolerance.signs_settled(program),
+        numpy=refs["numpy"].output, unbounded=getattr(refs.get(COUPLED), "unbounded", None),
+    )  # fmt: skip
+
+
 class Differential(Oracle):
     name = "differential"
     primary = True
@@ -75,11 +94,6 @@ class Differential(Oracle):
         if case.invalid is not None or not numpy_ref.ok:
             return []
         program = case.program
-        steps = tolerance.error_steps(program)
-        working = tolerance.working_dtype(program)
-        exact = tolerance.exactly_rounded(program)
-        coupled, settled = tolerance.couples(program), tolerance.signs_settled(program)
-        unbounded = getattr(refs.get(COUPLED), "unbounded", None)
         flagged: list[tuple[str, BackendResult, str]] = []
         for result in obs.results:
             if not result.ok:
@@ -96,13 +110,7 @@ class Differential(Oracle):
                     ("wrong-dtype", result, f"dtype {out.dtype}, NumPy {expected.dtype}")
                 )
                 continue
-            others = reference_outputs(refs, out.shape, result.backend)
-            local = perturbed_outputs(refs, out.shape)
-            verdict = tolerance.compare(
-                out, yardstick(refs), others, steps, working, local=local,
-                exact=exact and rounds_as_numpy(result.backend),
-                coupled=coupled, signed_zeros=settled, numpy=expected, unbounded=unbounded,
-            )  # fmt: skip
+            verdict = against_references(case, refs, out, result.backend)
             judgement.errors[result.backend] = verdict.max_ulps
             judgement.margins[result.backend] = verdict.excess
             if not verdict.ok:

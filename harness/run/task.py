@@ -140,8 +140,11 @@ class BackendResult:
     # were each call's own, else what differed; None where not checked.
     tupled: str | None = None
     # The program called as a nested @jit function, some arguments captured (the tupled
-    # oracle's ``nested``): "" where it returned its own bits; None where not checked.
+    # oracle's ``nested``): "" where it returned its own call's bits, else what it did; None
+    # where not checked. ``nested_output``: its answer where only its bits differed (judged by
+    # the error model: a captured array may take another code path, as cpu-vector's cos did).
     nested: str | None = None
+    nested_output: Any = None
     # The specialization called with arguments it was not made for (the arguments oracle's):
     # "" where it refused each with TypeError, else what it did; None where not checked.
     misfit: str | None = None

@@ -545,7 +545,7 @@ def run_backend(
             mark(backend, "nested")
             from ..oracles.tupled import nested
 
-            result.nested = nested(case, inputs, backend, answer)
+            result.nested, result.nested_output = nested(case, inputs, backend, answer)
             _overwritten(result, output, answer, "nested")
         if misfit is not None and index == 0 and result.ok:
             mark(backend, "misfit")

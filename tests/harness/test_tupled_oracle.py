@@ -222,3 +222,30 @@ def replace_kind(case: Case, kind: str):
     from harness.oracles.base import Finding
 
     return Finding(kind, case.backends, "tupled", "", case)
+
+
+def test_a_nested_answer_of_other_bits_is_judged_by_the_error_model() -> None:
+    """A captured array may take another code path (a clean session's float32 cos on cpu-vector
+    came out 1 ulp apart through the nested call, both within the bound): other bits than the
+    call's are a finding only where the error model rejects them, or the shape is not NumPy's."""
+    from harness import oracles
+    from harness.run.references import references
+    from harness.run.task import BackendResult
+
+    b = ProgramBuilder()
+    x0, x1 = b.input((2, 2), "float32"), b.input((2,), "float32")
+    program = b.build(b.node("multiply", b.node("cos", x1), x0))
+    inputs = [np.full((2, 2), 4795.0, np.float32), np.array([5847.7, 0.5], np.float32)]
+    case = Case(program, inputs, ("cpu-vector@O0",))
+    refs = references(case, use_jax=False)
+    answer = refs["numpy"].output
+
+    def judged(output: np.ndarray) -> list:
+        result = BackendResult("cpu-vector@O0", "ok", output=answer, nested="other bits")
+        result.nested_output = output
+        return oracles.judge_results(case, [result], refs, ("tupled",)).findings
+
+    assert judged(np.nextafter(answer, np.float32(np.inf))) == []  # an ulp away: within
+    (finding,) = judged(answer * np.float32(2))
+    assert finding.kind == "nested" and "other bits" in finding.detail
+    assert [f.kind for f in judged(answer[:1])] == ["nested"]  # another shape
