@@ -56,6 +56,48 @@ PIPELINE_CRASH_STAGES = ("optimized", "bufferized", "lowered")
 JIT_KINDS = ("stale-specialization", "overwritten")
 
 
+#: The findings of layers above the pipelines, by (oracle, kind; "" for any of the oracle's):
+#: their layer, and where in it they live.
+_ABOVE_PIPELINES: dict[tuple[str, str], tuple[str, str]] = {
+    ("arguments", ""): (
+        "jit",
+        "a compiled specialization did not refuse arguments it was not made for (another "
+        "shape, dtype or count): the @jit layer's argument check (compiler/api.py, "
+        "Compiled.__call__ and _check_argument), not a pipeline",
+    ),
+    ("determinism", "stale-specialization"): (
+        "jit",
+        "another function, called with arguments of the same types, was served this "
+        "program's compiled specialization: the @jit layer's specialization cache "
+        "(compiler/api.py: JitFunction's key for the function, _specialize), not a pipeline",
+    ),
+    ("tupled", "nested"): (
+        "jit",
+        "the program jitted and called inside another jitted function (some arguments "
+        "captured NumPy arrays) fails where its own call passes: the @jit layer's nested "
+        "call (compiler/api.py, JitFunction.__call__: inlining into the outer trace) or "
+        "its captured arrays (compiler/frontend/trace.py), not a pipeline",
+    ),
+    ("determinism", "race"): (
+        "runtime",
+        "threads calling one jitted function at once got answers the same calls do not "
+        "give one at a time: the @jit layer's compile of a specialization for racing "
+        "threads (compiler/api.py, _specialize) or a kernel's calls that are not "
+        "serialized (compiler/runtime.py, Kernel.__call__: its descriptors and static "
+        "temporaries), not a pipeline",
+    ),
+    **{
+        ("jit-sequence", kind): (
+            "jit",
+            "a call answered differently in sequence than alone (or wrote into an array): "
+            "the @jit layer (compiler/api.py specialization cache, frontend/pytree.py keys, "
+            "captured arrays) or the runtime's buffers",
+        )
+        for kind in JIT_KINDS
+    },
+}
+
+
 @dataclass
 class Attribution:
     """Where a finding lives, and the evidence for it."""
@@ -324,50 +366,10 @@ class Attributor:
                 f"passes: the {spelling} spelling's dispatch (compiler/frontend/tensor.py: the "
                 "tensor's methods, __array_ufunc__ and __array_function__)",
             )
-        if finding.oracle == "arguments":
-            return Attribution(
-                "jit",
-                finding.backends[0] if finding.backends else "",
-                "a compiled specialization did not refuse arguments it was not made for (another "
-                "shape, dtype or count): the @jit layer's argument check (compiler/api.py, "
-                "Compiled.__call__ and _check_argument), not a pipeline",
-            )
-        if finding.oracle == "determinism" and finding.kind == "stale-specialization":
-            return Attribution(
-                "jit",
-                finding.backends[0] if finding.backends else "",
-                "another function, called with arguments of the same types, was served this "
-                "program's compiled specialization: the @jit layer's specialization cache "
-                "(compiler/api.py: JitFunction's key for the function, _specialize), not a "
-                "pipeline",
-            )
-        if finding.oracle == "tupled" and finding.kind == "nested":
-            return Attribution(
-                "jit",
-                finding.backends[0] if finding.backends else "",
-                "the program jitted and called inside another jitted function (some arguments "
-                "captured NumPy arrays) fails where its own call passes: the @jit layer's nested "
-                "call (compiler/api.py, JitFunction.__call__: inlining into the outer trace) or "
-                "its captured arrays (compiler/frontend/trace.py), not a pipeline",
-            )
-        if finding.oracle == "determinism" and finding.kind == "race":
-            return Attribution(
-                "runtime",
-                finding.backends[0] if finding.backends else "",
-                "threads calling one jitted function at once got answers the same calls do not "
-                "give one at a time: the @jit layer's compile of a specialization for racing "
-                "threads (compiler/api.py, _specialize) or a kernel's calls that are not "
-                "serialized (compiler/runtime.py, Kernel.__call__: its descriptors and static "
-                "temporaries), not a pipeline",
-            )
-        if finding.oracle == "jit-sequence" and finding.kind in JIT_KINDS:
-            return Attribution(
-                "jit",
-                finding.backends[0] if finding.backends else "",
-                "a call answered differently in sequence than alone (or wrote into an array): "
-                "the @jit layer (compiler/api.py specialization cache, frontend/pytree.py keys, "
-                "captured arrays) or the runtime's buffers",
-            )
+        above = _ABOVE_PIPELINES.get((finding.oracle, finding.kind))
+        above = above or _ABOVE_PIPELINES.get((finding.oracle, ""))
+        if above is not None:
+            return Attribution(above[0], finding.backends[0] if finding.backends else "", above[1])
         from ..replay import crashed_at, through_the_cache
 
         if through_the_cache(finding):
