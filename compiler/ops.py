@@ -22,10 +22,13 @@ MASK_VALUE = -np.inf
 LAYER_NORM_EPS = 1e-5
 
 
-def namespace(x: Any) -> Any:
-    """The array namespace of ``x`` (NumPy, jax.numpy or the compiler's traced namespace)."""
-    if hasattr(x, "__array_namespace__"):
-        return x.__array_namespace__()
+def namespace(*arrays: Any) -> Any:
+    """The array namespace of ``arrays`` (NumPy, jax.numpy or the compiler's traced namespace):
+    the first that is not NumPy's, so that a NumPy array beside a traced one (a weight captured
+    from the enclosing scope) is traced with it."""
+    for x in arrays:
+        if hasattr(x, "__array_namespace__") and x.__array_namespace__() is not np:
+            return x.__array_namespace__()
     return np
 
 
@@ -77,7 +80,7 @@ def causal_mask(size: int, dtype: Any, xp: Any = np) -> Any:
 def gather(table: Any, ids: Any) -> Any:
     """Rows of ``table`` selected by integer ``ids`` (an embedding lookup); out-of-range ids
     raise ValueError."""
-    xp = namespace(table)
+    xp = namespace(table, ids)  # NumPy's table (an embedding captured) with traced ids too
     if hasattr(xp, "gather"):
         return xp.gather(table, ids)
     if isinstance(table, np.ndarray):

@@ -363,6 +363,20 @@ def test_gather_out_of_range_ids_in_the_second_of_two_gathers(rng, target):
         embed_twice(large, bad, small, good, target=target)
 
 
+@pytest.mark.parametrize("target", ["cpu-loops", "cpu-blas", "cpu-vector"])
+def test_a_gather_from_a_captured_table_by_traced_ids(rng, target):
+    """An embedding table from the enclosing scope (a NumPy array) with traced ids: ``ops.gather``
+    chose its namespace by the table alone and converted the tracer to NumPy (TypeError), where
+    NumPy and the table passed as an argument work (found by the tupled oracle's nested call,
+    its table captured, in a clean 10-minute session)."""
+    table = _x(rng, (7, 5))
+    ids = np.array([[0, 6, 3], [1, 2, 5]], np.int32)
+    lookup = jit(lambda i: ops.gather(table, i) * 2)
+    np.testing.assert_array_equal(lookup(ids, target=target), table[ids] * 2)
+    with pytest.raises(ValueError, match="out of range"):
+        lookup(np.array([7], np.int32), target=target)
+
+
 def test_gather_ids_must_be_int32(rng):
     with pytest.raises(TypeError, match="ids must be int32"):
         embed(_x(rng, (7, 5)), np.array([1.0, 2.0], np.float32))
