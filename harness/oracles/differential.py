@@ -68,19 +68,23 @@ def reference_outputs(
 
 
 def against_references(
-    case: Any, refs: dict[str, Reference], out: np.ndarray, backend: str = ""
-) -> tolerance.Verdict:
+    case: Any, refs: dict[str, Reference], out: np.ndarray, backend: str = "",
+    unbounded: bool = True,
+) -> tolerance.Verdict:  # fmt: skip
     """The error model's verdict on ``out`` (of NumPy's shape and dtype) as ``backend``'s
     output of ``case``: the one judgement of a value, for this oracle and any other that asks
-    whether an output is right (the tupled oracle's nested call, the reproducers)."""
+    whether an output is right (the tupled oracle's nested call, the reproducers).
+    ``unbounded``: whether the elements any value is right at (``run.undetermined``) are free;
+    the reproducers' verdict has never freed them (``verdict.judge_output``)."""
     program = case.program
+    free = getattr(refs.get(COUPLED), "unbounded", None) if unbounded else None
     return tolerance.compare(
         out, yardstick(refs), reference_outputs(refs, out.shape, backend),
         tolerance.error_steps(program), tolerance.working_dtype(program),
         local=perturbed_outputs(refs, out.shape),
         exact=tolerance.exactly_rounded(program) and rounds_as_numpy(backend),
         coupled=tolerance.couples(program), signed_zeros=tolerance.signs_settled(program),
-        numpy=refs["numpy"].output, unbounded=getattr(refs.get(COUPLED), "unbounded", None),
+        numpy=refs["numpy"].output, unbounded=free,
     )  # fmt: skip
 
 
