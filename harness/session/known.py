@@ -168,12 +168,12 @@ class Known:
         return next((name for _, name in self.issue_names(finding) if name), "")
 
 
-__all__ = ["Known", "known_issue_name"]
-
-
 def _saved_at(path: Path) -> tuple[int, str] | None:
     """A saved file's place in the order of saves (None: it is gone, superseded)."""
     try:
         return path.stat().st_mtime_ns, path.name
     except OSError:
         return None
+
+
+__all__ = ["Known", "known_issue_name"]
