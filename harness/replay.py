@@ -122,17 +122,27 @@ def judge(
     """Run the entry's case with its oracle: the same failure if it recurs, and the judgement."""
     case = entry_case(entry) if case is None else case
     signature = Signature.from_dict(entry.signature)
-    # A race shows in some runs of its check only: a pass then is a pass of each of several.
-    for _ in range(RACE_RUNS if signature.kind == "race" else 1):
-        judgement = runner.evaluate(case, oracles_of(signature, entry.detail))
+    return recurring(runner, case, signature, oracles_of(signature, entry.detail), RACE_RUNS)
+
+
+#: How often the check of a ``race`` (which shows in some runs only) runs before a case is said
+#: to pass it: a replay's many, a minimization candidate's few (each candidate pays them).
+RACE_RUNS = 20
+MINIMIZE_RACE_RUNS = 4
+
+
+def recurring(
+    runner: Runner, case: Case, signature: Signature, only: tuple[str, ...], race_runs: int
+) -> tuple[Finding | None, Judgement]:
+    """Run ``case`` with the oracles ``only`` (once, or ``race_runs`` times for a race, until
+    it recurs): the first finding that is ``signature``'s failure (``matches``), if any, and the
+    last judgement. The one test of "does this failure recur?" for replay and minimization."""
+    for _ in range(race_runs if signature.kind == "race" else 1):
+        judgement = runner.evaluate(case, only)
         for finding in judgement.findings:
             if finding.signature.matches(signature):
                 return finding, judgement
     return None, judgement
-
-
-#: How often a ``race`` entry's case is run before its replay says it passes.
-RACE_RUNS = 20
 
 
 def reproduce(entry: Entry, runner: Runner) -> Finding | None:

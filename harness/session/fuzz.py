@@ -103,10 +103,6 @@ def describe_error(error: BaseException, limit: int = 4000) -> str:
 #: (``guided``).
 GUIDED_EVERY = 4
 
-#: Runs of a minimization candidate's check for a ``race`` finding (replay makes more:
-#: ``replay.RACE_RUNS``).
-MINIMIZE_RACE_RUNS = 4
-
 
 def guided(judged_guided: int, judged: int) -> bool:
     """Whether the next round has Hypothesis's target phase, given the cases the driver judged
@@ -383,23 +379,15 @@ class Driver(Admission):
         """For the minimizer: run a candidate on the failing backends with the finding's oracle
         (forced as a replay forces it: a ``spelling[methods]`` finding runs ``spelling``, which
         its own name, not a registered one, had left out, so no such finding ever reproduced)."""
-        from ..replay import oracles_of
+        from ..replay import MINIMIZE_RACE_RUNS, oracles_of, recurring
 
         only = oracles_of(restrict.signature, restrict.detail)
-
-        # A race shows in some runs of its check only (a few, not a replay's many: each
-        # candidate pays them).
-        runs = MINIMIZE_RACE_RUNS if restrict.kind == "race" else 1
 
         def check(candidate: Case) -> Finding | None:
             failing = tuple(b for b in candidate.backends if b in restrict.backends)
             candidate = candidate.on(failing or candidate.backends)
-            for _ in range(runs):
-                judgement = self.runner.evaluate(candidate, only)
-                for f in judgement.findings:
-                    if f.signature.matches(restrict.signature):
-                        return f
-            return None
+            signature = restrict.signature
+            return recurring(self.runner, candidate, signature, only, MINIMIZE_RACE_RUNS)[0]
 
         return check
 

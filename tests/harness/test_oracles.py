@@ -11,6 +11,7 @@ import pytest
 
 from harness import oracles
 from harness.case import Case
+from harness.oracles.base import Finding
 from harness.run.references import Reference, references
 from harness.run.task import BackendResult
 from harness.triage.signature import Signature
@@ -396,6 +397,36 @@ def test_threads_calling_one_jitted_function_at_once_each_get_their_own_answer(m
     assert oracles_of(finding.signature) == ("determinism",) and RACE_RUNS > 1 and THREADS > 1
     assert "concurrent(program, [x0, x1], 'cpu-loops')" in reproducer(case, finding)
     assert concurrent(program.as_function(), inputs, "cpu-loops", rounds=3) == 1
+
+
+def test_a_race_is_run_again_until_it_recurs_and_other_failures_once() -> None:
+    """A race shows in some runs of its check only: replay and minimization run its case up to
+    their number of runs (``replay.recurring``), any other failure's once."""
+    from harness.oracles.base import Judgement
+    from harness.replay import recurring
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    case = Case(b.build(b.node("exp", b.input((2,), "float32"))), [np.zeros(2, np.float32)])
+
+    class Third:  # a runner whose third run shows the failure
+        def __init__(self, kind: str) -> None:
+            self.kind, self.runs = kind, 0
+
+        def evaluate(self, case: Case, only: tuple[str, ...]) -> Judgement:
+            self.runs += 1
+            found = self.runs == 3
+            finding = Finding(self.kind, ("cpu-loops",), "determinism", "x", case)
+            return Judgement(findings=[finding] if found else [])
+
+    race = Finding("race", ("cpu-loops",), "determinism", "", case).signature
+    runner = Third("race")
+    assert recurring(runner, case, race, ("determinism",), 4)[0] is not None and runner.runs == 3
+    runner = Third("race")
+    assert recurring(runner, case, race, ("determinism",), 2)[0] is None and runner.runs == 2
+    other = Finding("retrace", ("cpu-loops",), "determinism", "", case).signature
+    runner = Third("retrace")
+    assert recurring(runner, case, other, ("determinism",), 4)[0] is None and runner.runs == 1
 
 
 def test_the_persistent_caches_round_trip_takes_any_nan_for_a_nan():
