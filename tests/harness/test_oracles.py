@@ -393,6 +393,11 @@ def test_threads_calling_one_jitted_function_at_once_each_get_their_own_answer(m
     assert "returned thread" in result.concurrent, result.concurrent
     (finding,) = oracles.judge_results(case, [result], references(case), ("determinism",)).findings
     assert finding.kind == "race" and finding.oracle == "determinism"
+    # The runtime's, whatever the program: one entry covers it in every program and backend.
+    b = ProgramBuilder()
+    other = b.build(b.node("exp", b.input((4,), "float64")))
+    elsewhere = replace(finding, case=Case(other, [], ()), backends=("cpu-vector@O0",))
+    assert finding.signature.program_free and finding.signature.covers(elsewhere.signature)
     assert Attributor(None).attribute(case, finding).layer == "runtime"
     assert oracles_of(finding.signature) == ("determinism",) and RACE_RUNS > 1 and THREADS > 1
     assert "concurrent(program, [x0, x1], 'cpu-loops')" in reproducer(case, finding)
