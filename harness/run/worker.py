@@ -8,8 +8,10 @@ marker file, so a crash names the backend and stage it happened in.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -292,8 +294,13 @@ def _first(*args: Any) -> Any:
 
 #: How many functions ``after_another_function`` makes, at most, looking for one at the address
 #: of the collected function (each held until the search ends, so that the allocator hands out
-#: another block each time; CPython's allocator reuses a freed block first more often than not).
-ADDRESS_ATTEMPTS = 64
+#: another block each time). CPython's allocator hands out a freed block first only where its
+#: pool is the one it allocates from; after a long run other pools of the size class, each of
+#: about ninety free blocks, come first (64 attempts once missed the address in CI's run). The
+#: search ends at the address, almost always within a few hundred.
+ADDRESS_ATTEMPTS = 50_000
+#: Functions made and held on each side of the first (see ``after_another_function``).
+NEIGHBOURS = 2
 
 
 def _returns_first(jitted: Any, inputs: list[np.ndarray], backend: str, mark: Any) -> bool:
@@ -326,22 +333,36 @@ def after_another_function(
         return None
     other = _perturbed(inputs)
     mark(backend, "successor")
+    # Functions made just before and after the first, held to the end: one shares its pool and
+    # keeps that pool from being emptied (an empty pool may go to another size of object, and
+    # the first's address with it, never to come back as a function's).
+    neighbours = [_staged(_first) for _ in range(NEIGHBOURS)]
     first = compiler.jit(_staged(fn.fn))
+    neighbours += [_staged(_first) for _ in range(NEIGHBOURS)]
     first.compile(*inputs, target=backend)  # cached: a key that is not the function finds it
     if not _returns_first(compiler.jit(_staged(_first)), other, backend, mark):
         first.clear()
         return "live"
     address = id(first.fn)
+    make = functools.partial(_staged, _first)  # made before: it must not take the address
     del first  # with its function: nothing else holds them
-    held = []
-    staged = _staged(_first)
-    while id(staged) != address and len(held) < ADDRESS_ATTEMPTS:
-        held.append(staged)
-        staged = _staged(_first)
-    del held
+    staged = made_at(address, make)
+    del neighbours
     if not _returns_first(compiler.jit(staged), other, backend, mark):
         return "collected"
     return ""
+
+
+def made_at(address: int, make: Callable[[], Any]) -> Any:
+    """What ``make`` returns once it lands at ``address`` (a block just freed), else the last of
+    ``ADDRESS_ATTEMPTS``; those made before are held until then, so that each call gets
+    another block."""
+    held = []
+    made = make()
+    while id(made) != address and len(held) < ADDRESS_ATTEMPTS:
+        held.append(made)
+        made = make()
+    return made
 
 
 #: Threads that call one new jitted function at once (``concurrent_calls``), and the calls each
