@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..run.references import Reference, perturbed_outputs
+from ..run.references import Reference, deepen, perturbed_outputs
 from ..run.task import BackendResult
 from ..run.undetermined import COUPLED
 from . import tolerance
@@ -75,17 +75,26 @@ def against_references(
     output of ``case``: the one judgement of a value, for this oracle and any other that asks
     whether an output is right (the tupled oracle's nested call, the reproducers).
     ``unbounded``: whether the elements any value is right at (``run.undetermined``) are free;
-    the reproducers' verdict has never freed them (``verdict.judge_output``)."""
+    the reproducers' verdict has never freed them (``verdict.judge_output``). An answer
+    refused is judged again with more perturbed runs (``references.deepen``, added to ``refs``):
+    a refusal stands against every run drawn."""
     program = case.program
-    free = getattr(refs.get(COUPLED), "unbounded", None) if unbounded else None
-    return tolerance.compare(
-        out, yardstick(refs), reference_outputs(refs, out.shape, backend),
-        tolerance.error_steps(program), tolerance.working_dtype(program),
-        local=perturbed_outputs(refs, out.shape),
-        exact=tolerance.exactly_rounded(program) and rounds_as_numpy(backend),
-        coupled=tolerance.couples(program), signed_zeros=tolerance.signs_settled(program),
-        numpy=refs["numpy"].output, unbounded=free,
-    )  # fmt: skip
+
+    def verdict() -> tolerance.Verdict:
+        free = getattr(refs.get(COUPLED), "unbounded", None) if unbounded else None
+        return tolerance.compare(
+            out, yardstick(refs), reference_outputs(refs, out.shape, backend),
+            tolerance.error_steps(program), tolerance.working_dtype(program),
+            local=perturbed_outputs(refs, out.shape),
+            exact=tolerance.exactly_rounded(program) and rounds_as_numpy(backend),
+            coupled=tolerance.couples(program), signed_zeros=tolerance.signs_settled(program),
+            numpy=refs["numpy"].output, unbounded=free,
+        )  # fmt: skip
+
+    first = verdict()
+    if first.ok or not deepen(case, refs):
+        return first
+    return verdict()
 
 
 class Differential(Oracle):

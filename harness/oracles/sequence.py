@@ -80,9 +80,8 @@ def _describe(outcome: CallOutcome) -> str:
 def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple[str, str] | None:
     """(kind, reason) if ``actual`` is not ``program``'s answer on ``inputs`` by the error model
     (NumPy's shape and dtype, values against the truth); None if it is, or NumPy rejects it."""
-    from ..run.references import perturbed_outputs, references
-    from . import tolerance
-    from .differential import reference_outputs, yardstick
+    from ..run.references import references
+    from .differential import against_references
 
     case = Case(program, list(inputs), ())
     refs = references(case, False)
@@ -94,18 +93,7 @@ def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple
         return "wrong-shape", f"shape {out.shape}, NumPy {expected.output.shape}"
     if out.dtype != expected.output.dtype:
         return "wrong-dtype", f"dtype {out.dtype}, NumPy {expected.output.dtype}"
-    verdict = tolerance.compare(
-        out,
-        yardstick(refs),
-        reference_outputs(refs, out.shape),
-        tolerance.error_steps(program),
-        tolerance.working_dtype(program),
-        local=perturbed_outputs(refs, out.shape),
-        exact=tolerance.exactly_rounded(program),
-        coupled=tolerance.couples(program),
-        signed_zeros=tolerance.signs_settled(program),
-        numpy=expected.output,
-    )
+    verdict = against_references(case, refs, out, unbounded=False)
     return None if verdict.ok else ("mismatch", verdict.reason)
 
 

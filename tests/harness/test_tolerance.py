@@ -801,3 +801,67 @@ def test_the_error_model_takes_no_dtype_fact_from_the_compiler(monkeypatch) -> N
     assert after == before
     assert tolerance.eps(np.dtype(ml_dtypes.bfloat16)) == 2.0**-7
     assert tolerance.eps(np.dtype(np.float16)) == 2.0**-10
+
+
+def test_a_refused_answer_is_judged_again_with_more_perturbed_runs(monkeypatch) -> None:
+    """A float64 attention (a clean fuzzing session, on cpu-vector): rows of one huge value
+    layer-normed to 32s and a -128, whose last bits, times weights up to 1e26, make attention
+    scores of -2.2e17 seven ulps apart. A layer norm an ulp off in two places (cpu-vector's
+    vectorized sums) ties them: weights of 1/2 where NumPy's are 1 and 0, 1.7e42 off at an
+    output of -2.6e52. Right, and all five perturbed runs kept NumPy's order (each random run
+    breaks it four times in ten): the answer is judged again against ``DEEPER_RUNS`` more, and
+    passes. An answer off where the runs agree is refused after them too."""
+    from compiler import ops
+    from harness.case import Case
+    from harness.oracles.differential import against_references
+    from harness.run import references as refs_module
+    from harness.run.references import references
+    from strategies.model import ProgramBuilder
+
+    x = np.array([
+        [-3.959711965660156e-31, -68719476736.0, 3.308722647427337e-24, -3.032775425121502e-36,
+         6.103515988797882e-05],
+        [2.39349901676178e-07, 2.6469779601696886e-23, 0.015632629394531247, 414.37500000000006,
+         -5.832161517444794e17],
+    ])  # fmt: skip
+    qkv = np.zeros((5, 15))
+    qkv[0, [1, 6]] = -16.0, 274877923328.0
+    qkv[1, [2, 3, 11]] = -568.0, 5.316911983139664e36, 4.835703566688892e24
+    qkv[2, [1, 3, 6, 7, 8, 11, 13]] = (
+        -256.0, -7.0, 1.0, 1.446781380292772e17, 1026.0, -4.095460911140045e16, -7.0
+    )  # fmt: skip
+    qkv[3, [1, 4, 10, 11, 12, 14]] = (
+        -513.0, 257.0, -65792.0, 65488.0, 4.722366764344622e21, 1.9037039884068257e22
+    )  # fmt: skip
+    qkv[4, [2, 7, 12]] = 7.205760692282982e16, 16400.0, 8.635184271409648e23
+    out = np.zeros((5, 5))
+    out[0, :2] = 8796093022208.0, 32784.0
+    out[1, 1:4] = 4503600164241408.0, 1988100096.0, 820.0
+    out[2, :3] = 6.0, 2.3579809788973467e26, -3.0948502826808914e26
+    out[3, [1, 3]] = 7.737125706702229e25, -147439256338432.0
+    gain, zero, out_bias = np.array([64.0]), np.array([0.0]), np.array([-4.440892098500626e-16])
+    b = ProgramBuilder()
+    inputs = [x, gain, zero, qkv, zero, out, out_bias]
+    args = [b.input(a.shape, "float64") for a in inputs]
+    case = Case(b.build(b.node("attend", *args, heads=5)), inputs)
+    # The other correct layer norm: NumPy's, with row 1's last bits as cpu-vector's.
+    normalized = ops.layer_norm(x, gain, zero)
+    assert normalized[1, 0] == 31.999999999999975 and normalized[1, 4] == -128.0
+    normalized[1, [0, 1, 2, 4]] = 31.999999999999968, 31.999999999999968, 31.999999999999968, (
+        -127.99999999999999
+    )  # fmt: skip
+    tied = x + ops.attention(normalized, qkv, zero, out, out_bias, heads=5)
+
+    refs = references(case, use_jax=False)
+    numpy_out = refs["numpy"].output
+    assert abs(tied[1, 1] - numpy_out[1, 1]) > 1e42  # the tie: another softmax weight
+    monkeypatch.setattr(refs_module, "DEEPER_RUNS", 0)
+    shallow = references(case, use_jax=False)
+    assert not against_references(case, shallow, tied).ok  # five runs miss the tie
+    monkeypatch.undo()
+    verdict = against_references(case, refs, tied)
+    assert verdict.ok, verdict.reason
+    assert f"perturbed:{refs_module.PERTURBED_RUNS + refs_module.DEEPER_RUNS}" in refs
+    wrong = numpy_out.copy()
+    wrong[1, 2] *= 1 + 1e-12  # 3.4e52, the largest: a few thousand ulps
+    assert not against_references(case, references(case, use_jax=False), wrong).ok
