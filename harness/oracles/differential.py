@@ -68,20 +68,18 @@ def reference_outputs(
 
 
 def against_references(
-    case: Any, refs: dict[str, Reference], out: np.ndarray, backend: str = "",
-    unbounded: bool = True,
-) -> tolerance.Verdict:  # fmt: skip
+    case: Any, refs: dict[str, Reference], out: np.ndarray, backend: str = ""
+) -> tolerance.Verdict:
     """The error model's verdict on ``out`` (of NumPy's shape and dtype) as ``backend``'s
     output of ``case``: the one judgement of a value, for this oracle and any other that asks
-    whether an output is right (the tupled oracle's nested call, the reproducers).
-    ``unbounded``: whether the elements any value is right at (``run.undetermined``) are free;
-    the reproducers' verdict has never freed them (``verdict.judge_output``). An answer
-    refused is judged again with more perturbed runs (``references.deepen``, added to ``refs``):
-    a refusal stands against every run drawn."""
+    whether an output is right (the tupled oracle's nested call, the jit-sequence oracle's
+    calls, the reproducers). Any value is right at the coupled reference's unbounded elements
+    (``run.undetermined``). An answer refused is judged again with more perturbed runs
+    (``references.deepen``, added to ``refs``): a refusal stands against every run drawn."""
     program = case.program
 
     def verdict() -> tolerance.Verdict:
-        free = getattr(refs.get(COUPLED), "unbounded", None) if unbounded else None
+        free = getattr(refs.get(COUPLED), "unbounded", None)
         return tolerance.compare(
             out, yardstick(refs), reference_outputs(refs, out.shape, backend),
             tolerance.error_steps(program), tolerance.working_dtype(program),

@@ -93,7 +93,7 @@ def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple
         return "wrong-shape", f"shape {out.shape}, NumPy {expected.output.shape}"
     if out.dtype != expected.output.dtype:
         return "wrong-dtype", f"dtype {out.dtype}, NumPy {expected.output.dtype}"
-    verdict = against_references(case, refs, out, unbounded=False)
+    verdict = against_references(case, refs, out)
     return None if verdict.ok else ("mismatch", verdict.reason)
 
 

@@ -482,6 +482,7 @@ def _embedded_verdict(case: Any, to_the_bit: bool = True) -> list[str] | None:
     from ..oracles.differential import yardstick
     from ..report.reproducer import array_source
     from ..run.references import deepen, perturbed_outputs, references
+    from ..run.undetermined import COUPLED
 
     refs = references(case, use_jax=False)
     if not refs["numpy"].ok:
@@ -508,11 +509,20 @@ def _embedded_verdict(case: Any, to_the_bit: bool = True) -> list[str] | None:
         for other in [expected, *local]:
             allowed = np.maximum(allowed, np.abs(np.asarray(other, np.float64) - exact))
         local = []
+    patterns = tolerance.nonfinite_patterns([expected, exact, *local])
+    free = getattr(refs.get(COUPLED), "unbounded", None)
+    if free is not None and np.shape(free) == expected.shape and not one_answer:
+        # Any value is right there (``run.undetermined``): nan, +inf and -inf are patterns.
+        free = np.asarray(free, bool)
+        allowed = np.where(free, np.inf, allowed)
+        signs = np.where(free, 0, signs).astype(np.int8)
+        anything = [np.where(free, code, 0).astype(patterns.dtype) for code in (1, 2, 3)]
+        patterns = np.concatenate([patterns, np.stack(anything)])
     return [
         f"NUMPY = {array_source(expected)}",
         f"EXACT = {array_source(exact)}",
         f"ALLOWED = {array_source(np.asarray(allowed, np.float64))}",
-        f"PATTERNS = {array_source(tolerance.nonfinite_patterns([expected, exact, *local]))}",
+        f"PATTERNS = {array_source(patterns)}",
         f"SIGNS = {array_source(signs)}",
     ]
 
@@ -522,7 +532,7 @@ def _judged(name: str) -> list[str]:
     and shape (``NUMPY``), non-finite values as NumPy's, the truth's or a perturbed evaluation's
     (``PATTERNS``: 0 finite, 1 nan, 2 +inf, 3 -inf), zeros of the sign NumPy's settled ones
     have (``SIGNS``: 0 any, 1 +0.0, 2 -0.0), then the error against ``EXACT`` within
-    ``ALLOWED``, per element; exit 1 when it fails."""
+    ``ALLOWED``, per element, where the value is not NumPy's own; exit 1 when it fails."""
     return [
         'print("numpy:", NUMPY.dtype, NUMPY.shape, np.array2string(NUMPY, threshold=16))',
         f"if {name}.dtype != NUMPY.dtype or {name}.shape != NUMPY.shape:",
@@ -537,6 +547,7 @@ def _judged(name: str) -> list[str]:
         "if flipped.any():",
         '    sys.exit(f"zero of the other sign than NumPy at {np.argwhere(flipped)[0].tolist()}")',
         "finite = np.isfinite(wide) & np.isfinite(EXACT)",
+        "finite &= wide != NUMPY.astype(np.float64)  # NumPy's own bits: its semantics",
         "error = np.abs(np.subtract(wide, EXACT, where=finite, out=np.zeros_like(wide)))",
         "worst = np.unravel_index(np.argmax(error - ALLOWED), error.shape)",
         'print("largest error", error.max(), "; at", worst, error[worst],',

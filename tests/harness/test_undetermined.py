@@ -5,6 +5,7 @@ own bound, and a wrong answer far outside the spread is still a finding."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from harness.case import Case
 from harness.oracles import tolerance
@@ -127,6 +128,8 @@ def test_what_a_value_rounding_puts_on_both_sides_of_zero_reaches_may_be_anythin
     from harness.oracles.base import Judgement, Observation
     from harness.oracles.differential import Differential
     from harness.run.task import BackendResult
+    from harness.triage.export import _embedded_verdict, _judged
+    from harness.verdict import judge_output
 
     big = 2.8088955232e306
     row = np.array([1.0, -1.0, 709.0, -744.0, big, -big, 0.0, 2.0**52, 3.0, -2.0] * 3 + [4.0])
@@ -143,8 +146,23 @@ def test_what_a_value_rounding_puts_on_both_sides_of_zero_reaches_may_be_anythin
         result = BackendResult("cpu-vector", "ok", output=got)
         return Differential().judge(Observation(case, [result], refs, Judgement()), [])
 
-    assert findings(numpy) == []
-    for anything in (np.inf, -np.inf, np.nan, 1e300, -3.0):
-        assert findings(np.array([[anything], numpy[1]])) == [], anything
-    assert findings(np.array([numpy[0], [np.inf]])) != []
-    assert findings(np.array([numpy[0], numpy[1] * 1.001])) != []
+    # The reproducers judge alike: ``verdict.judge_output`` and the exported script.
+    lines = _embedded_verdict(case)
+    script = "import sys\nimport numpy as np\n" + "\n".join(lines + _judged("out")) + "\n"
+
+    def exported(got: np.ndarray) -> object:
+        with pytest.raises(SystemExit) as stopped:
+            exec(script, {"out": got})
+        return stopped.value.code
+
+    def agreed(got: np.ndarray) -> bool:
+        right = findings(got) == []
+        assert judge_output(case, got, use_jax=False, backend="cpu-vector").ok == right
+        assert (exported(got) == 0) == right
+        return right
+
+    assert agreed(numpy)
+    for anything in (np.inf, -np.inf, np.nan, 1e300, -3.0, -0.0):
+        assert agreed(np.array([[anything], numpy[1]])), anything
+    assert not agreed(np.array([numpy[0], [np.inf]]))
+    assert not agreed(np.array([numpy[0], numpy[1] * 1.001]))
