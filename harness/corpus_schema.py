@@ -127,6 +127,9 @@ SIGNATURE: dict[str, Any] = {
         # present (true) for a failure of a layer above the program and backends (the @jit
         # cache): one entry covers it whatever the ops, dtype and backend
         "program_free": {"type": "boolean"},
+        # present for a program-free failure told apart by what it depends on (a jit
+        # sequence's change: "dtype", "static", "structure", ...)
+        "facet": _STRING,
     },
     "additionalProperties": False,
 }

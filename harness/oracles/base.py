@@ -40,11 +40,13 @@ class Finding:
     # above them, such as the jit cache's key for a function): one corpus entry covers it (a
     # planted key by id(fn) made 20 entries in a 30 s session, then one per backend family).
     program_free: bool = False
+    facet: str = ""  # what a program-free failure depends on (``Signature.facet``)
 
     @property
     def signature(self) -> Signature:
         if self.program_free:
-            return Signature(self.kind, self.oracle, tuple(self.backends), program_free=True)
+            backends = tuple(self.backends)
+            return Signature(self.kind, self.oracle, backends, program_free=True, facet=self.facet)
         return Signature(
             self.kind,
             self.oracle,

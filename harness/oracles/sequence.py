@@ -178,6 +178,7 @@ class JitSequenceOracle(Oracle):
                     f"call {i} ({sequence.calls[i].note or 'first call'}): {d}" for i, d in items
                 ]
                 result = results[index]
+                stale = kind == "stale-specialization"
                 findings.append(
                     Finding(
                         kind,
@@ -188,9 +189,42 @@ class JitSequenceOracle(Oracle):
                         sequence.program(index).output_type.dtype,
                         result,
                         stage=result.stage,
+                        # The jit cache's key, whatever the program: one entry per change it
+                        # forgets (a key without the dtypes made an entry per program).
+                        program_free=stale,
+                        facet=change_of(sequence, index) if stale else "",
                     )
                 )
         return findings
+
+
+def change_of(sequence: Any, index: int) -> str:
+    """What call ``index`` of ``sequence`` changed from the call before it, as a stale call's
+    facet (``Signature.facet``): "dtype", "static", "structure" (another argument tree or
+    variant), "captured" (the captured array written), "alias" (an array passed twice),
+    "feedback" (the previous output passed back), joined by "+" where several; "values" where
+    only the arrays' values changed; "first" for the first call."""
+    from strategies.model.sequence import OUTPUT, skeleton_text
+
+    if index <= 0:
+        return "first"
+    call, before = sequence.calls[index], sequence.calls[index - 1]
+    changed = []
+    if call.dtypes != before.dtypes:
+        changed.append("dtype")
+    if repr(call.statics) != repr(before.statics):  # -0.0 == 0.0, not as a static
+        changed.append("static")
+    if call.variant != before.variant or skeleton_text(call.skeleton) != skeleton_text(
+        before.skeleton
+    ):
+        changed.append("structure")
+    if call.captured is not None:
+        changed.append("captured")
+    if any(source >= 0 for source in call.sources):
+        changed.append("alias")
+    if OUTPUT in call.sources:
+        changed.append("feedback")
+    return "+".join(changed) or "values"
 
 
 def verdict(recorder: Any, programs: Sequence[str]) -> int:

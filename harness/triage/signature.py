@@ -30,10 +30,18 @@ class Signature:
     # function): it names no op, dtype or backend family, so one entry covers it everywhere (a
     # planted key by id(fn) made one entry per backend family otherwise).
     program_free: bool = False
+    # What a program-free failure depends on, where it is told apart so: the change a jit
+    # sequence's stale call made (``oracles.sequence.change_of``: "dtype", "static", ...). A
+    # cache key that forgets the dtypes is one bug whatever the program, and another than one
+    # that forgets the statics.
+    facet: str = ""
 
     def matches(self, other: Signature) -> bool:
-        """The same judged failure: the same kind, found by the same oracle."""
-        return self.kind == other.kind and self.oracle == other.oracle
+        """The same judged failure: the same kind, found by the same oracle (and for a
+        program-free one, of the same facet)."""
+        return (
+            self.kind == other.kind and self.oracle == other.oracle and self.facet == other.facet
+        )
 
     def covers(self, other: Signature) -> bool:
         """Is ``other`` (a new finding) the bug this one (a known entry) describes?"""
@@ -64,6 +72,8 @@ class Signature:
             data["backends"] = sorted(self.backends)
         if self.program_free:  # only where set, which keeps existing ids
             data["program_free"] = True
+        if self.facet:
+            data["facet"] = self.facet
         return data
 
     @classmethod
@@ -81,6 +91,7 @@ class Signature:
             ops=tuple(data.get("ops", ())),
             dtype=str(data.get("dtype", "")),
             program_free=data.get("program_free") is True,
+            facet=str(data.get("facet", "")),
         )
 
 

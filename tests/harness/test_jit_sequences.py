@@ -377,6 +377,24 @@ def test_a_cache_that_keys_a_static_float_by_value_hands_minus_zero_the_plus_zer
     )
     findings = _judged(_zeros_sequence())[1]
     assert [f.kind for f in findings] == ["stale-specialization"]
+    # The cache's key, whatever the program: one corpus entry per change it forgets (a key
+    # without the statics stored an entry per program, dtype and backend family).
+    from dataclasses import replace
+
+    from harness.corpus_schema import SIGNATURE, first_problem
+    from harness.triage.signature import Signature
+
+    (finding,) = findings
+    signature = finding.signature
+    assert signature.program_free and signature.facet == "static"
+    b = ProgramBuilder()
+    other = Case(b.build(b.node("exp", b.input((5,), "float64"))), [], ())
+    elsewhere = replace(finding, case=other, dtype="float64", backends=("cpu-vector@O3",))
+    assert signature.covers(elsewhere.signature)
+    assert not signature.covers(replace(finding, facet="dtype").signature)
+    assert not signature.matches(replace(finding, facet="dtype").signature)
+    stored = json.loads(json.dumps(signature.to_dict()))
+    assert first_problem(stored, SIGNATURE) is None and Signature.from_dict(stored) == signature
 
 
 def test_drawn_sequences_call_with_both_zeros() -> None:
