@@ -98,6 +98,46 @@ def test_a_nan_matches_any_nan() -> None:
     assert not same_bits(nan, nan.astype(np.float32))
 
 
+def test_a_zero_whose_sign_is_its_kernels_matches_either_zero() -> None:
+    """A clean 10-minute session (seed 61): a float32 (1, 1) @ (1, 1) whose product underflows
+    (-1.8e-8 * 1.2e-38) was -0.0 alone on ``cpu-blas@O0`` and 0.0 as one of several results:
+    after a matmul a zero's sign is its kernel's (``tolerance.signs_settled``), and either
+    kernel may run it. Elsewhere -0.0 is still not 0.0."""
+    import compiler
+    from harness.run.worker import same_bits
+
+    assert same_bits(np.array([0.0, 1.0]), np.array([-0.0, 1.0]), any_zero=True)
+    assert not same_bits(np.array([0.0, 1.0]), np.array([-0.0, 2.0]), any_zero=True)
+    assert not same_bits(np.array([np.nan]), np.array([0.0]), any_zero=True)
+    b = ProgramBuilder()
+    program = b.build(b.node("matmul", b.input((1, 1), "float32"), b.input((1, 1), "float32")))
+    inputs = [np.array([[-1.7636923e-08]], np.float32), np.array([[1.1709026e-38]], np.float32)]
+    case = Case(program, inputs, ("cpu-blas@O0",))
+    jitted = compiler.jit(case.traced_function())
+    first = jitted(*inputs, target="cpu-blas@O0")
+    assert tupled.check(case, jitted, inputs, "cpu-blas@O0", first) == ""
+    # Without a matmul the sign is settled: a -0.0 turned 0.0 among several is named.
+    b = ProgramBuilder()
+    x = b.input((2,), "float32")
+    program = b.build(b.node("multiply", b.node("negative", x), 2.0))
+    case = Case(program, [np.zeros(2, np.float32)], ("cpu-loops@O0",))
+    honest = tupled._function
+
+    def planted(case_: Case, returns: tuple) -> object:
+        fn = honest(case_, returns)
+        return fn if len(returns) == 1 else (lambda *a: tuple(v + 0.0 for v in fn(*a)))
+
+    jitted = compiler.jit(case.traced_function())
+    first = jitted(*case.inputs, target="cpu-loops@O0")
+    assert np.signbit(first).all()
+    tupled._function = planted
+    try:
+        detail = tupled.check(case, jitted, list(case.inputs), "cpu-loops@O0", first)
+    finally:
+        tupled._function = honest
+    assert "differs from its own call" in detail, detail
+
+
 def _chain() -> Case:
     """exp, then a row sum, then a division: an intermediate feeds the output."""
     b = ProgramBuilder()
