@@ -393,6 +393,11 @@ def test_a_cache_that_keys_a_static_float_by_value_hands_minus_zero_the_plus_zer
     assert signature.covers(elsewhere.signature)
     assert not signature.covers(replace(finding, facet="dtype").signature)
     assert not signature.matches(replace(finding, facet="dtype").signature)
+    # A call that changed a static and the dtypes at once may be this bug: covered, and the
+    # same failure to a minimizer; a known "dtype+static" does not cover a plain "static".
+    both = replace(finding, facet="dtype+static").signature
+    assert signature.covers(both) and signature.matches(both) and both.matches(signature)
+    assert not both.covers(signature)
     stored = json.loads(json.dumps(signature.to_dict()))
     assert first_problem(stored, SIGNATURE) is None and Signature.from_dict(stored) == signature
 
