@@ -119,7 +119,7 @@ def coupled_reference(
     for index in _output_values(case.program):
         # The value itself is what the runs' spread measures; what is computed from it is
         # anything (a float64 mean of cancelling +-2.8e306 is about +-4e289 in the runs, and
-        # nan for it was accepted once the reproducers freed these elements as the oracle did).
+        # the oracle accepted nan for it: its reproducer, judging alike since, showed that).
         straddling.pop(index, None)
     unbounded = _reached(case, straddling, expected.shape) if straddling else None
     unbounded = unbounded if unbounded is not None and np.any(unbounded) else None
