@@ -404,8 +404,9 @@ def test_a_cache_that_keys_a_static_float_by_value_hands_minus_zero_the_plus_zer
 
 def test_drawn_sequences_call_with_both_zeros() -> None:
     """A static float of 0.0 is followed by -0.0 often enough to meet a cache keyed by value
-    (1 sequence in 20: a program without a constant of its own may divide by one; 3 in 600
-    before, too few for a 60 s session)."""
+    (104 and 120 sequences of 600 in two unseeded runs: a program without a constant of its
+    own may divide by one; 37 and 72 before, when a held-out cache keyed so survived a 60 s
+    session, and 3 in 600 first)."""
     found: list[bool] = []
 
     @settings(
@@ -425,7 +426,7 @@ def test_drawn_sequences_call_with_both_zeros() -> None:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         collect()
-    assert len(found) >= 150 and sum(found) >= 4, (len(found), sum(found))
+    assert len(found) >= 150 and sum(found) >= 30, (len(found), sum(found))
 
 
 def test_a_stale_answer_and_an_overwritten_output_are_findings() -> None:
