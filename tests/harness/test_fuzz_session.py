@@ -942,7 +942,11 @@ def test_a_round_ends_when_its_focus_goes_stale(tmp_path, monkeypatch) -> None:
 
     driver.judge, driver.focus_went_stale = judge, focus_went_stale
     monkeypatch.setattr(fuzz, "guided", guided)
-    monkeypatch.setattr(fuzz, "stop_requested", lambda: len(judged) >= 150)
+    def enough() -> bool:  # 150 cases, and on until an unguided round's focus went stale
+        went = any(r["stale"] and not r["guided"] for r in rounds)
+        return len(judged) >= (150 if went else 600)
+
+    monkeypatch.setattr(fuzz, "stop_requested", enough)
     try:
         with contextlib.suppress(fuzz.Stopped):
             driver.run()
@@ -1106,7 +1110,10 @@ def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None
 
     collect()
     assert len(on_gpu) >= 20 and all(on_gpu), on_gpu
-    assert len(others) >= 40 and 0 < sum(others) <= 0.3 * len(others), others
+    # The others keep their share (one in eight): not all of them. (At least one of them was
+    # asserted too, until a seeded stream drew none of 58 in CI: Hypothesis's generate phase
+    # mutates its own examples, coins included, so a seed's draws are not independent.)
+    assert len(others) >= 40 and sum(others) <= 0.3 * len(others), others
 
 
 def test_an_interrupted_sessions_unminimized_entries_count_as_added() -> None:
