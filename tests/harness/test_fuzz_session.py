@@ -942,6 +942,7 @@ def test_a_round_ends_when_its_focus_goes_stale(tmp_path, monkeypatch) -> None:
 
     driver.judge, driver.focus_went_stale = judge, focus_went_stale
     monkeypatch.setattr(fuzz, "guided", guided)
+
     def enough() -> bool:  # 150 cases, and on until an unguided round's focus went stale
         went = any(r["stale"] and not r["guided"] for r in rounds)
         return len(judged) >= (150 if went else 600)
