@@ -1,12 +1,17 @@
 """Planted bugs for the slow tests: a script run against a scratch compiler with the bug
 (``last_line_with``), and a planted bug's reproducer run with the bug and without it (the tests
-that check "a reproducer fails exactly where the oracle does" for one layer each)."""
+that check "a reproducer fails exactly where the oracle does" for one layer each); the exported
+standalone script's verdict on an answer (``exported_status``)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from harness.selftest import Mutation, apply, scratch_environment
 
@@ -65,3 +70,19 @@ def verdict_fails_only_with_the_bug(
     assert with_bug.returncode == 1, with_bug.stdout + with_bug.stderr[-2000:]
     assert f"FAILS the {verdict} oracle" in with_bug.stderr, with_bug.stderr
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
+
+
+def exported_status(case: Any) -> Callable[[Any], object]:
+    """The exit status the standalone script exported for ``case`` (``triage.export``: its
+    embedded bound and its judging lines) gives an answer ``out``."""
+    from harness.triage.export import _embedded_verdict, _judged
+
+    lines = _embedded_verdict(case)
+    script = "import sys\nimport numpy as np\n" + "\n".join(lines + _judged("out")) + "\n"
+
+    def status(out: Any) -> object:
+        with pytest.raises(SystemExit) as stopped:
+            exec(script, {"out": out})
+        return stopped.value.code
+
+    return status

@@ -585,17 +585,10 @@ def test_a_program_with_a_rounding_function_keeps_the_error_model() -> None:
 def test_an_exported_script_judges_a_correctly_rounded_program_exactly() -> None:
     """The reproducer script embeds NumPy's answer with nothing allowed around it, so it fails
     on an add one ulp off exactly where the oracle does."""
-    from harness.triage.export import _embedded_verdict, _judged
+    from planted_reproducer import exported_status
 
     case, right = _add_case("float32", 16)
-    lines = _embedded_verdict(case)
-    script = "import sys\nimport numpy as np\n" + "\n".join(lines + _judged("out")) + "\n"
-
-    def status(out: np.ndarray) -> object:
-        with pytest.raises(SystemExit) as stopped:
-            exec(script, {"out": out})
-        return stopped.value.code
-
+    status = exported_status(case)
     assert status(right) == 0
     off = right.copy()
     off[5] = np.nextafter(off[5], np.inf, dtype=np.float32)

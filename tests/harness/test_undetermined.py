@@ -5,7 +5,7 @@ own bound, and a wrong answer far outside the spread is still a finding."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
+from planted_reproducer import exported_status
 
 from harness.case import Case
 from harness.oracles import tolerance
@@ -128,7 +128,6 @@ def test_what_a_value_rounding_puts_on_both_sides_of_zero_reaches_may_be_anythin
     from harness.oracles.base import Judgement, Observation
     from harness.oracles.differential import Differential
     from harness.run.task import BackendResult
-    from harness.triage.export import _embedded_verdict, _judged
     from harness.verdict import judge_output
 
     big = 2.8088955232e306
@@ -147,13 +146,7 @@ def test_what_a_value_rounding_puts_on_both_sides_of_zero_reaches_may_be_anythin
         return Differential().judge(Observation(case, [result], refs, Judgement()), [])
 
     # The reproducers judge alike: ``verdict.judge_output`` and the exported script.
-    lines = _embedded_verdict(case)
-    script = "import sys\nimport numpy as np\n" + "\n".join(lines + _judged("out")) + "\n"
-
-    def exported(got: np.ndarray) -> object:
-        with pytest.raises(SystemExit) as stopped:
-            exec(script, {"out": got})
-        return stopped.value.code
+    exported = exported_status(case)
 
     def agreed(got: np.ndarray) -> bool:
         right = findings(got) == []
