@@ -47,6 +47,7 @@ from strategies.gen.values import (
     END_REGIMES,
     SPECIALS,
     cast_edge_regimes,
+    conversion_values,
     edge_regimes,
     edge_values,
     end_value,
@@ -577,6 +578,12 @@ TAILS = ":tails"
 #: A narrowing conversion's sweep ("sweep:<source>-><target>:halfway", ``narrowing_casts``):
 #: hundreds of values where rounding to the narrower format is hardest (``narrowing_values``).
 HALFWAY = ":halfway"
+#: An exact conversion's sweep ("sweep:<float>->int32:truncation", "sweep:<float>->bool:truth",
+#: ``exact_casts``): hundreds of values where truncation toward zero or ``x != 0`` differ from
+#: what a wrong conversion computes (``conversion_values``). A float32 -> int32 cast lowered as
+#: an unsigned conversion (-1 for every value below -1) went unseen in two 60 s sessions of
+#: three: casts to int32 were 2 of 300 random programs, and each cast item one focused case.
+CONVERSIONS = {"int32": ":truncation", "bool": ":truth"}
 #: The float dtypes swept: float16 and bfloat16 compute each op in float32 and round once, so a
 #: few float32 ulps never show in them (their own rounding is judged to an ulp by any case).
 SWEEP_DTYPES = ("float32", "float64")
@@ -650,6 +657,29 @@ def narrowing_casts() -> tuple[str, ...]:
     )
 
 
+def exact_casts() -> tuple[str, ...]:
+    """The conversions ("SOURCE->TARGET") from a float to int32 or bool (``CONVERSIONS``): exact
+    in NumPy, wrong on some values only where they are wrong."""
+    return tuple(
+        second
+        for _, second in cast_pairs()
+        if second.partition("->")[2] in CONVERSIONS
+        and np.dtype(second.partition("->")[0]).kind in "fV"
+    )
+
+
+def _conversion_item(cast: str) -> tuple[str, str]:
+    return ("astype", SWEPT + cast + CONVERSIONS[cast.partition("->")[2]])
+
+
+def _conversion_of(item: tuple[str, str]) -> tuple[str, str] | None:
+    """(target, suffix) of a conversion's sweep item (``HALFWAY``, ``CONVERSIONS``), else None."""
+    for suffix in (HALFWAY, *CONVERSIONS.values()):
+        if item[1].endswith(suffix):
+            return item[1][len(SWEPT) : -len(suffix)].partition("->")[2], suffix
+    return None
+
+
 def _row_composite(op: str) -> bool:
     """Does ``op`` take one (rows, n) array and, past it, only (n,) vectors?"""
     prim = primitives.get(op)
@@ -671,6 +701,7 @@ def sweep_items() -> tuple[tuple[str, str], ...]:
     accumulating += CONTRACTIONS
     tails = tuple((op, SWEPT + d + TAILS) for op, d in op_dtype_pairs() if op in tail_ops())
     narrowing = tuple(("astype", SWEPT + cast + HALFWAY) for cast in narrowing_casts())
+    narrowing += tuple(_conversion_item(cast) for cast in exact_casts())
     elementwise = {op for op in ops if primitives.get(op).kind in ("unary", "binary")}
     halves = tuple(
         (op, SWEPT + d + EDGES)
@@ -696,6 +727,8 @@ def _swept(item: tuple[str, str]) -> tuple[str, bool]:
     edges."""
     rest = item[1][len(SWEPT) :]
     swept = rest.removesuffix(EDGES).removesuffix(TAILS).removesuffix(HALFWAY)
+    for suffix in CONVERSIONS.values():
+        swept = swept.removesuffix(suffix)
     return swept.partition("->")[0], rest.endswith(EDGES)
 
 
@@ -716,13 +749,20 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     prim = primitives.get(op)
     size = uniform(draw, SWEEP_SIDES)  # (sampled_from: 64 far more often than 600)
     b = ProgramBuilder()
-    if item[1].endswith(HALFWAY):  # a narrowing conversion alone, on a vector or rows
-        target = item[1][len(SWEPT) :].removesuffix(HALFWAY).partition("->")[2]
+    conversion = _conversion_of(item)
+    if conversion:  # a conversion alone, on a vector or rows
+        target, kind = conversion
         shape = _swept_shape(draw, size)
-        program = b.build(b.node(op, b.input(shape, dtype), dtype=target))
-        inputs = [draw(narrowing_values(shape, dtype, target))]
-        event("origin:sweep-halfway")
-        return Case(program, inputs, backends, origin="sweep/halfway")
+        converted = b.node(op, b.input(shape, dtype), dtype=target)
+        if target == "bool":  # (a program's output is numeric: NumPy's exact bool -> int32)
+            converted = b.node(op, converted, dtype="int32")
+        program = b.build(converted)
+        if kind == HALFWAY:
+            inputs = [draw(narrowing_values(shape, dtype, target))]
+        else:
+            inputs = [draw(conversion_values(shape, dtype, target))]
+        event(f"origin:sweep-{kind[1:]}")
+        return Case(program, inputs, backends, origin=f"sweep/{kind[1:]}")
     if op in CONTRACTIONS:  # (m, size) @ (size, n): one long contraction, few of them
         m, n = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 2, 3]))
         program = b.build(b.node(op, b.input((m, size), dtype), b.input((size, n), dtype)))
@@ -751,7 +791,13 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
         inputs = [draw(values(i.shape, i.dtype, regime)) for i in program.inputs]
         event("origin:sweep-tails")
         return Case(program, inputs, backends, origin=f"sweep/tails+{regime}")
-    spans = draw(st.sampled_from([SWEEP_MODERATE, offset, ()]))
+    choices = [SWEEP_MODERATE, offset, ()]
+    if prim.kind == "reduction" and dtype in ACCUMULATING_DTYPES:
+        # A 16-bit reduction's range on its own too: NumPy adds float16 up in float32, so only
+        # large values show a sum that overflows in 16 bits (a float16 mean summing in float16
+        # was inf for NumPy's 2582 in 2 of 8 sweeps, and went unseen in two 60 s sessions).
+        choices.append(("large",))
+    spans = draw(st.sampled_from(choices))
     inputs = [draw(values(i.shape, i.dtype, "dense", spans=spans)) for i in program.inputs]
     if edges:  # a run of every edge, at a drawn place of each array (cyclically)
         run = edge_values(dtype)
@@ -1100,9 +1146,14 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
         # with the result's dtype its sweeps were never done (they held half of the focused
         # cases for the whole session).
         program = case.program
-        if case.origin == "sweep/halfway":
+        kinds = {"sweep/" + suffix[1:]: suffix for suffix in (HALFWAY, *CONVERSIONS.values())}
+        if case.origin in kinds:
             found |= {
-                (node.op, f"{SWEPT}{program.arg_types(node)[0].dtype}->{node.type.dtype}{HALFWAY}")
+                (
+                    node.op,
+                    f"{SWEPT}{program.arg_types(node)[0].dtype}->{node.type.dtype}"
+                    f"{kinds[case.origin]}",
+                )
                 for node in program.nodes
                 if node.op == "astype"
             }

@@ -391,6 +391,68 @@ def narrowing_values(
     return flat.reshape(shape).astype(dt)
 
 
+#: The float -> int32 and float -> bool conversions: NumPy's are exact (truncation toward zero,
+#: ``x != 0``), so a wrong one is wrong on some values only, and which ones is the class.
+CONVERSION_TARGETS = ("int32", "bool")
+
+
+def int_range_top(dtype: Any) -> float:
+    """The largest ``dtype`` value below 2**31: the top of the range whose conversion to int32
+    NumPy defines (truncation toward zero; past it the result is undefined)."""
+    info = primitives.finfo(np.dtype(dtype))
+    return min(2.0**31 - 2.0 ** (30 - int(info.nmant)), float(info.max))
+
+
+@st.composite
+def conversion_values(
+    draw: st.DrawFn, shape: tuple[int, ...], dtype: Any, target: str
+) -> np.ndarray:
+    """``dtype`` (float) values where a conversion to ``target`` (``CONVERSION_TARGETS``) shows
+    its mistakes, a seeded fill as ``dense`` (one draw whatever the size). To int32: fractions of
+    both signs around small integers (k +- a quarter step, a half, one ulp short of the next:
+    truncation toward zero, not rounding, flooring or an unsigned conversion, which agree on
+    the non-negative integers Hypothesis prefers), log-uniform magnitudes of either sign up to
+    the range's top (every significand bit random), and the range's ends (-2**31, the largest
+    value below 2**31, where a conversion that saturates or wraps early is off); only values
+    whose conversion NumPy defines. To bool: zeros of both signs, NaN, infinities, subnormals
+    (True: a conversion under denormals-are-zero reads them as 0) and ordinary values."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    size = int(np.prod(shape, dtype=np.int64))
+    info = primitives.finfo(dt)
+    sign = np.where(rng.random(size) < 0.5, -1.0, 1.0)
+    if target == "bool":
+        subnormals = float(info.smallest_subnormal) * rng.integers(1, 2 ** int(info.nmant), size)
+        choices = [
+            np.zeros(size) * sign,  # 0.0 and -0.0
+            rng.choice(np.array([np.nan, np.inf, -np.inf]), size),
+            subnormals * sign,
+            float(info.tiny) * rng.uniform(1, 2, size) * sign,
+            rng.uniform(-4, 4, size),
+        ]
+    elif target == "int32":
+        top = int_range_top(dt)
+        steps = np.array([0.0, 0.25, 0.5, 0.75, 1 - float(info.eps)])
+        near = rng.integers(-9, 10, size) + sign * rng.choice(steps, size)
+        magnitude = np.exp2(rng.uniform(-2, np.log2(top), size))
+        ends = np.array([-(2.0**31), -top, top, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, -0.0])
+        choices = [near, near, magnitude * sign, magnitude * sign, rng.choice(ends, size)]
+    else:
+        raise ValueError(f"no conversion sweep to {target!r}; choose from {CONVERSION_TARGETS}")
+    which = rng.integers(0, len(choices), size)
+    flat = np.choose(which, choices)
+    wide = np.float32 if dt.name == BFLOAT16 else dt
+    with np.errstate(over="ignore", invalid="ignore"):
+        array = flat.astype(wide).astype(dt)
+    if target == "int32":  # rounded into the dtype: still in the range NumPy defines
+        with np.errstate(over="ignore"):
+            least = float(np.array(-(2.0**31)).astype(dt).astype(np.float64))
+        low = least if least == -(2.0**31) else -top
+        array = np.clip(array.astype(np.float64), low, top).astype(wide).astype(dt)
+    event(f"conversion:{dt.name}->{target}")
+    return array.reshape(shape)
+
+
 def _held(values: np.ndarray, dt: np.dtype) -> np.ndarray:
     """The finite ``values`` that ``dt`` holds exactly (for an integer dtype: in range)."""
     values = values[np.isfinite(values)]
@@ -837,6 +899,9 @@ __all__ = [
     "input_values",
     "int_cast_inputs",
     "narrowing_values",
+    "conversion_values",
+    "CONVERSION_TARGETS",
+    "int_range_top",
     "regimes",
     "tie_pairs",
     "tie_sources",

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from compiler import primitives
 from harness.session.focus import (
     SWEPT,
+    exact_casts,
     exercised_items,
     narrowing_casts,
     sweep_cases,
@@ -40,12 +41,19 @@ def test_sweep_ops_are_the_primitives_that_approximate() -> None:
         "sweep:float16", "sweep:float16:edges", "sweep:float32:tails", "sweep:float64:tails",
         "sweep:int32:tails", "sweep:float16:tails", "sweep:bfloat16:tails",
         "sweep:bfloat16:edges", *(f"sweep:{cast}:halfway" for cast in narrowing_casts()),
+        *(f"sweep:{f}->int32:truncation" for f in ("float16", "bfloat16", "float32", "float64")),
+        *(f"sweep:{f}->bool:truth" for f in ("float16", "bfloat16", "float32", "float64")),
     }  # fmt: skip
     # The 16-bit floats: the elementwise ops with edges only (no dense sweep adds anything).
     assert {op for op, second in sweep_items() if second == "sweep:bfloat16:edges"} == {
         op for op in sweep_ops() if primitives.get(op).kind in ("unary", "binary")
     }
     assert {op for op, second in sweep_items() if second.endswith(":halfway")} == {"astype"}
+    assert set(exact_casts()) == {
+        f"{f}->{t}"
+        for f in ("float16", "bfloat16", "float32", "float64")
+        for t in ("int32", "bool")
+    }
     assert set(narrowing_casts()) == {
         "float64->float32", "float64->float16", "float64->bfloat16", "float32->float16",
         "float32->bfloat16", "float16->bfloat16", "bfloat16->float16", "int32->float32",
@@ -365,6 +373,62 @@ def test_a_narrowing_cast_sweep_finds_a_conversion_that_rounds_wrong(
         with np.errstate(over="ignore", invalid="ignore"):
             right = judge_output(case, x.astype(target), use_jax=False).ok
             mistaken = np.asarray(wrong(x))
+        verdicts.append((right, judge_output(case, mistaken, use_jax=False).ok))
+
+    judge()
+    assert all(right for right, _ in verdicts), verdicts
+    assert not any(accepted for _, accepted in verdicts), verdicts
+
+
+def _unsigned_int32(x: np.ndarray) -> np.ndarray:
+    """x86's unsigned conversion (vcvttss2usi) taken for a signed one: every value below 0 that
+    truncates to a nonzero integer is out of range, all ones (-1)."""
+    truncated = np.trunc(x.astype(np.float64))
+    return np.where(truncated < 0, -1, truncated).astype(np.int32)
+
+
+@pytest.mark.parametrize(
+    ("cast", "wrong"),
+    [
+        ("float32->int32", _unsigned_int32),
+        ("float64->int32", lambda x: np.round(x.astype(np.float64)).astype(np.int32)),
+        ("float16->int32", lambda x: np.floor(x.astype(np.float64)).astype(np.int32)),
+        ("bfloat16->int32", lambda x: np.trunc(x.astype(np.float64) + 0.5).astype(np.int32)),
+        # an ordered != (NaN is False), and a conversion under denormals-are-zero
+        ("float32->bool", lambda x: (x.astype(np.float64) < 0) | (x.astype(np.float64) > 0)),
+        ("float64->bool", lambda x: np.abs(x) >= np.finfo(np.float64).tiny),
+    ],
+)
+def test_an_exact_conversion_sweep_finds_a_conversion_wrong_on_some_values(
+    cast: str, wrong: Callable[[np.ndarray], np.ndarray]
+) -> None:
+    """A float -> int32 or float -> bool conversion's sweep (``CONVERSIONS``) is the cast alone
+    (to bool, then to int32: a program's output is numeric) on hundreds of values where a wrong
+    conversion is wrong: an unsigned conversion (-1 for -3.7; a plant of it went unseen in two
+    60 s sessions of three), rounding, flooring or adding a half before truncating; NaN
+    taken for False, subnormals for zero. Every sweep rejects each, and accepts NumPy's own."""
+    from harness.verdict import judge_output
+
+    source, target = cast.split("->")
+    item = ("astype", f"{SWEPT}{cast}:{'truth' if target == 'bool' else 'truncation'}")
+    assert item in sweep_items()
+    verdicts: list[tuple[bool, bool]] = []
+
+    @_SETTINGS
+    @given(sweep_cases(("cpu-loops",), item))
+    def judge(case) -> None:  # noqa: ANN001
+        (x,) = case.inputs
+        assert [node.op for node in case.program.nodes][0] == "astype" and x.size >= 64
+        assert x.dtype == np.dtype(source) and item in exercised_items(case)
+        wide = x.astype(np.float64)
+        if target == "int32":  # in the range NumPy defines, fractions of both signs
+            assert np.all(np.isfinite(wide)) and np.all(np.abs(np.trunc(wide)) <= 2**31)
+            assert np.any((wide < -1) & (wide != np.trunc(wide)))
+        else:
+            assert np.any(np.isnan(wide)) and np.any((wide == 0) & np.signbit(wide))
+        expected = x.astype(target).astype(np.int32)
+        mistaken = np.asarray(wrong(x)).astype(np.int32)
+        right = judge_output(case, expected, use_jax=False).ok
         verdicts.append((right, judge_output(case, mistaken, use_jax=False).ok))
 
     judge()

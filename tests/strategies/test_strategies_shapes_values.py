@@ -26,8 +26,10 @@ from strategies.gen.values import (
     ANY_OP_EDGES,
     EDGE_REGIMES,
     REGIMES,
+    conversion_values,
     edge_regimes,
     input_values,
+    int_range_top,
 )
 
 
@@ -203,6 +205,45 @@ def test_dense_values_have_random_significands_over_each_span(dtype: str) -> Non
     reach(lambda a: a.min() > 0 and spread(a) >= decades)  # log and sqrt's domain
     wide = reach(lambda a: np.abs(a.astype(np.float64)).min() > 3 * np.ptp(a.astype(np.float64)))
     assert len(np.unique(wide)) >= distinct  # many values sharing their leading bits (an offset)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_conversion_values_stay_where_numpy_defines_the_conversion(dtype: str) -> None:
+    """To int32: finite, truncating into int32's range (-2**31 and the largest value below
+    2**31 themselves reached where the dtype holds them), fractions of both signs; to bool:
+    both zeros, NaN, infinities and subnormals."""
+    from hypothesis import find
+
+    from compiler import primitives
+
+    top = int_range_top(dtype)
+    assert top == (
+        65504.0
+        if dtype == "float16"
+        else 2.0**31 - 2.0 ** (30 - primitives.finfo(np.dtype(dtype)).nmant)
+    )
+
+    @settings(max_examples=20, database=None, derandomize=True)
+    @given(conversion_values((128,), dtype, "int32"), conversion_values((128,), dtype, "bool"))
+    def draw(to_int: np.ndarray, to_bool: np.ndarray) -> None:
+        wide = to_int.astype(np.float64)
+        assert to_int.dtype == np.dtype(dtype) and np.all(np.isfinite(wide))
+        assert np.all((wide >= -(2.0**31)) & (wide <= top))
+        assert np.any((wide < 0) & (wide != np.trunc(wide))) and np.any(wide > 0)
+        flags = to_bool.astype(np.float64)
+        tiny = float(primitives.finfo(np.dtype(dtype)).tiny)
+        assert np.any(np.isnan(flags)) and np.any(np.isinf(flags))
+        assert np.any((flags == 0) & np.signbit(flags)) and np.any(
+            (flags == 0) & ~np.signbit(flags)
+        )
+        assert np.any((flags != 0) & (np.abs(flags) < tiny))  # subnormals
+
+    draw()
+    ends = find(
+        conversion_values((128,), dtype, "int32"),
+        lambda a: np.abs(a.astype(np.float64)).max() == top,
+    )
+    assert ends.dtype == np.dtype(dtype)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
