@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -362,10 +363,29 @@ def test_a_narrowing_cast_sweep_finds_a_conversion_that_rounds_wrong(
     tie in one case of twelve), and one rounding ties away from zero, are rejected by every
     sweep, as is an int32 -> float32 conversion that truncates; NumPy's own conversion by
     none."""
-    from harness.verdict import judge_output
-
     source, target = cast.split("->")
     item = ("astype", f"{SWEPT}{cast}:halfway")
+
+    def check(case: Any, x: np.ndarray) -> None:
+        assert [node.op for node in case.program.nodes] == ["astype"]
+        assert case.origin == "sweep/halfway"
+
+    verdicts = _conversion_verdicts(item, source, check, lambda x: x.astype(target), wrong)
+    assert all(right for right, _ in verdicts), verdicts
+    assert not any(accepted for _, accepted in verdicts), verdicts
+
+
+def _conversion_verdicts(
+    item: tuple[str, str],
+    source: str,
+    check: Callable[[Any, np.ndarray], None],
+    right: Callable[[np.ndarray], np.ndarray],
+    wrong: Callable[[np.ndarray], np.ndarray],
+) -> list[tuple[bool, bool]]:
+    """For each sweep case of the conversion ``item`` (``check``-ed): is ``right``'s answer
+    accepted, and is ``wrong``'s?"""
+    from harness.verdict import judge_output
+
     assert item in sweep_items()
     verdicts: list[tuple[bool, bool]] = []
 
@@ -373,17 +393,17 @@ def test_a_narrowing_cast_sweep_finds_a_conversion_that_rounds_wrong(
     @given(sweep_cases(("cpu-loops",), item))
     def judge(case) -> None:  # noqa: ANN001
         (x,) = case.inputs
-        assert [node.op for node in case.program.nodes] == ["astype"] and x.size >= 64
-        assert x.dtype == np.dtype(source) and case.origin == "sweep/halfway"
-        assert item in exercised_items(case)
+        assert case.program.nodes[0].op == "astype" and x.size >= 64
+        assert x.dtype == np.dtype(source) and item in exercised_items(case)
+        check(case, x)
         with np.errstate(over="ignore", invalid="ignore"):
-            right = judge_output(case, x.astype(target), use_jax=False).ok
-            mistaken = np.asarray(wrong(x))
-        verdicts.append((right, judge_output(case, mistaken, use_jax=False).ok))
+            accepted = [
+                judge_output(case, np.asarray(f(x)), use_jax=False).ok for f in (right, wrong)
+            ]
+        verdicts.append((accepted[0], accepted[1]))
 
     judge()
-    assert all(right for right, _ in verdicts), verdicts
-    assert not any(accepted for _, accepted in verdicts), verdicts
+    return verdicts
 
 
 def _unsigned_int32(x: np.ndarray) -> np.ndarray:
@@ -413,31 +433,24 @@ def test_an_exact_conversion_sweep_finds_a_conversion_wrong_on_some_values(
     conversion is wrong: an unsigned conversion (-1 for -3.7; a plant of it went unseen in two
     60 s sessions of three), rounding, flooring or adding a half before truncating; NaN
     taken for False, subnormals for zero. Every sweep rejects each, and accepts NumPy's own."""
-    from harness.verdict import judge_output
-
     source, target = cast.split("->")
     item = ("astype", f"{SWEPT}{cast}:{'truth' if target == 'bool' else 'truncation'}")
-    assert item in sweep_items()
-    verdicts: list[tuple[bool, bool]] = []
 
-    @_SETTINGS
-    @given(sweep_cases(("cpu-loops",), item))
-    def judge(case) -> None:  # noqa: ANN001
-        (x,) = case.inputs
-        assert [node.op for node in case.program.nodes][0] == "astype" and x.size >= 64
-        assert x.dtype == np.dtype(source) and item in exercised_items(case)
+    def check(case: Any, x: np.ndarray) -> None:
         wide = x.astype(np.float64)
         if target == "int32":  # in the range NumPy defines, fractions of both signs
             assert np.all(np.isfinite(wide)) and np.all(np.abs(np.trunc(wide)) <= 2**31)
             assert np.any((wide < -1) & (wide != np.trunc(wide)))
         else:
             assert np.any(np.isnan(wide)) and np.any((wide == 0) & np.signbit(wide))
-        expected = x.astype(target).astype(np.int32)
-        mistaken = np.asarray(wrong(x)).astype(np.int32)
-        right = judge_output(case, expected, use_jax=False).ok
-        verdicts.append((right, judge_output(case, mistaken, use_jax=False).ok))
 
-    judge()
+    verdicts = _conversion_verdicts(
+        item,
+        source,
+        check,
+        lambda x: x.astype(target).astype(np.int32),
+        lambda x: np.asarray(wrong(x)).astype(np.int32),
+    )
     assert all(right for right, _ in verdicts), verdicts
     assert not any(accepted for _, accepted in verdicts), verdicts
 
