@@ -662,7 +662,7 @@ def narrowing_casts() -> tuple[str, ...]:
 
 def exact_casts() -> tuple[str, ...]:
     """The conversions ("SOURCE->TARGET") from a float to int32 or bool (``CONVERSIONS``): exact
-    in NumPy, wrong on some values only where they are wrong."""
+    in NumPy, so a wrong one is wrong on some values only (``conversion_values``)."""
     return tuple(
         second
         for _, second in cast_pairs()

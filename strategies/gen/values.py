@@ -882,6 +882,7 @@ def _operand_ties(
 
 __all__ = [
     "ANY_OP_EDGES",
+    "CONVERSION_TARGETS",
     "DENSE_SPANS",
     "EDGE_REGIMES",
     "END_REGIMES",
@@ -890,6 +891,7 @@ __all__ = [
     "SPECIALS",
     "TIED_SHARE",
     "cast_edge_regimes",
+    "conversion_values",
     "edge_regimes",
     "end_value",
     "edge_values",
@@ -898,10 +900,8 @@ __all__ = [
     "halfway_values",
     "input_values",
     "int_cast_inputs",
-    "narrowing_values",
-    "conversion_values",
-    "CONVERSION_TARGETS",
     "int_range_top",
+    "narrowing_values",
     "regimes",
     "tie_pairs",
     "tie_sources",
