@@ -584,6 +584,8 @@ HALFWAY = ":halfway"
 #: an unsigned conversion (-1 for every value below -1) went unseen in two 60 s sessions of
 #: three: casts to int32 were 2 of 300 random programs, and each cast item one focused case.
 CONVERSIONS = {"int32": ":truncation", "bool": ":truth"}
+#: The suffixes of a conversion's sweep items: narrowing ones, exact ones.
+CAST_SWEEPS = (HALFWAY, *CONVERSIONS.values())
 #: The float dtypes swept: float16 and bfloat16 compute each op in float32 and round once, so a
 #: few float32 ulps never show in them (their own rounding is judged to an ulp by any case).
 SWEEP_DTYPES = ("float32", "float64")
@@ -666,8 +668,7 @@ def exact_casts() -> tuple[str, ...]:
     return tuple(
         second
         for _, second in cast_pairs()
-        if second.partition("->")[2] in CONVERSIONS
-        and np.dtype(second.partition("->")[0]).kind in "fV"
+        if second.partition("->")[2] in CONVERSIONS and second.partition("->")[0] in FLOAT_DTYPES
     )
 
 
@@ -676,8 +677,8 @@ def _conversion_item(cast: str) -> tuple[str, str]:
 
 
 def _conversion_of(item: tuple[str, str]) -> tuple[str, str] | None:
-    """(target, suffix) of a conversion's sweep item (``HALFWAY``, ``CONVERSIONS``), else None."""
-    for suffix in (HALFWAY, *CONVERSIONS.values()):
+    """(target, suffix) of a conversion's sweep item (``CAST_SWEEPS``), else None."""
+    for suffix in CAST_SWEEPS:
         if item[1].endswith(suffix):
             return item[1][len(SWEPT) : -len(suffix)].partition("->")[2], suffix
     return None
@@ -739,8 +740,8 @@ def _swept(item: tuple[str, str]) -> tuple[str, bool]:
     """A sweep item's dtype (a conversion's: its source), and whether it is the sweep with
     edges."""
     rest = item[1][len(SWEPT) :]
-    swept = rest.removesuffix(EDGES).removesuffix(TAILS).removesuffix(HALFWAY)
-    for suffix in CONVERSIONS.values():
+    swept = rest.removesuffix(EDGES).removesuffix(TAILS)
+    for suffix in CAST_SWEEPS:
         swept = swept.removesuffix(suffix)
     return swept.partition("->")[0], rest.endswith(EDGES)
 
@@ -1165,7 +1166,7 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
         # with the result's dtype its sweeps were never done (they held half of the focused
         # cases for the whole session).
         program = case.program
-        kinds = {"sweep/" + suffix[1:]: suffix for suffix in (HALFWAY, *CONVERSIONS.values())}
+        kinds = {"sweep/" + suffix[1:]: suffix for suffix in CAST_SWEEPS}
         if case.origin in kinds:
             found |= {
                 (

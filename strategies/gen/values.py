@@ -183,6 +183,13 @@ def _floats(lo: float, hi: float, width: int) -> st.SearchStrategy[float]:
     return st.floats(_f(lo, width), _f(hi, width), width=width, allow_subnormal=False)
 
 
+def _stored(values: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Float ``values`` rounded into ``dt`` (bfloat16 through float32, as ml_dtypes and
+    Hypothesis's float32 draws of it do)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return values.astype(np.float32 if dt.name == BFLOAT16 else dt).astype(dt)
+
+
 def _bfloat16(value: float) -> float:
     """``value`` rounded to the nearest bfloat16 (ml_dtypes rounds to nearest even)."""
     return float(np.asarray(value, np.float32).astype(BFLOAT16))
@@ -441,14 +448,11 @@ def conversion_values(
         raise ValueError(f"no conversion sweep to {target!r}; choose from {CONVERSION_TARGETS}")
     which = rng.integers(0, len(choices), size)
     flat = np.choose(which, choices)
-    wide = np.float32 if dt.name == BFLOAT16 else dt
-    with np.errstate(over="ignore", invalid="ignore"):
-        array = flat.astype(wide).astype(dt)
+    array = _stored(flat, dt)
     if target == "int32":  # rounded into the dtype: still in the range NumPy defines
-        with np.errstate(over="ignore"):
-            least = float(np.array(-(2.0**31)).astype(dt).astype(np.float64))
+        least = float(_stored(np.array(-(2.0**31)), dt))
         low = least if least == -(2.0**31) else -top
-        array = np.clip(array.astype(np.float64), low, top).astype(wide).astype(dt)
+        array = _stored(np.clip(array.astype(np.float64), low, top), dt)
     event(f"conversion:{dt.name}->{target}")
     return array.reshape(shape)
 
@@ -690,7 +694,7 @@ def _dense(
         flat = 10.0 ** rng.uniform(-decades, decades, size)
         if kind == "log":
             flat = np.where(rng.random(size) < 0.5, -flat, flat)
-    array = flat.reshape(shape).astype(np.float32 if dt.name == BFLOAT16 else dt).astype(dt)
+    array = _stored(flat.reshape(shape), dt)
     tiny = float(info.tiny)  # no subnormals outside ``extreme``: round them away from zero
     magnitude = np.abs(array.astype(np.float64))
     return np.where((magnitude > 0) & (magnitude < tiny), np.copysign(tiny, array), array).astype(
