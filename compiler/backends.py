@@ -111,8 +111,9 @@ class GraphInterpreterBackend:
 
 
 #: The suffixes of our CPU targets' triage variants: ``+mlir-runtime`` (MLIR's runtime helpers
-#: call the kernel) and ``+generic-cpu`` (LLVM compiles it for a generic x86-64 CPU).
-VARIANT_SUFFIXES = ("mlir-runtime", "generic-cpu")
+#: call the kernel), ``+generic-cpu`` (LLVM compiles it for a generic x86-64 CPU) and
+#: ``+poison-checks`` (an operation whose result would be poison aborts instead, saying so).
+VARIANT_SUFFIXES = ("mlir-runtime", "generic-cpu", "poison-checks")
 
 BACKENDS: dict[str, Backend] = {}
 #: Backends whose names take an ``@O<n>`` suffix: factory(level) -> backend.
@@ -163,10 +164,12 @@ def get(name: str) -> Backend:
     ``NAME@O<n>`` (LLVM's level), ``NAME[:stage]`` / ``NAME[:stage#k]`` (the target's stages up
     to ``stage``, or its first ``k`` steps, then the minimal completion, at -O0;
     ``NAME[:module]`` is the module as built, completed), ``NAME+mlir-runtime`` (called
-    through MLIR's runtime helpers) and ``NAME+generic-cpu`` (JIT-compiled for a generic
-    x86-64 CPU, at -O0). ``mlir:<entries>`` names an upstream MLIR pipeline variant
-    (``compiler/mlir_variants/``), with the same suffixes; a backend registered with
-    ``variants`` parses its own (``iree-cpu[+option...][@O<n>]``, ``compiler/iree.py``).
+    through MLIR's runtime helpers), ``NAME+generic-cpu`` (JIT-compiled for a generic
+    x86-64 CPU, at -O0) and ``NAME+poison-checks`` (operations that would compute poison abort
+    instead, saying which: compiler/lower/poison.py; at -O0). ``mlir:<entries>`` names an
+    upstream MLIR pipeline variant (``compiler/mlir_variants/``), with the same suffixes; a
+    backend registered with ``variants`` parses its own (``iree-cpu[+option...][@O<n>]``,
+    ``compiler/iree.py``).
     """
     if isinstance(name, str) and name.startswith("mlir:"):
         from . import mlir_variants
@@ -202,6 +205,10 @@ def get(name: str) -> Backend:
             if given not in (None, 0):
                 raise ValueError(f"{name!r}: +generic-cpu runs at -O0 only")
             target = target.with_generic_cpu()
+        if suffix == "poison-checks":
+            if given not in (None, 0):
+                raise ValueError(f"{name!r}: +poison-checks runs at -O0 only")
+            target = target.with_poison_checks()
         return MlirCpuBackend(target, runtime="mlir" if suffix == "mlir-runtime" else "ours")
 
     return _cached((name,), make)

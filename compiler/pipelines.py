@@ -207,6 +207,26 @@ GENERIC_CPU = Stage(
     description="every function compiled for a generic x86-64 CPU (target_cpu, target_features)",
 )
 
+
+def _poison_checks(module: Any) -> None:
+    from .lower.poison import guard
+
+    guard(module)
+
+
+_poison_checks.source = "compiler/lower/poison.py"  # type: ignore[attr-defined]
+
+#: The ``NAME+poison-checks`` variants' last stage (for triage, at -O0): every operation of the
+#: lowered module whose result is poison on some operands (an ``fptoui`` of a negative float, a
+#: shift by the width) checks them first and aborts, saying which, if they are (compiler/lower/
+#: poison.py). A wrong answer that depends on the CPU or on LLVM's optimizations is then told
+#: apart from LLVM's bug: poison is the IR's, and whoever wrote it.
+POISON_CHECKS = Stage(
+    "poison-checks",
+    transform=_poison_checks,
+    description="every poison-producing operation checks its operands first, or aborts",
+)
+
 OPTIMIZED = Stage("optimized", OPTIMIZE, description="fusion on tensors")
 BUFFERIZED = Stage("bufferized", BUFFERIZE, description="tensors -> buffers")
 BLAS = Stage(
@@ -365,6 +385,12 @@ class Target:
         base = self.name.split("@")[0]
         stages = (*self.stages, GENERIC_CPU)
         return replace(self, name=f"{base}+generic-cpu@O0", stages=stages, opt_level=0)
+
+    def with_poison_checks(self) -> Target:
+        """``NAME+poison-checks``: the same stages, then ``POISON_CHECKS``, at -O0."""
+        base = self.name.split("@")[0]
+        stages = (*self.stages, POISON_CHECKS)
+        return replace(self, name=f"{base}+poison-checks@O0", stages=stages, opt_level=0)
 
     def prefix(self, stage: str, steps: int | None = None) -> Target:
         """``NAME[:stage]`` (``NAME[:stage#k]``): this target's stages up to and including

@@ -151,6 +151,35 @@ def narrow(arg: str, source: Any, target: Any, result: str, fresh: Any) -> list[
     ]
 
 
+#: The float32 / float64 just past int32's range (an fptosi to int32 is defined strictly
+#: between them): -2**31 - 1 rounded down and 2**31, as written in MLIR.
+INT32_BOUNDS = {"f32": ("-2147483904.0", "2147483648.0"), "f64": ("-2147483649.0", "2147483648.0")}
+
+
+def to_int32(arg: str, src: str, result: str, fresh: Any) -> list[str]:
+    """float32/float64 -> int32 as NumPy's cast is on x86-64 (cvttss2si): truncated toward
+    zero, and -2**31 for NaN and for values beyond int32. An ``arith.fptosi`` alone is poison
+    there, which this CPU happened to turn into -2**31: the answer depended on instruction
+    selection, and LLVM may fold a poison constant to anything. No poison is computed at all
+    (the fptosi converts 0.0 instead), so the triage's poison checks hold for every input."""
+    low, high = INT32_BOUNDS[src]
+    lo, hi, above, below, inside, zero, safe, least, truncated = (
+        fresh(n) for n in ("lo", "hi", "above", "below", "in", "zero", "safe", "least", "t")
+    )
+    return [
+        f"{lo} = arith.constant {low} : {src}",
+        f"{hi} = arith.constant {high} : {src}",
+        f"{above} = arith.cmpf ogt, {arg}, {lo} : {src}",  # (ordered: false for NaN)
+        f"{below} = arith.cmpf olt, {arg}, {hi} : {src}",
+        f"{inside} = arith.andi {above}, {below} : i1",
+        f"{zero} = arith.constant 0.0 : {src}",
+        f"{safe} = arith.select {inside}, {arg}, {zero} : {src}",
+        f"{least} = arith.constant -2147483648 : i32",
+        f"{truncated} = arith.fptosi {safe} : {src} to i32",
+        f"{result} = arith.select {inside}, {truncated}, {least} : i32",
+    ]
+
+
 def cast(call: ScalarCall) -> list[str]:
     """NumPy's C-style conversions: float -> int truncates, x -> bool is x != 0.
 
@@ -178,7 +207,7 @@ def cast(call: ScalarCall) -> list[str]:
         op = "arith.extf" if target.itemsize > source.itemsize else "arith.truncf"
         return lines + [f"{result} = {op} {arg} : {src} to {dst}"]
     if is_float(source) and target == INT32:
-        return lines + [f"{result} = arith.fptosi {arg} : {src} to {dst}"]
+        return lines + to_int32(arg, src, result, call.fresh)
     if source == INT32 and is_float(target):
         return lines + [f"{result} = arith.sitofp {arg} : {src} to {dst}"]
     if source == BOOL and is_float(target):
