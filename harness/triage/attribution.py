@@ -28,10 +28,12 @@ from __future__ import annotations
 import platform
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import backends, primitives
+from compiler.lower.poison import MARKER
 from compiler.pipelines import (
     BUILT,
     LLVM,
@@ -718,10 +720,13 @@ class Attributor:
             and check(f"{family}@O0") == "fails"
             and check(f"{family}+generic-cpu@O0") == "passes"
         ):
+            poisoned = self._poison_site(probe, evidence, family)
+            if poisoned:
+                return self._poison_source(probe, target, family, poisoned, evidence, backend)
             return done(
                 "llvm:codegen",
                 "the same LLVM IR compiled for a generic x86-64 CPU passes (both at -O0: "
-                "functions marked optnone): LLVM's "
+                "functions marked optnone), and computes no poison (+poison-checks): LLVM's "
                 f"code generation for this CPU's features ({', '.join(host_features()) or '?'})",
             )
         if check(f"{family}[:{BUILT}]") == "fails":
@@ -729,26 +734,44 @@ class Attributor:
                 "builder",
                 "the module as built, with only the minimal completion at -O0, already fails",
             )
+        found = self._locate(target, family, check, done, "the result is wrong")
+        if found is not None:
+            return found
+        level = target.opt_level if level is None else level
+        if level > 0 and check(f"{family}@O0") == "passes":
+            poisoned = self._poison_site(probe, evidence, family)
+            if poisoned:
+                return self._poison_source(probe, target, family, poisoned, evidence, backend)
+            return done(
+                "llvm",
+                f"every stage passes at -O0; -O{level} fails, and the IR computes no poison "
+                "(+poison-checks): LLVM's optimizations (its IR passes, or code generation of "
+                "functions not marked optnone: compiler.runtime.unoptimized)",
+            )
+        return done("unknown", "no variant reproduces the failure")
+
+    def _locate(
+        self,
+        target: Any,
+        family: str,
+        check: Callable[[str], str],
+        done: Callable[..., Attribution],
+        what: str,
+    ) -> Attribution | None:
+        """The first of ``target``'s stages after which ``check`` of the prefix
+        (``family[:stage]``) ``fails``, then the steps of that stage's pipeline bisected to the
+        first after which it does (``[:stage#k]``); None if no prefix fails."""
         culprit = None
         for stage in target.stage_names():
             if check(f"{family}[:{stage}]") == "fails":
                 culprit = stage
                 break
         if culprit is None:
-            level = target.opt_level if level is None else level
-            if level > 0 and check(f"{family}@O0") == "passes":
-                return done(
-                    "llvm",
-                    f"every stage passes at -O0; -O{level} fails: LLVM's optimizations (its IR "
-                    "passes, or code generation of functions not marked optnone: "
-                    "compiler.runtime.unoptimized)",
-                )
-            return done("unknown", "no variant reproduces the failure")
+            return None
         if target.stage(culprit).pipeline == "":
             where = _source(culprit)
-            return done(
-                culprit, f"the {culprit} stage (this project's Python{where}) introduces it"
-            )
+            detail = f"the {culprit} stage (this project's Python{where}) introduces it"
+            return done(culprit, detail)
         steps = pipeline_steps(target.stage(culprit).pipeline)
         good, bad = 0, len(steps)
         candidates = list(range(1, len(steps)))
@@ -772,12 +795,77 @@ class Attributor:
         layer = f"mlir-pass:{names[0]}" if len(names) == 1 else f"mlir-passes:{'+'.join(names)}"
         return done(
             layer,
-            f"after step {bad} of the {culprit} stage the result is wrong; after {good} it is "
+            f"after step {bad} of the {culprit} stage {what}; after {good} it is "
             f"not{_fixups_caveat(target, culprit)}",
             failing_stage=culprit,
             culprit_steps=culprit_steps,
             command=f"python -m compiler opt module.mlir --target {family} --to-stage {culprit}",
         )
+
+    # -- poison -----------------------------------------------------------------------------
+    def _poisoned(self, case: Case, variant: str) -> str:
+        """What ``variant`` (a ``+poison-checks`` one) says it found on ``case``: its check's
+        line of stderr ("poison-check: llvm.fptoui f32 to i32 of a NaN or of a value out of
+        range ..."), "" if it ran to the end, or "inconclusive: ..." if it failed otherwise."""
+        judgement = self.runner.evaluate(case.on((variant,)), ())
+        for finding in judgement.findings:
+            for line in (finding.stderr or "").splitlines():
+                if line.startswith(MARKER):
+                    return line
+        crashed = [f.kind for f in judgement.findings if f.kind in ("crash", "hang")]
+        return f"inconclusive: {', '.join(crashed)}" if crashed else ""
+
+    def _poison_site(self, case: Case, evidence: dict[str, str], family: str) -> str:
+        """The poison ``family`` computes on ``case`` (``_poisoned``), kept as evidence; "" if
+        none (or not known)."""
+        variant = f"{family}+poison-checks@O0"
+        found = self._poisoned(case, variant)
+        evidence[variant] = found or "passes: no poison computed"
+        return found if found.startswith(MARKER) else ""
+
+    def _poison_source(
+        self,
+        case: Case,
+        target: Any,
+        family: str,
+        poisoned: str,
+        evidence: dict[str, str],
+        backend: str,
+    ) -> Attribution:
+        """A wrong answer that depends on the CPU or on LLVM's optimizations while the IR
+        computes poison (``poisoned``: an ``fptoui`` of a negative float, which one CPU's
+        instruction turns into the right integer and another's not) is not LLVM's: it lives
+        where the poison first appears, the module as built or the first stage (step) whose
+        completed prefix computes it."""
+        site = poisoned[len(MARKER) :].strip()
+
+        def check(prefix: str) -> str:
+            """``fails`` where the prefix computes the poison, ``passes`` where it computes
+            none; kept as evidence."""
+            variant = f"{prefix}+poison-checks@O0"
+            if variant not in evidence:
+                found = self._poisoned(case, variant)
+                evidence[variant] = "fails" if found.startswith(MARKER) else found or "passes"
+            return evidence[variant]
+
+        def done(layer: str, detail: str, **mlir: Any) -> Attribution:
+            return Attribution(layer, backend, detail, evidence, dict(mlir))
+
+        why = (
+            f"the IR computes poison ({site}): the answer then depends on the CPU or on "
+            "LLVM's optimizations, and LLVM is free to give any; "
+        )
+        if check(f"{family}[:{BUILT}]") == "fails":
+            return done(
+                "builder",
+                why + "the module as built, completed at -O0, already computes it (the "
+                "lowering of an op: compiler/primitives/)",
+            )
+        found = self._locate(target, family, check, done, "the IR computes it")
+        if found is not None:
+            found.detail = why + found.detail
+            return found
+        return done("unknown", why + "no prefix of the pipeline computes it")
 
 
 __all__ = ["Attribution", "Attributor", "unresolved_symbols"]

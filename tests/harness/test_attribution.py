@@ -83,10 +83,15 @@ def _bf16_subnormal_compare(b):
     return b.build(b.node("astype", b.node("greater", x, b.node("sin", x)), dtype="bfloat16"))
 
 
+def _float32_to_int32(b):
+    return b.build(b.node("astype", b.input((2, 3), "float32"), dtype="int32"))
+
+
 #: Inputs a plant needs exactly (input index -> values), the rest drawn.
 _INPUTS = {
     "builder-run-time-check": {1: [1, 4]},
     "llvm:codegen": {0: [[2.046875], [9.183549615799121e-41]]},
+    "builder-poison": {0: [[-3.75, 2.5, -0.5], [7.0, -100.25, 1.0]]},
 }
 #: CPUs where LLVM's fptrunc to bfloat flushes subnormals (``bf16-rounding-in-integers``).
 _BF16_CONVERSIONS = ("avx512bf16", "avxneconvert")
@@ -127,6 +132,21 @@ PLANTS = {
         _bf16_subnormal_compare,
         ["cpu-loops"],
         "llvm:codegen",
+    ),
+    # Poison the CPU decides: an fptoui of a negative float is -3 on a generic x86-64 (a
+    # 64-bit conversion, truncated) and 0xFFFFFFFF with AVX-512's vcvttss2usi. It was blamed on
+    # LLVM's code generation; the poison checks find it computed by the module as built.
+    "builder-poison": (
+        Mutation(
+            "float-to-int32-unsigned",
+            "primitives/scalar.py",
+            'f"{truncated} = arith.fptosi {safe} : {src} to i32"',
+            'f"{truncated} = arith.fptoui {safe} : {src} to i32"',
+            "float -> int32 converted as unsigned (poison for negative values)",
+        ),
+        _float32_to_int32,
+        ["cpu-loops"],
+        "builder",
     ),
     "frontend": (
         Mutation(
@@ -253,6 +273,8 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
 
     if layer == "llvm:codegen" and not set(_BF16_CONVERSIONS) & set(host_features()):
         pytest.skip("LLVM rounds float32 to bfloat16 correctly on CPUs without BF16 conversions")
+    if layer == "builder-poison" and "avx512f" not in host_features():
+        pytest.skip("without AVX-512 this CPU's fptoui of a negative float gives NumPy's answer")
     mutation, build, backends, expected = PLANTS[layer]
     spec = json.dumps(
         {"program": _program(build), "backends": backends, "inputs": _INPUTS.get(layer, {})}
@@ -269,6 +291,12 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
             and "--from-stage blas --to-stage blas" in mlir["command"]
         )
         assert "compiler/lower/blas.py" in attribution["detail"], attribution
+    if layer == "builder-poison":
+        assert "llvm.fptoui" in attribution["detail"], attribution
+        evidence = attribution["evidence"]
+        assert evidence["cpu-loops+generic-cpu@O0"] == "passes", evidence
+        assert evidence["cpu-loops+poison-checks@O0"].startswith("poison-check:"), evidence
+        assert evidence["cpu-loops[:module]+poison-checks@O0"] == "fails", evidence
     if expected.startswith("mlir-pass:"):
         mlir = attribution["mlir"]
         reduced = mlir["reduced_module"]
