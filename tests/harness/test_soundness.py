@@ -554,3 +554,22 @@ def test_spec_runs_the_independent_composites_in_float64() -> None:
     got = independent_reference(case)
     np.testing.assert_allclose(got[0, 0, 1], -2.2917962e-07, rtol=1e-6)
     assert definition_verdict(case, references(case, False)) is None
+
+
+def test_spec_judges_the_shared_definition_against_the_independent_one_in_the_same_dtype() -> None:
+    """A 60 s session's spec finding on a clean compiler (seed 3): ``int32 / gelu(x)`` with
+    ``x`` float32's smallest subnormal. float32's gelu of it rounds to 0.0 (0.5 * x is a tie,
+    to even) and the quotient is -inf; the independent gelu's constant ``np.sqrt(2 / pi)``, a
+    float64 NumPy scalar, had made it float64 (7e-46, a quotient of -3e54), while the verdict
+    takes that side for an evaluation in the program's dtypes. It computes in them now."""
+    from harness.oracles.spec import gelu, spec_verdict
+    from harness.run.references import references
+
+    x = np.array([[[1.401298464324817e-45]]], np.float32)
+    assert gelu(x).dtype == np.float32 and gelu(x)[0, 0, 0] == 0.0
+    b = ProgramBuilder()
+    program = b.build(
+        b.node("divide", b.input((1, 1, 1), "int32"), b.node("gelu", b.input((1, 1, 1), "float32")))
+    )
+    case = Case(program, [np.full((1, 1, 1), -2147483647, np.int32), x])
+    assert spec_verdict(case, references(case, False)) is None
