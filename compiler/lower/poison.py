@@ -9,7 +9,9 @@ integer and another's into 0xFFFFFFFF. The triage variants ``NAME+poison-checks`
 ``NAME[:stage]+poison-checks``, to find the stage that brings it) run this last, at -O0.
 
 Guarded: float -> integer conversions out of range or NaN (``fptosi``/``fptoui``), shifts by the
-width or more, integer division or remainder by zero (and signed, of the least value by -1).
+width or more, integer division or remainder by zero (and signed, of the least value by -1),
+and additions, subtractions and multiplications that wrap past their ``nsw``/``nuw`` flags
+(which MLIR's index lowerings set, and which LLVM's -O3 takes at their word).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ _CONVERT = re.compile(
 _INTEGER = re.compile(
     rf"^(?P<indent>\s*)(?P<result>{_NAME}) = llvm\.(?P<op>shl|lshr|ashr|sdiv|udiv|srem|urem)"
     rf"(?: exact)? (?P<a>{_NAME}), (?P<b>{_NAME})(?: overflow<[^>]*>)? : (?P<type>\S+)\s*$"
+)
+_WRAPPING = re.compile(
+    rf"^(?P<indent>\s*)(?P<result>{_NAME}) = llvm\.(?P<op>add|sub|mul) (?P<a>{_NAME}), "
+    rf"(?P<b>{_NAME}) overflow<(?P<flags>[^>]*)> : (?P<type>\S+)\s*$"
 )
 _VECTOR = re.compile(r"^vector<(\d+)x(\w+)>$")
 
@@ -139,6 +145,29 @@ def _integer(w: _Writer, op: str, a: str, b: str, type_: str) -> str | None:
     return w.any_lane(bad, lanes)
 
 
+def _wrapping(w: _Writer, op: str, a: str, b: str, type_: str, flags: str) -> str | None:
+    """The i1 that is true where ``op`` of ``a`` and ``b`` wraps past what its ``nsw`` (signed)
+    or ``nuw`` (unsigned) flag promises: computed at twice the width, the result does not
+    survive the round trip through the narrow one."""
+    element, lanes = _element(type_)
+    if not re.fullmatch(r"i\d+", element):
+        return None
+    wide_element = f"i{2 * int(element[1:])}"
+    wide = wide_element if lanes is None else f"vector<{lanes}x{wide_element}>"
+    bad = None
+    for flag, extend in (("nsw", "sext"), ("nuw", "zext")):
+        if flag not in flags:
+            continue
+        wa = w.emit(f"llvm.{extend} {a} : {type_} to {wide}")
+        wb = w.emit(f"llvm.{extend} {b} : {type_} to {wide}")
+        exact = w.emit(f"llvm.{op} {wa}, {wb} : {wide}")
+        narrow = w.emit(f"llvm.trunc {exact} : {wide} to {type_}")
+        back = w.emit(f"llvm.{extend} {narrow} : {type_} to {wide}")
+        wrapped = w.emit(f'llvm.icmp "ne" {exact}, {back} : {wide}')
+        bad = wrapped if bad is None else w.emit(f"llvm.or {bad}, {wrapped} : {_bool(lanes)}")
+    return None if bad is None else w.any_lane(bad, lanes)
+
+
 def _bool(lanes: int | None) -> str:
     return "i1" if lanes is None else f"vector<{lanes}xi1>"
 
@@ -176,12 +205,17 @@ def guarded_text(text: str) -> tuple[str, int]:
     sites = 0
     for number, line in enumerate(text.splitlines(), 1):
         conversion, integer = _CONVERT.match(line), _INTEGER.match(line)
-        match = conversion or integer
+        wrapping = _WRAPPING.match(line)
+        match = conversion or integer or wrapping
         if match is None:
             out.append(line)
             continue
         w = _Writer(counter, match.group("indent"))
-        if conversion:
+        if wrapping:
+            g = wrapping.groupdict()
+            bad = _wrapping(w, g["op"], g["a"], g["b"], g["type"], g["flags"])
+            what = f"llvm.{g['op']} ({g['type']}) wraps past its overflow<{g['flags']}> flags"
+        elif conversion:
             g = conversion.groupdict()
             bad = _conversion(w, g["op"], g["x"], g["src"], g["dst"])
             what = f"llvm.{g['op']} {g['src']} to {g['dst']} of a NaN or of a value out of range"

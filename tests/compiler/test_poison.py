@@ -67,6 +67,8 @@ module {
     %6 = llvm.urem %w, %w : vector<8xi16>
     %7 = llvm.add %a, %b overflow<nsw> : i32
     %8 = llvm.fptosi %x : f32 to i64
+    %9 = llvm.mul %w, %w overflow<nsw, nuw> : vector<8xi16>
+    %10 = llvm.sub %a, %b : i32
     llvm.return %5 : i32
   }
 }
@@ -77,9 +79,11 @@ def test_every_poison_producing_operation_is_guarded_and_the_module_still_parses
     from mlir import ir
 
     text, sites = guarded_text(_MODULE)
-    assert sites == 8, text  # all but the add (its nsw flag is not checked)
-    assert text.count("llvm.call @__poison_check_") == 8
-    assert text.count('"llvm.intr.vector.reduce.or"') == 3  # the three vector operations
+    assert sites == 10, text  # all but the sub (no flags: it wraps as it may)
+    assert text.count("llvm.call @__poison_check_") == 10
+    assert text.count('"llvm.intr.vector.reduce.or"') == 4  # the four vector operations
+    assert "llvm.sext %w : vector<8xi16> to vector<8xi32>" in text  # nsw, at twice the width
+    assert "llvm.zext %w : vector<8xi16> to vector<8xi32>" in text  # nuw
     with ir.Context():
         module = ir.Module.parse(text)
         assert module.operation.verify()
