@@ -596,6 +596,9 @@ SWEEP_DTYPES = ("float32", "float64")
 #: was 1 ulp off on most cases, which the bound allows, and 952 off on a sum of 3000 ones).
 #: Not bfloat16: ml_dtypes' own sums round at each addition, so NumPy's answer has that error.
 ACCUMULATING_DTYPES = ("float16",)
+#: The lengths of a 16-bit reduction's long sweeps (``sweep_cases``): float16's sums of a few
+#: thousand values of one sign pass 2048, where an addend below 1 is half an ulp.
+LONG_SIDES = (1024, 2048, 4096)
 #: Swept with edges only, the elementwise ops in the 16-bit floats: each op there is float32's
 #: rounded once, so dense values show nothing float32's sweep does not, but the edges do (a
 #: result in the subnormals, a NaN or a -0.0 that the 16-bit path loses: bfloat16 arithmetic
@@ -814,7 +817,15 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
         m, n = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 2, 3]))
         program = b.build(b.node(op, b.input((m, size), dtype), b.input((size, n), dtype)))
     else:
-        program = _swept_program(draw, b, prim, dtype, size)
+        # Half of a 16-bit reduction's sweeps: one long accumulation, the whole array of
+        # ``LONG_SIDES`` values, where an accumulator kept in 16 bits drifts (NumPy adds up in
+        # float32): along the rows of 7 to 257 a planted one was within the bound in 34 of 40
+        # sweeps; over 1024 values it was rejected in 13 of 20, and it stalls past 2048.
+        long = prim.kind == "reduction" and dtype in ACCUMULATING_DTYPES
+        if long and uniform(draw, (False, True)):
+            program = _swept_program(draw, b, prim, dtype, uniform(draw, LONG_SIDES), long=True)
+        else:
+            program = _swept_program(draw, b, prim, dtype, size)
     # Mostly moderate spans: where an array also holds exp(88), the bound's share of the
     # array's scale hides a few ulps on every element below it (the planted exp was seen by
     # 20 of 30 sweeps over every span). A reduction's, a composite's or a contraction's
@@ -908,15 +919,18 @@ def _meet_runs(draw: st.DrawFn, inputs: list[np.ndarray], run: list[float]) -> N
                 second[i] = right[k]
 
 
-def _swept_program(draw: st.DrawFn, b: ProgramBuilder, prim: Any, dtype: str, size: int) -> Program:
+def _swept_program(
+    draw: st.DrawFn, b: ProgramBuilder, prim: Any, dtype: str, size: int, long: bool = False
+) -> Program:
     """``prim`` alone on about ``size`` values of ``dtype``: a vector or rows (a composite's
-    row is its unit; a reduction over the whole array, its rows or its columns)."""
-    shape = _swept_shape(draw, size, rows=prim.kind == "composite")
+    row is its unit; a reduction over the whole array, its rows or its columns; ``long``: a
+    reduction of a whole vector)."""
+    shape = (size,) if long else _swept_shape(draw, size, rows=prim.kind == "composite")
     x = b.input(shape, dtype)
     operand = b.node("abs", x) if prim.domain == "nonnegative" else x
     attrs = {}
     if prim.kind == "reduction":  # the whole array, its rows or its columns
-        attrs["axis"] = draw(st.sampled_from([None, -1, 0]))
+        attrs["axis"] = None if long else draw(st.sampled_from([None, -1, 0]))
     if prim.kind == "composite":
         others = [b.input((shape[-1],), dtype) for _ in range(prim.arity - 1)]
     elif prim.kind == "binary" and prim.consts and uniform(draw, (False, True)):

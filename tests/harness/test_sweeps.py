@@ -159,6 +159,38 @@ def test_an_exact_binary_ops_sweep_meets_its_edges_at_ties_of_signed_zeros(
     assert sum(not wrong for _, wrong in verdicts) >= len(verdicts) / 4, verdicts
 
 
+def _accumulated_in_16_bits(x: np.ndarray, axis: Any) -> np.ndarray:
+    """A sum whose running total is float16, rounded at each addition."""
+    if axis is None:
+        return np.add.accumulate(x.reshape(-1))[-1]
+    return np.take(np.add.accumulate(x, axis=axis), -1, axis=axis)
+
+
+def test_a_float16_sums_sweeps_find_an_accumulator_kept_in_16_bits() -> None:
+    """NumPy adds float16 up in float32: half of a float16 reduction's sweeps are one long
+    accumulation (a whole vector of 1024 to 4096 values), where a running total rounded to
+    float16 at each addition drifts beyond the bound; along short rows it mostly did not."""
+    from harness.verdict import judge_output
+
+    item = ("sum", SWEPT + "float16")
+    verdicts: list[tuple[bool, bool, bool]] = []
+
+    @_SETTINGS
+    @given(sweep_cases(("cpu-loops",), item))
+    def judge(case) -> None:  # noqa: ANN001
+        (x,) = case.inputs
+        axis = case.program.nodes[-1].attrs["axis"]
+        with np.errstate(over="ignore"):
+            right = judge_output(case, x.sum(axis=axis), use_jax=False).ok
+            wrong = judge_output(case, _accumulated_in_16_bits(x, axis), use_jax=False).ok
+        verdicts.append((right, wrong, axis is None and x.ndim == 1 and x.size >= 1024))
+
+    judge()
+    assert all(right for right, _, _ in verdicts), verdicts
+    assert any(long for _, _, long in verdicts), verdicts
+    assert sum(not wrong for _, wrong, _ in verdicts) >= len(verdicts) / 4, verdicts
+
+
 def test_a_sweep_with_edges_finds_a_log_that_flushes_subnormals() -> None:
     """An elementwise op's sweep holds the dtype's edges among its dense values (a reduction's
     has a sweep with edges of its own): a log that reads subnormal inputs as zero
