@@ -40,7 +40,8 @@ OWNERS = {
     "definition": "this project: compiler/ops.py (the composites' shared definition)",
     "relation": "this project: a metamorphic relation that may not hold for the program "
     "(harness/oracles/metamorphic.py), else compiler/frontend or compiler/ops.py",
-    "builder": "this project: compiler/lower/emit.py (the MLIR the compiler builds)",
+    "builder": "this project: compiler/lower/emit.py and the ops' scalar lowerings "
+    "(compiler/primitives/scalar.py, table.py): the MLIR the compiler builds",
     "blas": "this project: compiler/lower/blas.py (the BLAS stage)",
     "vector-planner": "this project: compiler/vector/schedule.py (cpu-vector's tiling and "
     "vectorization plan)",
