@@ -10,8 +10,11 @@ integer and another's into 0xFFFFFFFF. The triage variants ``NAME+poison-checks`
 
 Guarded: float -> integer conversions out of range or NaN (``fptosi``/``fptoui``), shifts by the
 width or more, integer division or remainder by zero (and signed, of the least value by -1),
-and additions, subtractions and multiplications that wrap past their ``nsw``/``nuw`` flags
-(which MLIR's index lowerings set, and which LLVM's -O3 takes at their word).
+additions, subtractions, multiplications and shifts left that wrap past their ``nsw``/``nuw``
+flags (which MLIR's index lowerings set, and which LLVM's -O3 takes at their word), and the other
+poison-generating flags broken: ``exact`` shifts right and divisions that lose bits,
+``zext``/``uitofp nneg`` of a negative, ``trunc`` with ``nsw``/``nuw`` that loses bits,
+``or disjoint`` of operands sharing a bit.
 """
 
 from __future__ import annotations
@@ -29,7 +32,16 @@ _CONVERT = re.compile(
 )
 _INTEGER = re.compile(
     rf"^(?P<indent>\s*)(?P<result>{_NAME}) = llvm\.(?P<op>shl|lshr|ashr|sdiv|udiv|srem|urem)"
-    rf"(?: exact)? (?P<a>{_NAME}), (?P<b>{_NAME})(?: overflow<[^>]*>)? : (?P<type>\S+)\s*$"
+    rf"(?P<exact> exact)? (?P<a>{_NAME}), (?P<b>{_NAME})(?: overflow<(?P<flags>[^>]*)>)? : "
+    r"(?P<type>\S+)\s*$"
+)
+#: Casts and ors whose flags make them poison: ``zext nneg``/``uitofp nneg`` of a negative,
+#: ``trunc overflow<nsw|nuw>`` that loses bits, ``or disjoint`` of operands sharing a bit.
+_FLAGGED = re.compile(
+    rf"^(?P<indent>\s*)(?P<result>{_NAME}) = llvm\.(?:(?P<cast>zext|uitofp) nneg (?P<x>{_NAME}) "
+    rf"|(?P<trunc>trunc) (?P<t>{_NAME}) overflow<(?P<flags>[^>]*)> "
+    rf"|(?P<or>or) disjoint (?P<a>{_NAME}), (?P<b>{_NAME}) ): (?P<type>\S+)"
+    r"(?: to (?P<dst>\S+))?\s*$"
 )
 _WRAPPING = re.compile(
     rf"^(?P<indent>\s*)(?P<result>{_NAME}) = llvm\.(?P<op>add|sub|mul) (?P<a>{_NAME}), "
@@ -123,26 +135,79 @@ def _conversion(w: _Writer, op: str, x: str, src: str, dst: str) -> str | None:
     return w.any_lane(outside, lanes)
 
 
-def _integer(w: _Writer, op: str, a: str, b: str, type_: str) -> str | None:
-    """The i1 that is true where ``op`` of ``a`` and ``b`` is poison or undefined."""
+def _integer(
+    w: _Writer, op: str, a: str, b: str, type_: str, exact: bool = False, flags: str = ""
+) -> str | None:
+    """The i1 that is true where ``op`` of ``a`` and ``b`` is poison or undefined: a shift by
+    the width or more, a division by zero (signed: of the least value by -1), and what its
+    flags promise broken (``exact``: bits shifted out or a remainder; a shift left's
+    ``nsw``/``nuw``: bits lost). The flags are tested on a safe divisor or shift (1, 0), so
+    the check computes no poison of its own."""
     element, lanes = _element(type_)
     if not re.fullmatch(r"i\d+", element):
         return None
     width = int(element[1:])
+    kind = _bool(lanes)
+    zero = w.constant("0", element, lanes)
     if op in ("shl", "lshr", "ashr"):
         limit = w.constant(str(width), element, lanes)
         bad = w.emit(f'llvm.icmp "uge" {b}, {limit} : {type_}')
+        promised = [("lshr" if op == "lshr" else "ashr", a)] if exact else []
+        if op == "shl":
+            promised = [
+                (back, a) for flag, back in (("nuw", "lshr"), ("nsw", "ashr")) if flag in flags
+            ]
+        if promised:
+            safe = w.emit(f"llvm.select {bad}, {zero}, {b} : {kind}, {type_}")
+        for back, original in promised:
+            if op == "shl":
+                moved = w.emit(f"llvm.shl {a}, {safe} : {type_}")
+                returned = w.emit(f"llvm.{back} {moved}, {safe} : {type_}")
+            else:  # exact: shifting back left must give the operand again
+                moved = w.emit(f"llvm.{op} {a}, {safe} : {type_}")
+                returned = w.emit(f"llvm.shl {moved}, {safe} : {type_}")
+            lost = w.emit(f'llvm.icmp "ne" {returned}, {original} : {type_}')
+            bad = w.emit(f"llvm.or {bad}, {lost} : {kind}")
         return w.any_lane(bad, lanes)
-    zero = w.constant("0", element, lanes)
     bad = w.emit(f'llvm.icmp "eq" {b}, {zero} : {type_}')
     if op in ("sdiv", "srem"):
         least = w.constant(str(-(2 ** (width - 1))), element, lanes)
         minus_one = w.constant("-1", element, lanes)
         is_least = w.emit(f'llvm.icmp "eq" {a}, {least} : {type_}')
         is_minus_one = w.emit(f'llvm.icmp "eq" {b}, {minus_one} : {type_}')
-        overflow = w.emit(f"llvm.and {is_least}, {is_minus_one} : {_bool(lanes)}")
-        bad = w.emit(f"llvm.or {bad}, {overflow} : {_bool(lanes)}")
+        overflow = w.emit(f"llvm.and {is_least}, {is_minus_one} : {kind}")
+        bad = w.emit(f"llvm.or {bad}, {overflow} : {kind}")
+    if exact and op in ("sdiv", "udiv"):
+        one = w.constant("1", element, lanes)
+        safe = w.emit(f"llvm.select {bad}, {one}, {b} : {kind}, {type_}")
+        remainder = w.emit(f"llvm.{'srem' if op == 'sdiv' else 'urem'} {a}, {safe} : {type_}")
+        inexact = w.emit(f'llvm.icmp "ne" {remainder}, {zero} : {type_}')
+        bad = w.emit(f"llvm.or {bad}, {inexact} : {kind}")
     return w.any_lane(bad, lanes)
+
+
+def _flagged(w: _Writer, g: dict[str, Any]) -> str | None:
+    """The i1 that is true where a ``_FLAGGED`` operation's flag is broken."""
+    type_ = g["type"]
+    element, lanes = _element(type_)
+    if not re.fullmatch(r"i\d+", element):
+        return None
+    kind = _bool(lanes)
+    if g["cast"]:
+        zero = w.constant("0", element, lanes)
+        return w.any_lane(w.emit(f'llvm.icmp "slt" {g["x"]}, {zero} : {type_}'), lanes)
+    if g["or"]:
+        both = w.emit(f"llvm.and {g['a']}, {g['b']} : {type_}")
+        zero = w.constant("0", element, lanes)
+        return w.any_lane(w.emit(f'llvm.icmp "ne" {both}, {zero} : {type_}'), lanes)
+    dst, bad = g["dst"], None
+    for flag, extend in (("nsw", "sext"), ("nuw", "zext")):
+        if flag in g["flags"]:
+            narrow = w.emit(f"llvm.trunc {g['t']} : {type_} to {dst}")
+            back = w.emit(f"llvm.{extend} {narrow} : {dst} to {type_}")
+            lost = w.emit(f'llvm.icmp "ne" {back}, {g["t"]} : {type_}')
+            bad = lost if bad is None else w.emit(f"llvm.or {bad}, {lost} : {kind}")
+    return None if bad is None else w.any_lane(bad, lanes)
 
 
 def _wrapping(w: _Writer, op: str, a: str, b: str, type_: str, flags: str) -> str | None:
@@ -205,13 +270,17 @@ def guarded_text(text: str) -> tuple[str, int]:
     sites = 0
     for number, line in enumerate(text.splitlines(), 1):
         conversion, integer = _CONVERT.match(line), _INTEGER.match(line)
-        wrapping = _WRAPPING.match(line)
-        match = conversion or integer or wrapping
+        wrapping, flagged = _WRAPPING.match(line), _FLAGGED.match(line)
+        match = conversion or integer or wrapping or flagged
         if match is None:
             out.append(line)
             continue
         w = _Writer(counter, match.group("indent"))
-        if wrapping:
+        if flagged:
+            g = flagged.groupdict()
+            bad = _flagged(w, g)
+            what = f"llvm.{g['cast'] or g['trunc'] or g['or']} ({g['type']}) breaks its flags"
+        elif wrapping:
             g = wrapping.groupdict()
             bad = _wrapping(w, g["op"], g["a"], g["b"], g["type"], g["flags"])
             what = f"llvm.{g['op']} ({g['type']}) wraps past its overflow<{g['flags']}> flags"
@@ -221,11 +290,15 @@ def guarded_text(text: str) -> tuple[str, int]:
             what = f"llvm.{g['op']} {g['src']} to {g['dst']} of a NaN or of a value out of range"
         else:
             g = integer.groupdict()
-            bad = _integer(w, g["op"], g["a"], g["b"], g["type"])
+            bad = _integer(
+                w, g["op"], g["a"], g["b"], g["type"], bool(g["exact"]), g["flags"] or ""
+            )
             shift = g["op"] in ("shl", "lshr", "ashr")
             what = f"llvm.{g['op']} ({g['type']}) " + (
                 "by the width or more" if shift else "by zero, or of the least value by -1"
             )
+            if g["exact"] or g["flags"]:
+                what += ", or breaking its flags"
         if bad is None:
             out.append(line)
             continue

@@ -57,7 +57,7 @@ def test_a_conversion_guard_admits_exactly_the_values_whose_integer_part_fits(
 
 _MODULE = """
 module {
-  llvm.func @f(%x: f32, %v: vector<4xf64>, %a: i32, %b: i32, %w: vector<8xi16>) -> i32 {
+  llvm.func @f(%x: f32, %v: vector<4xf64>, %a: i32, %b: i32, %w: vector<8xi16>, %x2: i64) -> i32 {
     %0 = llvm.fptosi %x : f32 to i32
     %1 = llvm.fptoui %v : vector<4xf64> to vector<4xi32>
     %2 = llvm.shl %a, %b : i32
@@ -69,6 +69,10 @@ module {
     %8 = llvm.fptosi %x : f32 to i64
     %9 = llvm.mul %w, %w overflow<nsw, nuw> : vector<8xi16>
     %10 = llvm.sub %a, %b : i32
+    %11 = llvm.zext nneg %a : i32 to i64
+    %12 = llvm.or disjoint %a, %b : i32
+    %13 = llvm.trunc %x2 overflow<nuw> : i64 to i32
+    %14 = llvm.or %a, %b : i32
     llvm.return %5 : i32
   }
 }
@@ -79,8 +83,8 @@ def test_every_poison_producing_operation_is_guarded_and_the_module_still_parses
     from mlir import ir
 
     text, sites = guarded_text(_MODULE)
-    assert sites == 10, text  # all but the sub (no flags: it wraps as it may)
-    assert text.count("llvm.call @__poison_check_") == 10
+    assert sites == 13, text  # all but the sub and the plain or (no flags: they may wrap)
+    assert text.count("llvm.call @__poison_check_") == 13
     assert text.count('"llvm.intr.vector.reduce.or"') == 4  # the four vector operations
     assert "llvm.sext %w : vector<8xi16> to vector<8xi32>" in text  # nsw, at twice the width
     assert "llvm.zext %w : vector<8xi16> to vector<8xi32>" in text  # nuw
@@ -149,3 +153,52 @@ def test_a_float_to_int32_conversion_is_numpys_on_every_target() -> None:
         for target in backends.cpu_targets(include_aliases=False):
             got = jit(lambda v: v.astype("int32"))(values, target=target)
             np.testing.assert_array_equal(got, want, err_msg=f"{dtype} on {target}")
+
+
+_RUN = r"""
+import ctypes, sys
+from mlir import execution_engine, ir
+from compiler.lower.poison import guarded_text
+
+op, a, b = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+text = "module {\n  llvm.func @f(%a: i32, %b: i32) -> i32 attributes {llvm.emit_c_interface} {\n"
+text += f"    %0 = {op}\n    llvm.return %0 : i32\n  }}\n}}\n"
+with ir.Context():
+    engine = execution_engine.ExecutionEngine(ir.Module.parse(guarded_text(text)[0]), opt_level=0)
+    values = [ctypes.c_int32(a), ctypes.c_int32(b), ctypes.c_int32(0)]
+    pointers = [ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values]
+    packed = (ctypes.c_void_p * 3)(*pointers)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("f"))(packed)
+    print("result", values[2].value)
+"""
+
+
+@pytest.mark.parametrize(
+    ("op", "a", "b", "poison"),
+    [
+        ("llvm.lshr exact %a, %b : i32", 4, 1, False),
+        ("llvm.lshr exact %a, %b : i32", 5, 1, True),  # a set bit shifted out
+        ("llvm.shl %a, %b overflow<nuw> : i32", 2**30, 1, False),
+        ("llvm.shl %a, %b overflow<nuw> : i32", -(2**31), 1, True),
+        ("llvm.shl %a, %b overflow<nsw> : i32", 2**30, 1, True),  # the sign changes
+        ("llvm.sdiv exact %a, %b : i32", 7, 3, True),
+        ("llvm.or disjoint %a, %b : i32", 3, 2, True),
+        ("llvm.add %a, %b overflow<nuw> : i32", 2**31 - 1, 1, False),  # no unsigned wrap
+        ("llvm.add %a, %b overflow<nsw> : i32", 2**31 - 1, 1, True),
+        ("llvm.shl %a, %b : i32", 1, 32, True),
+    ],
+)
+def test_a_check_fires_exactly_where_the_operation_is_poison(
+    op: str, a: int, b: int, poison: bool
+) -> None:
+    """One guarded operation, JIT-compiled at -O0 and called: the check aborts, naming the
+    operation, on the operands that make it poison, and lets the others through."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN, op, str(a), str(b)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if poison:
+        assert proc.returncode != 0 and MARKER in proc.stderr, (proc.stdout, proc.stderr[-500:])
+        assert op.split(" ")[0] in proc.stderr
+    else:
+        assert proc.returncode == 0 and "result" in proc.stdout, proc.stderr[-2000:]
