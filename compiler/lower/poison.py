@@ -104,6 +104,17 @@ class _Writer:
             return flags
         return self.emit(f'"llvm.intr.vector.reduce.or"({flags}) : (vector<{lanes}xi1>) -> i1')
 
+    def either(self, bad: str | None, more: str, lanes: int | None) -> str:
+        """``bad or more`` (i1, or vectors of i1); ``more`` where there is no ``bad`` yet."""
+        return more if bad is None else self.emit(f"llvm.or {bad}, {more} : {_bool(lanes)}")
+
+    def lost(self, value: str, type_: str, narrow: str, extend: str) -> str:
+        """An i1 (per lane) true where ``value`` of ``type_`` does not survive the round trip
+        through the narrower ``narrow`` (``llvm.trunc``, then ``extend``: sext or zext)."""
+        short = self.emit(f"llvm.trunc {value} : {type_} to {narrow}")
+        back = self.emit(f"llvm.{extend} {short} : {narrow} to {type_}")
+        return self.emit(f'llvm.icmp "ne" {back}, {value} : {type_}')
+
     def call(self, check: str, bad: str) -> None:
         self.lines.append(f"{self.indent}llvm.call @{check}({bad}) : (i1) -> ()")
 
@@ -152,22 +163,19 @@ def _integer(
     if op in ("shl", "lshr", "ashr"):
         limit = w.constant(str(width), element, lanes)
         bad = w.emit(f'llvm.icmp "uge" {b}, {limit} : {type_}')
-        promised = [("lshr" if op == "lshr" else "ashr", a)] if exact else []
+        # What shifts the result back to the operand if the flags hold: a shift left's nuw
+        # (logically) and nsw (arithmetically) right; an exact shift right's, left.
         if op == "shl":
-            promised = [
-                (back, a) for flag, back in (("nuw", "lshr"), ("nsw", "ashr")) if flag in flags
-            ]
-        if promised:
+            backs = [back for flag, back in (("nuw", "lshr"), ("nsw", "ashr")) if flag in flags]
+        else:
+            backs = ["shl"] if exact else []
+        if backs:
             safe = w.emit(f"llvm.select {bad}, {zero}, {b} : {kind}, {type_}")
-        for back, original in promised:
-            if op == "shl":
-                moved = w.emit(f"llvm.shl {a}, {safe} : {type_}")
-                returned = w.emit(f"llvm.{back} {moved}, {safe} : {type_}")
-            else:  # exact: shifting back left must give the operand again
-                moved = w.emit(f"llvm.{op} {a}, {safe} : {type_}")
-                returned = w.emit(f"llvm.shl {moved}, {safe} : {type_}")
-            lost = w.emit(f'llvm.icmp "ne" {returned}, {original} : {type_}')
-            bad = w.emit(f"llvm.or {bad}, {lost} : {kind}")
+            moved = w.emit(f"llvm.{op} {a}, {safe} : {type_}")
+        for back in backs:
+            returned = w.emit(f"llvm.{back} {moved}, {safe} : {type_}")
+            lost = w.emit(f'llvm.icmp "ne" {returned}, {a} : {type_}')
+            bad = w.either(bad, lost, lanes)
         return w.any_lane(bad, lanes)
     bad = w.emit(f'llvm.icmp "eq" {b}, {zero} : {type_}')
     if op in ("sdiv", "srem"):
@@ -192,7 +200,6 @@ def _flagged(w: _Writer, g: dict[str, Any]) -> str | None:
     element, lanes = _element(type_)
     if not re.fullmatch(r"i\d+", element):
         return None
-    kind = _bool(lanes)
     if g["cast"]:
         zero = w.constant("0", element, lanes)
         return w.any_lane(w.emit(f'llvm.icmp "slt" {g["x"]}, {zero} : {type_}'), lanes)
@@ -200,13 +207,10 @@ def _flagged(w: _Writer, g: dict[str, Any]) -> str | None:
         both = w.emit(f"llvm.and {g['a']}, {g['b']} : {type_}")
         zero = w.constant("0", element, lanes)
         return w.any_lane(w.emit(f'llvm.icmp "ne" {both}, {zero} : {type_}'), lanes)
-    dst, bad = g["dst"], None
+    bad = None
     for flag, extend in (("nsw", "sext"), ("nuw", "zext")):
         if flag in g["flags"]:
-            narrow = w.emit(f"llvm.trunc {g['t']} : {type_} to {dst}")
-            back = w.emit(f"llvm.{extend} {narrow} : {dst} to {type_}")
-            lost = w.emit(f'llvm.icmp "ne" {back}, {g["t"]} : {type_}')
-            bad = lost if bad is None else w.emit(f"llvm.or {bad}, {lost} : {kind}")
+            bad = w.either(bad, w.lost(g["t"], type_, g["dst"], extend), lanes)
     return None if bad is None else w.any_lane(bad, lanes)
 
 
@@ -226,10 +230,7 @@ def _wrapping(w: _Writer, op: str, a: str, b: str, type_: str, flags: str) -> st
         wa = w.emit(f"llvm.{extend} {a} : {type_} to {wide}")
         wb = w.emit(f"llvm.{extend} {b} : {type_} to {wide}")
         exact = w.emit(f"llvm.{op} {wa}, {wb} : {wide}")
-        narrow = w.emit(f"llvm.trunc {exact} : {wide} to {type_}")
-        back = w.emit(f"llvm.{extend} {narrow} : {type_} to {wide}")
-        wrapped = w.emit(f'llvm.icmp "ne" {exact}, {back} : {wide}')
-        bad = wrapped if bad is None else w.emit(f"llvm.or {bad}, {wrapped} : {_bool(lanes)}")
+        bad = w.either(bad, w.lost(exact, wide, type_, extend), lanes)
     return None if bad is None else w.any_lane(bad, lanes)
 
 
@@ -304,8 +305,6 @@ def guarded_text(text: str) -> tuple[str, int]:
             continue
         sites += 1
         name = f"__poison_check_{sites}"
-        out.extend(w.lines)
-        w.lines = []
         w.call(name, bad)
         out.extend(w.lines)
         out.append(line)
