@@ -863,7 +863,8 @@ def _operand_ties(
     unordered on NaN: a planted ``ole`` -> ``olt`` was first found at 15.6 to 54.3 s over six
     seeds), where ``x - x`` is +0 and a maximum meets a tie. Inputs of one shape only, at first:
     an int32 ``>`` lowered as ``>=`` shows only at a tie, which a focused ``x > 2`` or ``x > y``
-    of a row then had only by chance."""
+    of a row then had only by chance. A tie of zeros takes the other zero at half its places
+    (equal, yet the sign a maximum, minimum, select or division keeps is NumPy's own rule)."""
     chosen = tie_sources(program, guarded, ("compare",))
     others = tie_sources(program, guarded)
     if not chosen and not others:
@@ -879,6 +880,9 @@ def _operand_ties(
         second = np.array(out[j], copy=True)
         value = out[source] if kind == "input" else np.asarray(source).astype(second.dtype)
         second[tied] = np.broadcast_to(value, second.shape)[tied]
+        if primitives.is_float(second.dtype.name):  # a tie of zeros may take the other: 0 == -0
+            zeros = tied & (second == 0) & (rng.random(second.shape) < 0.5)
+            second[zeros] = -second[zeros]
         out[j] = second
     event("values:operand-ties")
     return out

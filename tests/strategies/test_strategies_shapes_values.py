@@ -691,3 +691,20 @@ def test_ids_inputs_of_another_shape_and_the_same_input_twice_are_not_tied() -> 
     program = b.build(b.node("add", b.node("gather", table, ids), summed))
     assert [prim.op for prim in program.nodes].count("add") == 2
     assert tie_pairs(program) == []
+
+
+def test_a_tie_of_zeros_meets_the_other_zero() -> None:
+    """0.0 == -0.0, yet a maximum, minimum or select keeps one of them by NumPy's own rule:
+    ties that only copied values never met the other zero, where a float16 minimum keeping
+    the second of two equal operands (a planted bug) shows outside the edge sweeps."""
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, y = b.input((6, 7), "float32"), b.input((6, 7), "float32")
+    program = b.build(b.node("minimum", x, y))
+    drawn = _drawn_inputs(program, "special", 80)
+    opposite = [
+        bool(np.any((a == 0) & (c == 0) & (np.signbit(a) != np.signbit(c)))) for a, c in drawn
+    ]
+    same = [bool(np.any((a == 0) & (c == 0) & (np.signbit(a) == np.signbit(c)))) for a, c in drawn]
+    assert sum(opposite) >= len(drawn) / 8 and sum(same) >= len(drawn) / 8, (opposite, same)
