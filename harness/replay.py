@@ -138,7 +138,7 @@ def recurring(
     it recurs): the first finding that is ``signature``'s failure (``matches``), if any, and the
     last judgement. The one test of "does this failure recur?" for replay and minimization."""
     for _ in range(race_runs if signature.kind == "race" else 1):
-        judgement = runner.evaluate(case, only)
+        judgement = runner.evaluate(case, only, probe=True)
         for finding in judgement.findings:
             if finding.signature.matches(signature):
                 return finding, judgement

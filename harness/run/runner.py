@@ -77,6 +77,8 @@ class Stats:
     repeats_skipped: int = 0
     # siblings judged: a case's program on values of another regime (session.generate.siblings)
     siblings: int = 0
+    # triage runs: minimizer candidates, attribution's variants, replays (``evaluate(probe=)``)
+    probes: int = 0
     seconds_worker: float = 0.0
     seconds_references: float = 0.0
     cells: dict[str, int] = field(default_factory=dict)  # coverage cell -> cases (see coverage)
@@ -96,6 +98,7 @@ class Stats:
     _COUNTS = (
         "cases", "backend_runs", "findings", "unsupported", "rejected_agreed", "ambiguities",
         "focus_skipped", "focus_given_up", "mix_skipped", "repeats_skipped", "siblings",
+        "probes",
     )  # fmt: skip
     _SECONDS = ("seconds_worker", "seconds_references")
     _TABLES = ("cells", "kinds", "oracles", "runs", "reused", "limitations")
@@ -244,15 +247,31 @@ class Runner:
         return chosen
 
     def evaluate(
-        self, case: Case, only: tuple[str, ...] | None = None, sibling: bool = False
+        self,
+        case: Case,
+        only: tuple[str, ...] | None = None,
+        sibling: bool = False,
+        probe: bool = False,
     ) -> Judgement:
         """All oracles on one case; never raises for anything the compiler does.
 
         ``only`` names the non-primary oracles to run (e.g. the one a finding came from, when
         minimizing it); by default every oracle that wants the case runs. A ``sibling`` (a
         case's program on other values: ``session.generate.siblings``) counts as such, not as a
-        case.
+        case. A ``probe`` (triage's run: a minimizer candidate, an attribution variant, a
+        replay) counts as one and adds nothing else to the session's figures: a variant that
+        aborts on purpose (``+poison-checks``) showed as a crash among the findings, and the
+        minimizer's candidates as cases.
         """
+        if probe:
+            counted, self.stats = self.stats, Stats()
+            try:
+                return self.evaluate(case, only)
+            finally:
+                scratch, self.stats = self.stats, counted
+                counted.probes += 1
+                counted.seconds_worker += scratch.seconds_worker
+                counted.seconds_references += scratch.seconds_references
         if sibling:
             self.stats.siblings += 1
         else:

@@ -60,6 +60,7 @@ def summary_table(summary: dict[str, Any]) -> str:
         f"{'mix cases skipped':28} {stats.get('mix_skipped', 0)} (kind ahead of its share)",
         f"{'repeated cases skipped':28} {stats.get('repeats_skipped', 0)} (judged before)",
         f"{'siblings judged':28} {stats.get('siblings', 0)} (cases' programs on other values)",
+        f"{'triage runs':28} {stats.get('probes', 0)} (minimizing, attributing, replaying)",
         f"{'findings (instances)':28} "
         + (", ".join(f"{k} {v}" for k, v in sorted(stats["kinds"].items())) or "none"),
         f"{'corpus entries added':28} {_added(summary)}",

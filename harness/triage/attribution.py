@@ -263,7 +263,7 @@ class Attributor:
         return self._verdicts[key]
 
     def _judged(self, probe: Case, finding: Finding, only: tuple[str, ...]) -> str:
-        judgement = self.runner.evaluate(probe, only)
+        judgement = self.runner.evaluate(probe, only, probe=True)
         if any(f.signature.matches(finding.signature) for f in judgement.findings):
             return "fails"
         if judgement.findings:
@@ -299,7 +299,7 @@ class Attributor:
         relation = oracle_registry.ORACLES.get(finding.oracle.split("[")[0])
         derived = [r.case for r in relation.related(case)] if relation is not None else []
         for probe in (case, *derived):
-            judgement = self.runner.evaluate(probe.on(("graph-numpy",)), ())
+            judgement = self.runner.evaluate(probe.on(("graph-numpy",)), (), probe=True)
             if any(f.signature.oracle == "differential" for f in judgement.findings):
                 return "fails"
         return "passes"
@@ -807,7 +807,7 @@ class Attributor:
         """What ``variant`` (a ``+poison-checks`` one) says it found on ``case``: its check's
         line of stderr ("poison-check: llvm.fptoui f32 to i32 of a NaN or of a value out of
         range ..."), "" if it ran to the end, or "inconclusive: ..." if it failed otherwise."""
-        judgement = self.runner.evaluate(case.on((variant,)), ())
+        judgement = self.runner.evaluate(case.on((variant,)), (), probe=True)
         for finding in judgement.findings:
             for line in (finding.stderr or "").splitlines():
                 if line.startswith(MARKER):

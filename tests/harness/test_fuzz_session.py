@@ -1310,7 +1310,7 @@ def test_the_minimizer_runs_the_oracle_that_found_the_failure(
     asked: list[tuple[str, ...] | None] = []
 
     class Runner:
-        def evaluate(self, candidate, only=None):
+        def evaluate(self, candidate, only=None, probe=False):
             asked.append(only)
             return Judgement()
 

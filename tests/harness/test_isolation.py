@@ -137,3 +137,38 @@ def test_a_crash_is_rerun_backend_by_backend_verifying_after_every_pass() -> Non
     assert (
         "verify_each" not in seen[0].to_dict() and not Task.from_dict(seen[0].to_dict()).verify_each
     )
+
+
+def test_a_triage_probe_counts_as_one_and_adds_no_finding_to_the_sessions_figures() -> None:
+    """The attributor's ``+poison-checks`` variants abort on purpose and the minimizer runs
+    candidates: as cases they showed a session whose one finding was a mismatch as having
+    crashes, and more cases than it judged. A probe counts as a triage run, its time kept."""
+    import numpy as np
+
+    from harness.case import Case
+    from harness.run.isolation import Outcome
+    from harness.run.runner import Runner
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    case = Case(b.build(b.node("exp", b.input((3,), "float32"))), [np.ones(3, "f4")], ())
+
+    class Aborting:
+        stderr_path = "/nonexistent/stderr"
+
+        def run(self, task):
+            return Outcome("crash", detail="killed by SIGABRT", seconds=0.25)
+
+        def close(self) -> None:
+            pass
+
+    with Runner(None, use_jax=False) as runner:
+        runner.worker.close()
+        runner.worker = Aborting()
+        judged = runner.evaluate(case.on(("cpu-loops@O0",)), probe=True)
+        assert [f.kind for f in judged.findings] == ["crash"]  # the probe's own verdict stands
+        stats = runner.stats
+        assert (stats.cases, stats.probes, stats.kinds, stats.findings) == (0, 1, {}, 0)
+        assert stats.seconds_worker > 0
+        runner.evaluate(case.on(("cpu-loops@O0",)))
+        assert (runner.stats.cases, runner.stats.kinds) == (1, {"crash": 1})

@@ -435,7 +435,7 @@ def test_a_race_is_run_again_until_it_recurs_and_other_failures_once() -> None:
         def __init__(self, kind: str) -> None:
             self.kind, self.runs = kind, 0
 
-        def evaluate(self, case: Case, only: tuple[str, ...]) -> Judgement:
+        def evaluate(self, case: Case, only: tuple[str, ...], probe: bool = False) -> Judgement:
             self.runs += 1
             found = self.runs == 3
             finding = Finding(self.kind, ("cpu-loops",), "determinism", "x", case)
