@@ -645,3 +645,34 @@ def test_half_of_the_sweeps_of_a_binary_op_take_a_constant_and_power_takes_a_hal
     assert len(constants) >= 15, constants
     assert any(c.dtype is not None for c in constants)  # NumPy scalars too
     assert rejected and all(rejected), rejected  # every run holds -0.0 and -inf
+
+
+def test_a_float_sweeps_constant_is_on_no_table_at_times() -> None:
+    """Lowerings switch on constants' values: a fast path that took every exponent from 2 to 4
+    for a small integer (``x ** 2.5`` as ``x * x``) showed only to random programs' constants
+    on no table; a sweep of dense values rejects it at the first element."""
+    from harness.verdict import judge_output
+    from strategies.gen.makers import on_no_table
+    from strategies.model.types import Const
+
+    off_table: list[float] = []
+    rejected: list[bool] = []
+
+    @settings(max_examples=400, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(sweep_cases(("cpu-loops",), ("power", SWEPT + "float32:edges")))
+    def judge(case) -> None:  # noqa: ANN001
+        (node,) = case.program.nodes
+        if not isinstance(node.args[1], Const) or not on_no_table(node.args[1].value):
+            return
+        value = float(node.args[1].value)
+        off_table.append(value)
+        if 2 < value < 4 and value != 3:
+            (x,) = case.inputs
+            product = (x * x).astype(case.program.output_type.dtype)
+            rejected.append(not judge_output(case, product, use_jax=False).ok)
+
+    judge()
+    assert len(off_table) >= 8, off_table
+    assert any(v != round(v) for v in off_table), off_table
+    assert rejected and all(rejected), (off_table, rejected)
