@@ -137,8 +137,9 @@ def test_an_exact_binary_ops_sweep_meets_its_edges_at_ties_of_signed_zeros(
     op: str, dtype: str
 ) -> None:
     """A maximum or minimum keeping the other of two equal zeros is wrong only where 0.0 meets
-    -0.0: the sweep's arrays meet at their runs of edges (turned, as they are, negated), so
-    most of its cases reject it; none rejects NumPy's own."""
+    -0.0: the sweep's arrays meet at their runs of edges, negated always (else turned, as
+    they are, against dense values), so every case rejects it (a quarter of them did when one
+    kind of meeting was drawn of five); none rejects NumPy's own."""
     from harness.verdict import judge_output
 
     item = (op, f"{SWEPT}{dtype}:edges")
@@ -156,7 +157,7 @@ def test_an_exact_binary_ops_sweep_meets_its_edges_at_ties_of_signed_zeros(
 
     judge()
     assert all(right for right, _ in verdicts), verdicts
-    assert sum(not wrong for _, wrong in verdicts) >= len(verdicts) / 4, verdicts
+    assert verdicts and not any(wrong for _, wrong in verdicts), verdicts
 
 
 def _accumulated_in_16_bits(x: np.ndarray, axis: Any) -> np.ndarray:
