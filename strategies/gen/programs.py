@@ -121,16 +121,16 @@ def programs(
 _JOINS = ("add", "multiply", "subtract", "maximum", "minimum")
 #: One fresh operand in this many is a strided view (``programs(views=...)``'s default).
 VIEW_ODDS = 8
-#: The ops that make an operand a view of a larger input (``Gen.view``).
-VIEW_OPS = ("index", "permute_dims")
+#: The ops that make an operand a view of a larger input, or of another shape (``Gen.view``).
+VIEW_OPS = ("index", "permute_dims", "reshape")
 
 
 #: The layouts of a view that a kernel reads each its own way (``view_layout``): past its
 #: input's first element with positive strides other than its row-major ones (a subview, whose
 #: offset and strides both count: ``x[:, 1:3]``, ``x[1::2]``, ``x[2::3, -1]``), reversed (a
 #: negative step, which kernels copy or read element by element) and transposed (permuted
-#: strides at offset 0).
-VIEW_LAYOUTS = ("offset-strided", "reversed", "transposed")
+#: strides at offset 0), and reshaped (another shape of the same values: ``reshape_sources``).
+VIEW_LAYOUTS = ("offset-strided", "reversed", "transposed", "reshaped")
 
 
 def _check_layout(layout: str) -> None:
@@ -162,8 +162,11 @@ def ops_reading_views(program: Program, layout: str | None = None) -> set[str]:
 
 
 def view_layout(view: Any, shape: tuple[int, ...]) -> str:
-    """The layout (``VIEW_LAYOUTS``) of ``view`` (an ``index`` or ``permute_dims`` equation)
-    of an input of ``shape``, or "" for another (a contiguous part, a step from the start)."""
+    """The layout (``VIEW_LAYOUTS``) of ``view`` (an ``index``, ``permute_dims`` or
+    ``reshape`` equation) of an input of ``shape``, or "" for another (a contiguous part, a
+    step from the start, a reshape to the same shape)."""
+    if view.op == "reshape":
+        return "reshaped" if tuple(view.type.shape) != tuple(shape) else ""
     if view.op == "permute_dims":
         return "transposed" if list(view.attrs["axes"]) != sorted(view.attrs["axes"]) else ""
     if 0 in shape:

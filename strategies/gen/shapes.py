@@ -382,6 +382,30 @@ def _split_merges(shape: Shape) -> list[Shape]:
     return found
 
 
+def reshape_sources(shape: Shape, max_dims: int = 4) -> dict[str, list[Shape]]:
+    """The shapes a reshape to ``shape`` can start from, by what the reshape does: "regroup"
+    (as many dims, other extents: (4, 6) -> (2, 12)), "merge" (two neighbours into one),
+    "split" (one into two neighbours), "units" (a unit dim in or out); none more than
+    ``max_dims`` dims or of none. A kernel reads a reshaped operand through its own map (a
+    fused reshape), so each is a layout of its own: a fusion that took every reshape of one
+    rank for the identity, or every unit dim as trailing, is wrong on that form alone."""
+    rank = len(shape)
+    forms: dict[str, list[Shape]] = {"regroup": _split_merges(shape) if 0 not in shape else []}
+    forms["merge"] = [
+        (*shape[:i], p, extent // p, *shape[i + 1 :])
+        for i, extent in enumerate(shape)
+        for p in _divisors(extent)[1:-1]
+        if rank < max_dims
+    ]
+    forms["split"] = [
+        (*shape[:i], shape[i] * shape[i + 1], *shape[i + 2 :]) for i in range(rank - 1)
+    ]
+    units = [(*shape[:i], 1, *shape[i:]) for i in range(rank + 1)] if rank < max_dims else []
+    units += [(*shape[:i], *shape[i + 1 :]) for i, e in enumerate(shape) if e == 1 and rank > 1]
+    forms["units"] = units
+    return {form: sorted(set(found)) for form, found in forms.items() if found}
+
+
 @st.composite
 def reshapes(
     draw: st.DrawFn, shape: Shape, *, max_dims: int = 4, allow_minus_one: bool = True
@@ -475,6 +499,7 @@ __all__ = [
     "mutually_broadcastable_shapes",
     "permutations",
     "reductions",
+    "reshape_sources",
     "reshapes",
     "shapes",
     "slices",

@@ -26,7 +26,7 @@ from ..model import (
 )
 from ..model.program import numpy_result, result_type
 from ..model.types import INT32_MAX
-from .shapes import VECTOR_SIDES, broadcastable_shapes, uniform
+from .shapes import VECTOR_SIDES, broadcastable_shapes, reshape_sources, uniform
 from .shapes import shapes as shapes_strategy
 
 Shape = tuple[int, ...]
@@ -306,7 +306,10 @@ class Gen:
         rank = len(shape)
         units = [a for a, d in enumerate(shape) if d == 1]
         layout = self.cfg.view_layout
-        if layout in ("reversed", "transposed") and (layout == "reversed" or rank >= 2):
+        sources = reshape_sources(shape, self.cfg.max_rank)
+        if layout == "reshaped" and sources:
+            kind = "reshaped"
+        elif layout in ("reversed", "transposed") and (layout == "reversed" or rank >= 2):
             kind = layout  # (a step along an extent-1 axis is neither; each draws its axes)
         elif units and (unit_step or self.draw(st.integers(0, 1))):
             # A step along an extent-1 axis: a dim whose stride is not its contiguous one (a
@@ -320,9 +323,23 @@ class Gen:
             if layout == "offset-strided":  # those that can start past the first element
                 kinds = [k for k in kinds if k not in ("reversed", "transposed")]
                 kinds = [k for k in kinds if k != "offset" or rank >= 2]
+            elif sources:
+                kinds.append("reshaped")
             kind = self.draw(st.sampled_from(kinds))
             axis = rank - 2 if kind == "row-step" else rank - 1
         event(f"operand:view-{kind}")
+        if kind == "reshaped":
+            # Another shape of the same values, reshaped: 8 of 400 drawn cases held a
+            # reshape, none one that keeps its rank, and cpu-vector folds each form into its
+            # consumer's map its own way (``reshape_sources``).
+            form = uniform(self.draw, sorted(sources))
+            base = uniform(self.draw, sources[form])
+            target: tuple[int, ...] = shape
+            if 0 not in shape and self.draw(st.integers(0, 3)) == 0:  # NumPy infers a -1
+                at = self.draw(st.integers(0, rank - 1))
+                target = (*shape[:at], -1, *shape[at + 1 :])
+            event(f"operand:view-reshaped-{form}")
+            return self.node("reshape", self.input(base, dtype), shape=target)
         if kind == "picked":
             # An integer drops an axis of a larger input, negative as often as not (``x[-2]``
             # is row ``extent - 2``), after an Ellipsis or full slices: a rank-reducing view
