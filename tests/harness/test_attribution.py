@@ -219,6 +219,22 @@ PLANTS = {
         ["cpu-loops@O0"],
         "runtime",
     ),
+    # The output buffers (the other way in, MLIR's runtime helpers, allocates its own: when it
+    # shared ``output_buffers``, a runtime that gave two outputs of one type one buffer was
+    # blamed on the built module).
+    "runtime-outputs": (
+        Mutation(
+            "outputs-column-major",
+            "runtime.py",
+            "outputs.append(_inside(slab, tuple(node.shape), dtype))",
+            "outputs.append(_inside(slab, tuple(node.shape)[::-1], dtype).T)",
+            "(instrumented, as the worker's) output buffers in column-major order: the kernel "
+            "writes rows into columns",
+        ),
+        _subtract,
+        ["cpu-loops@O0"],
+        "runtime",
+    ),
     # The JIT crashes at the call: every variant would crash alike. A gemm call needs OpenBLAS
     # on every CPU (a bfloat16 add did not, where AVX-512 BF16 converts without a library call).
     "runtime-symbols": (
