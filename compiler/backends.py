@@ -112,8 +112,9 @@ class GraphInterpreterBackend:
 
 #: The suffixes of our CPU targets' triage variants: ``+mlir-runtime`` (MLIR's runtime helpers
 #: call the kernel), ``+generic-cpu`` (LLVM compiles it for a generic x86-64 CPU) and
-#: ``+poison-checks`` (an operation whose result would be poison aborts instead, saying so).
-VARIANT_SUFFIXES = ("mlir-runtime", "generic-cpu", "poison-checks")
+#: ``+poison-checks`` (an operation whose result would be poison aborts instead, saying so) and
+#: ``+copied-gathers`` (cpu-vector's gathers fix-up replaced by one that copies the views).
+VARIANT_SUFFIXES = ("mlir-runtime", "generic-cpu", "poison-checks", "copied-gathers")
 
 BACKENDS: dict[str, Backend] = {}
 #: Backends whose names take an ``@O<n>`` suffix: factory(level) -> backend.
@@ -209,6 +210,10 @@ def get(name: str) -> Backend:
             if given not in (None, 0):
                 raise ValueError(f"{name!r}: +poison-checks runs at -O0 only")
             target = target.with_poison_checks()
+        if suffix == "copied-gathers":
+            if given not in (None, 0):
+                raise ValueError(f"{name!r}: +copied-gathers runs at -O0 only")
+            target = target.with_copied_gathers()
         return MlirCpuBackend(target, runtime="mlir" if suffix == "mlir-runtime" else "ours")
 
     return _cached((name,), make)

@@ -296,7 +296,9 @@ def _vector_hook(module_name: str, function: str) -> Callable[[Any], None]:
 
         getattr(importlib.import_module(f".vector.{module_name}", __package__), function)(module)
 
-    run.__name__ = f"{module_name}.{function}"
+    # (named for the in-process stage memo's key too: as ``_vector_hook.<locals>.run``, two
+    # hooks in stages of one name shared their outputs)
+    run.__name__ = run.__qualname__ = f"{module_name}.{function}"
     run.source = f"compiler/vector/{module_name}.py"  # type: ignore[attr-defined]
     return run
 
@@ -333,6 +335,9 @@ VECTOR_STAGES: tuple[Stage, ...] = (
     BLAS,
     Stage("lowered", VECTOR_LOWER, description="vectors, buffers, loops -> LLVM dialect"),
 )  # fmt: skip
+#: ``NAME+copied-gathers``'s gathers fix-up (``Target.with_copied_gathers``).
+COPIED_GATHERS = _vector_hook("gathers", "copied_gathers")
+COPIED_GATHERS_FREED = _vector_hook("gathers", "copied_gathers_freed")
 #: What finishes a prefix of cpu-vector: its gathers fix-up is no optimization but a
 #: legalization (convert-vector-to-llvm cannot lower a gather from a strided view), so a prefix
 #: that stops before it keeps it; without it every prefix past vectorization failed alike on
@@ -391,6 +396,31 @@ class Target:
         base = self.name.split("@")[0]
         stages = (*self.stages, POISON_CHECKS)
         return replace(self, name=f"{base}+poison-checks@O0", stages=stages, opt_level=0)
+
+    def with_copied_gathers(self) -> Target:
+        """``NAME+copied-gathers``: the same stages, at -O0, each gathers fix-up (cpu-vector's
+        ``gathers``, its completion's ``complete-gathers``) reading contiguous copies of the
+        strided views instead (``gathers.copied_gathers``): a second way to complete a prefix,
+        for triage (``Attributor``)."""
+        base = self.name.split("@")[0]
+
+        def swapped(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+            # A completion's copies are freed by the fix-up (no deallocation stage follows).
+            hooks = {"complete-gathers": COPIED_GATHERS_FREED}
+            fixup = "gathers.strided_gathers"
+            return tuple(
+                (
+                    replace(s, transform=hooks.get(s.name, COPIED_GATHERS))
+                    if s.transform is not None and s.transform.__name__ == fixup
+                    else s
+                )
+                for s in stages
+            )
+
+        return replace(
+            self, name=f"{base}+copied-gathers@O0", stages=swapped(self.stages),
+            completion=swapped(self.completion), opt_level=0,
+        )  # fmt: skip
 
     def prefix(self, stage: str, steps: int | None = None) -> Target:
         """``NAME[:stage]`` (``NAME[:stage#k]``): this target's stages up to and including

@@ -207,4 +207,44 @@ def strided_gathers(module: Any) -> int:
     return count
 
 
-__all__ = ["contiguous", "strided_gathers"]
+def copied_gathers(module: Any, free: bool = False) -> int:
+    """The ``+copied-gathers`` triage variants' fix-up (in place): each gather from a view that
+    is not contiguous reads a contiguous copy of the view (``memref.copy`` into a fresh buffer)
+    at its own logical indices, which ``convert-vector-to-llvm`` lowers right. Slow, and simple
+    enough to trust: where ``strided_gathers`` and this disagree on a prefix of ``cpu-vector``,
+    the fix-up is at fault, not the stage whose gathers it completed (a fix-up that dropped the
+    view's offset was blamed on the vectorizer). ``free``: the copy is freed after the gather
+    (in a prefix's completion; before cpu-vector's deallocation stage, which rejects an explicit
+    free, that stage frees it). Returns the count."""
+    from mlir import ir
+    from mlir.dialects import memref
+
+    count = 0
+    for gather in _gathers(module.operation):
+        base = gather.operands[0]
+        if not isinstance(base.type, ir.MemRefType) or contiguous(base.type):
+            continue
+        ty = ir.MemRefType(base.type)
+        with ir.InsertionPoint(gather), gather.location:
+            plain = ir.MemRefType.get(list(ty.shape), ty.element_type, None, ty.memory_space)
+            sizes = [
+                memref.DimOp(base, _value(k)).result
+                for k, s in enumerate(ty.shape)
+                if s == _DYNAMIC
+            ]
+            copy = memref.AllocOp(plain, sizes, []).result
+            memref.CopyOp(base, copy)
+        gather.operands[0] = copy
+        if free:
+            with ir.InsertionPoint.after(gather), gather.location:
+                memref.DeallocOp(copy)
+        count += 1
+    return count
+
+
+def copied_gathers_freed(module: Any) -> int:
+    """``copied_gathers``, each copy freed after its gather (a prefix's completion)."""
+    return copied_gathers(module, free=True)
+
+
+__all__ = ["contiguous", "copied_gathers", "copied_gathers_freed", "strided_gathers"]

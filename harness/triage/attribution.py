@@ -734,7 +734,7 @@ class Attributor:
                 "builder",
                 "the module as built, with only the minimal completion at -O0, already fails",
             )
-        found = self._locate(target, family, check, done, "the result is wrong")
+        found = self._locate(target, family, check, done, "the result is wrong", fixups=True)
         if found is not None:
             return found
         level = target.opt_level if level is None else level
@@ -757,10 +757,14 @@ class Attributor:
         check: Callable[[str], str],
         done: Callable[..., Attribution],
         what: str,
+        fixups: bool = False,
     ) -> Attribution | None:
         """The first of ``target``'s stages after which ``check`` of the prefix
         (``family[:stage]``) ``fails``, then the steps of that stage's pipeline bisected to the
-        first after which it does (``[:stage#k]``); None if no prefix fails."""
+        first after which it does (``[:stage#k]``); None if no prefix fails. With ``fixups``,
+        a prefix completed by cpu-vector's gathers fix-up is also completed by the copying one
+        (``+copied-gathers``): if that passes, the fix-up is at fault (a fix-up that dropped a
+        view's offset was blamed on the vectorizer, ``mlir-pass:transform-interpreter``)."""
         culprit = None
         for stage in target.stage_names():
             if check(f"{family}[:{stage}]") == "fails":
@@ -772,6 +776,15 @@ class Attributor:
             where = _source(culprit)
             detail = f"the {culprit} stage (this project's Python{where}) introduces it"
             return done(culprit, detail)
+        if fixups and _fixups_caveat(target, culprit):
+            if check(f"{family}[:{culprit}]+copied-gathers") == "passes":
+                return done(
+                    "gathers",
+                    f"the prefix up to the {culprit} stage fails, completed by this target's "
+                    "gathers fix-up, and passes completed by copying each strided view a gather "
+                    "reads (+copied-gathers): the fix-up (compiler/vector/gathers.py) "
+                    f"mishandles the gathers the {culprit} stage makes",
+                )
         steps = pipeline_steps(target.stage(culprit).pipeline)
         good, bad = 0, len(steps)
         candidates = list(range(1, len(steps)))
