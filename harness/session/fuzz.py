@@ -33,6 +33,7 @@ from ..run.isolation import die_with_parent, release_signals, request_stop, stop
 from ..run.runner import Runner, Stats, Stopped
 from ..run.task import Task
 from ..triage.attribution import Attributor
+from ..triage.export import PROCESS_STATE
 from ..triage.minimize import minimize
 from .admission import Admission
 from .known import Known
@@ -603,10 +604,21 @@ class Driver(Admission):
                     "\n(not reproduced: run again alone, the case passed; the failure needed"
                     " what its worker had run before, or it is flaky)"
                 )
-        try:
-            attribution = Attributor(self.runner).attribute(result.case, result.finding).to_dict()
-        except Exception as error:  # noqa: BLE001 - the finding is kept without it
-            attribution = {"layer": "unknown", "detail": f"attribution failed: {error!r}"}
+        if not reproduced:
+            # Variants of a case that passes alone prove nothing: a module cached under a
+            # recycled key failed a later program with a Python error, and the error-path rule
+            # named the frontend.
+            attribution = {
+                "layer": PROCESS_STATE, "backend": "", "evidence": {}, "mlir": {},
+                "detail": "the case passes when run again alone: the failure needed what its "
+                "worker had run before (state kept between compiles), or it is flaky",
+            }  # fmt: skip
+        else:
+            try:
+                attributor = Attributor(self.runner)
+                attribution = attributor.attribute(result.case, result.finding).to_dict()
+            except Exception as error:  # noqa: BLE001 - the finding is kept without it
+                attribution = {"layer": "unknown", "detail": f"attribution failed: {error!r}"}
         minimization = {
             "state": "minimized",
             "steps": result.steps,

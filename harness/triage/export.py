@@ -31,6 +31,8 @@ from strategies.model import is_float
 from ..corpus import Entry
 from .mlir_crash import crash_needle
 
+#: The layer of a finding whose case passes when run again alone (``Driver.finish``).
+PROCESS_STATE = "process-state"
 OWNERS = {
     "mlir-pass": "LLVM/MLIR upstream (github.com/llvm/llvm-project, an MLIR pass)",
     "mlir-passes": "LLVM/MLIR upstream (github.com/llvm/llvm-project, MLIR passes)",
@@ -58,6 +60,9 @@ OWNERS = {
     "xla": "XLA upstream (github.com/openxla/xla: the CPU compiler behind jax.jit)",
     "iree": "IREE upstream (github.com/iree-org/iree: iree-compile's llvm-cpu target or its "
     "runtime)",
+    PROCESS_STATE: "this project, most likely: state one process keeps between compiles "
+    "(compiler/driver.py's stage and kernel memos, compiler/api.py's specializations); or a "
+    "flaky failure. The case alone passes: replay the session's cases in order",
 }
 #: Layers of another compiler that our frontend hands its traced graph to (``Backend.layer``):
 #: their minimal input is that compiler's own module, and their reproducer needs only it.
@@ -567,4 +572,4 @@ def _script(lines: list[str]) -> str:
     return text
 
 
-__all__ = ["export_report", "minimal_module", "owner", "write_files", "xla_script"]
+__all__ = ["PROCESS_STATE", "export_report", "minimal_module", "owner", "write_files", "xla_script"]

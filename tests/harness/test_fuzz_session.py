@@ -785,7 +785,8 @@ def test_a_stop_during_triage_keeps_the_raw_record_not_its_attribution(tmp_path,
     monkeypatch.setattr(isolation, "_STOP", {"requested": False})
     monkeypatch.setattr(fuzz, "Attributor", Killed)
     driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
-    monkeypatch.setattr(driver, "predicate", lambda restrict: lambda candidate: None)
+    # (the case fails again: one that does not is never attributed)
+    monkeypatch.setattr(driver, "predicate", lambda restrict: lambda candidate: finding)
     monkeypatch.setattr(driver, "artifacts_of", lambda case, finding: {})
     try:
         raw = driver.record_raw(case, finding)
@@ -1206,7 +1207,9 @@ def test_a_finding_its_case_does_not_reproduce_alone_says_so(tmp_path, monkeypat
     """A 10-minute mlir:* campaign (seed 2404) stored a crash of a float64 ``x.T - y`` whose
     stderr was a bfloat16 vector abort: that case passes alone, in a fresh worker. When nothing
     smaller fails, the driver runs the case itself again; the entry then says it was not
-    reproduced, and replay leaves it unjudged instead of calling it fixed."""
+    reproduced, and replay leaves it unjudged instead of calling it fixed. Its layer is the
+    process's state, not one its variants name (they pass too: a module cached under a
+    recycled key failed a later program, and the error-path rule named the frontend)."""
     import numpy as np
 
     from harness.case import Case
@@ -1214,6 +1217,7 @@ def test_a_finding_its_case_does_not_reproduce_alone_says_so(tmp_path, monkeypat
     from harness.oracles.base import Finding
     from harness.replay import classify
     from harness.session import fuzz
+    from harness.triage.export import owner
     from strategies.model import ProgramBuilder
 
     class Nobody:
@@ -1221,7 +1225,7 @@ def test_a_finding_its_case_does_not_reproduce_alone_says_so(tmp_path, monkeypat
             pass
 
         def attribute(self, case, finding):
-            return type("A", (), {"to_dict": lambda self: {"layer": "unknown"}})()
+            return type("A", (), {"to_dict": lambda self: {"layer": "frontend"}})()
 
     b = ProgramBuilder()
     case = Case(b.build(b.node("exp", b.input((2, 3), "float32"))), [np.ones((2, 3), "f4")],
@@ -1237,6 +1241,9 @@ def test_a_finding_its_case_does_not_reproduce_alone_says_so(tmp_path, monkeypat
         assert entry.minimization["reproduced"] is False
         assert "not reproduced" in entry.detail
         assert classify(entry, driver.runner).outcome == "not-run"
+        attribution = entry.evidence["attribution"]
+        assert attribution["layer"] == "process-state", attribution
+        assert "between compiles" in owner(attribution["layer"])
     finally:
         driver.close()
 
