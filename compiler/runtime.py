@@ -781,7 +781,7 @@ class MlirRuntimeKernel:
     def __call__(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         from mlir.runtime import get_ranked_memref_descriptor
 
-        # Outputs of its own, not ``output_buffers``': a runtime that shared one buffer between
+        # Outputs of its own, not ``output_buffers``: a runtime that shared one buffer between
         # two outputs of one type was blamed on the built module when this way failed alike.
         # Poisoned as there (an element the kernel never writes must not read 0 here only),
         # without guards: the memory oracle checks through ``Kernel``.

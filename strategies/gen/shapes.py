@@ -385,8 +385,8 @@ def _split_merges(shape: Shape) -> list[Shape]:
 def reshape_sources(shape: Shape, max_dims: int = 4) -> dict[str, list[Shape]]:
     """The shapes a reshape to ``shape`` can start from, by what the reshape does: "regroup"
     (as many dims, other extents: (4, 6) -> (2, 12)), "merge" (two neighbours into one),
-    "split" (one into two neighbours), "units" (a unit dim in or out); none more than
-    ``max_dims`` dims or of none. A kernel reads a reshaped operand through its own map (a
+    "split" (one into two neighbours), "units" (a unit dim in or out); none of more than
+    ``max_dims`` dims. A kernel reads a reshaped operand through its own map (a
     fused reshape), so each is a layout of its own: a fusion that took every reshape of one
     rank for the identity, or every unit dim as trailing, is wrong on that form alone."""
     rank = len(shape)
