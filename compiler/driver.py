@@ -22,7 +22,16 @@ from . import persist, tools, workarounds
 from .errors import CompilerError
 from .frontend.graph import Graph
 from .lower import emit
-from .pipelines import BUILT, LLVM, Stage, Target, verify_each, verifying_each
+from .pipelines import (
+    BUILT,
+    LLVM,
+    WITHOUT_BF16_CONVERSIONS,
+    Stage,
+    Target,
+    target_features,
+    verify_each,
+    verifying_each,
+)
 from .threadlocal import setting
 
 #: Called as ``listener(backend, stage)`` before each stage (``module``, pipeline stages, ``llvm``).
@@ -252,10 +261,11 @@ def _raised_in(error: BaseException) -> str:
 
 def _kernel_key(lowered: str, target: Target, runtime: str, signature: Any) -> tuple:
     """A kernel is a function of its lowered text, level, runtime, signature, instrumentation
-    and, at -O0, the workarounds on (``runtime.unoptimized`` asks one)."""
+    and the workarounds on (``runtime.unoptimized`` asks one at -O0; a bfloat16 kernel's CPU
+    features, ``bf16-rounding-in-integers``, at every level)."""
     from .runtime import instrumenting
 
-    off = workarounds.state() if target.opt_level == 0 else ()
+    off = workarounds.state()
     return (_digest(lowered), target.opt_level, runtime, signature.key(), instrumenting(), off)
 
 
@@ -479,6 +489,11 @@ def compile_graph(
                 jit_input = poison_globals(current) if instrumenting() else current
                 if module is None or jit_input != current:
                     module = parse(jit_input)
+                if "bf16" in current and workarounds.enabled("bf16-rounding-in-integers"):
+                    # LLVM truncates to bfloat16 where it narrowed a float32 op itself (a
+                    # maximum of two extended bfloat16 values), past our integer rounding:
+                    # not with vcvtneps2bf16, which flushes subnormals.
+                    target_features(module, WITHOUT_BF16_CONVERSIONS)
                 try:
                     if runtime == "mlir":
                         kernel = MlirRuntimeKernel(module, signature, target.opt_level)

@@ -193,6 +193,12 @@ def target_features(module: Any, features: tuple[str, ...], cpu: str | None = No
             op.operation.attributes["target_features"] = attribute
 
 
+#: The host CPU features a kernel computing in bfloat16 is compiled without (workaround
+#: ``bf16-rounding-in-integers``): their vcvtneps2bf16 flushes bfloat16 subnormals, and LLVM
+#: selects it for the truncations it makes itself (a bfloat16 maximum narrowed from float32).
+WITHOUT_BF16_CONVERSIONS = ("-avx512bf16", "-avxneconvert")
+
+
 def _generic_cpu(module: Any) -> None:
     target_features(module, ("+sse2",), cpu="x86-64")
 

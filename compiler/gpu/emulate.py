@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..driver import Artifacts
-from ..pipelines import LOWER, target_features
+from ..pipelines import LOWER, WITHOUT_BF16_CONVERSIONS, target_features
 from .pipeline import _walk
 
 
@@ -100,10 +100,9 @@ class EmulatedKernel:
         return self.kernel([np.require(a, requirements="C") for a in arrays])
 
 
-#: The host CPU features an emulated kernel is compiled without (workaround
-#: ``bf16-rounding-in-integers``): their vcvtneps2bf16 flushes bfloat16 subnormals, and LLVM
-#: selects it for the truncations it makes itself (a bfloat16 maximum narrowed from float32).
-WITHOUT_FEATURES = ("-avx512bf16", "-avxneconvert")
+#: The host CPU features an emulated kernel is compiled without (as every CPU kernel with
+#: bfloat16 in it: ``pipelines.WITHOUT_BF16_CONVERSIONS``).
+WITHOUT_FEATURES = WITHOUT_BF16_CONVERSIONS
 
 
 def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
