@@ -781,13 +781,7 @@ class MlirRuntimeKernel:
     def __call__(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         from mlir.runtime import get_ranked_memref_descriptor
 
-        # Outputs of its own, not ``output_buffers``: a runtime that shared one buffer between
-        # two outputs of one type was blamed on the built module when this way failed alike.
-        # Poisoned as there (an element the kernel never writes must not read 0 here only),
-        # without guards: the memory oracle checks through ``Kernel``.
-        outputs = [np.empty(n.shape, n.dtype) for n in self.signature.outputs]
-        for output in outputs if self.instrumented else ():
-            output.reshape(-1).view(np.uint8).fill(POISON_BYTE)
+        outputs = self._outputs()
         errors = [np.zeros((), INT32) for _ in range(self.signature.error_outputs)]
         handed = [*arrays, *outputs, *errors]
         guarded = _Guarded(handed, len(arrays)) if self.instrumented else None
@@ -798,6 +792,21 @@ class MlirRuntimeKernel:
         if guarded:
             guarded.check(heap, self._globals)
         return outputs, errors
+
+    def _outputs(self) -> list[np.ndarray]:
+        """Output buffers of its own, not ``output_buffers``': a runtime that shared one buffer
+        between two outputs of one type was blamed on the built module when this way failed
+        alike. Instrumented, each lies poisoned between guards as there (an element never
+        written must not read 0 here only, and an overrun past an output must show here too)."""
+        outputs = []
+        for node in self.signature.outputs:
+            array = np.empty(node.shape, node.dtype)
+            if self.instrumented:
+                slab = _slab(array.nbytes)
+                slab[GUARD_BYTES : GUARD_BYTES + array.nbytes] = POISON_BYTE
+                array = _inside(slab, array.shape, array.dtype)
+            outputs.append(array)
+        return outputs
 
 
 __all__ = [
