@@ -25,12 +25,11 @@ from .lower import emit
 from .pipelines import (
     BUILT,
     LLVM,
-    WITHOUT_BF16_CONVERSIONS,
     Stage,
     Target,
-    target_features,
     verify_each,
     verifying_each,
+    without_bf16_conversions,
 )
 from .threadlocal import setting
 
@@ -489,11 +488,11 @@ def compile_graph(
                 jit_input = poison_globals(current) if instrumenting() else current
                 if module is None or jit_input != current:
                     module = parse(jit_input)
-                if "bf16" in current and workarounds.enabled("bf16-rounding-in-integers"):
+                if "bf16" in current:
                     # LLVM truncates to bfloat16 where it narrowed a float32 op itself (a
                     # maximum of two extended bfloat16 values), past our integer rounding:
                     # not with vcvtneps2bf16, which flushes subnormals.
-                    target_features(module, WITHOUT_BF16_CONVERSIONS)
+                    without_bf16_conversions(module)
                 try:
                     if runtime == "mlir":
                         kernel = MlirRuntimeKernel(module, signature, target.opt_level)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import workarounds
 from .threadlocal import setting
 
 # Fusion on tensors. linalg.matmul is not elementwise, so it survives (with tensor.reshape, not
@@ -197,6 +198,14 @@ def target_features(module: Any, features: tuple[str, ...], cpu: str | None = No
 #: ``bf16-rounding-in-integers``): their vcvtneps2bf16 flushes bfloat16 subnormals, and LLVM
 #: selects it for the truncations it makes itself (a bfloat16 maximum narrowed from float32).
 WITHOUT_BF16_CONVERSIONS = ("-avx512bf16", "-avxneconvert")
+
+
+def without_bf16_conversions(module: Any) -> None:
+    """Every function of the lowered ``module`` compiled without ``WITHOUT_BF16_CONVERSIONS``,
+    unless the workaround ``bf16-rounding-in-integers`` is off (the JIT of every CPU target's
+    kernel with bfloat16 in it, and of gpu-emulated's)."""
+    if workarounds.enabled("bf16-rounding-in-integers"):
+        target_features(module, WITHOUT_BF16_CONVERSIONS)
 
 
 def _generic_cpu(module: Any) -> None:
@@ -411,17 +420,14 @@ class Target:
         base = self.name.split("@")[0]
 
         def swapped(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
-            # A completion's copies are freed by the fix-up (no deallocation stage follows).
-            hooks = {"complete-gathers": COPIED_GATHERS_FREED}
-            fixup = "gathers.strided_gathers"
-            return tuple(
-                (
-                    replace(s, transform=hooks.get(s.name, COPIED_GATHERS))
-                    if s.transform is not None and s.transform.__name__ == fixup
-                    else s
-                )
-                for s in stages
-            )
+            out = []
+            for s in stages:
+                if s.transform is not None and s.transform.__name__ == "gathers.strided_gathers":
+                    # A completion's copies are freed by the fix-up (no deallocation follows).
+                    freed = s.name == "complete-gathers"
+                    s = replace(s, transform=COPIED_GATHERS_FREED if freed else COPIED_GATHERS)
+                out.append(s)
+            return tuple(out)
 
         return replace(
             self, name=f"{base}+copied-gathers@O0", stages=swapped(self.stages),

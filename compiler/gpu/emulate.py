@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..driver import Artifacts
-from ..pipelines import LOWER, WITHOUT_BF16_CONVERSIONS, target_features
+from ..pipelines import LOWER, without_bf16_conversions
 from .pipeline import _walk
 
 
@@ -100,18 +100,13 @@ class EmulatedKernel:
         return self.kernel([np.require(a, requirements="C") for a in arrays])
 
 
-#: The host CPU features an emulated kernel is compiled without (as every CPU kernel with
-#: bfloat16 in it: ``pipelines.WITHOUT_BF16_CONVERSIONS``).
-WITHOUT_FEATURES = WITHOUT_BF16_CONVERSIONS
-
-
 def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
     """The ``mapped`` stage with every launch made a sequential loop nest, lowered by the CPU
     targets' LOWER pipeline and JIT-compiled (``runtime.Kernel``, uninstrumented); without
-    ``WITHOUT_FEATURES`` (a GPU's bfloat16 keeps subnormals: PTX's ``cvt.rn.bf16.f32`` does)."""
+    ``pipelines.WITHOUT_BF16_CONVERSIONS`` (a GPU's bfloat16 keeps subnormals: PTX's
+    ``cvt.rn.bf16.f32`` does)."""
     from mlir import ir, passmanager
 
-    from .. import workarounds
     from ..runtime import Kernel
 
     context = ir.Context()
@@ -120,8 +115,7 @@ def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
         launches_to_loops(module)
         module.operation.verify()
         passmanager.PassManager.parse(LOWER).run(module.operation)
-        if workarounds.enabled("bf16-rounding-in-integers"):
-            target_features(module, WITHOUT_FEATURES)
+        without_bf16_conversions(module)
         kernel = Kernel(module, artifacts.signature, 2, instrument=False)
     kernel.context = context
     return EmulatedKernel(kernel)

@@ -306,7 +306,9 @@ class Gen:
         rank = len(shape)
         units = [a for a, d in enumerate(shape) if d == 1]
         layout = self.cfg.view_layout
-        sources = reshape_sources(shape, self.cfg.max_rank)
+        # (another shape of its values: for a view of any layout, or of the reshaped one)
+        reshapes = layout in ("", "reshaped")
+        sources = reshape_sources(shape, self.cfg.max_rank) if reshapes else {}
         if layout == "reshaped" and sources:
             kind = "reshaped"
         elif layout in ("reversed", "transposed") and (layout == "reversed" or rank >= 2):
