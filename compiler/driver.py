@@ -82,24 +82,29 @@ def stage_command(target: Target, stage: Stage, source: str, output: str) -> str
     )  # fmt: skip
 
 
-def llvm_command(target: Target, source: str) -> str:
-    """What the JIT does to the lowered module, with the project's and LLVM's tools: at -O0 its
-    functions marked as clang -O0 marks them (``runtime.unoptimized``), translation, opt at
-    the target's level, then code generation for this CPU as the JIT really does it
-    (``runtime.JIT_CODEGEN_ARGUMENTS``: -O2 at every level)."""
-    from .runtime import JIT_CODEGEN_ARGUMENTS
+def llvm_command(target: Target, source: str, text: str) -> str:
+    """What the JIT does to the lowered module (``text``, in file ``source``), with the
+    project's and LLVM's tools: at -O0 its functions marked as clang -O0 marks them
+    (``runtime.unoptimized``), translation, opt at the target's level, then code generation as
+    the JIT really does it (-O2 at every level), both for the CPU that the JIT compiles for
+    (``runtime.jit_cpu_arguments``: this one, without its bfloat16 conversions for a module
+    with bfloat16 in it)."""
+    from .runtime import jit_cpu_arguments, jit_step_arguments
 
     steps = []
     if target.opt_level == 0:
         quoted = shlex.quote(source)
         steps.append(f"python -m compiler jit-input {quoted} --level 0 -o kernel.mlir")
         source = "kernel.mlir"
-    codegen = [*JIT_CODEGEN_ARGUMENTS, "-mcpu=native"]
+    cpu = jit_cpu_arguments(text)
+    level = target.opt_level
     steps += [
         tools.command("mlir-translate", "--mlir-to-llvmir", source, "-o", "kernel.ll"),
-        tools.command("opt", f"-O{target.opt_level}", "kernel.ll", "-S", "-o", "kernel.opt.ll"),
-        tools.command("llc", *codegen, "kernel.opt.ll", "-o", "kernel.s"),
-    ]
+        tools.command("opt", *jit_step_arguments("opt", level, cpu), "kernel.ll", "-S", "-o",
+                      "kernel.opt.ll"),
+        tools.command("llc", *jit_step_arguments("llc", level, cpu), "kernel.opt.ll", "-o",
+                      "kernel.s"),
+    ]  # fmt: skip
     return " && ".join(steps)
 
 
@@ -381,7 +386,8 @@ def _from_disk(artifacts: Artifacts, target: Target, stages: dict, library: Any)
             target, stage, f"{previous}.mlir", f"{stage.name}.mlir"
         )
         previous = stage.name
-    artifacts.commands[LLVM] = llvm_command(target, f"{previous}.mlir")
+    lowered = artifacts.stages.get(previous, "")
+    artifacts.commands[LLVM] = llvm_command(target, f"{previous}.mlir", lowered)
     artifacts.native = Kernel(None, artifacts.signature, target.opt_level, engine=library)
     artifacts.notes["shared"] = ",".join([*target.stage_names(), LLVM])
     artifacts.notes["persisted"] = str(library.path.parent.name)
@@ -470,7 +476,7 @@ def compile_graph(
                 target, stage, f"{previous}.mlir", f"{stage.name}.mlir"
             )
             previous = stage.name
-        artifacts.commands[LLVM] = llvm_command(target, f"{previous}.mlir")
+        artifacts.commands[LLVM] = llvm_command(target, f"{previous}.mlir", current)
         if native:
             from .runtime import Kernel, MlirRuntimeKernel, instrumenting, poison_globals
 

@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import platform
 import re
 import threading
 from collections.abc import Sequence
@@ -380,6 +381,41 @@ def blas_calls() -> int:
 #: functions are marked as clang -O0 marks them (``unoptimized``), and its kernel is what ``llc``
 #: with these arguments makes of that marked module (``jit_input``).
 JIT_CODEGEN_ARGUMENTS = ("-O2", "-code-model=large")
+
+
+
+#: The triple the JIT compiles for (the host's, as LLVM's default target triple spells it):
+#: ``opt`` given it optimizes as the JIT's optimizer does, with this CPU's cost model.
+HOST_TRIPLE = f"{platform.machine()}-unknown-linux-gnu"
+
+
+def jit_cpu_arguments(text: str) -> list[str]:
+    """The CPU that the JIT compiles lowered ``text`` for, as ``opt``'s and ``llc``'s
+    arguments: this one, and for a module with bfloat16 in it, without the features that the
+    driver takes from its functions (``pipelines.without_bf16_conversions``). As ``-mattr``, not
+    as the functions' attribute: ``llc`` appends ``-mcpu=native``'s features to a function's
+    own, which turns them back on. Both tools need them: the JIT's optimizer costs vectors for
+    the CPU without them (a bfloat16 minimum on cpu-vector: 138 instructions, 356 without)."""
+    from . import workarounds
+    from .pipelines import WITHOUT_BF16_CONVERSIONS
+
+    arguments = ["-mcpu=native"]
+    if "bf16" in text and workarounds.enabled("bf16-rounding-in-integers"):
+        arguments.append("-mattr=" + ",".join(WITHOUT_BF16_CONVERSIONS))
+    return arguments
+
+
+def jit_step_arguments(tool: str, level: int, cpu: Sequence[str]) -> list[str]:
+    """A step's arguments for the JIT of a target at -O``level`` on ``cpu``
+    (``jit_cpu_arguments``): its IR passes at that level for that CPU, code generation as the
+    JIT does it at every level (``JIT_CODEGEN_ARGUMENTS``)."""
+    if tool == "mlir-translate":
+        return ["--mlir-to-llvmir"]
+    if tool == "opt":
+        triple = [] if any(a.startswith("-mtriple") for a in cpu) else [f"-mtriple={HOST_TRIPLE}"]
+        return [f"-O{level}", *triple, *cpu]
+    return [*JIT_CODEGEN_ARGUMENTS, *cpu]
+
 
 _HALF_VECTOR = re.compile(r"vector<[^>]*x(?:b?f16)>")
 

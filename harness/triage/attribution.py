@@ -642,6 +642,7 @@ class Attributor:
         """A process that died in the JIT (stage ``llvm``): LLVM's tools replay its steps on
         the rebuilt lowered module to name the one that dies (``llvm_crash.pin``), then
         ``llvm-reduce`` shrinks that step's input and the command is made portable."""
+        from ..run.worker import workarounds_off
         from . import llvm_crash
 
         target = _ours(backend).target
@@ -655,12 +656,13 @@ class Attributor:
             )  # fmt: skip
         lowered = list(texts.values())[-1]
         info: dict[str, Any] = {"failing_stage": LLVM, "stage_input": lowered}
-        pinned = llvm_crash.pin(lowered, level)
+        with workarounds_off(case):  # the JIT's CPU features follow them
+            pinned = llvm_crash.pin(lowered, level)
         if "tool" not in pinned:
             info["llvm_replay"] = {k: v for k, v in pinned.items() if k != "input"}
             return Attribution(
                 "llvm", backend, "the process died in stage 'llvm', but LLVM's tools "
-                "(mlir-translate, opt, llc -mcpu=native) pass on its lowered module",
+                "(mlir-translate, opt, llc, for the JIT's CPU) pass on its lowered module",
                 mlir=info,
             )  # fmt: skip
         tool = pinned["tool"]

@@ -3,8 +3,9 @@
 MLIR's ExecutionEngine translates the lowered module to LLVM IR, optimizes it at the target's
 level and generates code for this machine's CPU, all inside the process it kills. ``pin`` replays
 the three steps with LLVM's own tools, each a subprocess, to name the one that dies:
-``mlir-translate --mlir-to-llvmir``, ``opt -O<n>``, ``llc -O2 -code-model=large -mcpu=native``
-(the JIT generates code at -O2 whatever the level: ``runtime.JIT_CODEGEN_ARGUMENTS``; at -O0 on
+``mlir-translate --mlir-to-llvmir``, ``opt -O<n>`` and ``llc -O2 -code-model=large``, both for the
+JIT's CPU (``-mcpu=native``, with bfloat16 in the module ``-mattr=-avx512bf16,-avxneconvert``:
+``runtime.jit_step_arguments``; the JIT generates code at -O2 whatever the level, and at -O0 on
 functions marked optnone, ``runtime.jit_input``). ``reduce`` then shrinks that tool's input with
 ``llvm-reduce`` (interesting: the same tool dies with the same ``LLVM ERROR``/assertion and the
 same legalizer line before it, node numbers aside), and looks for the smallest description of
@@ -38,15 +39,12 @@ _SPELLED = {"sse4_1": "sse4.1", "sse4_2": "sse4.2", "pclmulqdq": "pclmul"}
 
 
 def step_arguments(tool: str, level: int, cpu: list[str]) -> list[str]:
-    """A step's arguments for a target at -O``level``: its IR passes at that level, code
-    generation as the JIT does it at every level (``runtime.JIT_CODEGEN_ARGUMENTS``)."""
-    from compiler.runtime import JIT_CODEGEN_ARGUMENTS
+    """A step's arguments for a target at -O``level`` on ``cpu`` (``runtime.jit_step_arguments``:
+    IR passes at that level for that CPU, code generation as the JIT does it at every level)."""
+    from compiler.runtime import jit_step_arguments
 
-    if tool == "mlir-translate":
-        return ["--mlir-to-llvmir"]
-    if tool == "opt":
-        return [f"-O{level}", "-S"]
-    return [*JIT_CODEGEN_ARGUMENTS, *cpu]
+    arguments = jit_step_arguments(tool, level, cpu)
+    return [*arguments, "-S"] if tool == "opt" else arguments
 
 
 def host_features(cpuinfo: str = "/proc/cpuinfo") -> list[str]:
@@ -92,14 +90,15 @@ def _crashed(returncode: int | None) -> bool:
 
 
 def pin(
-    lowered: str, level: int, timeout_s: float = 120, cpu: tuple[str, ...] = ("-mcpu=native",)
+    lowered: str, level: int, timeout_s: float = 120, cpu: tuple[str, ...] | None = None
 ) -> dict[str, Any]:
     """Replay the JIT's steps on the lowered module as the JIT gets it (``runtime.jit_input``;
-    ``llc`` for ``cpu``: this machine's, as the JIT's); the first tool that dies, its input
-    and arguments, and what it said (``crashed`` False: every tool passed)."""
-    from compiler.runtime import jit_input
+    ``opt`` and ``llc`` for ``cpu``, by default the JIT's: ``runtime.jit_cpu_arguments``); the
+    first tool that dies, its input and arguments, and what it said (``crashed`` False: every
+    tool passed)."""
+    from compiler.runtime import jit_cpu_arguments, jit_input
 
-    cpu = list(cpu)
+    cpu = jit_cpu_arguments(lowered) if cpu is None else list(cpu)
     with tempfile.TemporaryDirectory(prefix="llvm-pin-") as work:
         text, suffix = jit_input(lowered, level), ".mlir"  # at -O0: functions marked optnone
         for tool in STEPS:
@@ -195,8 +194,9 @@ def reduce(pinned: dict[str, Any], budget_s: float = 120) -> dict[str, Any]:
                     text = handle.read()
             else:
                 found["reduction_error"] = (err or f"llvm-reduce exit {code}").strip()[-500:]
-        if tool == "llc" and "-mcpu=native" in arguments:
-            codegen = [a for a in arguments if a != "-mcpu=native"]  # the level, the code model
+        if tool in ("opt", "llc") and "-mcpu=native" in arguments:
+            # The level, the code model, the features the JIT drops (bfloat16's conversions).
+            codegen = [a for a in arguments if a != "-mcpu=native" and "-mtriple" not in a]
             candidates = [["-mtriple=x86_64--"]]
             candidates += [["-mtriple=x86_64--", f"-mattr=+{f}"] for f in host_features()]
             for cpu in candidates:

@@ -2,7 +2,8 @@
 LLVM's tools (``driver.llvm_command``): code generation at -O2 at every level, since MLIR's
 ExecutionEngine ignores the level it is asked for (``tests/upstream``), and at -O0 on
 functions marked ``optnone`` as clang -O0 marks them (``runtime.unoptimized``), which that
-code generation compiles as at -O0 (FastISel, no machine optimizations)."""
+code generation compiles as at -O0 (FastISel, no machine optimizations), and, for a kernel with
+bfloat16 in it, without the host's bfloat16 conversions (``pipelines.without_bf16_conversions``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -35,14 +37,22 @@ def _instructions(obj: Path, function: str) -> list[str]:
     return [line for line in lines if not line.startswith(("nop", "int3", "data16"))]
 
 
-def _lowered(target: str) -> str:
-    def f(x, y):
-        return compiler.xp.sum(compiler.xp.exp(x) * y, axis=-1)
+def _sum_of_products(x, y):
+    return compiler.xp.sum(compiler.xp.exp(x) * y, axis=-1)
 
-    x, y = np.ones((3, 5), np.float32), np.ones((3, 5), np.float32)
-    _, graph, _ = compiler.jit(f).trace(x, y)
-    artifacts = driver.compile_graph(graph, backends.get(target).target, native=False)
-    return list(artifacts.stages.values())[-1]
+
+def _minimum(x, y):
+    return compiler.xp.minimum(x, y)
+
+
+def _compiled(target: str, fn=_sum_of_products, dtype=np.float32) -> driver.Artifacts:
+    x, y = np.ones((3, 5), dtype), np.ones((3, 5), dtype)
+    _, graph, _ = compiler.jit(fn).trace(x, y)
+    return driver.compile_graph(graph, backends.get(target).target, native=True)
+
+
+def _lowered(target: str) -> str:
+    return list(_compiled(target).stages.values())[-1]
 
 
 def _jit_object(text: str, level: int, path: Path) -> Path:
@@ -60,7 +70,7 @@ def _jit_object(text: str, level: int, path: Path) -> Path:
 def _command_object(text: str, target: str, work: Path) -> Path:
     """The stored command run as stored (tools by name), its assembly assembled."""
     (work / "lowered.mlir").write_text(text)
-    command = driver.llvm_command(backends.get(target).target, "lowered.mlir")
+    command = driver.llvm_command(backends.get(target).target, "lowered.mlir", text)
     subprocess.run(command, shell=True, cwd=work, check=True, timeout=120)  # noqa: S602
     subprocess.run(
         [tool_path("llvm-mc"), "-filetype=obj", "kernel.s", "-o", "kernel.o"],
@@ -75,6 +85,23 @@ def test_the_llvm_command_makes_the_kernel_the_jit_makes(tmp_path: Path, target,
     jit = _instructions(_jit_object(text, level, tmp_path / "jit.o"), "kernel")
     stored = _instructions(_command_object(text, target, tmp_path), "kernel")
     assert jit == stored
+
+
+@pytest.mark.parametrize("target", ["cpu-loops@O0", "cpu-loops", "cpu-vector"])
+def test_the_llvm_command_of_a_bfloat16_kernel_makes_the_kernel_the_driver_makes(
+    tmp_path: Path, target: str
+) -> None:
+    """The driver compiles a kernel with bfloat16 in it without AVX512-BF16 (workaround
+    ``bf16-rounding-in-integers``: LLVM narrows this minimum to bfloat16, and that CPU's
+    truncation flushes subnormals); its stored command must too, or on such a CPU it makes
+    another kernel than the one that ran."""
+    artifacts = _compiled(target, _minimum, ml_dtypes.bfloat16)
+    text = list(artifacts.stages.values())[-1]
+    jit = tmp_path / "jit.o"
+    artifacts.native.engine.dump_to_object_file(str(jit))
+    stored = _instructions(_command_object(text, target, tmp_path), "kernel")
+    assert _instructions(jit, "kernel") == stored
+    assert not any(line.startswith("vcvtneps2bf16") for line in stored)
 
 
 def test_at_O0_the_kernel_is_compiled_as_at_O0(tmp_path: Path) -> None:
