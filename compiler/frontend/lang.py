@@ -19,7 +19,7 @@ import numpy as np
 from .. import primitives
 from ..dtypes import BOOL, FLOAT16, FLOAT32, INT32, check_dtype, is_float
 from ..errors import UnsupportedFeature
-from ..primitives.rules import index_plan, normalize_axes, permutation
+from ..primitives.rules import index_plan, keepdims_flag, normalize_axes, permutation
 from .graph import Node
 from .tensor import Tensor, as_operand
 from .trace import current_trace  # noqa: F401 - re-exported for the namespace
@@ -134,6 +134,7 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs
     x = as_operand(x, name)
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a traced tensor")
+    keepdims = keepdims_flag(keepdims, name)
     out = primitives.get(name).result([x], {"axis": axis, "keepdims": keepdims})
     axes = normalize_axes(axis, x.ndim, name)
     if name == "mean":

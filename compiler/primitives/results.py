@@ -18,6 +18,7 @@ from .rules import (
     broadcast_shapes,
     index_plan,
     is_scalar,
+    keepdims_flag,
     matmul_dtype,
     matmul_shape,
     normalize_axes,
@@ -109,14 +110,12 @@ def broadcast_to_infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> Arr
 def reduction_infer(name: str, fn: Any):
     def infer(operands: Sequence[Any], attrs: Mapping[str, Any]) -> ArrayType:
         x = require_array(operands[0], name)
-        keepdims = attrs.get("keepdims", False)
-        if not isinstance(keepdims, (bool, np.bool_)):
-            raise TypeError(f"{name}: keepdims must be a bool")
+        keepdims = keepdims_flag(attrs.get("keepdims", False), name)
         axes = normalize_axes(attrs.get("axis"), x.ndim, name)
         dtype = result_dtype(fn, [x], name)
         if x.dtype == BOOL:
             raise UnsupportedFeature(f"{name} of a boolean tensor")
-        return ArrayType(reduced_shape(x.shape, axes, bool(keepdims)), dtype)
+        return ArrayType(reduced_shape(x.shape, axes, keepdims), dtype)
 
     return infer
 

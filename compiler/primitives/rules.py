@@ -131,6 +131,16 @@ def shape_argument(shape: Any, what: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def keepdims_flag(keepdims: Any, what: str) -> bool:
+    """A reduction's ``keepdims`` as NumPy 2 reads it: any integer (``True``, ``1``,
+    ``np.int64(2)``: ``operator.index``), not a float nor a NumPy bool, which NumPy refuses."""
+    try:
+        return bool(operator.index(keepdims))
+    except TypeError:
+        name = type(keepdims).__name__
+        raise TypeError(f"{what}: keepdims must be an integer or a bool, not {name}") from None
+
+
 def normalize_axes(axis: Any, ndim: int, what: str, ordered: bool = True) -> tuple[int, ...]:
     """Axes as non-negative ints: sorted for reductions (``(1, 0)`` reduces what ``(0, 1)``
     does), in the given order for a permutation. NumPy's AxisError when out of range."""

@@ -197,3 +197,21 @@ def test_a_sum_over_no_axis_starts_from_zero_as_numpys_does(target, dtype):
         wide, expected = got.astype(np.float64), want.astype(np.float64)
         assert np.array_equal(wide, expected), (name, got, want)
         assert np.array_equal(np.signbit(wide), np.signbit(expected)), (name, got, want)
+
+
+@pytest.mark.parametrize("keepdims", [1, 0, 2], ids=repr)
+def test_keepdims_is_any_integer_as_in_numpy(rng, keepdims):
+    x = rand(rng, (3, 4, 5), F32)
+    check(reductions, x, axis=1, keepdims=keepdims, names=FLOAT_OPS, atol=_atol(x, F32))
+    got = jit(lambda a: np.max(a, axis=1, keepdims=np.int64(keepdims)))(x)
+    np.testing.assert_array_equal(got, np.max(x, axis=1, keepdims=np.int64(keepdims)))
+
+
+@pytest.mark.parametrize("keepdims", [np.True_, 1.0, "yes"], ids=repr)
+def test_keepdims_that_numpy_refuses_is_a_type_error(keepdims):
+    x = np.ones((3, 4), np.float32)
+    with pytest.raises(TypeError):
+        np.sum(x, axis=1, keepdims=keepdims)  # the semantics promised
+    for name in FLOAT_OPS:
+        with pytest.raises(TypeError, match=f"{name}: keepdims must be an integer or a bool"):
+            jit(lambda a, name=name: getattr(np, name)(a, axis=1, keepdims=keepdims))(x)
