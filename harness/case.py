@@ -40,6 +40,27 @@ CPU_BACKENDS = (
 # cpu-vector at -O2: the same MLIR, between the -O0 every case runs and these).
 SAMPLED_BACKENDS = ("cpu-blas", "cpu-vector")
 SAMPLED_SHARE = 0.25
+#: The targets users run (the sampled ones, and ``cpu``, the @jit default): named as users name
+#: them (no ``@O<n>``, no stage prefix), a backend runs its kernels as users get them, not
+#: instrumented (``instrumented_backend``).
+AS_SHIPPED = (*SAMPLED_BACKENDS, "cpu")
+
+
+def instrumented_backend(name: str) -> bool:
+    """Does the worker run backend ``name``'s kernels instrumented (``compiler.runtime.
+    instrumented``: poisoned memory, guards, counted heap blocks and gemm calls, which the
+    memory and blas oracles read)? Every backend but those named as users run them
+    (``AS_SHIPPED``, and their triage variants ``NAME+variant``): instrumentation changes what
+    LLVM's optimizer is given (cpu-vector's static temporaries get a poisoned initializer and
+    a guard whose address escapes, so LLVM keeps them in memory), and an optimization that only
+    the user's kernel meets would go unseen: a bfloat16 min reduction that LLVM narrowed to
+    AVX512-BF16's conversion, which flushes subnormals, gave 0 for 9.2e-41 on cpu-vector
+    uninstrumented and the right answer instrumented. The ``@O<n>`` backends that every case
+    runs keep the memory and blas oracles' checks."""
+    family = name.split("+", 1)[0]
+    return "@" in name or "[" in name or family not in AS_SHIPPED
+
+
 #: ...and another share (its own coin) also on the GPU lowering, run on the CPU where no device
 #: is (``gpu-emulated``: every stage, ptxas on each kernel, the mapped stage run sequentially),
 #: so a bug of the GPU layer is met by default sessions. It costs about 0.2 s a case (stages,

@@ -18,7 +18,7 @@ import numpy as np
 
 from compiler.runtime import INSTRUMENT_ENV
 
-from ..case import INLINE_LIMIT, Case
+from ..case import INLINE_LIMIT, Case, instrumented_backend
 from ..oracles.spelling import failing_spelling
 
 VERSIONED = (
@@ -176,11 +176,17 @@ def reproducer(case: Case, finding: Any) -> str:
     header = (
         f"# {finding.kind} on {', '.join(finding.backends)} ({finding.oracle}): {summary}\n"
         "# The harness replays the exact case with every oracle: python -m harness replay FILE\n"
-        "# Kernels run instrumented (poisoned memory), as in the fuzzer (compiler/runtime.py).\n"
-        "import os\n"
-        "\n"
-        f"os.environ[{INSTRUMENT_ENV!r}] = '1'\n"
     )
+    if backend is None or instrumented_backend(backend):
+        header += (
+            "# Kernels run instrumented (poisoned memory), as in the fuzzer "
+            "(compiler/runtime.py).\n"
+            "import os\n"
+            "\n"
+            f"os.environ[{INSTRUMENT_ENV!r}] = '1'\n"
+        )
+    else:
+        header += f"# {backend} runs as users run it, not instrumented, as in the fuzzer.\n"
     header += workarounds_lines(case)
     if finding.oracle == "jit-sequence" and "sequence" in case.extra:
         try:

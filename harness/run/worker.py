@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..case import instrumented_backend
 from ..coverage import stage_cells
 from .task import BackendResult, Task, TaskResult
 
@@ -510,7 +511,7 @@ def run_backend(
     ``misfit``: its specialization is also called with arguments it was not made for, input
     ``misfit`` changed (``oracles.arguments``; None: not)."""
     import compiler
-    from compiler.runtime import blas_calls, fault_mark, live_blocks, memory_faults
+    from compiler.runtime import blas_calls, fault_mark, instrumenting, live_blocks, memory_faults
 
     from ..oracles.base import instrumented_kernel
     from ..oracles.memory import UNINSTRUMENTED_LINE
@@ -545,7 +546,7 @@ def run_backend(
         returned.append((result, output, answer))
         instrumented = instrumented_kernel(compiled)
         result.memory_faults = faults if instrumented else None
-        if index == 0 and not instrumented and _ours_uninstrumented(compiled):
+        if index == 0 and not instrumented and instrumenting() and _ours_uninstrumented(compiled):
             result.memory_faults = [UNINSTRUMENTED_LINE]
         if index == 0:
             result.cells = sorted(stage_cells(compiled.stages))
@@ -692,11 +693,12 @@ def workarounds_off(case: Any) -> contextlib.AbstractContextManager[None]:
 
 def execute(task: Task) -> TaskResult:
     """The worker's job for one task, with the workarounds its case needs off, its kernels
-    instrumented (``compiler.runtime.instrumented``): on poisoned memory, code that reads memory
-    it never wrote reads NaN or -1 in every run and every variant alike, so the failure is found
-    every time, and attribution's variants (another runtime, fewer passes) do not pass by the
-    luck of a zeroed page; gemm calls are counted (the ``blas`` oracle); and, where the task
-    says so, the IR is verified after every pass."""
+    instrumented (``compiler.runtime.instrumented``) but on the backends named as users run
+    them (``case.instrumented_backend``): on poisoned memory, code that reads memory it never
+    wrote reads NaN or -1 in every run and every variant alike, so the failure is found every
+    time, and attribution's variants (another runtime, fewer passes) do not pass by the luck of
+    a zeroed page; gemm calls are counted (the ``blas`` oracle); and, where the task says so,
+    the IR is verified after every pass."""
     from compiler.pipelines import verify_each
     from compiler.runtime import instrumented
 
@@ -711,6 +713,7 @@ def _execute(task: Task) -> TaskResult:
 
         fault(task.fault)
     from compiler import driver
+    from compiler.runtime import instrumented
 
     listener = _Marker(task.marker) if task.marker else None
     if listener is not None:
@@ -719,7 +722,10 @@ def _execute(task: Task) -> TaskResult:
         if task.kind == "artifacts":
             return TaskResult(artifacts=artifacts(task))
         if task.kind == "sequence":
-            calls = [run_sequence(task.case, b, listener) for b in task.backends]
+            calls = []
+            for backend in task.backends:
+                with instrumented(instrumented_backend(backend)):
+                    calls.append(run_sequence(task.case, backend, listener))
             return TaskResult([result for results in calls for result in results])
         import compiler
 
@@ -731,17 +737,24 @@ def _execute(task: Task) -> TaskResult:
 
             misfit = which_input(task.case)
         try:
-            # The backends' kernels out of one linked JIT (a crash there: the runner re-runs
-            # the task backend by backend, and alone each JITs its own module).
-            fn.prepare(*getattr(task.case, "arranged", list)(task.sets()[0]), targets=task.backends)
+            # The backends' kernels out of one linked JIT for those instrumented and one for
+            # those run as shipped (a crash there: the runner re-runs the task backend by
+            # backend, and alone each JITs its own module).
+            arranged = getattr(task.case, "arranged", list)(task.sets()[0])
+            for on in (True, False):
+                targets = [b for b in task.backends if instrumented_backend(b) == on]
+                if targets:
+                    with instrumented(on):
+                        fn.prepare(*arranged, targets=targets)
             for backend in task.backends:
                 recompile, tupled = backend == task.recompile, backend == task.tupled
-                results.extend(
-                    run_backend(
-                        task.case, task.sets(), backend, task.repeat, listener, fn, recompile,
-                        tupled, misfit,
-                    )  # fmt: skip
-                )
+                with instrumented(instrumented_backend(backend)):
+                    results.extend(
+                        run_backend(
+                            task.case, task.sets(), backend, task.repeat, listener, fn,
+                            recompile, tupled, misfit,
+                        )  # fmt: skip
+                    )
         finally:
             fn.clear()
         return TaskResult(results)

@@ -251,3 +251,30 @@ def test_an_uninstrumented_line_is_its_own_finding_of_the_runtime() -> None:
     assert (found.kind, found.backends) == ("uninstrumented", ("cpu-loops@O0", "cpu-vector@O0"))
     assert found.signature.dtype == "any"  # one entry, whatever the case's dtype
     assert Attributor(None).attribute(case, found).layer == "runtime"
+
+
+def test_backends_named_as_users_run_them_run_uninstrumented() -> None:
+    """Instrumentation changes what LLVM optimizes (cpu-vector's temporaries get a poisoned
+    initializer and a guard whose address escapes): a bfloat16 min reduction narrowed by LLVM
+    to a conversion that flushes subnormals was wrong only uninstrumented. So the backends named
+    as users run them (``case.AS_SHIPPED``, and their triage variants) run their kernels as
+    users get them, and nothing calls them blind; every other backend stays instrumented."""
+    from harness.case import Case, instrumented_backend
+    from harness.run.task import Task
+    from harness.run.worker import execute
+    from strategies.model import ProgramBuilder
+
+    shipped = ("cpu-vector", "cpu-blas", "cpu", "cpu-vector+generic-cpu", "cpu-vector+mlir-runtime")
+    assert not any(instrumented_backend(b) for b in shipped)
+    named = ("cpu-vector@O0", "cpu-vector@O3", "cpu-loops", "cpu-vector[:vectorized]", "xla-cpu")
+    assert all(instrumented_backend(b) for b in named)
+
+    b = ProgramBuilder()
+    backends = ("cpu-vector@O0", "cpu-vector", "cpu-blas@O0", "cpu-blas")
+    results = execute(Task(Case(_keep_the_row_sums(b), [np.ones((3, 5), np.float32)], backends)))
+    by_backend = {r.backend: r for r in results.results}
+    assert all(r.ok for r in by_backend.values())
+    for backend in ("cpu-vector@O0", "cpu-blas@O0"):  # counted, guarded, nothing wrong
+        assert by_backend[backend].leaked == 0 and by_backend[backend].memory_faults == []
+    for backend in ("cpu-vector", "cpu-blas"):  # not counted, and not an uninstrumented finding
+        assert by_backend[backend].leaked is None and by_backend[backend].memory_faults is None

@@ -203,3 +203,18 @@ def test_the_printed_function_is_the_evaluated_one() -> None:
         assert np.asarray(printed).tobytes() == np.asarray(expected).tobytes(), (printed, expected)
 
     check()
+
+
+@pytest.mark.parametrize("backend,instrumented", [("cpu-vector", False), ("cpu-vector@O0", True)])
+def test_a_reproducer_instruments_its_kernel_as_the_worker_did(matmul_case, backend, instrumented):
+    """The worker runs the backends named as users run them uninstrumented
+    (``case.instrumented_backend``): the reproducer of a finding on one must too, or it runs
+    another kernel than the one that failed."""
+    from compiler.runtime import INSTRUMENT_ENV
+    from harness.oracles.base import Finding
+    from harness.report.reproducer import reproducer
+
+    finding = Finding("mismatch", (backend,), "differential", "off", matmul_case)
+    text = reproducer(matmul_case, finding)
+    assert (f"os.environ[{INSTRUMENT_ENV!r}] = '1'" in text) == instrumented
+    assert ("not instrumented, as in the fuzzer" in text) == (not instrumented)
