@@ -383,7 +383,6 @@ def blas_calls() -> int:
 JIT_CODEGEN_ARGUMENTS = ("-O2", "-code-model=large")
 
 
-
 #: The triple the JIT compiles for (the host's, as LLVM's default target triple spells it):
 #: ``opt`` given it optimizes as the JIT's optimizer does, with this CPU's cost model.
 HOST_TRIPLE = f"{platform.machine()}-unknown-linux-gnu"

@@ -40,7 +40,7 @@ from strategies import (
     samples,
     uniform,
 )
-from strategies.gen.makers import COMMON_EXPONENTS, RARE_EXPONENTS
+from strategies.gen.makers import COMMON_EXPONENTS, RARE_EXPONENTS, SMALL, small_exponent
 from strategies.gen.programs import VIEW_LAYOUTS, generation_order, ops_reading_views
 from strategies.gen.state import COMMON_CONSTANTS, RARE_CONSTANTS, arbitrary_constant
 from strategies.gen.values import (
@@ -936,9 +936,15 @@ def _swept_program(
     shape = (size,) if long else _swept_shape(draw, size, rows=prim.kind == "composite")
     x = b.input(shape, dtype)
     operand = b.node("abs", x) if prim.domain == "nonnegative" else x
-    attrs = {}
+    attrs: dict[str, Any] = {}
     if prim.kind == "reduction":  # the whole array, its rows or its columns
         attrs["axis"] = None if long else draw(st.sampled_from([None, -1, 0]))
+        for name, attr in prim.attrs.items():
+            if attr.kind == "count":
+                # var's and std's ddof, 0 half the time: its quotient is divided and rounded
+                # in the result's dtype its own way (a float16 var with ddof 1 that came back
+                # float32 went unseen: random programs held few float16 variances)
+                attrs[name] = uniform(draw, (0, 0, 0, 1, 2, 0.5))
     if prim.kind == "composite":
         others = [b.input((shape[-1],), dtype) for _ in range(prim.arity - 1)]
     elif prim.kind == "binary" and prim.consts and uniform(draw, (False, True)):
@@ -964,17 +970,24 @@ def _swept_constant(draw: st.DrawFn, op: str, dtype: str) -> Const:
     60 s sessions (at 44 and 49 s)."""
     arbitrary = primitives.is_float(dtype) and uniform(draw, (False, False, False, True))
     if op == "power":
-        table = [*COMMON_EXPONENTS, *RARE_EXPONENTS]
+        table = [*COMMON_EXPONENTS, *RARE_EXPONENTS, SMALL, SMALL, SMALL]
         if arbitrary:
             value = arbitrary_constant(draw, "float", low=-2, high=5)
         else:
             value = 0.5 if uniform(draw, (False, True)) else uniform(draw, table)
+            value = small_exponent(draw) if value == SMALL else value
     elif arbitrary:
         value = arbitrary_constant(draw, "float")
     else:
         value = uniform(draw, [*COMMON_CONSTANTS, *RARE_CONSTANTS])
     if uniform(draw, (False, True)):
         return Const(value)
+    # Half the time one wider than the swept dtype where there is one: the result then takes
+    # its dtype (NEP 50), which a shortcut (0.5 as sqrt) must keep.
+    widths = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
+    wider = [d for d in ("float32", "float64") if widths[d] > widths.get(dtype, 64)]
+    if wider and uniform(draw, (False, True)):
+        return Const(float(value), uniform(draw, wider))
     return Const(float(value), uniform(draw, sorted({dtype, "float32", "float64"})))
 
 

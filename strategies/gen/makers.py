@@ -60,13 +60,26 @@ def _unary(g: Gen, op: str) -> None:
 RARE_EXPONENTS: tuple[int | float, ...] = (4, 0, 1, -2, 2.5, 1 / 3, -0.5, 7, 0.0, 10.0)
 RARE_BASES: tuple[float, ...] = (-2.0, 0.0, 1.0, 10.0, -0.5, 1.5)
 COMMON_EXPONENTS: tuple[int | float, ...] = (2, 3, 2.0, -1.0, 0.5)
+#: Every small integer exponent, either sign, an int or a float (``small_exponent``): lowerings
+#: and frontends take them apart (repeated products, a reciprocal of them), and of the tables'
+#: a ``x ** -3`` whose fast path defined no result was on none (seen in no 60 s session).
+SMALL_EXPONENTS = range(-4, 5)
+
+
+SMALL = "small"
+
+
+def small_exponent(draw: st.DrawFn) -> int | float:
+    """One of ``SMALL_EXPONENTS``, near uniformly, as an int or a float alike."""
+    value = uniform(draw, SMALL_EXPONENTS)
+    return float(value) if uniform(draw, (False, True)) else value
 
 
 def on_no_table(value: Any) -> bool:
     """Is ``value`` (a constant's) on none of the generator's tables, i.e. drawn by
     ``arbitrary_constant`` (``CONST_ARBITRARY``)?"""
     tables = (COMMON_CONSTANTS, COMMON_COMPARED, RARE_CONSTANTS, RARE_COMPARED, RARE_BASES)
-    tables += (COMMON_EXPONENTS, RARE_EXPONENTS, WIDE_COMPARED, WIDE_CONSTANTS)
+    tables += (COMMON_EXPONENTS, RARE_EXPONENTS, SMALL_EXPONENTS, WIDE_COMPARED, WIDE_CONSTANTS)
     return not any(value in table for table in tables)
 
 
@@ -78,15 +91,23 @@ def _weak_left(g: Gen) -> bool:
     return g.draw(st.integers(0, 3)) != 0
 
 
+def _bits(dtype: str) -> int:
+    return 16 if dtype == "bfloat16" else np.dtype(dtype).itemsize * 8
+
+
 def _scalar(g: Gen, p: Value, value: int | float) -> Const:
     """A power's constant: a Python scalar 3 times in 4, else a NumPy scalar of a float dtype
     next to ``p`` (``x ** np.float32(0.5)``): the frontend takes the two apart (a weak one
     keeps the array's dtype) and NumPy's scalar power loops see both (a sqrt for 0.5 that
-    only a Python float reached went unseen)."""
+    only a Python float reached went unseen). Of those, one wider than ``p``'s half the time,
+    where there is one: the result then takes the scalar's dtype (NEP 50), which a shortcut
+    for an exponent (0.5 as sqrt, 2 as a product) must keep (a float32 ``x ** np.float64(0.5)``
+    left float32 went unseen in a 60 s session)."""
     strong = [d for d in g.strong_dtypes(p.dtype, "power", value) if d in FLOAT_DTYPES]
     if not strong or g.draw(st.integers(0, 3)) != 3:
         return Const(value)
-    dtype = uniform(g.draw, strong)
+    wider = [d for d in strong if _bits(d) > _bits(p.dtype)]
+    dtype = uniform(g.draw, wider if wider and uniform(g.draw, (False, True)) else strong)
     event(f"const:strong-power-{dtype}")
     return Const(float(value), dtype)
 
@@ -113,10 +134,13 @@ def _binary(g: Gen, op: str) -> None:
         # and two in seven on no table: a non-integer between -2 and 6 mostly, where a lowering
         # tells small integer exponents apart (``arbitrary_constant``)
         exponents += [ARBITRARY] * 6
+        exponents += [SMALL] * 3  # any small integer, either sign, an int or a float
         if form == CONST_ARBITRARY:
             value: int | float | str = ARBITRARY
         else:
             value = 0.5 if g.draw(st.integers(0, 3)) == 3 else uniform(g.draw, exponents)
+        if value == SMALL:
+            value = small_exponent(g.draw)
         if value == ARBITRARY:
             value = arbitrary_constant(g.draw, "float", low=-2, high=5)
             event("const:arbitrary-exponent")

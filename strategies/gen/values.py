@@ -598,6 +598,16 @@ def values(
         info = np.iinfo(dt)
         _a_row(draw, array)[...] = draw(st.sampled_from([info.min, info.max]))
         event("extreme:row-of-an-end")
+    if regime in ("negative", "positive") and floating and array.size and draw(st.booleans()):
+        # Half the time, one element of the dtype's least magnitude of that sign (its smallest
+        # subnormal, or its least normal): a one-signed row's max or min is then a subnormal
+        # (bfloat16's min reduction on cpu-vector flushed it where LLVM narrowed the minimum to
+        # a bfloat16 one, with a conversion that flushes: 0 for 9.2e-41).
+        info = primitives.finfo(dt)
+        least = draw(st.sampled_from([float(info.smallest_subnormal), float(info.tiny)]))
+        flat = array.reshape(-1)
+        flat[draw(st.integers(0, flat.size - 1))] = -least if regime == "negative" else least
+        event(f"{regime}:least-magnitude")
     if regime == "special" and floating and len(shape) >= 1 and draw(st.booleans()):
         # A whole last-axis row of -inf (a fully masked softmax row, the max of -inf).
         _a_row(draw, array)[...] = -np.inf

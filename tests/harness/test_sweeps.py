@@ -362,9 +362,12 @@ def test_a_sweep_finds_a_one_pass_variance() -> None:
     @given(sweep_cases(("cpu-loops",), ("var", SWEPT + "float64")))
     def judge(case) -> None:  # noqa: ANN001
         (x,) = case.inputs
-        axis = case.program.nodes[-1].attrs.get("axis")
+        attrs = case.program.nodes[-1].attrs
+        axis, ddof = attrs.get("axis"), attrs.get("ddof", 0)  # (ddof drawn too)
+        n = x.size // np.mean(x, axis=axis).size
         one_pass = np.mean(x * x, axis=axis) - np.mean(x, axis=axis) ** 2
-        right = judge_output(case, np.var(x, axis=axis), use_jax=False).ok
+        one_pass = one_pass * n / (n - ddof)
+        right = judge_output(case, np.var(x, axis=axis, ddof=ddof), use_jax=False).ok
         wrong = judge_output(case, np.asarray(one_pass), use_jax=False).ok
         verdicts.append((right, wrong))
 
@@ -677,3 +680,64 @@ def test_a_float_sweeps_constant_is_on_no_table_at_times() -> None:
     assert len(off_table) >= 8, off_table
     assert any(v != round(v) for v in off_table), off_table
     assert rejected and all(rejected), (off_table, rejected)
+
+
+def test_sweeps_at_the_edges_run_the_shipped_targets_every_time() -> None:
+    """LLVM's optimizer rewrites what it proves about values only in the shipped (-O3)
+    kernels, which take a quarter of the cases: a sweep at an op's edges runs them every time
+    (a bfloat16 min whose subnormal LLVM's narrowing flushed was wrong there only)."""
+    from harness.case import CPU_BACKENDS, SAMPLED_BACKENDS
+    from harness.session.generate import at_the_edges, cases
+
+    items = (("max", SWEPT + "bfloat16:tails"), ("maximum", SWEPT + "float16:edges"))
+    seen: list[bool] = []
+
+    @_SETTINGS
+    @given(cases(CPU_BACKENDS, mix="programs", focus=items))
+    def collect(case) -> None:  # noqa: ANN001
+        if at_the_edges(case):
+            seen.append(set(SAMPLED_BACKENDS) <= set(case.backends))
+
+    collect()
+    assert seen and all(seen), seen
+
+
+def test_variance_sweeps_draw_a_ddof() -> None:
+    """Its quotient is divided and rounded in the result's dtype its own way: a float16 var
+    with ddof 1 that came back float32 went unseen while every sweep's ddof was 0."""
+    ddofs = []
+
+    @_SETTINGS
+    @given(sweep_cases(("cpu-loops",), ("var", SWEPT + "float16")))
+    def collect(case) -> None:  # noqa: ANN001
+        ddofs.append(case.program.nodes[-1].attrs.get("ddof", 0))
+
+    collect()
+    assert 0 in ddofs and any(d != 0 for d in ddofs), ddofs
+
+
+def test_power_sweeps_take_small_exponents_of_both_signs_and_promoting_scalars() -> None:
+    """Every small integer exponent, as an int or a float (``x ** -3``'s fast path defined no
+    result, on no table), and NumPy scalars wider than the swept dtype, whose dtype the result
+    takes (a float32 ``x ** np.float64(0.5)`` taken as sqrt stayed float32)."""
+    from hypothesis import Phase
+
+    from strategies.model import Const
+
+    exponents, promoting = set(), 0
+
+    @settings(_SETTINGS, max_examples=1000, phases=[Phase.generate])
+    @given(sweep_cases(("cpu-loops",), ("power", SWEPT + "float32")))
+    def collect(case) -> None:  # noqa: ANN001
+        nonlocal promoting
+        (node,) = [n for n in case.program.nodes if n.op == "power"]
+        constant = node.args[1]
+        if isinstance(constant, Const):
+            exponents.add(constant.value)
+            promoting += constant.dtype == "float64"
+
+    collect()
+    negative = {e for e in exponents if e in (-4, -3, -2)}
+    assert {-4, -3, -2} <= negative, sorted(exponents, key=str)
+    assert {type(e) for e in negative} == {int, float}, sorted(exponents, key=str)
+    assert promoting >= 10, promoting
