@@ -195,6 +195,13 @@ class Case:
     extra: dict[str, Any] = field(default_factory=dict)
     workarounds_off: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # Arrays, as stored: a NumPy scalar (np.round of a 0-d array is one) is stored as a 0-d
+        # array, so a case holding one judged another program than its stored copy replays (a
+        # minimized "nested" finding needed the scalar and replayed fixed-now)
+        if any(isinstance(a, np.generic) for a in self.inputs):
+            self.inputs = [np.asarray(a) if isinstance(a, np.generic) else a for a in self.inputs]
+
     # ---- the subject
 
     @property

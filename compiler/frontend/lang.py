@@ -43,6 +43,13 @@ def elementwise(name: str, *values: Any) -> Tensor:
     promotion (the primitive's result rule), operands converted as the primitive computes."""
     prim = primitives.get(name)
     operands = [as_operand(v, name) for v in values]
+    if not any(isinstance(o, Tensor) for o in operands):
+        # NumPy scalars alone (``xp.sqrt(abs(c))``: a captured 0-d array's abs is one) are
+        # 0-d arrays to NumPy's ufuncs: a 0-d constant here (Python scalars alone stay an error)
+        operands = [
+            Tensor(_constant(o, np.dtype(o.dtype))) if isinstance(o, np.generic) else o
+            for o in operands
+        ]
     out = prim.result(operands)
     if name == "power" and isinstance(operands[0], Tensor) and not isinstance(operands[1], Tensor):
         if operands[1] == 0.5 and (isinstance(operands[1], float) or out.dtype != FLOAT16):

@@ -182,7 +182,7 @@ def _variants_values(case: Case) -> list[tuple[str, Case]]:
             ("rounded to 1 decimal", np.round(array, 1)),
         ):
             with np.errstate(all="ignore"):
-                simpler = simpler.astype(array.dtype)
+                simpler = np.asarray(simpler).astype(array.dtype)  # (a 0-d one: not a scalar)
             if np.array_equal(simpler, array, equal_nan=True):
                 continue
             inputs = list(case.inputs)

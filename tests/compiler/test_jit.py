@@ -772,3 +772,32 @@ def test_the_graph_interpreter_returns_arrays_of_its_own() -> None:
         first, again = compiled(x), compiled(x)
         assert not np.shares_memory(first, x) and not np.shares_memory(first, again)
         np.testing.assert_array_equal(first, fn(x))
+
+
+@pytest.mark.parametrize("target", ["cpu-loops", "cpu-vector"])
+def test_numpy_scalars_alone_are_zero_d_arrays_as_in_numpy(target) -> None:
+    """A NumPy scalar is a 0-d array to NumPy's ufuncs: ``xp.sqrt(abs(c))`` of a captured 0-d
+    array ``c`` (whose ``abs`` NumPy computes, a scalar) raised TypeError inside a trace (the
+    fuzzer's nested-call oracle, methods spelling). A Python scalar alone stays an error."""
+    import compiler
+
+    c = np.array(-2.0)
+    x = np.array([1.0, 2.0], np.float32)
+
+    def f(x, np_or_xp):
+        xp = np_or_xp or x.__array_namespace__()
+        return (
+            xp.maximum(x, xp.sqrt(abs(c))),
+            xp.sqrt(np.float32(4)),
+            xp.add(np.float64(1), np.float64(2)),
+            xp.exp(np.float16(1)),
+            xp.negative(np.int32(3)),
+        )
+
+    got = compiler.jit(lambda x: f(x, None))(x, target=target)
+    for g, want in zip(got, f(x, np), strict=True):
+        g, want = np.asarray(g), np.asarray(want)
+        assert g.dtype == want.dtype and g.shape == want.shape, (g, want)
+        np.testing.assert_allclose(g.astype(np.float64), want.astype(np.float64), rtol=1e-6)
+    with pytest.raises(TypeError, match="sqrt: expected a traced tensor, got the scalar 2.0"):
+        compiler.jit(lambda x: x.__array_namespace__().sqrt(2.0))(x, target=target)

@@ -140,3 +140,17 @@ def test_a_failure_of_one_late_element_shrinks_to_that_element() -> None:
     result = minimize(case, finding, huge, budget_seconds=30)
     assert result.case.inputs[0].tolist() == [[np.float32(-5.3e36)]], result.steps
     assert result.evaluations <= 12, (result.evaluations, result.steps)
+
+
+def test_rounded_inputs_stay_arrays_as_stored() -> None:
+    """``np.round`` of a 0-d array is a NumPy scalar: a minimized case held one, failed with it
+    (a captured scalar takes another path in the frontend) and replayed fixed-now, since the
+    corpus stores a 0-d array. Cases hold arrays, and the rounding keeps them."""
+    from harness.triage.minimize import _variants_values
+
+    b = ProgramBuilder()
+    program = b.build(b.node("abs", b.input((), "float64")))
+    case = Case(program, [np.array(0.3)])
+    rounded = [c for name, c in _variants_values(case) if name == "input 0 rounded"]
+    assert rounded and all(type(c.inputs[0]) is np.ndarray for c in rounded)
+    assert type(Case(program, [np.float64(0.3)]).inputs[0]) is np.ndarray
