@@ -40,6 +40,7 @@ from .state import (
     Shape,
     Value,
     arbitrary_constant,
+    bits,
     broadcast,
     of_kind,
 )
@@ -91,12 +92,8 @@ def _weak_left(g: Gen) -> bool:
     return g.draw(st.integers(0, 3)) != 0
 
 
-def _bits(dtype: str) -> int:
-    return 16 if dtype == "bfloat16" else np.dtype(dtype).itemsize * 8
-
-
 def _scalar(g: Gen, p: Value, value: int | float) -> Const:
-    """A power's constant: a Python scalar 3 times in 4, else a NumPy scalar of a float dtype
+    """A power's constant: a Python scalar half the time, else a NumPy scalar of a float dtype
     next to ``p`` (``x ** np.float32(0.5)``): the frontend takes the two apart (a weak one
     keeps the array's dtype) and NumPy's scalar power loops see both (a sqrt for 0.5 that
     only a Python float reached went unseen). Of those, one wider than ``p``'s half the time,
@@ -104,9 +101,9 @@ def _scalar(g: Gen, p: Value, value: int | float) -> Const:
     for an exponent (0.5 as sqrt, 2 as a product) must keep (a float32 ``x ** np.float64(0.5)``
     left float32 went unseen in a 60 s session)."""
     strong = [d for d in g.strong_dtypes(p.dtype, "power", value) if d in FLOAT_DTYPES]
-    if not strong or g.draw(st.integers(0, 3)) != 3:
+    if not strong or not uniform(g.draw, (False, True)):
         return Const(value)
-    wider = [d for d in strong if _bits(d) > _bits(p.dtype)]
+    wider = [d for d in strong if bits(d) > bits(p.dtype)]
     dtype = uniform(g.draw, wider if wider and uniform(g.draw, (False, True)) else strong)
     event(f"const:strong-power-{dtype}")
     return Const(float(value), dtype)

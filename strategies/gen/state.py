@@ -103,6 +103,12 @@ def _int_to_float(op: str) -> bool:
 
 Shape = tuple[int, ...]
 
+
+def bits(dtype: str) -> int:
+    """The width of ``dtype``'s values (bfloat16's 16)."""
+    return 16 if dtype == "bfloat16" else np.dtype(dtype).itemsize * 8
+
+
 #: The form of a focused binary or comparison step with a constant on its left ("OP@const-left"):
 #: ``3.0 - x`` or ``2 < x``, which Python evaluates as the tensor's reflected operator
 #: (``__rsub__``, ``__gt__``) and NumPy's scalar as a ufunc call. Random programs put a constant
@@ -574,6 +580,11 @@ class Gen:
             event("const:arbitrary")
         strong = self.strong_dtypes(dtype, op, value)
         if strong and not weak and self.draw(st.booleans()):
+            # one wider than the operand's half the time, where there is one: the result takes
+            # its dtype (NEP 50), which a shortcut for a constant (x * 1, x ** 0.5) must keep
+            wider = [d for d in strong if bits(d) > bits(dtype)]
+            if wider and uniform(self.draw, (False, True)):
+                strong = wider
             const_dtype = self.draw(st.sampled_from(strong))
             event(f"const:strong-{const_dtype}")
             return Const(float(value) if const_dtype in FLOAT_DTYPES else value, const_dtype)

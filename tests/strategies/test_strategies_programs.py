@@ -719,3 +719,28 @@ def test_power_constants_are_numpy_scalars_too_and_views_stride_unit_dims() -> N
         return False
 
     find(programs(max_nodes=3, ops=["gather"], views=1), strided_unit, settings=quick)
+
+
+def test_numpy_scalars_next_to_an_array_are_wider_than_it_mostly() -> None:
+    """A NumPy scalar wider than its array operand gives the result its own dtype (NEP 50),
+    which a shortcut for a constant must keep (a float32 ``x ** np.float64(0.5)`` taken as
+    sqrt stayed float32): of the strong scalars next to float32 tensors, most are float64."""
+    from strategies.model import Const
+
+    found: Counter[str] = Counter()
+
+    @settings(
+        max_examples=300, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(programs(ops=("add", "multiply", "power", "less"), max_nodes=3, dtypes=["float32"]))
+    def collect(program: Any) -> None:
+        for node in program.nodes:
+            tensors = [getattr(t, "dtype", None) for t in program.arg_types(node)]
+            for arg in node.args:
+                if isinstance(arg, Const) and arg.dtype is not None and "float32" in tensors:
+                    found[arg.dtype] += 1
+
+    collect()
+    total = sum(found.values())
+    assert total >= 30 and found["float64"] >= 0.6 * total, found
