@@ -65,8 +65,7 @@ COMMON_EXPONENTS: tuple[int | float, ...] = (2, 3, 2.0, -1.0, 0.5)
 #: and frontends take them apart (repeated products, a reciprocal of them), and of the tables'
 #: a ``x ** -3`` whose fast path defined no result was on none (seen in no 60 s session).
 SMALL_EXPONENTS = range(-4, 5)
-
-
+#: A table's stand-in for one of ``SMALL_EXPONENTS`` (``small_exponent``).
 SMALL = "small"
 
 
