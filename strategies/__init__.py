@@ -37,7 +37,7 @@ from .gen.shapes import (
     uniform,
     valid_tuple_axes,
 )
-from .gen.state import CONST_ARBITRARY, CONST_LEFT, CONST_WIDE, generation_order
+from .gen.state import CONST_ARBITRARY, CONST_LEFT, CONST_WIDE, CONST_WIDER, generation_order
 from .gen.values import REGIMES, elements, input_values, regimes, values
 from .model import (
     DTYPES,
@@ -63,6 +63,7 @@ __all__ = [
     "CONST_ARBITRARY",
     "CONST_LEFT",
     "CONST_WIDE",
+    "CONST_WIDER",
     "DTYPES",
     "FLOAT_DTYPES",
     "FORMAT_VERSION",

@@ -30,6 +30,7 @@ from strategies import (
     CONST_ARBITRARY,
     CONST_LEFT,
     CONST_WIDE,
+    CONST_WIDER,
     VIOLATIONS,
     cast_pairs,
     const_left_ops,
@@ -74,7 +75,7 @@ def _item_dtype_and_spelling(
     op, second = item
     if second.startswith(SWEPT):
         return _swept(item)[0], None
-    if second in (CONST_LEFT, CONST_ARBITRARY):
+    if second in (CONST_LEFT, CONST_ARBITRARY, CONST_WIDER):
         return "", None  # any dtype the op takes, drawn by the case
     if second == CONST_WIDE:
         return "int32", None
@@ -86,7 +87,7 @@ def _item_dtype_and_spelling(
 def _first_step(item: tuple[str, str]) -> str:
     """The first step that exercises a focus item: its op, or "astype->TARGET" for a cast."""
     op, second = item
-    if second in (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY):
+    if second in (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
         return f"{op}@{second}"
     target = second.partition("->")[2]
     return f"{op}->{target}" if target else op
@@ -163,8 +164,11 @@ def focus_cases(
             more += draw(
                 st.lists(st.sampled_from(pool), min_size=count, max_size=count, unique=True)
             )
-    if not dtype:  # a constant on the left: of any dtype the op takes, uniformly
-        dtype = uniform(draw, [d for op, d in op_dtype_pairs() if op == first[0]])
+    if not dtype:  # a constant's form: of any dtype the op takes, uniformly
+        taken = [d for op, d in op_dtype_pairs() if op == first[0]]
+        if first[1] == CONST_WIDER:  # (one a NumPy scalar can be wider than)
+            taken = [d for d in taken if d != "float64"] or taken
+        dtype = uniform(draw, taken)
     steps = [_first_step(item) for item in (first, *more)]
     # One step beyond what the ops need (a cast to bool takes a consumer): more steps leave the
     # first ones dead more often.
@@ -1095,12 +1099,12 @@ def item_family(kind: str) -> str:
 def item_kind(item: tuple[str, str]) -> str:
     """What a focus item exercises: "pair:KIND" (an op of the primitive kind KIND in a
     dtype: "pair:gather" has 5 items, "pair:unary" 45; a gather's range check waited behind the
-    unary ops), "cast", "spelling", "const:left", "const:wide" or "const:arbitrary" (one
-    family: a constant operand's forms), "jit-sequence", "out-of-range", "identity" and
-    "invalid" (one family: what must be rejected or kept at a range's end), "sweep" (with
-    edges; the dense sweeps have their own share) or "tails" (an exact reduction's sweep: 10 of
-    the 107 sweeps, drawn as any of them, and a max's chunked rows went unseen in 60 s sessions;
-    now a kind of the sweeps' family, ``item_family``)."""
+    unary ops), "cast", "spelling", "const:left", "const:wide", "const:arbitrary" or
+    "const:wider" (one family: a constant operand's forms), "jit-sequence", "out-of-range",
+    "identity" and "invalid" (one family: what must be rejected or kept at a range's end),
+    "sweep" (with edges; the dense sweeps have their own share) or "tails" (an exact
+    reduction's sweep: 10 of the 107 sweeps, drawn as any of them, and a max's chunked rows
+    went unseen in 60 s sessions; now a kind of the sweeps' family, ``item_family``)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
@@ -1124,6 +1128,8 @@ def item_kind(item: tuple[str, str]) -> str:
         return "const:wide"
     if second == CONST_ARBITRARY:
         return "const:arbitrary"
+    if second == CONST_WIDER:
+        return "const:wider"
     return "cast" if "->" in second else f"pair:{primitives.get(op).kind}"
 
 
@@ -1172,6 +1178,7 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     ]
     reflected = [(op, CONST_LEFT) for op in const_left_ops() if op in first]
     arbitrary = [(op, CONST_ARBITRARY) for op in const_left_ops() if op in first]
+    arbitrary += [(op, CONST_WIDER) for op in const_left_ops() if op in first]
     wide = [(op, CONST_WIDE) for op in const_wide_ops()]
     checked = [
         (op, edge)
@@ -1222,7 +1229,14 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
             found.add((equation.op, CONST_WIDE))
         if any(isinstance(a, Const) and on_no_table(a.value) for a in args):
             found.add((equation.op, CONST_ARBITRARY))
+        if dtypes and any(isinstance(a, Const) and _wider(a, dtypes[0]) for a in args):
+            found.add((equation.op, CONST_WIDER))
     return found
+
+
+def _wider(constant: Any, dtype: str) -> bool:
+    """Is ``constant`` a NumPy scalar wider than a ``dtype`` tensor (``CONST_WIDER``)?"""
+    return constant.dtype is not None and bits(constant.dtype) > bits(dtype)
 
 
 def _wide(args: Any) -> bool:

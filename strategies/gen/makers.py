@@ -32,6 +32,7 @@ from .state import (
     CONST_ARBITRARY,
     CONST_LEFT,
     CONST_WIDE,
+    CONST_WIDER,
     RARE_COMPARED,
     RARE_CONSTANTS,
     WIDE_COMPARED,
@@ -91,19 +92,22 @@ def _weak_left(g: Gen) -> bool:
     return g.draw(st.integers(0, 3)) != 0
 
 
-def _scalar(g: Gen, p: Value, value: int | float) -> Const:
+def _scalar(g: Gen, p: Value, value: int | float, wider: bool = False) -> Const:
     """A power's constant: a Python scalar half the time, else a NumPy scalar of a float dtype
     next to ``p`` (``x ** np.float32(0.5)``): the frontend takes the two apart (a weak one
     keeps the array's dtype) and NumPy's scalar power loops see both (a sqrt for 0.5 that
     only a Python float reached went unseen). Of those, one wider than ``p``'s half the time,
     where there is one: the result then takes the scalar's dtype (NEP 50), which a shortcut
     for an exponent (0.5 as sqrt, 2 as a product) must keep (a float32 ``x ** np.float64(0.5)``
-    left float32 went unseen in a 60 s session)."""
+    left float32 went unseen in a 60 s session). ``wider``: always one (``CONST_WIDER``), where
+    there is one."""
     strong = [d for d in g.strong_dtypes(p.dtype, "power", value) if d in FLOAT_DTYPES]
+    widest = [d for d in strong if bits(d) > bits(p.dtype)]
+    if wider and widest:
+        return Const(float(value), uniform(g.draw, widest))
     if not strong or not uniform(g.draw, (False, True)):
         return Const(value)
-    wider = [d for d in strong if bits(d) > bits(p.dtype)]
-    dtype = uniform(g.draw, wider if wider and uniform(g.draw, (False, True)) else strong)
+    dtype = uniform(g.draw, widest if widest and uniform(g.draw, (False, True)) else strong)
     event(f"const:strong-power-{dtype}")
     return Const(float(value), dtype)
 
@@ -113,7 +117,7 @@ def _binary(g: Gen, op: str) -> None:
     left = form == CONST_LEFT
     p = g.primary(op)
     if op == "power":
-        if left or form == CONST_ARBITRARY:
+        if left or form in (CONST_ARBITRARY, CONST_WIDER):
             kind = "base" if left else "exponent"
         else:
             kind = g.draw(st.sampled_from(["exponent", "base"]))
@@ -133,6 +137,8 @@ def _binary(g: Gen, op: str) -> None:
         exponents += [SMALL] * 3  # any small integer, either sign, an int or a float
         if form == CONST_ARBITRARY:
             value: int | float | str = ARBITRARY
+        elif form == CONST_WIDER and uniform(g.draw, (False, True)):
+            value = 0.5  # (half the time: the one exponent the frontend takes apart)
         else:
             value = 0.5 if g.draw(st.integers(0, 3)) == 3 else uniform(g.draw, exponents)
         if value == SMALL:
@@ -140,13 +146,16 @@ def _binary(g: Gen, op: str) -> None:
         if value == ARBITRARY:
             value = arbitrary_constant(g.draw, "float", low=-2, high=5)
             event("const:arbitrary-exponent")
-        g.node(op, p, _scalar(g, p, value))
+        g.node(op, p, _scalar(g, p, value, wider=form == CONST_WIDER))
         return
     if left:  # (``programs`` takes the form only for an op that takes constants)
         g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p)
         return
-    if form in (CONST_WIDE, CONST_ARBITRARY):
-        constant = g.const(p.dtype, op, wide=form == CONST_WIDE, arbitrary=form == CONST_ARBITRARY)
+    if form in (CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
+        constant = g.const(
+            p.dtype, op, wide=form == CONST_WIDE, arbitrary=form == CONST_ARBITRARY,
+            wider=form == CONST_WIDER,
+        )  # fmt: skip
         g.node(op, *g.ordered(p, constant))
         return
     q = g.partner(p, op, consts=primitives.get(op).consts)
@@ -159,8 +168,11 @@ def _condition(g: Gen, op: str) -> tuple[Value, Value]:
     p = g.primary(op)
     if form == CONST_LEFT:
         return g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p), p
-    if form in (CONST_WIDE, CONST_ARBITRARY):
-        constant = g.const(p.dtype, op, wide=form == CONST_WIDE, arbitrary=form == CONST_ARBITRARY)
+    if form in (CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
+        constant = g.const(
+            p.dtype, op, wide=form == CONST_WIDE, arbitrary=form == CONST_ARBITRARY,
+            wider=form == CONST_WIDER,
+        )  # fmt: skip
         return g.node(op, *g.ordered(p, constant)), p
     q = g.partner(p, op, consts=True)
     a, b = g.ordered(p, q)

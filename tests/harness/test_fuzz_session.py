@@ -291,11 +291,13 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     assert ("maximum", CONST_LEFT) not in items and ("exp", CONST_LEFT) not in items
     kinds = Counter(item_kind(item) for item in items)
     others = {"sweep", "cast", "spelling", "const:left", "const:wide", "const:arbitrary"}
+    others |= {"const:wider"}
     others |= {"jit-sequence"}
     others |= {"out-of-range", "identity", "view", "key", "tails", "invalid"}
     assert set(kinds) == others | {f"pair:{p.kind}" for p in primitives.PRIMITIVES.values()
                                    if p.generate and p.kind != "cast"}, kinds  # fmt: skip
     assert kinds["pair:gather"] == 5 and kinds["const:left"] == kinds["const:arbitrary"] == 11
+    assert kinds["const:wider"] == 11
     dtypes: Counter[str] = Counter()
     started: list[bool] = []
 
@@ -1829,6 +1831,41 @@ def test_a_focused_case_gives_each_binary_op_a_constant_on_no_table() -> None:
     assert sum(map(on_no_table, exponents)) >= 0.5 * len(exponents), exponents
     assert any(2 < e < 5 and e % 1 for e in exponents), exponents
     assert not on_no_table(2.5) and on_no_table(2.37) and on_no_table(37)
+
+
+def test_a_focused_case_gives_each_binary_op_a_wider_numpy_scalar() -> None:
+    """NEP 50: a NumPy scalar wider than its array operand gives the result its dtype, which a
+    shortcut for a constant must keep (a float32 ``x ** np.float64(0.5)`` taken as sqrt stayed
+    float32, random programs drawing power in 2% of their cases). Each binary op and
+    comparison that takes a constant has the item (op, "const-wider"); its cases hold such a
+    scalar, a power's 0.5 half the time."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    from harness.case import CPU_BACKENDS
+    from harness.session.focus import exercised_items, focus_cases, focus_items
+    from strategies import CONST_WIDER
+    from strategies.gen.state import bits
+    from strategies.model.types import Const
+
+    items = [item for item in focus_items() if item[1] == CONST_WIDER]
+    assert {"add", "less", "divide", "power"} <= {op for op, _ in items}
+    done: list[bool] = []
+    halves = []
+
+    @settings(max_examples=60, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(focus_cases(CPU_BACKENDS, (("power", CONST_WIDER),)))
+    def draw(case) -> None:
+        done.append(("power", CONST_WIDER) in exercised_items(case))
+        for n in case.program.nodes:
+            if n.op == "power" and isinstance(n.args[1], Const) and n.args[1].dtype:
+                (tensor,) = case.program.arg_types(n)
+                assert bits(n.args[1].dtype) > bits(tensor.dtype), n
+                halves.append(n.args[1].value == 0.5)
+
+    draw()
+    assert sum(done) >= 0.4 * len(done), done  # (as a constant on no table: a step may die)
+    assert 0.3 * len(halves) <= sum(halves) < len(halves), halves
 
 
 #: Options under which a driver never recycles: told not to, a fixed number of rounds (a pytest

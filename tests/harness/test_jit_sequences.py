@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from planted_reproducer import last_line_with
 
 from harness.case import Case, decode_array, encode_array
@@ -320,18 +320,20 @@ def test_a_captured_view_is_a_second_captured_array_over_the_same_buffer() -> No
         JitSequence(sequence.variants, sequence.holes, True, sequence.calls, "diagonal").validate()
 
     drawn: set[str] = set()
+    for number in (1, 2, 3):  # pooled: one stream's views clump (no transposed one in 300)
 
-    @settings(
-        max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-        derandomize=True,
-    )  # fmt: skip
-    @given(jit_sequences())
-    def collect(sequence: JitSequence) -> None:
-        drawn.add(sequence.view)
+        @seed(number)
+        @settings(
+            max_examples=150, deadline=None, suppress_health_check=list(HealthCheck),
+            database=None, derandomize=False,
+        )  # fmt: skip
+        @given(jit_sequences())
+        def collect(sequence: JitSequence) -> None:
+            drawn.add(sequence.view)
 
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        collect()
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            collect()
     assert drawn >= {"first-row", "first-column", "transposed"}, drawn
 
 
