@@ -60,8 +60,15 @@ def evaluate_node(xp: Any, node: Node, args: list[Any], errors: list[Any] | None
     if op == "elementwise":
         return _elementwise(xp, node, args)
     if op == "reduce":
-        reducer = getattr(xp, _REDUCE[node.prim.name])
-        return reducer(args[0], axis=tuple(node.attrs["axes"])).astype(node.dtype)
+        name = _REDUCE[node.prim.name]
+        reducer = getattr(xp, name)
+        axes = tuple(node.attrs["axes"])
+        if name in ("max", "min"):
+            # From the node's own identity, as the compiled loop starts: a wrong identity is
+            # the graph's (the frontend's), not the lowering's (a bfloat16 max that started from
+            # int32's least value was blamed on the built module).
+            return reducer(args[0], axis=axes, initial=node.attrs["identity"]).astype(node.dtype)
+        return reducer(args[0], axis=axes).astype(node.dtype)
     if op in ("matmul", "batch_matmul"):
         return xp.matmul(args[0], args[1]).astype(node.dtype)
     if op == "reshape":

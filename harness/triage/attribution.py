@@ -710,6 +710,20 @@ class Attributor:
 
         if check("graph-numpy") == "fails":
             return done(*self._interpreter_layer(probe, finding, evidence))
+        if set(case.layouts) - {"c"}:
+            # Its inputs in another memory layout (Fortran order, strided, reversed, offset,
+            # read-only): the same values C-contiguous take no marshalling of the compiler's
+            evidence["inputs C-contiguous"] = self.verdict(
+                probe.with_layouts(()), finding, backend, only
+            )
+            if evidence["inputs C-contiguous"] == "passes":
+                listed = ", ".join(case.layouts)
+                return done(
+                    "layouts",
+                    f"the case passes with the same values C-contiguous (it hands them as "
+                    f"{listed}): how the compiler takes arrays in other layouts (compiler/api.py "
+                    "copies what its ABI cannot pass; compiler/runtime.py's memref descriptors)",
+                )
         family, level = split_level(backend)
         # NAME+mlir-runtime@O<n>, the canonical order (``cpu-loops@O0+mlir-runtime`` was no
         # target once: the check was inconclusive for every default session's backends).

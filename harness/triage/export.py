@@ -50,6 +50,8 @@ OWNERS = {
     "vectorizer": "LLVM/MLIR upstream or this project: MLIR's linalg vectorizer declined an op "
     "cpu-vector planned (a limitation to confirm upstream, or a plan it cannot take)",
     "runtime": "this project: compiler/runtime.py (the calling convention)",
+    "layouts": "this project: how the compiler takes arrays in other memory layouts "
+    "(compiler/api.py copies what its ABI cannot pass; compiler/runtime.py's descriptors)",
     "internal": "this project: the compiler's Python code at the file and line the detail names",
     "persist": "this project: compiler/persist.py (the persistent compilation cache)",
     "gpu": "this project: the GPU lowering (compiler/gpu/pipeline.py: device memory, tiling, "
@@ -332,6 +334,7 @@ def export_report(entry: Entry, fmt: str = "md") -> str:
         "blas",
         "vector-planner",
         "runtime",
+        "layouts",
     )
     lines = [f"# {title}", ""]
     lines.append(f"**Where it lives:** `{layer}` — {owner(layer)}.")

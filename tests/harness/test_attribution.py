@@ -30,12 +30,12 @@ inputs = [
 ]
 for k, given in spec.get("inputs", {}).items():
     inputs[int(k)] = np.asarray(given, inputs[int(k)].dtype)
+case = Case(program, inputs, tuple(spec["backends"])).with_layouts(spec.get("layouts", ()))
 with Runner(None, use_jax=False) as runner:
-    judgement = runner.evaluate(Case(program, inputs, tuple(spec["backends"])))
+    judgement = runner.evaluate(case)
     findings = judgement.findings
     result = {"findings": [[f.kind, f.oracle, list(f.backends)] for f in findings]}
     if findings:
-        case = Case(program, inputs, tuple(spec["backends"]))
         attribution = Attributor(runner, budget_seconds=60).attribute(case, findings[0])
         result["attribution"] = attribution.to_dict()
 print(json.dumps(result))
@@ -66,6 +66,10 @@ def _strided_matmul(b):
 
 def _subtract(b):
     return b.build(b.node("subtract", b.input((3, 4), "float32"), b.input((3, 4), "float32")))
+
+
+def _bfloat16_row_max(b):
+    return b.build(b.node("max", b.input((2, 3), "bfloat16"), axis=1))
 
 
 def _float32_matmul(b):
@@ -100,7 +104,10 @@ _INPUTS = {
     "llvm:codegen": {0: [[2.046875], [9.183549615799121e-41]]},
     "builder-poison": {0: [[-3.75, 2.5, -0.5], [7.0, -100.25, 1.0]]},
     "gathers-fixup": {1: [[0, 3, 4, 1]]},
+    "frontend-identity": {0: [[-3e9, -4e9, -5e9], [1.0, 2.0, 3.0]]},
 }
+#: Input layouts a plant needs (``Case.with_layouts``).
+_LAYOUTS = {"layouts": ["fortran", "c"]}
 #: CPUs where LLVM's fptrunc to bfloat flushes subnormals (``bf16-rounding-in-integers``).
 _BF16_CONVERSIONS = ("avx512bf16", "avxneconvert")
 
@@ -258,6 +265,35 @@ PLANTS = {
         ["cpu-loops@O0"],
         "runtime",
     ),
+    # A reduction's identity is the graph's (the frontend chooses it): the graph interpreter
+    # starts from it too, so a wrong one is the frontend's, not the built module's.
+    "frontend-identity": (
+        Mutation(
+            "bf16-reduction-int-identity",
+            "frontend/lang.py",
+            '"identity": float_identity if is_float(out.dtype) else int_identity,',
+            '"identity": float_identity if out.dtype.kind == "f" else int_identity,',
+            "a bfloat16 max starts from int32's least value (bfloat16's kind is not 'f')",
+        ),
+        _bfloat16_row_max,
+        ["cpu-loops@O0"],
+        "frontend",
+    ),
+    # Arrays in another memory layout (here a Fortran-ordered operand) handed to the kernel as
+    # if C-contiguous: every variant compiles and calls alike, so every stage "failed" and the
+    # built module was blamed; the same values C-contiguous pass.
+    "layouts": (
+        Mutation(
+            "inputs-only-aligned",
+            "api.py",
+            'array = np.require(np.asarray(value), requirements="C")',
+            'array = np.require(np.asarray(value), requirements="A")',
+            "arrays in another layout are passed as they are, read as C-contiguous",
+        ),
+        _subtract,
+        ["cpu-loops@O0"],
+        "layouts",
+    ),
     # The JIT crashes at the call: every variant would crash alike. A gemm call needs OpenBLAS
     # on every CPU (a bfloat16 add did not, where AVX-512 BF16 converts without a library call).
     "runtime-symbols": (
@@ -316,7 +352,10 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
         pytest.skip("without AVX-512 this CPU's fptoui of a negative float gives NumPy's answer")
     mutation, build, backends, expected = PLANTS[layer]
     spec = json.dumps(
-        {"program": _program(build), "backends": backends, "inputs": _INPUTS.get(layer, {})}
+        {
+            "program": _program(build), "backends": backends, "inputs": _INPUTS.get(layer, {}),
+            "layouts": _LAYOUTS.get(layer, []),
+        }  # fmt: skip
     )
     result = json.loads(last_line_with(mutation, tmp_path, _ATTRIBUTE, spec, timeout=600))
     assert result["findings"], f"the planted {layer} bug was not found"
