@@ -511,7 +511,7 @@ def run_backend(
     ``misfit``: its specialization is also called with arguments it was not made for, input
     ``misfit`` changed (``oracles.arguments``; None: not)."""
     import compiler
-    from compiler.runtime import blas_calls, fault_mark, instrumenting, live_blocks, memory_faults
+    from compiler.runtime import blas_calls, fault_mark, live_blocks, memory_faults
 
     from ..oracles.base import instrumented_kernel
     from ..oracles.memory import UNINSTRUMENTED_LINE
@@ -546,7 +546,8 @@ def run_backend(
         returned.append((result, output, answer))
         instrumented = instrumented_kernel(compiled)
         result.memory_faults = faults if instrumented else None
-        if index == 0 and not instrumented and instrumenting() and _ours_uninstrumented(compiled):
+        asked = instrumented_backend(backend)  # (the harness's decision, not the compiler's)
+        if index == 0 and not instrumented and asked and _ours_uninstrumented(compiled):
             result.memory_faults = [UNINSTRUMENTED_LINE]
         if index == 0:
             result.cells = sorted(stage_cells(compiled.stages))

@@ -215,15 +215,16 @@ _MAKE_UNINSTRUMENTED = _MAKE.replace('"leak", "memory"', '"uninstrumented", "mem
 @pytest.mark.slow
 def test_a_kernel_that_comes_back_uninstrumented_is_a_finding(tmp_path: Path) -> None:
     """``compiler.runtime.instrumented()`` planted to turn instrumentation off (mutant m11 of a
-    mutation run: its default ``on=True`` made False): every answer stays right and the memory
-    and blas oracles would pass blind. An ``uninstrumented`` memory finding attributed to the
-    runtime, whose reproducer (compiling inside ``instrumented()`` as the worker does) fails
-    with the bug and passes without it."""
+    mutation run made its default ``on=True`` False; the worker now says which it wants, so
+    here it ignores what it is asked): every answer stays right and the memory and blas
+    oracles would pass blind. An ``uninstrumented`` memory finding attributed to the runtime,
+    whose reproducer (compiling inside ``instrumented()`` as the worker does) fails with the
+    bug and passes without it."""
     mutation = Mutation(
         "instrumented-off",
         "runtime.py",
-        "def instrumented(on: bool = True)",
-        "def instrumented(on: bool = False)",
+        '    return setting(_LOCAL, "instrument", on)',
+        '    return setting(_LOCAL, "instrument", False)',
         "instrumented() turns instrumentation off",
     )
     verdict_fails_only_with_the_bug(tmp_path, mutation, _MAKE_UNINSTRUMENTED, "memory")
