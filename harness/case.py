@@ -40,6 +40,13 @@ CPU_BACKENDS = (
 # cpu-vector at -O2: the same MLIR, between the -O0 every case runs and these).
 SAMPLED_BACKENDS = ("cpu-blas", "cpu-vector")
 SAMPLED_SHARE = 0.25
+#: ...and another share (its own coin) also on the GPU lowering, run on the CPU where no device
+#: is (``gpu-emulated``: every stage, ptxas on each kernel, the mapped stage run sequentially),
+#: so a bug of the GPU layer is met by default sessions. It costs about 0.2 s a case (stages,
+#: ptxas and the emulated run alike): an eighth of the cases, ~10% of a session's rate.
+GPU_SAMPLED = "gpu-emulated"
+GPU_SHARE = 0.125
+
 #: The targets users run (the sampled ones, and ``cpu``, the @jit default): named as users name
 #: them (no ``@O<n>``, no stage prefix), a backend runs its kernels as users get them, not
 #: instrumented (``instrumented_backend``).
@@ -60,13 +67,6 @@ def instrumented_backend(name: str) -> bool:
     family = name.split("+", 1)[0]
     return "@" in name or "[" in name or family not in AS_SHIPPED
 
-
-#: ...and another share (its own coin) also on the GPU lowering, run on the CPU where no device
-#: is (``gpu-emulated``: every stage, ptxas on each kernel, the mapped stage run sequentially),
-#: so a bug of the GPU layer is met by default sessions. It costs about 0.2 s a case (stages,
-#: ptxas and the emulated run alike): an eighth of the cases, ~10% of a session's rate.
-GPU_SAMPLED = "gpu-emulated"
-GPU_SHARE = 0.125
 
 #: How many siblings a case has: the same program, backends, spelling and layouts on values of
 #: another regime, each at the edges of one of its ops (``session.generate.siblings``). Judging

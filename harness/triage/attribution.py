@@ -48,6 +48,7 @@ from ..oracles.base import Finding
 from ..oracles.memory import FAULT_KINDS, UNINSTRUMENTED
 from ..oracles.schedule import STAGE as VECTORIZED
 from ..oracles.spelling import failing_spelling
+from ..run.layouts import DEFAULT as DEFAULT_LAYOUT
 from ..run.task import Task
 from .known_issues import failing_outputs, known_issue
 from .llvm_crash import host_features
@@ -710,7 +711,7 @@ class Attributor:
 
         if check("graph-numpy") == "fails":
             return done(*self._interpreter_layer(probe, finding, evidence))
-        if set(case.layouts) - {"c"}:
+        if set(case.layouts) - {DEFAULT_LAYOUT}:
             # Its inputs in another memory layout (Fortran order, strided, reversed, offset,
             # read-only): the same values C-contiguous take no marshalling of the compiler's
             evidence["inputs C-contiguous"] = self.verdict(
