@@ -100,7 +100,7 @@ def llvm_command(target: Target, source: str, text: str) -> str:
     level = target.opt_level
     steps += [
         tools.command("mlir-translate", "--mlir-to-llvmir", source, "-o", "kernel.ll"),
-        tools.command("opt", *jit_step_arguments("opt", level, cpu), "kernel.ll", "-S", "-o",
+        tools.command("opt", *jit_step_arguments("opt", level, cpu), "kernel.ll", "-o",
                       "kernel.opt.ll"),
         tools.command("llc", *jit_step_arguments("llc", level, cpu), "kernel.opt.ll", "-o",
                       "kernel.s"),
@@ -348,10 +348,9 @@ def jit_together(graph: Graph, targets: list[Target]) -> int:
             module = _link([poison_globals(t) if instrument else t for _, (t, _) in items])
             if module is None:
                 continue
-            if any("bf16" in text for _, (text, _) in items):
-                # as each kernel's own JIT (compile_graph): a copy of a bfloat16 subnormal
-                # through cpu-vector came back -0.0 from the linked one only
-                without_bf16_conversions(module)
+            # as each kernel's own JIT (compile_graph): a copy of a bfloat16 subnormal through
+            # cpu-vector came back -0.0 from the linked one only
+            without_bf16_conversions(module, *(text for _, (text, _) in items))
             notify(",".join(t.name for t in targets), LLVM)
             engine = make_engine(module, level, instrument)
             names = [f"kernel__k{index}" for index in range(len(items))]
@@ -498,11 +497,10 @@ def compile_graph(
                 jit_input = poison_globals(current) if instrumenting() else current
                 if module is None or jit_input != current:
                     module = parse(jit_input)
-                if "bf16" in current:
-                    # LLVM truncates to bfloat16 where it narrowed a float32 op itself (a
-                    # maximum of two extended bfloat16 values), past our integer rounding:
-                    # not with vcvtneps2bf16, which flushes subnormals.
-                    without_bf16_conversions(module)
+                # LLVM truncates to bfloat16 where it narrowed a float32 op itself (a maximum
+                # of two extended bfloat16 values), past our integer rounding: not with
+                # vcvtneps2bf16, which flushes subnormals.
+                without_bf16_conversions(module, current)
                 try:
                     if runtime == "mlir":
                         kernel = MlirRuntimeKernel(module, signature, target.opt_level)

@@ -200,11 +200,19 @@ def target_features(module: Any, features: tuple[str, ...], cpu: str | None = No
 WITHOUT_BF16_CONVERSIONS = ("-avx512bf16", "-avxneconvert")
 
 
-def without_bf16_conversions(module: Any) -> None:
-    """Every function of the lowered ``module`` compiled without ``WITHOUT_BF16_CONVERSIONS``,
-    unless the workaround ``bf16-rounding-in-integers`` is off (the JIT of every CPU target's
-    kernel with bfloat16 in it, and of gpu-emulated's)."""
-    if workarounds.enabled("bf16-rounding-in-integers"):
+def drops_bf16_conversions(*texts: str) -> bool:
+    """Is a module (lowered from ``texts``; any module, given none) JIT-compiled without
+    ``WITHOUT_BF16_CONVERSIONS``: one with bfloat16 in it, while the workaround
+    ``bf16-rounding-in-integers`` is on (every CPU target's JIT, its stored ``llvm`` command,
+    and gpu-emulated's JIT, which gives no text)."""
+    enabled = workarounds.enabled("bf16-rounding-in-integers")
+    return enabled and (not texts or any("bf16" in text for text in texts))
+
+
+def without_bf16_conversions(module: Any, *texts: str) -> None:
+    """Every function of the lowered ``module`` (of ``texts``) compiled without
+    ``WITHOUT_BF16_CONVERSIONS`` where ``drops_bf16_conversions(*texts)``."""
+    if drops_bf16_conversions(*texts):
         target_features(module, WITHOUT_BF16_CONVERSIONS)
 
 

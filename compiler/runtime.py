@@ -395,24 +395,23 @@ def jit_cpu_arguments(text: str) -> list[str]:
     as the functions' attribute: ``llc`` appends ``-mcpu=native``'s features to a function's
     own, which turns them back on. Both tools need them: the JIT's optimizer costs vectors for
     the CPU without them (a bfloat16 minimum on cpu-vector: 138 instructions, 356 without)."""
-    from . import workarounds
-    from .pipelines import WITHOUT_BF16_CONVERSIONS
+    from .pipelines import WITHOUT_BF16_CONVERSIONS, drops_bf16_conversions
 
     arguments = ["-mcpu=native"]
-    if "bf16" in text and workarounds.enabled("bf16-rounding-in-integers"):
+    if drops_bf16_conversions(text):
         arguments.append("-mattr=" + ",".join(WITHOUT_BF16_CONVERSIONS))
     return arguments
 
 
 def jit_step_arguments(tool: str, level: int, cpu: Sequence[str]) -> list[str]:
     """A step's arguments for the JIT of a target at -O``level`` on ``cpu``
-    (``jit_cpu_arguments``): its IR passes at that level for that CPU, code generation as the
-    JIT does it at every level (``JIT_CODEGEN_ARGUMENTS``)."""
+    (``jit_cpu_arguments``): its IR passes at that level for that CPU (LLVM IR text out), code
+    generation as the JIT does it at every level (``JIT_CODEGEN_ARGUMENTS``)."""
     if tool == "mlir-translate":
         return ["--mlir-to-llvmir"]
     if tool == "opt":
         triple = [] if any(a.startswith("-mtriple") for a in cpu) else [f"-mtriple={HOST_TRIPLE}"]
-        return [f"-O{level}", *triple, *cpu]
+        return [f"-O{level}", *triple, *cpu, "-S"]
     return [*JIT_CODEGEN_ARGUMENTS, *cpu]
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from .mlir_crash import crash_message, crash_needle, run, stack_frames, tool_path
 
-#: The steps of the JIT, in order (their arguments: ``step_arguments``).
+#: The steps of the JIT, in order (their arguments: ``runtime.jit_step_arguments``).
 STEPS = ("mlir-translate", "opt", "llc")
 #: A SelectionDAG node number in a legalizer's message (``t1148: ``, `` t1146``): it moves with
 #: any change of the input, so matching drops it.
@@ -36,15 +36,6 @@ _NODE = r"\s*t\d+(:|\b)"
 #: /proc/cpuinfo flags that name vector ISA features, and how LLVM spells a few of them.
 _ISA = re.compile(r"^(avx|amx|sse|ssse|fma|f16c|vaes|vpclmul|gfni)")
 _SPELLED = {"sse4_1": "sse4.1", "sse4_2": "sse4.2", "pclmulqdq": "pclmul"}
-
-
-def step_arguments(tool: str, level: int, cpu: list[str]) -> list[str]:
-    """A step's arguments for a target at -O``level`` on ``cpu`` (``runtime.jit_step_arguments``:
-    IR passes at that level for that CPU, code generation as the JIT does it at every level)."""
-    from compiler.runtime import jit_step_arguments
-
-    arguments = jit_step_arguments(tool, level, cpu)
-    return [*arguments, "-S"] if tool == "opt" else arguments
 
 
 def host_features(cpuinfo: str = "/proc/cpuinfo") -> list[str]:
@@ -96,7 +87,7 @@ def pin(
     ``opt`` and ``llc`` for ``cpu``, by default the JIT's: ``runtime.jit_cpu_arguments``); the
     first tool that dies, its input and arguments, and what it said (``crashed`` False: every
     tool passed)."""
-    from compiler.runtime import jit_cpu_arguments, jit_input
+    from compiler.runtime import jit_cpu_arguments, jit_input, jit_step_arguments
 
     cpu = jit_cpu_arguments(lowered) if cpu is None else list(cpu)
     with tempfile.TemporaryDirectory(prefix="llvm-pin-") as work:
@@ -106,7 +97,7 @@ def pin(
             with open(source, "w") as handle:
                 handle.write(text)
             output = os.path.join(work, "output.ll" if tool != "llc" else "output.s")
-            arguments = step_arguments(tool, level, cpu)
+            arguments = jit_step_arguments(tool, level, cpu)
             code, _, err = run([tool_path(tool), *arguments, source, "-o", output], timeout_s)
             if code != 0:
                 return {
