@@ -43,7 +43,13 @@ from strategies import (
 )
 from strategies.gen.makers import COMMON_EXPONENTS, RARE_EXPONENTS, SMALL, small_exponent
 from strategies.gen.programs import VIEW_LAYOUTS, generation_order, ops_reading_views
-from strategies.gen.state import COMMON_CONSTANTS, RARE_CONSTANTS, arbitrary_constant, bits
+from strategies.gen.state import (
+    COMMON_CONSTANTS,
+    RARE_CONSTANTS,
+    arbitrary_constant,
+    bits,
+    wider_dtypes,
+)
 from strategies.gen.values import (
     END_REGIMES,
     SPECIALS,
@@ -988,7 +994,7 @@ def _swept_constant(draw: st.DrawFn, op: str, dtype: str) -> Const:
         return Const(value)
     # Half the time one wider than the swept dtype where there is one: the result then takes
     # its dtype (NEP 50), which a shortcut (0.5 as sqrt) must keep.
-    wider = [d for d in ("float32", "float64") if bits(d) > bits(dtype)]
+    wider = wider_dtypes(("float32", "float64"), dtype)
     if wider and uniform(draw, (False, True)):
         return Const(float(value), uniform(draw, wider))
     return Const(float(value), uniform(draw, sorted({dtype, "float32", "float64"})))

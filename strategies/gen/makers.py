@@ -41,9 +41,9 @@ from .state import (
     Shape,
     Value,
     arbitrary_constant,
-    bits,
     broadcast,
     of_kind,
+    wider_dtypes,
 )
 
 
@@ -102,7 +102,7 @@ def _scalar(g: Gen, p: Value, value: int | float, wider: bool = False) -> Const:
     left float32 went unseen in a 60 s session). ``wider``: always one (``CONST_WIDER``), where
     there is one."""
     strong = [d for d in g.strong_dtypes(p.dtype, "power", value) if d in FLOAT_DTYPES]
-    widest = [d for d in strong if bits(d) > bits(p.dtype)]
+    widest = wider_dtypes(strong, p.dtype)
     if wider and widest:
         return Const(float(value), uniform(g.draw, widest))
     if not strong or not uniform(g.draw, (False, True)):
@@ -152,10 +152,7 @@ def _binary(g: Gen, op: str) -> None:
         g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p)
         return
     if form in (CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
-        constant = g.const(
-            p.dtype, op, wide=form == CONST_WIDE, arbitrary=form == CONST_ARBITRARY,
-            wider=form == CONST_WIDER,
-        )  # fmt: skip
+        constant = g.form_const(form, p.dtype, op)
         g.node(op, *g.ordered(p, constant))
         return
     q = g.partner(p, op, consts=primitives.get(op).consts)
@@ -169,10 +166,7 @@ def _condition(g: Gen, op: str) -> tuple[Value, Value]:
     if form == CONST_LEFT:
         return g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p), p
     if form in (CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
-        constant = g.const(
-            p.dtype, op, wide=form == CONST_WIDE, arbitrary=form == CONST_ARBITRARY,
-            wider=form == CONST_WIDER,
-        )  # fmt: skip
+        constant = g.form_const(form, p.dtype, op)
         return g.node(op, *g.ordered(p, constant)), p
     q = g.partner(p, op, consts=True)
     a, b = g.ordered(p, q)

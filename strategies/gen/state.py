@@ -109,6 +109,12 @@ def bits(dtype: str) -> int:
     return 16 if dtype == "bfloat16" else np.dtype(dtype).itemsize * 8
 
 
+def wider_dtypes(dtypes: Sequence[str], dtype: str) -> list[str]:
+    """Those of ``dtypes`` wider than ``dtype``: a NumPy scalar of one gives an operation with a
+    ``dtype`` array its own dtype (NEP 50)."""
+    return [d for d in dtypes if bits(d) > bits(dtype)]
+
+
 #: The form of a focused binary or comparison step with a constant on its left ("OP@const-left"):
 #: ``3.0 - x`` or ``2 < x``, which Python evaluates as the tensor's reflected operator
 #: (``__rsub__``, ``__gt__``) and NumPy's scalar as a ufunc call. Random programs put a constant
@@ -592,7 +598,7 @@ class Gen:
             value = arbitrary_constant(self.draw, "int" if ints_only else "any")
             event("const:arbitrary")
         strong = self.strong_dtypes(dtype, op, value)
-        widest = [d for d in strong if bits(d) > bits(dtype)]
+        widest = wider_dtypes(strong, dtype)
         if wider and widest:
             const_dtype = uniform(self.draw, widest)
             event("const:wider")
@@ -610,6 +616,14 @@ class Gen:
             + ("-out-of-range" if isinstance(value, int) and abs(value) > INT32_MAX else "")
         )
         return Const(value)
+
+    def form_const(self, form: str, dtype: str, op: str) -> Const:
+        """The constant of a focused step's ``form`` (``CONST_WIDE``, ``CONST_ARBITRARY`` or
+        ``CONST_WIDER``) next to a ``dtype`` operand of ``op``."""
+        return self.const(
+            dtype, op, wide=form == CONST_WIDE, arbitrary=form == CONST_ARBITRARY,
+            wider=form == CONST_WIDER,
+        )  # fmt: skip
 
     def strong_dtypes(self, dtype: str, op: str, value: int | float) -> list[str]:
         """The dtypes a NumPy scalar of ``value`` may take next to a ``dtype`` operand of
