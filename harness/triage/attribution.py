@@ -718,12 +718,16 @@ class Attributor:
                 probe.with_layouts(()), finding, backend, only
             )
             if evidence["inputs C-contiguous"] == "passes":
-                listed = ", ".join(case.layouts)
+                listed = ", ".join(
+                    f"input {i} {name}"
+                    for i, name in enumerate(case.layouts)
+                    if name != DEFAULT_LAYOUT
+                )
                 return done(
                     "layouts",
-                    f"the case passes with the same values C-contiguous (it hands them as "
-                    f"{listed}): how the compiler takes arrays in other layouts (compiler/api.py "
-                    "copies what its ABI cannot pass; compiler/runtime.py's memref descriptors)",
+                    f"the case passes with the same values C-contiguous (it hands {listed}): "
+                    "how the compiler takes arrays in other layouts (compiler/api.py copies what "
+                    "its ABI cannot pass; compiler/runtime.py's memref descriptors)",
                 )
         family, level = split_level(backend)
         # NAME+mlir-runtime@O<n>, the canonical order (``cpu-loops@O0+mlir-runtime`` was no
