@@ -115,6 +115,7 @@ def _serve(connection: Any, function: Callable[[Any], Any], stderr_path: str, pa
         fd = os.open(stderr_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(fd, 2)
         os.close(fd)
+    profile = _profile()
     while True:
         try:
             task = connection.recv()
@@ -122,14 +123,39 @@ def _serve(connection: Any, function: Callable[[Any], Any], stderr_path: str, pa
             return
         if task is None:
             return
+        if profile is not None:
+            profile.enable()
         try:
             result = ("ok", function(task))
         except Exception as error:  # noqa: BLE001 - everything is reported, nothing lost
             result = ("error", f"{type(error).__name__}: {error}\n{traceback.format_exc()}")
+        if profile is not None:
+            profile.disable()
+            _dump(profile)
         try:
             connection.send(result)
         except (OSError, BrokenPipeError):
             return
+
+
+#: Where each worker writes its cProfile statistics (``worker-PID.prof``, rewritten after every
+#: task: a worker is killed, never asked to exit), if set; the same variable as the drivers'
+#: (``session.fuzz.PROFILE_VARIABLE``), so one session's folder holds where all its time went.
+PROFILE_VARIABLE = "HARNESS_PROFILE_DIR"
+
+
+def _profile() -> Any:
+    if not os.environ.get(PROFILE_VARIABLE):
+        return None
+    import cProfile
+
+    return cProfile.Profile()
+
+
+def _dump(profile: Any) -> None:
+    where = os.path.join(os.environ[PROFILE_VARIABLE], f"worker-{os.getpid()}.prof")
+    profile.dump_stats(where + ".tmp")
+    os.replace(where + ".tmp", where)
 
 
 def describe_exit(code: int | None) -> str:

@@ -29,6 +29,7 @@ from ..case import CPU_BACKENDS, SIBLINGS, Case
 from ..corpus import Corpus, Entry
 from ..coverage import novelty
 from ..oracles.base import Finding
+from ..run.isolation import PROFILE_VARIABLE as WORKER_PROFILE_VARIABLE
 from ..run.isolation import die_with_parent, release_signals, request_stop, stop_requested
 from ..run.runner import Runner, Stats, Stopped
 from ..run.task import Task
@@ -793,8 +794,9 @@ def _drive(options: FuzzOptions, index: int, events: Any, handoff: dict | None =
 
 
 #: Where each driver of a session writes its cProfile statistics (``driver-N.prof``), if set:
-#: where a driver's time goes (``python -m pstats``), the harness's own share among it.
-PROFILE_VARIABLE = "HARNESS_PROFILE_DIR"
+#: where a driver's time goes (``python -m pstats``), the harness's own share among it (its
+#: workers write theirs there too: ``run.isolation.PROFILE_VARIABLE``).
+PROFILE_VARIABLE = WORKER_PROFILE_VARIABLE
 
 
 def _profiler() -> Any:

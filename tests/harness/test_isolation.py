@@ -172,3 +172,16 @@ def test_a_triage_probe_counts_as_one_and_adds_no_finding_to_the_sessions_figure
         assert stats.seconds_worker > 0
         runner.evaluate(case.on(("cpu-loops@O0",)))
         assert (runner.stats.cases, runner.stats.kinds) == (1, {"crash": 1})
+
+
+def test_each_worker_writes_its_profile_where_the_session_profiles(tmp_path, monkeypatch) -> None:
+    """With ``HARNESS_PROFILE_DIR`` set, a worker's cProfile statistics (its tasks' time, where
+    80% of a case goes) are on disk after each task, readable while it still runs."""
+    import pstats
+
+    monkeypatch.setenv("HARNESS_PROFILE_DIR", str(tmp_path))
+    with Worker(echo, timeout=30) as worker:
+        assert worker.run("hello").value == "hello"
+        (written,) = tmp_path.glob("worker-*.prof")
+        stats = pstats.Stats(str(written))
+        assert any(name == "echo" for (_, _, name) in stats.stats)
