@@ -41,13 +41,22 @@ from strategies import (
     samples,
     uniform,
 )
-from strategies.gen.makers import COMMON_EXPONENTS, RARE_EXPONENTS, SMALL, small_exponent
+from strategies.gen.makers import (
+    COMMON_EXPONENTS,
+    RARE_EXPONENTS,
+    SMALL,
+    SPECIAL_CONSTANTS,
+    small_exponent,
+    special_constant,
+)
 from strategies.gen.programs import VIEW_LAYOUTS, generation_order, ops_reading_views
 from strategies.gen.state import (
     COMMON_CONSTANTS,
+    CONST_VALUE,
     RARE_CONSTANTS,
     arbitrary_constant,
     bits,
+    const_value_form,
     wider_dtypes,
 )
 from strategies.gen.values import (
@@ -81,7 +90,7 @@ def _item_dtype_and_spelling(
     op, second = item
     if second.startswith(SWEPT):
         return _swept(item)[0], None
-    if second in (CONST_LEFT, CONST_ARBITRARY, CONST_WIDER):
+    if second in (CONST_LEFT, CONST_ARBITRARY, CONST_WIDER) or second.startswith(CONST_VALUE):
         return "", None  # any dtype the op takes, drawn by the case
     if second == CONST_WIDE:
         return "int32", None
@@ -94,6 +103,8 @@ def _first_step(item: tuple[str, str]) -> str:
     """The first step that exercises a focus item: its op, or "astype->TARGET" for a cast."""
     op, second = item
     if second in (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
+        return f"{op}@{second}"
+    if second.startswith(CONST_VALUE):
         return f"{op}@{second}"
     target = second.partition("->")[2]
     return f"{op}->{target}" if target else op
@@ -1105,10 +1116,10 @@ def item_family(kind: str) -> str:
 def item_kind(item: tuple[str, str]) -> str:
     """What a focus item exercises: "pair:KIND" (an op of the primitive kind KIND in a
     dtype: "pair:gather" has 5 items, "pair:unary" 45; a gather's range check waited behind the
-    unary ops), "cast", "spelling", "const:left", "const:wide", "const:arbitrary" or
-    "const:wider" (one family: a constant operand's forms), "jit-sequence", "out-of-range",
-    "identity" and "invalid" (one family: what must be rejected or kept at a range's end),
-    "sweep" (with edges; the dense sweeps have their own share) or "tails" (an exact
+    unary ops), "cast", "spelling", "const:left", "const:wide", "const:arbitrary",
+    "const:wider" or "const:value" (one family: a constant operand's forms), "jit-sequence",
+    "out-of-range", "identity" and "invalid" (one family: what must be rejected or kept at a
+    range's end), "sweep" (with edges; the dense sweeps have their own share) or "tails" (an exact
     reduction's sweep: 10 of the 107 sweeps, drawn as any of them, and a max's chunked rows
     went unseen in 60 s sessions; now a kind of the sweeps' family, ``item_family``)."""
     op, second = item
@@ -1136,6 +1147,8 @@ def item_kind(item: tuple[str, str]) -> str:
         return "const:arbitrary"
     if second == CONST_WIDER:
         return "const:wider"
+    if second.startswith(CONST_VALUE):
+        return "const:value"
     return "cast" if "->" in second else f"pair:{primitives.get(op).kind}"
 
 
@@ -1165,8 +1178,9 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     (``3.0 - x``: the reflected operator, in a dtype the case draws), (op, "const-wide") for
     each of those an int32 tensor meets a constant of another range in (``x < 2**40``, ``x *
     0.5``), (op, "const-arbitrary") for each of the first a constant on no table can meet
-    (``x ** 2.37``, ``x * 37``: ``CONST_ARBITRARY``): 205 pairs, 25 casts, 45 spelled ops, 11
-    reflected ones, 10 wide constants and 11 arbitrary ones today;
+    (``x ** 2.37``, ``x * 37``: ``CONST_ARBITRARY``), (op, "const-wider") for each a NumPy
+    scalar wider than its tensor can meet, (op, "const=VALUE") for each constant a lowering or
+    folder may take the op apart for (``x ** -3``, ``x * -0.0``: ``SPECIAL_CONSTANTS``);
     an id just past each end of a gather's table (``OUT_OF_RANGE``), in one of two gathers
     alone (``ONE_OF_TWO``); a max's or min's identity in each dtype (``IDENTITY``); each
     float reduction over no axis on a -0.0 (``NO_AXIS``); a jit sequence
@@ -1185,6 +1199,12 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     reflected = [(op, CONST_LEFT) for op in const_left_ops() if op in first]
     arbitrary = [(op, CONST_ARBITRARY) for op in const_left_ops() if op in first]
     arbitrary += [(op, CONST_WIDER) for op in const_left_ops() if op in first]
+    arbitrary += [
+        (op, const_value_form(value))
+        for op, values in SPECIAL_CONSTANTS.items()
+        if op in first
+        for value in values
+    ]
     wide = [(op, CONST_WIDE) for op in const_wide_ops()]
     checked = [
         (op, edge)
@@ -1208,8 +1228,9 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
     each cast as ("astype", "SOURCE->TARGET"), each binary op or comparison with a constant on
     its left as (op, "const-left") (a Python scalar: a NumPy one is a ufunc call, not the
     tensor's reflected operator), with an int32 tensor and a constant int32 cannot represent as
-    (op, "const-wide"), with a constant on no table as (op, "const-arbitrary"); not a node of
-    two operands that are one value."""
+    (op, "const-wide"), with a constant on no table as (op, "const-arbitrary"), one wider than
+    its tensor as (op, "const-wider"), one of ``SPECIAL_CONSTANTS`` as (op, "const=VALUE") (a
+    power's: its exponent); not a node of two operands that are one value."""
     from strategies.model.types import Const
 
     found = set()
@@ -1237,6 +1258,11 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
             found.add((equation.op, CONST_ARBITRARY))
         if dtypes and any(isinstance(a, Const) and _wider(a, dtypes[0]) for a in args):
             found.add((equation.op, CONST_WIDER))
+        for position, arg in enumerate(args):
+            special = special_constant(equation.op, getattr(arg, "value", None))
+            if isinstance(arg, Const) and special is not None:
+                if equation.op != "power" or position == 1:  # (a power's exponent)
+                    found.add((equation.op, const_value_form(special)))
     return found
 
 

@@ -42,6 +42,7 @@ from .state import (
     Value,
     arbitrary_constant,
     broadcast,
+    const_form_value,
     of_kind,
     wider_dtypes,
 )
@@ -68,6 +69,31 @@ COMMON_EXPONENTS: tuple[int | float, ...] = (2, 3, 2.0, -1.0, 0.5)
 SMALL_EXPONENTS = range(-4, 5)
 #: A table's stand-in for one of ``SMALL_EXPONENTS`` (``small_exponent``).
 SMALL = "small"
+#: The constants a lowering or an algebraic folder takes a step apart for, by op: a power's
+#: small integer exponents (products, the reciprocal of one), its halves (a square root and its
+#: reciprocal), the identities and absorbing values of the others, zeros of both signs (x + 0.0
+#: is not x at -0.0, x + -0.0 is; x * 0.0 is not 0 for inf, NaN or a negative x). Each is a
+#: focus item of its own ("OP@const=VALUE", ``harness.session.focus``): random programs draw
+#: any one seldom (power is 2% of their steps, and a fast path for ``x ** -3`` that defined no
+#: result went unseen in 7 of 10 60 s sessions).
+SPECIAL_CONSTANTS: dict[str, tuple[int | float, ...]] = {
+    "power": (*SMALL_EXPONENTS, 0.5, -0.5),
+    "multiply": (1, -1, 2, 0.0, -0.0),
+    "divide": (1, -1, 2, 0.0, -0.0),
+    "add": (0.0, -0.0),
+    "subtract": (0.0, -0.0),
+}
+
+
+def special_constant(op: str, value: Any) -> int | float | None:
+    """The entry of ``SPECIAL_CONSTANTS[op]`` that ``value`` (a constant's) is (equal, and of
+    the same sign for a zero: -0.0 is its own), or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    for special in SPECIAL_CONSTANTS.get(op, ()):
+        if value == special and np.copysign(1.0, value) == np.copysign(1.0, special):
+            return special
+    return None
 
 
 def small_exponent(draw: st.DrawFn) -> int | float:
@@ -116,6 +142,15 @@ def _binary(g: Gen, op: str) -> None:
     form = g.takes_const_form()
     left = form == CONST_LEFT
     p = g.primary(op)
+    named = const_form_value(form)  # a focused "OP@const=VALUE" step's constant
+    if named is not None:
+        if isinstance(named, int) and uniform(g.draw, (False, True)):
+            named = float(named)  # (an int or a float alike: the frontend sees both)
+        if op == "power":
+            g.node(op, p, _scalar(g, p, named))
+        else:
+            g.node(op, *g.ordered(p, g.spelled_const(named, p.dtype, op)))
+        return
     if op == "power":
         if left or form in (CONST_ARBITRARY, CONST_WIDER):
             kind = "base" if left else "exponent"
@@ -163,6 +198,9 @@ def _binary(g: Gen, op: str) -> None:
 def _condition(g: Gen, op: str) -> tuple[Value, Value]:
     form = g.takes_const_form()
     p = g.primary(op)
+    named = const_form_value(form)
+    if named is not None:
+        return g.node(op, *g.ordered(p, g.spelled_const(named, p.dtype, op))), p
     if form == CONST_LEFT:
         return g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p), p
     if form in (CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):

@@ -33,11 +33,11 @@ from ..model import DTYPES, LOW_PRECISION_DTYPES, Program, Ref
 from .makers import MAKERS
 from .shapes import SHAPE_REGIMES, uniform
 from .state import (
-    CONST_FORMS,
     Config,
     Gen,
     broadcast,
     generation_order,
+    is_const_form,
     takes_const_left,
 )
 from .values import input_values, regimes
@@ -88,12 +88,12 @@ def programs(
         raise ValueError("need 1 <= min_nodes <= max_nodes, max_rank >= 1 and max_side >= 2")
     order = tuple(op for op in order_all if op in op_list)
     firsts = (first,) if isinstance(first, str) else tuple(first or ())
-    for step in firsts:  # an op, "astype->DTYPE" (a cast to that dtype), "OP@const-left" or
-        # "OP@const-wide"
+    for step in firsts:  # an op, "astype->DTYPE" (a cast to that dtype), "OP@const-left",
+        # "OP@const-wide"... or "OP@const=VALUE" (``is_const_form``)
         op, _, form = step.partition("->")[0].partition("@")
         if op not in order:
             raise ValueError(f"first op {step!r} is not among the ops {order}")
-        if form and (form not in CONST_FORMS or not takes_const_left(op)):
+        if form and (not is_const_form(form) or not takes_const_left(op)):
             raise ValueError(f"first step {step!r}: {op} takes no @{form} form")
     if views is None:
         views = VIEW_ODDS if "index" in order else 0

@@ -139,6 +139,38 @@ CONST_ARBITRARY = "const-arbitrary"
 CONST_WIDER = "const-wider"
 #: The steps' constant forms (``programs(first="OP@FORM")``).
 CONST_FORMS = (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY, CONST_WIDER)
+#: The prefix of a focused step's form that names its constant ("OP@const=VALUE": ``x ** -3``,
+#: ``x * -0.0``; ``const_value_form``): the values a lowering or a folder takes a step apart
+#: for (``makers.SPECIAL_CONSTANTS``), each a focus item of its own.
+CONST_VALUE = "const="
+
+
+def const_value_form(value: int | float) -> str:
+    """The form "const=VALUE" of a step whose constant is ``value`` (an int stays an int)."""
+    return f"{CONST_VALUE}{value!r}"
+
+
+def const_form_value(form: str) -> int | float | None:
+    """The constant a "const=VALUE" form names (``const_value_form``); None for any other
+    form."""
+    if not form.startswith(CONST_VALUE):
+        return None
+    text = form[len(CONST_VALUE) :]
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)  # (a ValueError for a form that names no number)
+
+
+def is_const_form(form: str) -> bool:
+    """Is ``form`` one of a focused step's constant forms (``CONST_FORMS``, "const=VALUE")?"""
+    if form in CONST_FORMS:
+        return True
+    try:
+        return const_form_value(form) is not None
+    except ValueError:
+        return False
+
 
 #: Constants a quarter of the time, beside the common ones (which are exact in every dtype):
 #: decimals no binary format holds (0.1 rounds differently in each), many digits, beyond
@@ -597,6 +629,15 @@ class Gen:
             ints_only = not self.cfg.implicit and dtype == "int32"
             value = arbitrary_constant(self.draw, "int" if ints_only else "any")
             event("const:arbitrary")
+        return self.spelled_const(value, dtype, op, weak, wider)
+
+    def spelled_const(
+        self, value: int | float, dtype: str, op: str, weak: bool = False, wider: bool = False
+    ) -> Const:
+        """``value`` next to a ``dtype`` operand of ``op``, as a Python scalar or (not ``weak``,
+        half the time) a NumPy scalar of a dtype that may meet it there (``strong_dtypes``),
+        one wider than ``dtype``'s half the time where there is one; always a wider one with
+        ``wider``, where there is one."""
         strong = self.strong_dtypes(dtype, op, value)
         widest = wider_dtypes(strong, dtype)
         if wider and widest:
@@ -663,6 +704,7 @@ __all__ = [
     "CONST_ARBITRARY",
     "CONST_FORMS",
     "CONST_LEFT",
+    "CONST_VALUE",
     "CONST_WIDE",
     "CONST_WIDER",
     "Config",
@@ -670,7 +712,10 @@ __all__ = [
     "Shape",
     "Value",
     "broadcast",
+    "const_form_value",
+    "const_value_form",
     "generation_order",
+    "is_const_form",
     "of_kind",
     "takes_const_left",
 ]
