@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import primitives
-from ..dtypes import BOOL, FLOAT16, FLOAT32, INT32, check_dtype, is_float
+from ..dtypes import BFLOAT16, BOOL, FLOAT16, FLOAT32, INT32, check_dtype, is_float
 from ..errors import UnsupportedFeature
 from ..primitives.rules import index_plan, keepdims_flag, normalize_axes, permutation
 from .graph import Node
@@ -52,12 +52,14 @@ def elementwise(name: str, *values: Any) -> Tensor:
         ]
     out = prim.result(operands)
     if name == "power" and isinstance(operands[0], Tensor) and not isinstance(operands[1], Tensor):
-        if operands[1] == 0.5 and (isinstance(operands[1], float) or out.dtype != FLOAT16):
+        half = out.dtype in (FLOAT16, BFLOAT16)
+        if operands[1] == 0.5 and (isinstance(operands[1], float) or not half):
             # NumPy computes a scalar power of 0.5 as sqrt, which differs from pow() at -inf
             # (nan, not inf) and -0.0 (-0.0, not 0.0): the ``**`` operator for a Python float
             # exponent, and the float32/float64 power loops; its float16 loop (a float16
-            # exponent) computes pow. (np.power(x, 0.5) of float16 also computes pow in NumPy;
-            # the compiler takes sqrt there too: a known deviation, README.)
+            # exponent) and ml_dtypes' bfloat16 one compute pow. (np.power(x, 0.5) of float16
+            # also computes pow in NumPy; the compiler takes sqrt there too: a known
+            # deviation, README.)
             return elementwise("sqrt", astype(operands[0], out.dtype))
     dtypes = prim.converted_dtypes(operands, out)
     args = tuple(_converted(v, d) for v, d in zip(operands, dtypes, strict=True))

@@ -135,6 +135,7 @@ _HALF_EXPONENTS = {
     "np.float16(0.5)": np.float16(0.5),
     "np.float32(0.5)": np.float32(0.5),
     "np.float64(0.5)": np.float64(0.5),
+    "bfloat16(0.5)": ml_dtypes.bfloat16(0.5),
 }
 
 
@@ -142,8 +143,10 @@ _HALF_EXPONENTS = {
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, F32, F64], ids=str)
 def test_a_square_root_power_is_numpys_in_every_dtype(dtype, exponent):
     """``x ** 0.5`` is ``np.sqrt`` in NumPy (nan at -inf, -0.0 at -0.0) except where it reaches
-    the float16 power loop, which computes ``pow`` (a float16 exponent of a float16 array):
-    the result's values, signs of zero and dtype are NumPy's."""
+    the float16 or the bfloat16 power loop, which compute ``pow`` (a float16 exponent of a
+    float16 array, a bfloat16 one of a bfloat16 array: found by a fuzz session's focused
+    ``x ** bfloat16(0.5)``, -0.0 where NumPy gives 0.0): the result's values, signs of zero
+    and dtype are NumPy's."""
     e = _HALF_EXPONENTS[exponent]
     x = np.array([-np.inf, -4.0, -0.0, 0.0, 0.25, 4.0, np.inf, np.nan]).astype(dtype)
     with np.errstate(invalid="ignore"):
