@@ -373,12 +373,13 @@ class Gen:
             if rank >= 2:
                 kinds += ["row-step", "transposed"]
             if layout == "offset-strided":  # those that can start past the first element
-                kinds = [k for k in kinds if k not in ("reversed", "transposed")]
-                kinds = [k for k in kinds if k != "offset" or rank >= 2]
+                kinds = ["inner-step", "picked"]  # (with a row-step, inner-step's axis)
+            elif layout == "padded":  # rows of contiguous elements apart, past the first
+                kinds = ["offset", "row-step", "picked"]
             elif sources:
                 kinds.append("reshaped")
             kind = self.draw(st.sampled_from(kinds))
-            axis = rank - 2 if kind == "row-step" else rank - 1
+            axis = rank - 2 if kind == "row-step" and rank >= 2 else rank - 1
         event(f"operand:view-{kind}")
         if kind == "reshaped":
             # Another shape of the same values, reshaped: 8 of 400 drawn cases held a
@@ -419,7 +420,7 @@ class Gen:
             extent, part = shape[axis] + start, slice(start, start + shape[axis])
         else:  # a step: every second or third element, from the first or the second
             step = self.draw(st.integers(2, 3))
-            start = self.draw(st.integers(int(layout == "offset-strided"), 1))
+            start = self.draw(st.integers(int(layout in ("offset-strided", "padded")), 1))
             extent = start + (shape[axis] - 1) * step + 1
             part = slice(start, extent, step)
         base = (*shape[:axis], extent, *shape[axis + 1 :])

@@ -1481,8 +1481,9 @@ def test_key_items_put_each_kind_of_key_element_at_each_place() -> None:
 
 def test_a_view_has_the_layout_its_strides_and_offset_say() -> None:
     """``view_layout``: past the first element with positive strides other than row-major
-    (extent-1 dims included), reversed (any negative stride), transposed; contiguous parts
-    and steps from the start are none of them."""
+    (extent-1 dims included), its innermost stride one element (rows apart: padded) or not,
+    reversed (any negative stride), transposed; contiguous parts and steps from the start are
+    none of them."""
     from strategies.gen.programs import VIEW_LAYOUTS, ops_reading_views, view_layout
     from strategies.model import ProgramBuilder
 
@@ -1498,9 +1499,12 @@ def test_a_view_has_the_layout_its_strides_and_offset_say() -> None:
         return found
 
     E = Ellipsis
-    assert layout((4, 5), (E, slice(1, 3))) == "offset-strided"
+    assert layout((4, 5), (E, slice(1, 3))) == "padded"
+    assert layout((5, 3), (slice(1, None, 2),)) == "padded"
+    assert layout((2, 4, 5), (1, E, slice(0, 2))) == "padded"
     assert layout((7,), (slice(1, None, 2),)) == "offset-strided"
     assert layout((6, 4), (slice(2, None, 3), -1)) == "offset-strided"
+    assert layout((4, 6), (E, slice(1, None, 2))) == "offset-strided"
     assert layout((4, 5), (slice(1, 3),)) == ""  # contiguous rows
     assert layout((4, 5), (E, slice(0, 4, 2))) == ""  # strided from the first element
     assert layout((5,), (slice(None, None, -1),)) == "reversed"
