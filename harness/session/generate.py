@@ -365,11 +365,11 @@ def cases(
     """The session's mix (``all``, less the ``held_back`` kinds: ``MixBalance.ahead``), or
     random programs only (``programs``), or jit sequences only (``sequences``); random programs
     come first so shrinking heads towards them.
-    ``sampled`` backends (by default the shipped -O3 targets, when ``backends`` are the default
-    ones) join a share of the cases, and every case whose int32 arithmetic may wrap
-    (``wraps``). ``focus``: (op, dtype) pairs a share of the cases (``FOCUS_SHARE``) start from
-    (``focus_cases``, with values from ``focus_regimes``, any if empty; the coin shrinks toward
-    the mix)."""
+    ``sampled`` backends (by default the targets as shipped, ``SAMPLED_BACKENDS``, when
+    ``backends`` are the default ones) join a share of the cases, and every case whose int32
+    arithmetic may wrap (``wraps``). ``focus``: (op, dtype) pairs a share of the cases
+    (``FOCUS_SHARE``) start from (``focus_cases``, with values from ``focus_regimes``, any if
+    empty; the coin shrinks toward the mix)."""
     default = sampled is None and tuple(backends) == CPU_BACKENDS
     if sampled is None:
         sampled = SAMPLED_BACKENDS if default else ()
@@ -435,7 +435,7 @@ WRAPPING = ("add", "subtract", "multiply", "negative", "unary_minus", "abs")
 
 def wraps(case: Case) -> bool:
     """Whether ``case``'s program has an int32 op that wraps around where its result does not
-    fit (``WRAPPING``). Such cases (about one in twenty) run the sampled -O3 targets every
+    fit (``WRAPPING``). Such cases (about one in twenty) run the sampled shipped targets every
     time: LLVM reasons from what integer ops claim about overflow (no-signed-wrap flags,
     poison), so only optimized code can be wrong where NumPy wraps (an int32 ``+`` marked nsw
     made ``(x + y) > x`` into ``y > 0`` at -O3, right at -O0). The values that wrap come from
@@ -448,7 +448,7 @@ def wraps(case: Case) -> bool:
 
 def at_the_edges(case: Case) -> bool:
     """Whether ``case`` is an accuracy sweep at its op's edges (subnormals, infinities, one-signed
-    rows, ties: ``focus.sweep_cases``' "extreme" and "tails" sweeps). They run the sampled -O3
+    rows, ties: ``focus.sweep_cases``' "extreme" and "tails" sweeps). They run the sampled shipped
     targets every time, as users' kernels: LLVM's optimizer rewrites what it can prove about
     values (a float32 minimum of two extended bfloat16 values narrowed to a bfloat16 one, whose
     conversion flushed a subnormal) only there."""

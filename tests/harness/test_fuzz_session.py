@@ -1047,6 +1047,20 @@ def test_a_case_whose_int32_arithmetic_may_wrap_always_runs_the_optimized_target
     assert tuple(plain.backends) == CPU_BACKENDS
 
 
+def test_the_sampled_share_runs_the_target_users_get_by_default_as_shipped() -> None:
+    """What a user's ``@jit`` program runs unless it names a target (``cpu``: cpu-vector at
+    LLVM -O2) is among the shipped targets a default session samples, uninstrumented, as users
+    get it, beside one at -O3 (cpu-vector at -O3 had stood for it: no session ran the default
+    itself)."""
+    from compiler import backends as registry
+    from compiler.pipelines import DEFAULT_TARGET
+    from harness.case import SAMPLED_BACKENDS, instrumented_backend
+
+    assert DEFAULT_TARGET in SAMPLED_BACKENDS and not instrumented_backend(DEFAULT_TARGET)
+    levels = {registry.get(name).target.opt_level for name in SAMPLED_BACKENDS}
+    assert levels == {2, 3}, levels
+
+
 def test_a_share_of_default_cases_also_runs_the_gpu_lowering_emulated() -> None:
     """The GPU layer is met by default sessions: GPU_SHARE of the cases also run on gpu-emulated
     (where its passes exist), never a jit sequence or an invalid program (their oracles call
