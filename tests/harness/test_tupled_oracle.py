@@ -289,3 +289,51 @@ def test_a_nested_answer_of_other_bits_is_judged_by_the_error_model() -> None:
     (finding,) = judged(answer * np.float32(2))
     assert finding.kind == "nested" and "other bits" in finding.detail
     assert [f.kind for f in judged(answer[:1])] == ["nested"]  # another shape
+
+
+def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatch) -> None:
+    """Half the cases (``tupled.trees``, from the case's data) pass the reversed inputs as
+    keyword arguments and take the results as a dict, each inserted in the reverse of its
+    names' sorted order. A frontend that flattened a dict's keys sorted but walked its values in
+    insertion order (a held-out plant, caught only by jit sequences in 1 of 2 sessions) puts
+    values under the wrong names: named there, and not in the tuple form."""
+    import dataclasses
+
+    import compiler
+    from compiler import api
+    from compiler.frontend import pytree
+
+    base = _chain()
+    variants = [replace(base, backends=(f"cpu-loops@O{k}",)) for k in range(4)]
+    variants += [replace(base, origin=f"o{k}") for k in range(8)]
+    structured = next(c for c in variants if tupled.trees(c))
+    flat = next(c for c in variants if not tupled.trees(c))
+
+    def planted(tree, is_leaf):
+        leaves = []
+
+        def walk(node):
+            if is_leaf(node):
+                leaves.append(node)
+                return ("*",)
+            if isinstance(node, (tuple, list)):
+                return (type(node).__name__, tuple(walk(v) for v in node))
+            if isinstance(node, dict):  # the keys sorted, the values in insertion order
+                return ("dict", tuple(sorted(node, key=repr)), tuple(map(walk, node.values())))
+            if dataclasses.is_dataclass(node):
+                return ("static", id(node))
+            return ("static", pytree._static(node))
+
+        return leaves, walk(tree)
+
+    for case, caught in ((structured, True), (flat, False)):
+        inputs = list(case.inputs)
+        jitted = compiler.jit(case.traced_function())
+        first = jitted(*inputs, target="cpu-loops@O0")
+        assert tupled.check(case, jitted, inputs, "cpu-loops@O0", first) == ""
+        with monkeypatch.context() as patch:
+            patch.setattr(api, "flatten", planted)
+            detail = tupled.check(case, jitted, inputs, "cpu-loops@O0", first)
+        assert bool(detail) == caught, (case.origin, detail)
+        assert not caught or "by name in a dict" in detail, detail
+        jitted.clear()
