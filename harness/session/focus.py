@@ -1069,6 +1069,42 @@ def _out_of_range_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[
     return Case(program, inputs, backends, origin=f"focus/{item[1]}")
 
 
+def is_out_of_range(case: Case) -> bool:
+    """Is ``case`` an out-of-range item's (``_out_of_range_cases``)?"""
+    return case.origin.startswith("focus/") and case.origin[6:] in (*OUT_OF_RANGE, ONE_OF_TWO)
+
+
+@st.composite
+def out_of_range_siblings(draw: st.DrawFn, case: Case, count: int) -> tuple[Case, ...]:
+    """Up to ``count`` siblings of an out-of-range case (``is_out_of_range``): the same program
+    with an id just past an end of its table in another of its gathers' id inputs alone (the
+    case's own input at the other end, where it has one id input), on values of its regime
+    otherwise. Of two gathers, which one holds the bad id decides what a wrong check shows (a
+    kernel whose two error flags shared a buffer passed wherever the second gather wrote its
+    flag last): the case and its siblings hold it in each, on the case's kernels."""
+    program = case.program
+    ids = [(index, bound) for _, index, bound in _id_inputs(program)]
+    ids = [(index, bound) for index, bound in ids if case.inputs[index].size]
+    if not ids:
+        return ()
+
+    def bad(index: int, bound: int) -> bool:
+        values = np.asarray(case.inputs[index])
+        return bool(np.any((values < 0) | (values >= bound)))
+
+    held = [index for index, bound in ids if bad(index, bound)]
+    others = [(i, b) for i, b in ids if i not in held] or ids
+    found = []
+    for number, (index, bound) in enumerate(others[:count]):
+        inputs = [np.array(a, copy=True) for a in draw(input_values(program, "ordinary"))]
+        flat = inputs[index].reshape(-1)
+        edge = OUT_OF_RANGE[(number + (index in held)) % 2]
+        flat[draw(st.integers(0, flat.size - 1))] = _out_of_range_id(edge, bound)
+        origin = f"{case.origin}+input {index} {edge.partition(':')[2]}"
+        found.append(replace(case, inputs=inputs, recipes=[], origin=origin))
+    return tuple(found)
+
+
 def _two_gathers(draw: st.DrawFn, op: str, dtype: str) -> Program:
     """Two ``op`` gathers with ids of their own: from two tables, their rows added, or the
     second from the first's rows (by 1-D or 2-D ids)."""

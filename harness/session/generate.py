@@ -40,7 +40,7 @@ from ..case import (
     Case,
     generated_array,
 )
-from .focus import FOCUS_SHARE, focus_cases
+from .focus import FOCUS_SHARE, focus_cases, is_out_of_range, out_of_range_siblings
 
 #: The longest side of a long-row program (``program_cases``): past ``cpu-vector``'s 256-element
 #: whole-row reductions (``compiler/vector/schedule.py``), into its chunked, masked ones.
@@ -533,10 +533,14 @@ def siblings(draw: st.DrawFn, case: Case, count: int = SIBLINGS) -> tuple[Case, 
     program's steps and one regime at its edges (``_edges_by_step``) other than the case's own
     and the other siblings', and values for every input from it (ids in range, inputs of a
     float -> int cast ordinary, as for any case); origin "<case's>+<regime>". An invalid
-    program's siblings are its valid part with other violations (``_invalid_siblings``)."""
+    program's siblings are its valid part with other violations (``_invalid_siblings``); an
+    out-of-range case's, its program with an id past an end in its other gathers' ids
+    (``focus.out_of_range_siblings``)."""
     program = case.program
     if case.invalid is not None:
         return draw(_invalid_siblings(case, count))
+    if is_out_of_range(case):
+        return draw(out_of_range_siblings(case, count))
     if (
         case.sequence is not None or not program.inputs
         or case.origin.startswith("sweep/") or not program.nodes

@@ -183,3 +183,56 @@ def test_an_invalid_programs_siblings_are_its_valid_part_with_other_violations()
 
     check()
     assert len(violations) >= 8, violations
+
+
+def test_an_out_of_range_cases_siblings_hold_the_bad_id_in_its_other_gathers() -> None:
+    """A case whose gather reads an id just past its table's end: its siblings hold such an id
+    in each of its other gathers' ids alone (the same gather's at the other end, where it has
+    one), on its kernels. Which of two gathers holds it decides what a wrong check shows: a
+    kernel whose two error flags shared a buffer passed wherever the bad one wrote first, and
+    one such case a session did not catch that kernel in 1 of 2 60 s sessions."""
+    from harness.session.focus import ONE_OF_TWO, OUT_OF_RANGE, _id_inputs, focus_cases
+
+    def bad_inputs(case: Case) -> list[int]:
+        return [
+            index
+            for _, index, bound in _id_inputs(case.program)
+            if np.any((case.inputs[index] < 0) | (case.inputs[index] >= bound))
+        ]
+
+    held: list[tuple[list[int], list[list[int]]]] = []
+
+    @seed(2)
+    @settings(
+        max_examples=30, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(with_siblings(focus_cases((BACKEND,), (("gather", ONE_OF_TWO),))))
+    def check(pair: tuple[Case, tuple[Case, ...]]) -> None:
+        case, found = pair
+        assert case.origin == f"focus/{ONE_OF_TWO}"
+        ids = [index for _, index, _ in _id_inputs(case.program)]
+        assert len(ids) == 2 and len(bad_inputs(case)) == 1
+        for sibling in found:
+            assert sibling.program == case.program and sibling.backends == case.backends
+            assert len(bad_inputs(sibling)) == 1 and sibling.origin.startswith(case.origin + "+")
+        held.append((bad_inputs(case), [bad_inputs(s) for s in found]))
+
+    check()
+    assert held and all(found and found[0] != own for own, found in held), held
+    b = ProgramBuilder()
+    table, ids = b.input((3, 2), "float32"), b.input((4,), "int32", bound=3)
+    one = Case(
+        b.build(b.node("gather", table, ids)),
+        [np.ones((3, 2), np.float32), np.array([0, 3, 1, 2], np.int32)],
+        (BACKEND,),
+        origin=f"focus/{OUT_OF_RANGE[0]}",
+    )
+
+    @settings(max_examples=5, database=None, deadline=None)
+    @given(siblings(one))
+    def other_end(found: tuple[Case, ...]) -> None:
+        (sibling,) = found
+        assert sibling.inputs[1].min() == -1 and sibling.inputs[1].max() < 3  # the lower end
+
+    other_end()
