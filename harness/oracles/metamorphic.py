@@ -247,7 +247,13 @@ class Relation(Oracle):
     def _check(related: Related, obs: Observation, result, before, own) -> str:
         got, backend = np.asarray(result.output), result.backend
         if related.mode == "equal":
-            return "" if got.tobytes() == np.asarray(before).tobytes() else "output changed bits"
+            from ..run.worker import same_bits
+
+            # A NaN's sign and payload are no NumPy semantics: on cpu (-O2) a bfloat16 layer
+            # norm's NaN was 0x7FC00000 in one row and 0xFFC00000 once transposed twice (a
+            # clean-compiler finding); a zero's sign is the kernel's after a matmul.
+            any_zero = not tolerance.signs_settled(related.case.program)
+            return "" if same_bits(got, before, any_zero) else "output changed bits"
         refs = obs.refs
         expected = related.select(yardstick(refs))
         shape = np.shape(yardstick(refs))

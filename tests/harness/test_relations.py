@@ -133,3 +133,31 @@ def test_a_shift_that_rounds_a_spread_away_may_turn_inf_into_nan(runner) -> None
     judgement = runner.evaluate(case, ("metamorphic:layer-norm-shift",))
     assert "metamorphic:layer-norm-shift" in judgement.oracles
     assert judgement.findings == [], [f.detail for f in judgement.findings]
+
+
+def test_a_roundtrip_keeps_values_not_the_sign_of_a_nan() -> None:
+    """A clean-compiler finding (a held-out run's other finding, seed 1): a bfloat16 layer norm
+    of rows of inf with an infinite gain is NaN everywhere on ``cpu`` (LLVM -O2), 0x7FC00000 in
+    one column and 0xFFC00000 once transposed twice. A NaN's sign and payload are no NumPy
+    semantics, so the roundtrip relation accepts it; a zero of another sign it does not."""
+    import json
+    from pathlib import Path
+
+    from harness.oracles.base import Judgement, Observation
+    from harness.oracles.metamorphic import Relation, transpose_roundtrip
+    from harness.run.task import BackendResult
+
+    path = Path(__file__).parent / "fixtures" / "transpose_roundtrip_nan_signs_case.json"
+    case = Case.from_dict(json.loads(path.read_text()))
+    (related,) = transpose_roundtrip(case)
+    assert related.mode == "equal"
+    nan = np.full((4, 4), np.nan, np.float32)
+    flipped = nan.copy()
+    flipped[:, 1] = -np.nan
+    obs = Observation(case, [], {}, Judgement(), lambda other: {})
+    result = BackendResult("cpu", "ok", output=flipped)
+    assert Relation._check(related, obs, result, nan, {}) == ""
+    zeros = np.zeros((4, 4), np.float32)
+    signed = np.where(np.eye(4, dtype=bool), np.float32(-0.0), zeros)
+    result = BackendResult("cpu", "ok", output=signed)
+    assert Relation._check(related, obs, result, zeros, {}) == "output changed bits"
