@@ -117,6 +117,7 @@ SIGNATURE: dict[str, Any] = {
                 "stale-specialization",
                 "race",
                 "nested",
+                "trees",
             ],
         },
         "backend": _STRING,

@@ -100,23 +100,39 @@ def trees(case: Case) -> bool:
     return int(case.digest()[24:32], 16) % 2 == 1
 
 
+#: The start of a finding's detail where the function with several results fails taking and
+#: returning trees and passes with a tuple of positional arguments and results (its kind
+#: "trees": the @jit layer's, ``frontend/pytree.py``).
+TREES = "as trees: "
+
+
 def check(case: Case, fn: Any, inputs: list[np.ndarray], backend: str, first: Any) -> str:
     """ "" when ``together`` (the ``several`` function on ``inputs``, then the program on them
     reversed, all returned by one function) on ``backend`` returns bit for bit what each result
     is alone (``first``: the program's own output on ``inputs``); else what differed, or what
-    the function with several results raised."""
+    the function with several results raised. Where it takes and returns trees (``trees``)
+    and fails, it runs again with tuples: if that passes, the detail starts with ``TREES``."""
+    first = np.array(first, copy=True)  # its own bits, whatever the calls below write
+    detail = _check(case, fn, inputs, backend, first, trees(case))
+    if detail and trees(case) and not _check(case, fn, inputs, backend, first, False):
+        return f"{TREES}{detail} (with a tuple of positional arguments and results, it passes)"
+    return detail
+
+
+def _check(
+    case: Case, fn: Any, inputs: list[np.ndarray], backend: str, first: np.ndarray,
+    structured: bool,
+) -> str:  # fmt: skip
     import compiler
     from compiler import UnsupportedFeature
 
     from ..run.worker import same_bits
 
-    first = np.array(first, copy=True)  # its own bits, whatever the calls below write
     single = case.traced_function()
     count = len(inputs)
     other = [np.flip(a).copy() for a in inputs]
     returns = several(case)
     both = _function(case, returns)
-    structured = trees(case)
 
     def together(*arrays: Any) -> tuple[Any, ...]:
         return (*both(*arrays[:count]), single(*arrays[count:]))
@@ -224,6 +240,11 @@ def nested(case: Case, inputs: list[np.ndarray], backend: str, first: Any) -> tu
     return "", None
 
 
+def _kind(detail: str) -> str:
+    """A failed ``check``'s finding kind: "trees" where only its trees failed, else "tupled"."""
+    return "trees" if detail.startswith(TREES) else "tupled"
+
+
 class Tupled(Oracle):
     name = "tupled"
 
@@ -244,7 +265,7 @@ class Tupled(Oracle):
             task.tupled = ours[int(case.digest()[8:16], 16) % len(ours)]
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
-        flagged = [("tupled", r, r.tupled) for r in obs.results if r.ok and r.tupled]
+        flagged = [(_kind(r.tupled), r, r.tupled) for r in obs.results if r.ok and r.tupled]
         flagged += [("nested", r, why) for r in obs.results if (why := self._nested(obs, r))]
         flagged += overwrites(obs.results, "tupled") + overwrites(obs.results, "nested")
         return group(obs.case, self.name, flagged, obs.case.program.output_type.dtype)
@@ -272,4 +293,4 @@ class Tupled(Oracle):
 
 register(Tupled())
 
-__all__ = ["SHARE", "SHARE_FILLED", "Tupled", "check", "nested", "several", "trees"]
+__all__ = ["SHARE", "SHARE_FILLED", "TREES", "Tupled", "check", "nested", "several", "trees"]

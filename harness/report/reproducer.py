@@ -374,7 +374,7 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
     each result checked bit for bit against its own call."""
     from strategies.model.printing import function_source
 
-    from ..oracles.tupled import several
+    from ..oracles.tupled import several, trees
 
     count = len(case.inputs)
     names = ", ".join(f"x{i}" for i in range(count))
@@ -407,16 +407,37 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
         *source(returns, "several"),
         "",
         "",
-        "def together(*arrays):",
-        f"    return (*several(*arrays[:{count}]), program(*arrays[{count}:]))",
-        "",
-        "",
     ]
+    if trees(case):  # as the oracle called it: keyword arguments in, a dict out
+        footer += [
+            "# The reversed inputs as keyword arguments and the results as a dict, each in the",
+            "# reverse of its names' sorted order.",
+            "def together(first, **others):",
+            "    out = {f'r{k}': r for k, r in reversed(list(enumerate(several(*first))))}",
+            f"    out['reversed'] = program(*[others[f'a{{i}}'] for i in range({count})])",
+            "    return out",
+            "",
+            "",
+        ]
+    else:
+        footer += [
+            "def together(*arrays):",
+            f"    return (*several(*arrays[:{count}]), program(*arrays[{count}:]))",
+            "",
+            "",
+        ]
     for ref in inner:
         footer += [*source((ref,), f"value_{ref}"), "", ""]
+    footer += [f"other = [np.flip(a).copy() for a in ({names},)]"]
+    if trees(case):
+        footer += [
+            f"named = {{f'a{{i}}': other[i] for i in reversed(range({count}))}}",
+            f"out = compiler.jit(together)([{names}], target={backend!r}, **named)",
+            f"results = (*(out[f'r{{k}}'] for k in range({len(returns)})), out['reversed'])",
+        ]
+    else:
+        footer += [f"results = compiler.jit(together)({names}, *other, target={backend!r})"]
     footer += [
-        f"other = [np.flip(a).copy() for a in ({names},)]",
-        f"results = compiler.jit(together)({names}, *other, target={backend!r})",
         f"wants = ({', '.join(wants)}, compiler.jit(program)(*other, target={backend!r}))",
         f"any_zero = {loose}",
         "same = [same_bits(*pair, z) for *pair, z in zip(results, wants, any_zero)]",

@@ -81,6 +81,13 @@ _ABOVE_PIPELINES: dict[tuple[str, str], tuple[str, str]] = {
         "call (compiler/api.py, JitFunction.__call__: inlining into the outer trace) or "
         "its captured arrays (compiler/frontend/trace.py), not a pipeline",
     ),
+    ("tupled", "trees"): (
+        "jit",
+        "the function with several results fails taking keyword arguments and returning a "
+        "dict, and passes with a tuple of positional arguments and results: the @jit "
+        "layer's argument and result trees (compiler/frontend/pytree.py, flatten and "
+        "unflatten; compiler/api.py), not a pipeline",
+    ),
     ("determinism", "race"): (
         "runtime",
         "threads calling one jitted function at once got answers the same calls do not "

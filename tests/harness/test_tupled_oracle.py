@@ -337,3 +337,56 @@ def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatc
         assert bool(detail) == caught, (case.origin, detail)
         assert not caught or "by name in a dict" in detail, detail
         jitted.clear()
+
+
+_MAKE_TREES = """
+import json, sys
+from dataclasses import replace
+import numpy as np
+from harness.case import Case
+from harness.oracles.tupled import trees
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from harness.triage.attribution import Attributor
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+x = b.input((3, 4), "float32")
+e = b.node("exp", x)
+program = b.build(b.node("divide", e, b.node("sum", e, axis=1, keepdims=True)))
+base = Case(program, [np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)], ("cpu-loops@O0",))
+case = next(c for c in (replace(base, origin=f"o{k}") for k in range(64)) if trees(c))
+with Runner(None, use_jax=False) as runner:
+    (finding,) = runner.evaluate(case, only=("tupled",)).findings
+    layer = Attributor(runner, budget_seconds=60).attribute(case, finding).layer
+open(sys.argv[1], "w").write(reproducer(case, finding))
+open(sys.argv[1] + ".json", "w").write(json.dumps([finding.kind, layer, finding.detail]))
+"""
+
+
+@pytest.mark.slow
+def test_a_tree_finding_is_the_jit_layers_and_its_reproducer_passes_trees(tmp_path: Path) -> None:
+    """A frontend that walks a dict's values in insertion order under its sorted keys: the
+    tupled oracle's tree form fails and its tuple form passes, so the finding is of kind
+    "trees", the @jit layer's (not "runtime", which a variant that took no trees had said);
+    its reproducer passes the same trees, and fails exactly where the oracle does."""
+    import json
+
+    from planted_reproducer import run_with_and_without
+
+    from harness.selftest import Mutation
+
+    mutation = Mutation(
+        "dict-values-in-insertion-order",
+        "frontend/pytree.py",
+        'return ("dict", tuple(keys), tuple(walk(node[k]) for k in keys))',
+        'return ("dict", tuple(keys), tuple(walk(v) for v in node.values()))',
+        "a dict's values walked in insertion order under its sorted keys",
+    )
+    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE_TREES)
+    kind, layer, detail = json.loads((tmp_path / "reproducer.py.json").read_text())
+    assert (kind, layer) == ("trees", "jit"), detail
+    assert f": {tupled.TREES}" in detail, detail
+    assert "**named" in text and "def together(first, **others)" in text
+    assert with_bug.returncode == 1, with_bug.stdout + with_bug.stderr[-2000:]
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
