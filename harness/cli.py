@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated backends to compare (python -m harness backends lists them); "
         "with the default, a quarter of the cases also run on "
         + ",".join(SAMPLED_BACKENDS)
-        + " (as shipped: LLVM -O2 for cpu, the @jit default, -O3 for the others)",
+        + " (as shipped: LLVM -O3, and -O2 for cpu, the @jit default)",
     )
     fuzz.add_argument("--workers", type=arg.workers, default=1, help="driver processes, or 'auto'")
     fuzz.add_argument("--seed", type=int, default=None, help="default: from the clock (printed)")

@@ -1050,8 +1050,8 @@ def test_a_case_whose_int32_arithmetic_may_wrap_always_runs_the_optimized_target
 def test_the_sampled_share_runs_the_target_users_get_by_default_as_shipped() -> None:
     """What a user's ``@jit`` program runs unless it names a target (``cpu``: cpu-vector at
     LLVM -O2) is among the shipped targets a default session samples, uninstrumented, as users
-    get it, beside one at -O3 (cpu-vector at -O3 had stood for it: no session ran the default
-    itself)."""
+    get it, beside cpu-blas and cpu-vector at -O3 (which had stood for it: no session ran the
+    default itself)."""
     from compiler import backends as registry
     from compiler.pipelines import DEFAULT_TARGET
     from harness.case import SAMPLED_BACKENDS, instrumented_backend
