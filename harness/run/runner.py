@@ -252,6 +252,7 @@ class Runner:
         only: tuple[str, ...] | None = None,
         sibling: bool = False,
         probe: bool = False,
+        fresh: bool = False,
     ) -> Judgement:
         """All oracles on one case; never raises for anything the compiler does.
 
@@ -261,12 +262,13 @@ class Runner:
         case. A ``probe`` (triage's run: a minimizer candidate, an attribution variant, a
         replay) counts as one and adds nothing else to the session's figures: a variant that
         aborts on purpose (``+poison-checks``) showed as a crash among the findings, and the
-        minimizer's candidates as cases.
+        minimizer's candidates as cases. ``fresh``: its main task compiles past the worker's
+        memos, each backend's kernel JIT-compiled alone (``Task.fresh``).
         """
         if probe:
             counted, self.stats = self.stats, Stats()
             try:
-                return self.evaluate(case, only)
+                return self.evaluate(case, only, fresh=fresh)
             finally:
                 scratch, self.stats = self.stats, counted
                 counted.probes += 1
@@ -279,17 +281,17 @@ class Runner:
         if self.ahead is not None:
             self.ahead.write({"case": case.to_dict()})
         try:
-            judgement = self._evaluate(case, only)
+            judgement = self._evaluate(case, only, fresh)
         except Stopped:
             raise  # the record stays: the next session runs this case again
         if not self.hold:
             self.release()
         return judgement
 
-    def _evaluate(self, case: Case, only: tuple[str, ...] | None) -> Judgement:
+    def _evaluate(self, case: Case, only: tuple[str, ...] | None, fresh: bool) -> Judgement:
         chosen = self.oracles_for(case, only)
         self.last_cells = case_cells(case)
-        task = Task(case)
+        task = Task(case, fresh=fresh)
         for oracle in chosen:
             oracle.configure(case, task)
         outcome = self.run_task(task)

@@ -40,6 +40,7 @@ class Task:
     tupled: str = ""  # the backend that also runs the program twice in one function (tupled)
     misfit: bool = False  # each backend's specialization also called with misfit arguments
     verify_each: bool = False  # IR verified after every pass, not once a stage (crash re-runs)
+    fresh: bool = False  # compiled past the worker's stage and kernel memos, each JIT its own
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -63,6 +64,8 @@ class Task:
         }
         if self.verify_each:
             data["verify_each"] = True
+        if self.fresh:
+            data["fresh"] = True
         if self.input_sets is not None:
             data["input_sets"] = [[encode_array(a) for a in s] for s in self.input_sets]
         return data
@@ -82,6 +85,7 @@ class Task:
             tupled=str(data.get("tupled", "")),
             misfit=data.get("misfit") is True,
             verify_each=data.get("verify_each") is True,
+            fresh=data.get("fresh") is True,
         )
 
 

@@ -699,12 +699,15 @@ def execute(task: Task) -> TaskResult:
     wrote reads NaN or -1 in every run and every variant alike, so the failure is found every
     time, and attribution's variants (another runtime, fewer passes) do not pass by the luck of
     a zeroed page; gemm calls are counted (the ``blas`` oracle); and, where the task says so,
-    the IR is verified after every pass."""
+    the IR is verified after every pass, and (``task.fresh``) every stage and JIT runs again,
+    each backend's kernel JIT-compiled alone (``compiler.driver.fresh``)."""
+    from compiler import driver
     from compiler.pipelines import verify_each
     from compiler.runtime import instrumented
 
     each = verify_each() if task.verify_each else contextlib.nullcontext()
-    with workarounds_off(task.case), instrumented(), each:
+    fresh = driver.fresh() if task.fresh else contextlib.nullcontext()
+    with workarounds_off(task.case), instrumented(), each, fresh:
         return _execute(task)
 
 

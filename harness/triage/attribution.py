@@ -270,8 +270,11 @@ class Attributor:
             self._verdicts[key] = self._judged(probe, finding, only)
         return self._verdicts[key]
 
-    def _judged(self, probe: Case, finding: Finding, only: tuple[str, ...]) -> str:
-        judgement = self.runner.evaluate(probe, only, probe=True)
+    def _judged(
+        self, probe: Case, finding: Finding, only: tuple[str, ...], fresh: bool = False
+    ) -> str:
+        """``fresh``: compiled past the worker's memos (``Task.fresh``)."""
+        judgement = self.runner.evaluate(probe, only, probe=True, fresh=fresh)
         if any(f.signature.matches(finding.signature) for f in judgement.findings):
             return "fails"
         if judgement.findings:
@@ -718,6 +721,22 @@ class Attributor:
 
         if check("graph-numpy") == "fails":
             return done(*self._interpreter_layer(probe, finding, evidence))
+        if len(case.backends) > 1:
+            # Found beside other backends, whose kernels the worker JIT-compiled together with
+            # this one's (one LLVM module per level, jit_together) and whose stage outputs and
+            # kernels it keeps: the backend alone, compiled afresh (a bfloat16 copy flushed by
+            # the linked module only, which jit_together compiled with the host's bfloat16
+            # conversions, was blamed on the runtime: the variants were served the linked kernel).
+            alone = f"{backend} alone, compiled afresh"
+            evidence[alone] = self._judged(probe, finding, only, fresh=True)
+            if evidence[alone] == "passes":
+                return done(
+                    "driver",
+                    "the backend alone, compiled afresh, passes; beside the task's other "
+                    "backends it fails: what their compiles share in one process "
+                    "(compiler/driver.py: jit_together's one LLVM module for their kernels, the "
+                    "stage and kernel memos)",
+                )
         if set(case.layouts) - {DEFAULT_LAYOUT}:
             # Its inputs in another memory layout (Fortran order, strided, reversed, offset,
             # read-only): the same values C-contiguous take no marshalling of the compiler's

@@ -103,6 +103,7 @@ _INPUTS = {
     "builder-run-time-check": {1: [1, 4]},
     "llvm:codegen": {0: [[2.046875], [9.183549615799121e-41]]},
     "builder-poison": {0: [[-3.75, 2.5, -0.5], [7.0, -100.25, 1.0]]},
+    "driver": {0: [[1.62, 0.637, 9.18e-41], [2.0, -3.45, 9.2e-41]]},
     "gathers-fixup": {1: [[0, 3, 4, 1]]},
     "frontend-identity": {0: [[-3e9, -4e9, -5e9], [1.0, 2.0, 3.0]]},
 }
@@ -110,6 +111,10 @@ _INPUTS = {
 _LAYOUTS = {"layouts": ["fortran", "c"]}
 #: CPUs where LLVM's fptrunc to bfloat flushes subnormals (``bf16-rounding-in-integers``).
 _BF16_CONVERSIONS = ("avx512bf16", "avxneconvert")
+
+
+def _bf16_row_min(b):
+    return b.build(b.node("min", b.input((2, 3), "bfloat16"), axis=-1))
 
 
 def _rank_reducing_slice(b):
@@ -147,6 +152,20 @@ PLANTS = {
         _bf16_subnormal_compare,
         ["cpu-loops"],
         "llvm:codegen",
+    ),
+    # A failure only the kernels JIT-compiled together show (one LLVM module per level for a
+    # task's backends, driver.jit_together): blamed on the runtime, whose variant JITs alone.
+    "driver": (
+        Mutation(
+            "linked-jit-keeps-bf16-conversions",
+            "driver.py",
+            "            without_bf16_conversions(module, *(text for _, (text, _) in items))\n",
+            "",
+            "the linked JIT compiles bfloat16 kernels with the host's bfloat16 conversions",
+        ),
+        _bf16_row_min,
+        ["cpu-vector", "cpu-blas"],  # (kernels as shipped: linked at -O3)
+        "driver",
     ),
     # Poison the CPU decides: an fptoui of a negative float is -3 on a generic x86-64 (a
     # 64-bit conversion, truncated) and 0xFFFFFFFF with AVX-512's vcvttss2usi. It was blamed on
@@ -346,7 +365,8 @@ PLANTS = {
 def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
     from harness.triage.llvm_crash import host_features
 
-    if layer == "llvm:codegen" and not set(_BF16_CONVERSIONS) & set(host_features()):
+    bf16 = layer in ("llvm:codegen", "driver")
+    if bf16 and not set(_BF16_CONVERSIONS) & set(host_features()):
         pytest.skip("LLVM rounds float32 to bfloat16 correctly on CPUs without BF16 conversions")
     if layer == "builder-poison" and "avx512f" not in host_features():
         pytest.skip("without AVX-512 this CPU's fptoui of a negative float gives NumPy's answer")
