@@ -98,7 +98,9 @@ def test_a_bug_only_a_siblings_values_show_is_found_with_the_sibling(tmp_path: P
     driver = Driver(FuzzOptions(corpus=tmp_path, database=None, use_jax=False), 0)
     judged: list[Case] = []
 
-    def evaluate(candidate: Case, only: tuple[str, ...] | None = None) -> Judgement:
+    def evaluate(
+        candidate: Case, only: tuple[str, ...] | None = None, fresh: bool = False
+    ) -> Judgement:
         judged.append(candidate)  # the runner's judging, stood in for; its accounting is real
         rows = np.asarray(candidate.inputs[0], np.float64)
         if np.any(np.all(rows < 0, axis=1)):  # the planted identity shows
