@@ -137,9 +137,9 @@ def _check(
     def together(*arrays: Any) -> tuple[Any, ...]:
         return (*both(*arrays[:count]), single(*arrays[count:]))
 
-    def as_trees(first: list[Any], **others: Any) -> dict[str, Any]:
+    def as_trees(given: list[Any], **others: Any) -> dict[str, Any]:
         # results by name, inserted in the reverse of their sorted order, as the arguments
-        out = {f"r{k}": result for k, result in reversed(list(enumerate(both(*first))))}
+        out = {f"r{k}": result for k, result in reversed(list(enumerate(both(*given))))}
         out["reversed"] = single(*[others[f"a{i}"] for i in range(count)])
         return out
 

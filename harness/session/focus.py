@@ -104,7 +104,7 @@ def _first_step(item: tuple[str, str]) -> str:
     op, second = item
     if second in (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
         return f"{op}@{second}"
-    if second.startswith(CONST_VALUE):
+    if second.startswith(CONST_VALUE):  # "OP@const=VALUE"
         return f"{op}@{second}"
     target = second.partition("->")[2]
     return f"{op}->{target}" if target else op
@@ -1078,7 +1078,7 @@ def is_out_of_range(case: Case) -> bool:
 def out_of_range_siblings(draw: st.DrawFn, case: Case, count: int) -> tuple[Case, ...]:
     """Up to ``count`` siblings of an out-of-range case (``is_out_of_range``): the same program
     with an id just past an end of its table in another of its gathers' id inputs alone (the
-    case's own input at the other end, where it has one id input), on values of its regime
+    case's own input at the other end, where it has one id input), on ordinary values
     otherwise. Of two gathers, which one holds the bad id decides what a wrong check shows (a
     kernel whose two error flags shared a buffer passed wherever the second gather wrote its
     flag last): the case and its siblings hold it in each, on the case's kernels."""
