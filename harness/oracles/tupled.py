@@ -113,8 +113,9 @@ def check(case: Case, fn: Any, inputs: list[np.ndarray], backend: str, first: An
     the function with several results raised. Where it takes and returns trees (``trees``)
     and fails, it runs again with tuples: if that passes, the detail starts with ``TREES``."""
     first = np.array(first, copy=True)  # its own bits, whatever the calls below write
-    detail = _check(case, fn, inputs, backend, first, trees(case))
-    if detail and trees(case) and not _check(case, fn, inputs, backend, first, False):
+    structured = trees(case)
+    detail = _check(case, fn, inputs, backend, first, structured)
+    if detail and structured and not _check(case, fn, inputs, backend, first, False):
         return f"{TREES}{detail} (with a tuple of positional arguments and results, it passes)"
     return detail
 

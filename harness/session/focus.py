@@ -57,6 +57,7 @@ from strategies.gen.state import (
     arbitrary_constant,
     bits,
     const_value_form,
+    is_const_form,
     wider_dtypes,
 )
 from strategies.gen.values import (
@@ -90,10 +91,10 @@ def _item_dtype_and_spelling(
     op, second = item
     if second.startswith(SWEPT):
         return _swept(item)[0], None
-    if second in (CONST_LEFT, CONST_ARBITRARY, CONST_WIDER) or second.startswith(CONST_VALUE):
-        return "", None  # any dtype the op takes, drawn by the case
     if second == CONST_WIDE:
         return "int32", None
+    if is_const_form(second):
+        return "", None  # any dtype the op takes, drawn by the case
     if second.startswith(SPELLED):
         return first_dtypes[op], second[len(SPELLED) :]
     return second.partition("->")[0], None  # a cast's source
@@ -102,9 +103,7 @@ def _item_dtype_and_spelling(
 def _first_step(item: tuple[str, str]) -> str:
     """The first step that exercises a focus item: its op, or "astype->TARGET" for a cast."""
     op, second = item
-    if second in (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
-        return f"{op}@{second}"
-    if second.startswith(CONST_VALUE):  # "OP@const=VALUE"
+    if is_const_form(second):  # "OP@const-left", ... "OP@const=VALUE"
         return f"{op}@{second}"
     target = second.partition("->")[2]
     return f"{op}->{target}" if target else op
@@ -1314,10 +1313,11 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
         if dtypes and any(isinstance(a, Const) and _wider(a, dtypes[0]) for a in args):
             found.add((equation.op, CONST_WIDER))
         for position, arg in enumerate(args):
-            special = special_constant(equation.op, getattr(arg, "value", None))
-            if isinstance(arg, Const) and special is not None:
-                if equation.op != "power" or position == 1:  # (a power's exponent)
-                    found.add((equation.op, const_value_form(special)))
+            if not isinstance(arg, Const) or (equation.op == "power" and position != 1):
+                continue  # (a power's: its exponent)
+            special = special_constant(equation.op, arg.value)
+            if special is not None:
+                found.add((equation.op, const_value_form(special)))
     return found
 
 

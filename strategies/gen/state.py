@@ -373,7 +373,7 @@ class Gen:
             if rank >= 2:
                 kinds += ["row-step", "transposed"]
             if layout == "offset-strided":  # those that can start past the first element
-                kinds = ["inner-step", "picked"]  # (with a row-step, inner-step's axis)
+                kinds = ["inner-step", "picked"]
             elif layout == "padded":  # rows of contiguous elements apart, past the first
                 kinds = ["offset", "row-step", "picked"]
             elif sources:
