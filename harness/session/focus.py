@@ -1087,17 +1087,22 @@ def out_of_range_siblings(draw: st.DrawFn, case: Case, count: int) -> tuple[Case
     if not ids:
         return ()
 
-    def bad(index: int, bound: int) -> bool:
+    def end_of(index: int, bound: int) -> int | None:
+        """Which of ``OUT_OF_RANGE``'s ends input ``index`` holds an id past, or None."""
         values = np.asarray(case.inputs[index])
-        return bool(np.any((values < 0) | (values >= bound)))
+        if np.any(values >= bound):
+            return 0
+        return 1 if np.any(values < 0) else None
 
-    held = [index for index, bound in ids if bad(index, bound)]
+    held = {index: end for index, bound in ids if (end := end_of(index, bound)) is not None}
     others = [(i, b) for i, b in ids if i not in held] or ids
+    first = next(iter(held.values()), 0)  # the case's end, given to the other gathers first
     found = []
     for number, (index, bound) in enumerate(others[:count]):
         inputs = [np.array(a, copy=True) for a in draw(input_values(program, "ordinary"))]
         flat = inputs[index].reshape(-1)
-        edge = OUT_OF_RANGE[(number + (index in held)) % 2]
+        # its own input at the other end; another gather's at the case's end, then alternating
+        edge = OUT_OF_RANGE[1 - held[index] if index in held else (first + number) % 2]
         flat[draw(st.integers(0, flat.size - 1))] = _out_of_range_id(edge, bound)
         origin = f"{case.origin}+input {index} {edge.partition(':')[2]}"
         found.append(replace(case, inputs=inputs, recipes=[], origin=origin))

@@ -224,17 +224,31 @@ def test_an_out_of_range_cases_siblings_hold_the_bad_id_in_its_other_gathers() -
     assert held and all(found and found[0] != own for own, found in held), held
     b = ProgramBuilder()
     table, ids = b.input((3, 2), "float32"), b.input((4,), "int32", bound=3)
-    one = Case(
-        b.build(b.node("gather", table, ids)),
-        [np.ones((3, 2), np.float32), np.array([0, 3, 1, 2], np.int32)],
-        (BACKEND,),
-        origin=f"focus/{OUT_OF_RANGE[0]}",
-    )
+    program = b.build(b.node("gather", table, ids))
+    for bad, edge in ((3, OUT_OF_RANGE[0]), (-1, OUT_OF_RANGE[1])):  # one id input: other end
+        one = Case(
+            program,
+            [np.ones((3, 2), np.float32), np.array([0, bad, 1, 2], np.int32)],
+            (BACKEND,),
+            origin=f"focus/{edge}",
+        )
+        for sibling in _drawn_siblings(one):
+            values = sibling.inputs[1]
+            if bad == 3:  # the lower end, and no id past the upper one
+                assert values.min() == -1 and values.max() < 3, values
+            else:
+                assert values.max() == 3 and values.min() >= 0, values
+
+
+def _drawn_siblings(case: Case) -> list[Case]:
+    """The siblings of ``case`` of a few draws."""
+    drawn: list[Case] = []
 
     @settings(max_examples=5, database=None, deadline=None)
-    @given(siblings(one))
-    def other_end(found: tuple[Case, ...]) -> None:
-        (sibling,) = found
-        assert sibling.inputs[1].min() == -1 and sibling.inputs[1].max() < 3  # the lower end
+    @given(siblings(case))
+    def draw(found: tuple[Case, ...]) -> None:
+        assert len(found) == 1
+        drawn.extend(found)
 
-    other_end()
+    draw()
+    return drawn
