@@ -304,10 +304,13 @@ def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatc
     from compiler.frontend import pytree
 
     base = _chain()
-    variants = [replace(base, backends=(f"cpu-loops@O{k}",)) for k in range(4)]
-    variants += [replace(base, origin=f"o{k}") for k in range(8)]
+    variants = [replace(base, inputs=[base.inputs[0] + np.float32(k)]) for k in range(16)]
     structured = next(c for c in variants if tupled.trees(c))
     flat = next(c for c in variants if not tupled.trees(c))
+    # the same form on any of its backends: minimized on the failing ones, stored on all
+    for case in (structured, flat):
+        for backends in (("cpu-loops@O0",), ("cpu-blas",), ("cpu-loops@O0", "cpu-vector")):
+            assert tupled.trees(case.on(backends)) == tupled.trees(case)
 
     def planted(tree, is_leaf):
         leaves = []
@@ -355,7 +358,8 @@ x = b.input((3, 4), "float32")
 e = b.node("exp", x)
 program = b.build(b.node("divide", e, b.node("sum", e, axis=1, keepdims=True)))
 base = Case(program, [np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)], ("cpu-loops@O0",))
-case = next(c for c in (replace(base, origin=f"o{k}") for k in range(64)) if trees(c))
+variants = (replace(base, inputs=[base.inputs[0] + np.float32(k)]) for k in range(64))
+case = next(c for c in variants if trees(c))
 with Runner(None, use_jax=False) as runner:
     (finding,) = runner.evaluate(case, only=("tupled",)).findings
     layer = Attributor(runner, budget_seconds=60).attribute(case, finding).layer
