@@ -4,7 +4,8 @@ A case is plain data (``to_dict``/``from_dict``) so it can be written ahead to d
 sent to an isolated worker, stored in the corpus and replayed bit-exactly. Small inputs are stored
 inline (raw little-endian bytes, zlib, base64); large ones as the seed and scale that regenerate
 them. Anything that decides a verdict beyond the case's data (which optional checks run) is drawn
-from the case's own content hash (``toggle``), so a replay or a shrink step sees the same checks.
+from the case's own content hash without its backends (``draw``, ``toggle``, ``pick``), so a
+replay or a shrink step sees the same checks on whichever of its backends it runs.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -172,6 +174,11 @@ def decode_array(data: dict[str, Any], max_bytes: int = 64 << 20) -> np.ndarray:
             f"inline bytes are {len(raw)} bytes, shape {shape} of {name} needs {expected}"
         )
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+
+def _number(name: str, content: str) -> int:
+    key = hashlib.sha256(f"{name}:{content}".encode()).digest()
+    return int.from_bytes(key[:8], "big")
 
 
 @dataclass
@@ -385,11 +392,30 @@ class Case:
         data.pop("origin")
         return hashlib.sha256(canonical(data).encode("ascii")).hexdigest()
 
+    def content_digest(self) -> str:
+        """The digest of the case without its backends: what every draw of an oracle (does it
+        run, which backend it recompiles, which input it changes) is made from. The minimizer
+        judges a case on its failing backends and stores it on all of them; a draw that saw the
+        backends was another draw in the replay, which judged it fixed with the bug still in."""
+        return self.on(()).digest()
+
+    def draw(self, name: str) -> int:
+        """A deterministic 64-bit number named ``name``, drawn from the case's content: the
+        same case, the same number, in every run, replay and shrink step, on any backends."""
+        return _number(name, self.content_digest())
+
     def toggle(self, name: str, probability: float) -> bool:
-        """A deterministic coin drawn from the case's content: the same case, the same answer,
-        in every run, replay and shrink step."""
-        key = hashlib.sha256(f"{name}:{self.digest()}".encode()).digest()
-        return int.from_bytes(key[:8], "big") / 2**64 < probability
+        """A deterministic coin drawn from the case's content (``draw``)."""
+        return self.draw(name) / 2**64 < probability
+
+    def pick(self, name: str, options: Sequence[str]) -> str:
+        """One of ``options`` (backend names), drawn from the case's content so that the one
+        picked among many is picked again among any of them that holds it (rendezvous hashing):
+        a case minimized on its failing backend picks it there and once stored on all of them."""
+        if not options:
+            raise ValueError(f"nothing to pick {name!r} from")
+        content = self.content_digest()
+        return min(options, key=lambda option: _number(f"{name}:{option}", content))
 
     @property
     def size(self) -> int:

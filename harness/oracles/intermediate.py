@@ -84,7 +84,7 @@ def _judges_exactly(case: Case) -> bool:
 def intermediate_case(case: Case) -> Case | None:
     """The case whose output is a value ``case``'s output depends on (a numeric equation that
     reads an input: its ``exact_value`` in ``EXACT_SHARE`` of the cases that have one, else of
-    the nearest ones before the output, one drawn from the case's digest), with the equations
+    the nearest ones before the output, one drawn from the case's content), with the equations
     and inputs it needs and the same values; None where there is none."""
     from strategies.model import InvalidProgram, Ref
 
@@ -114,7 +114,7 @@ def intermediate_case(case: Case) -> Case | None:
         layer = operands(layer) - seen
     if not candidates:
         return None
-    return _value_case(case, candidates[int(case.digest()[24:32], 16) % len(candidates)])
+    return _value_case(case, candidates[case.draw("intermediate:value") % len(candidates)])
 
 
 class Intermediate(Oracle):

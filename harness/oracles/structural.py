@@ -101,7 +101,7 @@ class Determinism(Oracle):
         # Every backend is called again (cheap); one, drawn from the case's data, is also
         # recompiled from scratch: on every backend that would double the cost of the case.
         backends = sorted(task.backends)
-        task.recompile = backends[int(case.digest()[:8], 16) % len(backends)] if backends else ""
+        task.recompile = case.pick("recompile", backends) if backends else ""
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
         flagged = []

@@ -81,7 +81,7 @@ def several(case: Case) -> tuple[Any, ...]:
         refs += given[:1] or [Ref("input", 0)] * bool(program.inputs)
     elif program.inputs:
         refs.append(Ref("input", (output.index + 1) % len(program.inputs)))
-    place = int(case.digest()[16:24], 16) % (len(refs) + 1)
+    place = case.draw("tupled:place") % (len(refs) + 1)
     return tuple(refs[:place] + [output] + refs[place:])
 
 
@@ -96,11 +96,10 @@ def trees(case: Case) -> bool:
     the time): the program's inputs as a list, the reversed ones as keyword arguments and the
     results as a dict, each in the reverse of its names' sorted order? The frontend flattens a
     dict in sorted order; one that walked its values in insertion order put them under the wrong
-    names, and only jit sequences passed dicts (caught in 1 of 2 60 s sessions). Drawn from
-    the case without its backends: the minimizer judges a case on its failing backends and
-    stores it on all of them, and a tree finding's stored case was replayed as tuples (and
-    passed)."""
-    return case.on(()).toggle("trees", 0.5)
+    names, and only jit sequences passed dicts (caught in 1 of 2 60 s sessions). Drawn, as
+    every draw of an oracle, from the case without its backends (``Case.draw``): a tree
+    finding's stored case was once replayed as tuples (and passed)."""
+    return case.toggle("trees", 0.5)
 
 
 #: The start of a finding's detail where the function with several results fails taking and
@@ -266,7 +265,7 @@ class Tupled(Oracle):
     def configure(self, case: Case, task: Task) -> None:
         ours = _ours(task.backends)
         if ours:
-            task.tupled = ours[int(case.digest()[8:16], 16) % len(ours)]
+            task.tupled = case.pick("tupled:backend", ours)
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
         flagged = [(_kind(r.tupled), r, r.tupled) for r in obs.results if r.ok and r.tupled]

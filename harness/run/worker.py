@@ -735,7 +735,7 @@ def _execute(task: Task) -> TaskResult:
 
         results: list[BackendResult] = []
         fn = compiler.jit(task.case.traced_function())
-        misfit = None  # the input the arguments oracle changes: one digest for every backend
+        misfit = None  # the input the arguments oracle changes: one draw for every backend
         if task.misfit:
             from ..oracles.arguments import which_input
 

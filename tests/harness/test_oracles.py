@@ -200,6 +200,54 @@ def test_determinism_recompiles_one_backend_of_the_case_drawn_from_its_data(monk
     assert len(fresh) == 1
 
 
+def test_every_draw_of_an_oracle_is_the_same_on_any_backends_that_hold_its_pick() -> None:
+    """The minimizer judges a case on its failing backends and stores it on all of them; each
+    draw an oracle makes (does it run, the backend it recompiles or calls tupled, the order of
+    several results, the input the arguments check changes, the value the intermediate check
+    reads) comes out the same on both, so the stored case replays as it was judged. Draws from
+    the digest, backends included, moved on a subset (a tupled finding replayed on another
+    backend than it was found on)."""
+    from itertools import combinations
+
+    from harness.oracles.arguments import which_input
+    from harness.oracles.intermediate import intermediate_case
+    from harness.oracles.tupled import several
+    from harness.run.task import Task
+    from strategies.model import ProgramBuilder
+
+    every = ("cpu-loops@O0", "cpu-blas@O0", "cpu-vector@O0", "cpu-blas", "cpu-vector")
+    b = ProgramBuilder()
+    x, y = b.input((3, 4), "float32"), b.input((3, 4), "float32")
+    e = b.node("exp", b.node("multiply", x, y))
+    program = b.build(b.node("divide", e, b.node("sum", e, axis=1, keepdims=True)))
+    picks: dict[str, set[str]] = {"tupled": set(), "recompile": set()}
+    for k in range(24):
+        x0 = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4) + np.float32(k)
+        case = Case(program, [x0, x0 * 2], every)
+        for oracle in oracles.ORACLES.values():
+            task = Task(case)
+            oracle.configure(case, task)
+            picked = {task.tupled, task.recompile} - {""}
+            picks["tupled"].add(task.tupled)
+            picks["recompile"].add(task.recompile)
+            for n in (1, 2, 3):
+                for subset in combinations(every, n):
+                    if not picked <= set(subset):
+                        continue
+                    on = case.on(subset)
+                    again = Task(on)
+                    oracle.configure(on, again)
+                    assert (again.tupled, again.recompile) == (task.tupled, task.recompile)
+                    if oracle.fits(on) and oracle.fits(case):
+                        assert oracle.wants(on) == oracle.wants(case), oracle.name
+        for subset in (every[:1], every[3:]):
+            on = case.on(subset)
+            assert several(on) == several(case) and which_input(on) == which_input(case)
+            assert intermediate_case(on).program == intermediate_case(case).program
+    # the picks still vary with the case
+    assert len(picks["tupled"] - {""}) > 2 and len(picks["recompile"] - {""}) > 2
+
+
 def test_the_recompiled_backend_also_goes_through_the_persistent_cache(monkeypatch, tmp_path):
     """The recompiled backend's kernel is also stored to and loaded back from a persistent
     compilation cache, as a second process with COMPILER_CACHE_DIR would load it: the same bits,
