@@ -136,7 +136,15 @@ def recurring(
 ) -> tuple[Finding | None, Judgement]:
     """Run ``case`` with the oracles ``only`` (once, or ``race_runs`` times for a race, until
     it recurs): the first finding that is ``signature``'s failure (``matches``), if any, and the
-    last judgement. The one test of "does this failure recur?" for replay and minimization."""
+    last judgement. The one test of "does this failure recur?" for replay and minimization.
+
+    It runs on the signature's backends that the case holds (all of its backends where it holds
+    none): a finding is minimized there and stored on all of them, and an oracle that picks one
+    backend to call differently (the tupled call, the fresh recompile) picks among those it runs
+    on: a planted tupled bug on one backend, stored on eight, replayed fixed-now with the bug
+    in."""
+    failing = tuple(b for b in case.backends if b in signature.backends)
+    case = case.on(failing or case.backends)
     for _ in range(race_runs if signature.kind == "race" else 1):
         judgement = runner.evaluate(case, only, probe=True)
         for finding in judgement.findings:

@@ -386,9 +386,7 @@ class Driver(Admission):
         only = oracles_of(restrict.signature, restrict.detail)
 
         def check(candidate: Case) -> Finding | None:
-            failing = tuple(b for b in candidate.backends if b in restrict.backends)
-            candidate = candidate.on(failing or candidate.backends)
-            signature = restrict.signature
+            signature = restrict.signature  # judged on its backends (``recurring``)
             return recurring(self.runner, candidate, signature, only, MINIMIZE_RACE_RUNS)[0]
 
         return check

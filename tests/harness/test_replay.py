@@ -423,3 +423,35 @@ def test_a_pass_on_a_cpu_without_the_failures_features_is_not_a_fix(monkeypatch)
     assert result.outcome == "not-run" and "avx512bf16" in result.detail, result
     monkeypatch.setattr(replay, "missing_features", lambda entry: [])
     assert replay.classify(entry, runner=None).outcome == "fixed-now"
+
+
+def test_a_failure_recurs_or_not_on_the_backends_it_was_found_on() -> None:
+    """A finding is minimized on its failing backends and stored on all of the case's; "does
+    it recur?" (replay and minimizer alike) runs the signature's backends the case holds, so an
+    oracle that picks one backend to call differently picks the same one. Replayed on all of
+    them, a planted tupled bug on cpu-vector alone, stored on eight backends, was fixed-now with
+    the bug in (the tupled call went to another backend)."""
+    from harness.oracles.base import Judgement
+    from harness.replay import recurring
+    from harness.triage.signature import Signature
+
+    seen: list[tuple[str, ...]] = []
+
+    class Recording:
+        def evaluate(self, case: Case, only: tuple[str, ...], probe: bool = False) -> Judgement:
+            seen.append(case.backends)
+            return Judgement()
+
+    b = ProgramBuilder()
+    program = b.build(b.node("exp", b.input((2,), "float32")))
+    case = Case(program, [np.ones(2, np.float32)], ("cpu-loops@O0", "cpu-blas", "cpu-vector"))
+    for backends, runs in [
+        (("cpu-vector",), ("cpu-vector",)),
+        (("cpu-vector", "cpu-loops@O0"), ("cpu-loops@O0", "cpu-vector")),
+        (("cpu-loops",), case.backends),  # none of them held: all of them
+        ((), case.backends),
+    ]:
+        seen.clear()
+        signature = Signature("tupled", "tupled", backends)
+        assert recurring(Recording(), case, signature, ("tupled",), 1)[0] is None
+        assert seen == [runs]
