@@ -40,6 +40,14 @@ class Causal(Oracle):
         return [Derived("perturbed-future", task, {"keep": keep})]
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
+        """The earlier rows must hold the same values: bit for bit, except a NaN's sign and
+        payload and a zero's sign, which are the kernel's: a masked future row's 0 * v is -0.0
+        where v < 0, and a sum started from -0.0 (addition's identity, as LLVM's vector
+        reductions start) keeps it where the row's other terms are -0.0. The differential
+        oracle judges those signs on each run; raw bytes reported a NaN's sign as a causality
+        leak "at ()"."""
+        from ..run.worker import same_bits
+
         findings = []
         for item, outcome in derived:
             if outcome.status != "ok":
@@ -50,7 +58,7 @@ class Causal(Oracle):
                     continue
                 a = np.asarray(before.output)[:keep]
                 b = np.asarray(after.output)[:keep]
-                if a.tobytes() == b.tobytes():
+                if same_bits(a, b, any_zero=True):
                     continue
                 diff = np.argwhere(~((a == b) | (np.isnan(a) & np.isnan(b))))
                 where = tuple(int(i) for i in diff[0]) if len(diff) else ()

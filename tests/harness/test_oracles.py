@@ -140,6 +140,18 @@ def test_causality_needs_bit_identical_early_rows(matmul_case):
     assert judge(b) == []
     b[0, 1] = np.nextafter(b[0, 1], np.float32(100))
     assert [f.kind for f in judge(b)] == ["causality"]
+    assert "(first difference at (0, 1))" in judge(b)[0].detail
+    # A NaN's sign and a zero's sign are the kernel's (a masked future row's 0 * v is -0.0
+    # where v < 0, kept by a sum started from -0.0): no leak. They were reported, a NaN's "at ()".
+    a[0, 0], a[1, 2] = 0.0, np.nan
+    b = a.copy()
+    b[0, 0], b[1, 2], b[2] = -0.0, -np.nan, 7
+    assert judge(b) == []
+    b[1, 3] = np.nan
+    assert [f.detail for f in judge(b)] == [
+        "output row (1,) changed when only rows >= 2 of the input changed (first difference "
+        "at (1, 3))"
+    ]
 
 
 def test_large_inputs_are_stored_as_their_recipe_and_regenerate_bit_exactly(matmul_case):
