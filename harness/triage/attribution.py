@@ -315,6 +315,24 @@ class Attributor:
                 return "fails"
         return "passes"
 
+    def _graph_rejected(self, probe: Case, evidence: dict[str, str]) -> str:
+        """Where the module as built is wrong, is the graph it was built from wrong already?
+        The traced graph, interpreted by NumPy, judged by the differential and error-path
+        oracles whatever it does (another failure than the finding's counts: a graph whose
+        slice a primitive's rule planned one dimension short does not even interpret). The
+        frontend's detail, with the interpreter's failure, where it is; "" where the graph
+        passes (added to ``evidence``: a planted Ellipsis miscount was blamed on the builder)."""
+        wrong = self.runner.evaluate(probe.on(("graph-numpy",)), (), probe=True).findings
+        evidence["graph-numpy (differential)"] = "fails" if wrong else "passes"
+        if not wrong:
+            return ""
+        return (
+            "the traced graph, interpreted by NumPy (no MLIR), is wrong too "
+            f"({wrong[0].kind}: {wrong[0].detail[:300]}): the module was built from a wrong "
+            "graph (the trace, or a primitive's shape or dtype rule: compiler/frontend/, "
+            "compiler/primitives/)"
+        )
+
     def attribute(self, case: Case, finding: Finding) -> Attribution:
         start = time.perf_counter()
         self._verdicts = {}  # verdicts depend on the finding judged
@@ -411,10 +429,15 @@ class Attributor:
             return Attribution(f"backend:{backend_family(name)}", name, "not one of our pipelines")
         if finding.kind == "verifier-error":
             module = finding.result.module if finding.result is not None else ""
+            evidence: dict[str, str] = {}
+            frontend = self._graph_rejected(case.on((backend,)), evidence)
+            if frontend:
+                return Attribution("frontend", backend, frontend, evidence)
             return Attribution(
                 "builder",
                 backend,
                 "the module as built does not verify",
+                evidence,
                 mlir={"module": module, "command": "mlir-opt module.mlir"},
             )
         stage = finding.stage or (finding.result.stage if finding.result is not None else "")
@@ -777,6 +800,9 @@ class Attributor:
                 f"code generation for this CPU's features ({', '.join(host_features()) or '?'})",
             )
         if check(f"{family}[:{BUILT}]") == "fails":
+            frontend = self._graph_rejected(probe, evidence)
+            if frontend:
+                return done("frontend", frontend)
             return done(
                 "builder",
                 "the module as built, with only the minimal completion at -O0, already fails",

@@ -49,6 +49,14 @@ def _program(build) -> dict:
     return build(b).to_dict()
 
 
+def _ellipsis_index(b):
+    return b.build(b.node("index", b.input((3, 4), "float32"), key=(Ellipsis, 1)))
+
+
+def _transpose(b):
+    return b.build(b.node("transpose", b.input((3, 4), "float32")))
+
+
 def _sum_axis1(b):
     return b.build(b.node("sum", b.input((3, 4), "float32"), axis=1))
 
@@ -194,6 +202,34 @@ PLANTS = {
         _sum_axis1,
         ["cpu-loops"],
         "frontend",
+    ),
+    # A primitive's rule plans a slice one dimension short: the module built from that graph
+    # does not verify, and the graph, interpreted by NumPy, does not even run (blamed on the
+    # builder: "the module as built does not verify").
+    "frontend-rule": (
+        Mutation(
+            "ellipsis-counted-as-index",
+            "primitives/rules.py",
+            "consuming = sum(item is not None and item is not Ellipsis for item in items)",
+            "consuming = sum(item is not None for item in items)",
+            "static indexing counts the Ellipsis among the indices that consume a dimension",
+        ),
+        _ellipsis_index,
+        ["cpu-loops"],
+        "frontend",
+    ),
+    # ...while a right graph whose module does not verify stays the builder's.
+    "builder-verifier": (
+        Mutation(
+            "transpose-permutation-reversed",
+            "lower/emit.py",
+            'perm = ", ".join(str(p) for p in node.attrs["perm"])',
+            'perm = ", ".join(str(p) for p in reversed(node.attrs["perm"]))',
+            "linalg.transpose is written with its permutation reversed",
+        ),
+        _transpose,
+        ["cpu-loops"],
+        "builder",
     ),
     "builder": (
         Mutation(
@@ -389,6 +425,12 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
             and "--from-stage blas --to-stage blas" in mlir["command"]
         )
         assert "compiler/lower/blas.py" in attribution["detail"], attribution
+    if layer == "builder-verifier":
+        assert attribution["detail"] == "the module as built does not verify", attribution
+        assert attribution["evidence"]["graph-numpy (differential)"] == "passes", attribution
+    if layer == "frontend-rule":
+        assert "interpreted by NumPy (no MLIR), is wrong too" in attribution["detail"]
+        assert attribution["evidence"]["graph-numpy (differential)"] == "fails", attribution
     if layer == "builder-poison":
         assert "llvm.fptoui" in attribution["detail"], attribution
         evidence = attribution["evidence"]
