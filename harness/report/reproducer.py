@@ -337,11 +337,15 @@ def reproducer(case: Case, finding: Any) -> str:
 
 def _nested_footer(case: Case, backend: str) -> list[str]:
     """The tupled oracle's nested call (``oracles.tupled.nested``), printed: the program jitted
-    and called inside another jitted function, every second argument captured."""
+    and called inside another jitted function, every second argument captured (or, where
+    ``tupled.alone``, every second input from its own closure and called with NumPy arrays
+    only, its answer plus a traced zero)."""
+    from ..oracles.tupled import alone
+
     count = len(case.inputs)
     names = [f"x{i}" for i in range(count)]
     traced = ", ".join(names[0::2])
-    return [
+    head = [
         "# Judged as the tupled oracle does (harness/oracles/tupled.py, nested): the program",
         "# jitted and called inside another jitted function, every second argument a NumPy",
         "# array of the enclosing scope (captured); then its jitted function at top level.",
@@ -352,15 +356,37 @@ def _nested_footer(case: Case, backend: str) -> list[str]:
         "from harness.verdict import differential",
         "",
         f"PROGRAM = {case.program.to_json()!r}",
-        "inner = compiler.jit(program)",
-        "",
-        "",
-        f"def outer({traced}):",
-        f"    return inner({', '.join(names)})",
-        "",
-        "",
-        f"nested = compiler.jit(outer)({traced}, target={backend!r})",
-        f"after = inner({', '.join(names)}, target={backend!r})",
+    ]
+    if alone(case):
+        zero = "-0.0" if np.dtype(case.program.output_type.dtype).kind in "fV" else "0"
+        body = [
+            "# Here with NumPy arrays only: it compiles on its own while the outer function is",
+            "# being traced, every second input an array of its own closure; the outer function",
+            f"# adds a traced {zero} to its answer (no bit changes).",
+            "inner = compiler.jit(lambda " + traced + ": program(" + ", ".join(names) + "))",
+            "",
+            "",
+            "def outer(zero):",
+            f"    return zero + inner({traced}, target={backend!r})",
+            "",
+            "",
+            f"zero = np.full(np.shape(actual), {zero}, np.asarray(actual).dtype)",
+            f"nested = compiler.jit(outer)(zero, target={backend!r})",
+            f"after = inner({traced}, target={backend!r})",
+        ]
+    else:
+        body = [
+            "inner = compiler.jit(program)",
+            "",
+            "",
+            f"def outer({traced}):",
+            f"    return inner({', '.join(names)})",
+            "",
+            "",
+            f"nested = compiler.jit(outer)({traced}, target={backend!r})",
+            f"after = inner({', '.join(names)}, target={backend!r})",
+        ]
+    return head + body + [
         "print('nested:', nested, 'after:', after)",
         "nested_ok = same_bits(nested, actual) or differential(",
         f"    PROGRAM, [{', '.join(names)}], nested, backend={backend!r}",

@@ -227,11 +227,7 @@ def test_the_program_called_as_a_nested_jit_function_owes_its_own_bits(runner, m
     from harness.run.worker import _execute
     from harness.triage.attribution import Attributor
 
-    b = ProgramBuilder()
-    x, y = b.input((2, 3), "float32"), b.input((3,), "float32")
-    program = b.build(b.node("multiply", b.node("exp", x), y))
-    inputs = [np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), np.arange(3, dtype=np.float32)]
-    case = Case(program, inputs, ("cpu-loops@O0",))
+    case = _nested_case(inlined=True)
     task = Task(case, ("cpu-loops@O0",), tupled="cpu-loops@O0")
     (result,) = _execute(task).results  # in this process: the plant below reaches it
     assert result.nested == "" and result.tupled == ""
@@ -256,6 +252,57 @@ def test_the_program_called_as_a_nested_jit_function_owes_its_own_bits(runner, m
     assert Attributor(None).attribute(case, finding).layer == "jit"
     assert oracles_of(finding.signature) == ("tupled",)
     assert _run_script(reproducer(case, finding)) == 1
+
+
+def _nested_case(inlined: bool) -> Case:
+    """exp(x) * y, on values whose nested call inlines (``inlined``) or is made with NumPy arrays
+    only (``tupled.alone``)."""
+    b = ProgramBuilder()
+    x, y = b.input((2, 3), "float32"), b.input((3,), "float32")
+    program = b.build(b.node("multiply", b.node("exp", x), y))
+    for k in range(16):
+        y0 = np.arange(3, dtype=np.float32) + np.float32(k)
+        inputs = [np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), y0]
+        case = Case(program, inputs, ("cpu-loops@O0",))
+        if tupled.alone(case) != inlined:
+            return case
+    raise AssertionError("no case of the form in 16 draws")
+
+
+def test_a_nested_call_with_numpy_arrays_only_compiles_on_its_own_trace(runner, monkeypatch):
+    """Half the nested calls (``tupled.alone``) pass NumPy arrays only: the inner function
+    compiles on its own while the outer one is traced, every second input an array of its own
+    closure. A frontend that captured arrays into the outermost trace (a held-out plant: the
+    inner graph read the outer trace's node, and its compile raised KeyError) was missed while
+    every nested call passed a traced argument. Its finding is the @jit layer's; its reproducer
+    prints the same form and fails with the bug, passes without."""
+    from compiler.frontend import trace
+    from harness import oracles
+    from harness.run.references import references
+    from harness.run.task import Task
+    from harness.run.worker import _execute
+    from harness.triage.attribution import Attributor
+
+    case = _nested_case(inlined=False)
+    task = Task(case, ("cpu-loops@O0",), tupled="cpu-loops@O0")
+    (result,) = _execute(task).results
+    assert result.nested == "" and result.tupled == ""
+    clean = reproducer(case, replace_kind(case, "nested"))
+    assert "compiles on its own" in clean and "zero + inner(x0, target=" in clean
+    monkeypatch.setenv("COMPILER_INSTRUMENT", "1")  # (the script sets it: restored after)
+    assert _run_script(clean) == 0
+
+    monkeypatch.setattr(trace, "current_trace", lambda: trace._stack()[0])  # the outermost
+    (result,) = _execute(task).results
+    (finding,) = oracles.judge_results(case, [result], references(case), ("tupled",)).findings
+    assert (finding.kind, finding.oracle) == ("nested", "tupled"), finding.detail
+    assert "with NumPy arrays only, so compiled on its own" in finding.detail
+    assert Attributor(None).attribute(case, finding).layer == "jit"
+    assert _run_script(reproducer(case, finding)) == 1
+    # The inlined form passes with this plant (every capture there is the outer trace's).
+    inlined = _nested_case(inlined=True)
+    (result,) = _execute(Task(inlined, ("cpu-loops@O0",), tupled="cpu-loops@O0")).results
+    assert result.nested == ""
 
 
 def replace_kind(case: Case, kind: str):
