@@ -721,6 +721,42 @@ def test_power_constants_are_numpy_scalars_too_and_views_stride_unit_dims() -> N
     find(programs(max_nodes=3, ops=["gather"], views=1), strided_unit, settings=quick)
 
 
+def test_matmul_partners_are_one_row_or_one_column_views_too() -> None:
+    """One matmul partner in six is one row or one column: a BLAS path special-cases them, and
+    their strides along the extent-1 axis mean nothing. A view of one row whose columns are
+    strided (``x[:1, 1::2] @ w``) was in 2 of 1500 drawn programs (every fresh partner had two
+    rows or more), and a held-out BLAS plant that took it for row-major survived 60 s
+    sessions; one-column operands were in 1 program of 28 (now about 1 in 4)."""
+    counts: Counter[str] = Counter()
+
+    def matrices(p: Program) -> list[tuple[tuple[int, ...], str | None]]:
+        """Each 2-D matmul operand's shape and view kind."""
+        args = [a for n in p.nodes if n.op == "matmul" for a in n.args]
+        shapes = [(tuple(p.type_of(a).shape), _view_kind(p, a)) for a in args]
+        return [(shape, kind) for shape, kind in shapes if len(shape) == 2]
+
+    def pooled(n: int) -> None:
+        @seed(n)
+        @settings(
+            max_examples=600, phases=[Phase.generate], database=None, deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )  # fmt: skip
+        @given(programs(max_nodes=2, ops=["matmul"], views=1))
+        def collect(program: Program) -> None:
+            operands = matrices(program)
+            counts["programs"] += 1
+            counts["strided row"] += any(
+                s[0] == 1 < s[1] and kind == "inner-step" for s, kind in operands
+            )
+            counts["column"] += any(s[1] == 1 < s[0] for s, _ in operands)
+
+        collect()
+
+    for n in (1, 2):
+        pooled(n)
+    assert counts["strided row"] >= 1 and counts["column"] > counts["programs"] / 10, counts
+
+
 def test_numpy_scalars_next_to_an_array_are_wider_than_it_mostly() -> None:
     """A NumPy scalar wider than its array operand gives the result its own dtype (NEP 50),
     which a shortcut for a constant must keep (a float32 ``x ** np.float64(0.5)`` taken as
