@@ -386,7 +386,9 @@ def _nested_footer(case: Case, backend: str) -> list[str]:
             f"nested = compiler.jit(outer)({traced}, target={backend!r})",
             f"after = inner({', '.join(names)}, target={backend!r})",
         ]
-    return head + body + [
+    return [
+        *head,
+        *body,
         "print('nested:', nested, 'after:', after)",
         "nested_ok = same_bits(nested, actual) or differential(",
         f"    PROGRAM, [{', '.join(names)}], nested, backend={backend!r}",
