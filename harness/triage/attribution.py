@@ -77,9 +77,11 @@ _ABOVE_PIPELINES: dict[tuple[str, str], tuple[str, str]] = {
     ("tupled", "nested"): (
         "jit",
         "the program jitted and called inside another jitted function (some arguments "
-        "captured NumPy arrays) fails where its own call passes: the @jit layer's nested "
-        "call (compiler/api.py, JitFunction.__call__: inlining into the outer trace) or "
-        "its captured arrays (compiler/frontend/trace.py), not a pipeline",
+        "captured NumPy arrays, or all of them: then compiled on its own during the outer "
+        "trace) fails where its own call passes: the @jit layer's nested call "
+        "(compiler/api.py, JitFunction.__call__: inlining into the outer trace, or tracing "
+        "its own) or its captured arrays (compiler/frontend/trace.py: the trace they join), "
+        "not a pipeline",
     ),
     ("tupled", "trees"): (
         "jit",
