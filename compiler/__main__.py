@@ -158,6 +158,7 @@ def workarounds_command(args: argparse.Namespace) -> int:
         print(f"{row['name']}  [{row['state']}]")
         print(f"  issue: {row['issue']}")
         print(f"  instead: {row['description']}")
+        print(f"  off: {row['off']}")
     print(f"turn off: {workarounds.ENV}=name[,name] or compiler.workarounds.disabled(name)")
     return 0
 

@@ -39,19 +39,31 @@ class Workaround:
     name: str
     issue: str
     description: str
+    # The upstream bug it avoids kills the process (an assertion, an abort in code
+    # generation): turned off, a compile may take the process down, so only a caller that can
+    # lose it does (``fatal``); the others give wrong answers or a raised compile error.
+    fatal: bool = False
 
 
 WORKAROUNDS: dict[str, Workaround] = {}
 
 
-def register(name: str, issue: str, description: str) -> Workaround:
-    """Add a workaround (a plugin may register its own); names are unique."""
+def register(name: str, issue: str, description: str, fatal: bool = False) -> Workaround:
+    """Add a workaround (a plugin may register its own); names are unique. ``fatal``: the
+    avoided bug kills the process."""
     if name in WORKAROUNDS:
         raise ValueError(f"workaround {name!r} is already registered")
     if not name or "," in name or name != name.strip():
         raise ValueError(f"workaround names are non-empty, without commas or spaces: {name!r}")
-    WORKAROUNDS[name] = workaround = Workaround(name, issue, description)
+    WORKAROUNDS[name] = workaround = Workaround(name, issue, description, fatal)
     return workaround
+
+
+def survivable() -> tuple[str, ...]:
+    """The workarounds a process may turn off and live: their bugs give wrong answers or
+    compile errors (a harness that checks what caches key by ``state()`` compiles under
+    them)."""
+    return tuple(sorted(name for name, w in WORKAROUNDS.items() if not w.fatal))
 
 
 register(
@@ -61,6 +73,7 @@ register(
     "slices are never rank-reducing (a tensor.reshape drops the dims an integer index removes): "
     "a rank-reducing memref.subview with a non-unit step on a size-1 dim asserts in "
     "SubViewOp::getDroppedDims under expand-strided-metadata (MLIR 22.1.8)",
+    fatal=True,
 )
 
 
@@ -71,6 +84,7 @@ register(
     "codegen aborts on bfloat16 vector arithmetic of 9-15, 17, 31, 33... lanes where the CPU "
     "has AVX512-BF16 or AVX-NE-CONVERT (SoftPromoteHalfOperand of a v8bf16 scalar_to_vector: "
     "'Do not know how to soft promote this operator's operand!'; LLVM 22.1.8)",
+    fatal=True,
 )
 
 
@@ -130,6 +144,7 @@ register(
     "asserts in APInt on a masked load or gather of 8 or more halves, and on a bfloat16 "
     "extension of 4 lanes, in an optnone function at -O1..-O3 (LLVM 22.1.8), and the JIT "
     "generates code at -O2",
+    fatal=True,
 )
 
 
@@ -187,7 +202,8 @@ def disabled(*names: str) -> contextlib.AbstractContextManager[None]:
 
 
 def describe() -> list[dict[str, str]]:
-    """Every workaround with its state here: name, issue, description, ``on``/``off``."""
+    """Every workaround with its state here: name, issue, description, ``on``/``off``, and
+    what turning it off risks."""
     off = state()
     return [
         {
@@ -195,6 +211,7 @@ def describe() -> list[dict[str, str]]:
             "issue": w.issue,
             "description": w.description,
             "state": "off" if w.name in off else "on",
+            "off": "kills the process where its bug hits" if w.fatal else "wrong answers",
         }
         for w in WORKAROUNDS.values()
     ]
@@ -211,4 +228,5 @@ __all__ = [
     "parse",
     "register",
     "state",
+    "survivable",
 ]
