@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, driver, pipelines
+from . import backends, driver, pipelines, workarounds
 from .driver import Artifacts
 from .dtypes import check_dtype
 from .errors import CompilerError, UnsupportedFeature
@@ -199,7 +199,11 @@ class JitFunction:
         target: str | None,
     ) -> Compiled:  # fmt: skip
         backend = backends.get(target or self.default_target)
-        key = (self._id, structure, tuple((a.shape, a.dtype.str) for a in arrays), backend.name)
+        # The workarounds off are part of the key, as every cache of emitted IR keys them: a
+        # function compiled once, then called inside ``workarounds.disabled(...)``, was served
+        # its specialization compiled with them on (the upstream bug never came back).
+        shapes = tuple((a.shape, a.dtype.str) for a in arrays)
+        key = (self._id, structure, shapes, backend.name, workarounds.state())
         with _CACHE_LOCK:
             compiled = _CACHE.get(key)
             if compiled is not None:

@@ -228,3 +228,17 @@ def test_python_reproducer_no_longer_crashes(path: Path, data: dict, tmp_path: P
     )  # fmt: skip
     _judge(proc, f"{path.name}: python reproducer.py")
 
+
+def test_a_jitted_function_compiles_again_under_other_workarounds() -> None:
+    """The specialization cache keys the workarounds off, as every cache of emitted IR does: a
+    function compiled once, then called inside ``disabled(...)``, was served its specialization
+    made with them on, so the upstream bug never came back for it."""
+    fn = compiler.jit(lambda v: v.max(axis=-1))
+    x = -np.abs(np.linspace(1, 2, 900, dtype=np.float32)).reshape(3, 300)
+    on = fn.compile(x, target="cpu-vector@O0")
+    with workarounds.disabled("unmasked-minmax"):
+        off = fn.compile(x, target="cpu-vector@O0")
+        assert off is not on and off.artifacts.stages != on.artifacts.stages
+        assert fn.compile(x, target="cpu-vector@O0") is off
+    assert fn.compile(x, target="cpu-vector@O0") is on
+    fn.clear()
