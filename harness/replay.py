@@ -79,6 +79,7 @@ def entry_case(entry: Entry) -> Case:
 STEP_ORACLES = {
     "repeat": "determinism",
     "persist": "determinism",
+    "configured": "determinism",
     "successor": "determinism",
     "concurrent": "determinism",
     "tupled": "tupled",
@@ -111,8 +112,12 @@ def crashed_at(detail: str) -> tuple[str, str]:
 def through_the_cache(finding: Finding) -> bool:
     """Did ``finding`` come out of the persistent cache's round trip (a crash in its step, or
     other values out of the kernel loaded back: the determinism oracle's)?"""
+    from .run.worker import CONFIGURATION
+
     if finding.kind == "crash":
         return crashed_at(finding.detail)[1] == "persist"
+    if CONFIGURATION in finding.detail:  # the configurations' check (``configured``)
+        return False
     return finding.kind == "nondeterministic" and "persistent compilation cache" in finding.detail
 
 

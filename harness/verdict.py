@@ -187,6 +187,25 @@ def persisted(function: Any, inputs: list[Any], backend: str) -> int:
     return 0
 
 
+def configured(function: Any, inputs: list[Any], backend: str) -> int:
+    """Print the determinism oracle's verdict on the caches of compiled code under other
+    workarounds (``run.worker.other_configuration``, a fresh persistent cache directory): 1 if
+    one served a compile another configuration's stages (a crash kills the script), else 0."""
+    import tempfile
+
+    import compiler
+
+    from .run.worker import other_configuration
+
+    with tempfile.TemporaryDirectory() as directory:
+        story = other_configuration(compiler.jit(function), list(inputs), backend, directory)
+    if story:
+        print(f"FAILS the determinism oracle: {story}", file=sys.stderr)
+        return 1
+    print("ok: every cache served each configuration its own stages (or none could tell)")
+    return 0
+
+
 def successor(function: Any, inputs: list[Any], backend: str) -> int:
     """Print the determinism oracle's verdict on the specialization cache's key for functions:
     ``function`` jitted and compiled on ``backend``, then a second function of the same code

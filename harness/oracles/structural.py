@@ -6,8 +6,10 @@
   identical bits without retracing, recompiling (on one backend of the case, drawn from its
   data) gives identical bits, and every call returns its own output arrays (no aliasing of an
   earlier call's output, no overwriting it); there, other functions of the same code are
-  served their own specializations (``stale-specialization``), and threads calling one new
-  jitted function at once each get their own answer (``race``).
+  served their own specializations (``stale-specialization``), threads calling one new
+  jitted function at once each get their own answer (``race``), and every cache of compiled
+  code (the jit's, the driver's memos, the persistent one) serves a compile under other
+  workarounds its own stages (``worker.other_configuration``).
 """
 
 from __future__ import annotations
@@ -148,6 +150,8 @@ class Determinism(Oracle):
                         "one compiled in this process",
                     )
                 )
+            if result.configured:
+                flagged.append(("nondeterministic", result, result.configured))
             if result.successor:
                 flagged.append(("stale-specialization", result, SUCCESSORS[result.successor]))
             if result.concurrent:

@@ -277,6 +277,18 @@ def reproducer(case: Case, finding: Any) -> str:
             "this process, then stored to and loaded back from a persistent compilation cache",
             "(compiler/persist.py). Exit 1: other bits (NaN as NaN); a crash kills the script.",
         )  # fmt: skip
+    from ..run.worker import CONFIGURATION
+
+    configured = CONFIGURATION in finding.detail or crashed_at(finding.detail)[1] == "configured"
+    if configured and case.invalid is None:
+        backend = crashed_at(finding.detail)[0] or backend
+        footer = _on_the_function(
+            case, "configured", backend,
+            "Judged as the determinism oracle does (harness/oracles/structural.py): compiled as",
+            "configured and with the survivable workarounds off, through the @jit cache, the",
+            "driver's memos and a persistent compilation cache (compiler/persist.py). Exit 1: a",
+            "cache served one configuration another's stages; a crash kills the script.",
+        )  # fmt: skip
     stale = finding.oracle == "determinism" and finding.kind == "stale-specialization"
     if stale and case.invalid is None:
         footer = _on_the_function(

@@ -109,6 +109,9 @@ class BackendResult:
     # Where that was the twin's kernel (``worker._swapped_twin``): the pair of same-typed
     # arguments exchanged; else ().
     persisted_twin: tuple[int, ...] = ()
+    # A cache that served a compile under other workarounds what another configuration
+    # compiled (``worker.other_configuration``): "" where none did or nothing could tell.
+    configured: str = ""
     # A new jitted function of the same code and name, and one made where this program's
     # collected function lived, each owed its first argument (``worker.after_another_function``):
     # "" where both returned it, else which did not; None where not tried.

@@ -142,6 +142,7 @@ def _repeat_checks(
             if result.persisted and reloaded.twin is not None:
                 result.persisted = same_bits(reloaded.twin, snapshot)
                 result.persisted_twin = reloaded.swapped if not result.persisted else ()
+        result.configured = other_configuration(fn, inputs, backend, _persistent_directory(), mark)
         result.successor = after_another_function(fn, inputs, backend, mark)
         result.concurrent = concurrent_calls(fn, inputs, backend, mark)
     arrays = [np.asarray(first), np.asarray(again), np.asarray(other)]
@@ -256,6 +257,98 @@ def through_the_persistent_cache(
             )
     finally:
         persist.set_cache_dir(previous)
+
+
+#: The start of the determinism oracle's detail where a cache served a compile made under
+#: other workarounds (``other_configuration``); the layer follows it, in brackets.
+CONFIGURATION = "a compile under other workarounds was served"
+
+
+def other_configuration(
+    fn: Any, inputs: list[np.ndarray], backend: str, directory: str, mark: Any = None
+) -> str:
+    """ "" where every cache of compiled code keys the workarounds off, as far as ``fn``'s
+    program on ``backend`` can tell; else the first that served one configuration what another
+    compiled: ``CONFIGURATION`` and ``[LAYER] story``. The program is compiled past every cache
+    as configured and with every survivable workaround off (``compiler.workarounds.
+    survivable``): where their stages differ, then, with a fresh jitted function, (a) compiled
+    as configured and then called with them off, the jit specialization cache must compile
+    again (``jit``); (b) compiled with them off and then as configured, the stage and kernel
+    memos must give its own stages (``driver``), and so must (c) a compile that loads from
+    the persistent cache in ``directory`` after one with them off was stored there
+    (``persist``). Where they change no stage of this program, nothing tells. Uninstrumented
+    (instrumented kernels never use the persistent cache). A planted key that missed them
+    served a max over long rows the masked lowering's kernel (-1e-45 for negative rows); the
+    jit cache missed them in the compiler as it was."""
+    import compiler
+    from compiler import backends, driver, persist, workarounds
+    from compiler.runtime import instrumented
+
+    mark = mark or (lambda backend, step: None)
+    off = workarounds.survivable()
+    target = backends.get(backend)
+    body = getattr(fn, "fn", None)
+    if not off or not isinstance(target, backends.MlirCpuBackend) or not callable(body):
+        return ""
+
+    def stages(jitted: Any) -> dict[str, str]:
+        mark(backend, "configured")
+        return dict(jitted.compile(*inputs, target=backend).artifacts.stages)
+
+    probe, other_probe = compiler.jit(body), compiler.jit(body)
+    previous = persist.set_cache_dir(None)  # (b) first, in process alone
+    try:
+        with instrumented(False):
+            with driver.fresh():
+                own = stages(probe)
+                try:
+                    with workarounds.disabled(*off):
+                        other = stages(other_probe)
+                except Exception:  # noqa: BLE001 - the upstream bug back: nothing to compare
+                    return ""
+            if other == own:
+                return ""
+            names = ", ".join(off)
+            with workarounds.disabled(*off), driver.fresh():  # past the driver's memos
+                served = stages(probe)  # the specialization made as configured is cached
+            if served != other:
+                return _served(
+                    "jit", own, served, f"the jitted function compiled as configured and then "
+                    f"called with the workarounds {names} off",
+                )  # fmt: skip
+            probe.clear()
+            with workarounds.disabled(*off):
+                stages(probe)  # in the memos
+            probe.clear()
+            served = stages(probe)
+            if served != own:
+                return _served(
+                    "driver", other, served, f"compiled in process right after a compile with "
+                    f"the workarounds {names} off (compiler/driver.py's stage and kernel memos)",
+                )  # fmt: skip
+            persist.set_cache_dir(directory)
+            for configuration, own_stages, wrong in (("off", other, own), ("on", own, other)):
+                probe.clear()
+                with workarounds.disabled(*off if configuration == "off" else ()):
+                    with driver.through_disk():  # loaded from the cache, or stored there
+                        served = stages(probe)
+                if served != own_stages:
+                    return _served(
+                        "persist", wrong, served, f"compiled with the workarounds {names} "
+                        f"{configuration} through the persistent compilation cache "
+                        "(compiler/persist.py), where the other configuration's kernel was "
+                        "stored or may be",
+                    )  # fmt: skip
+            return ""
+    finally:
+        persist.set_cache_dir(previous)
+        probe.clear()
+        other_probe.clear()
+
+
+def _served(layer: str, other: dict[str, str], served: dict[str, str], how: str) -> str:
+    whose = "the other configuration's" if served == other else "other"
+    return f"{CONFIGURATION} [{layer}]: {how}, the program was given {whose} stages"
 
 
 def _stored_and_loaded(fn: Any, inputs: list[np.ndarray], backend: str, mark: Any) -> Any:

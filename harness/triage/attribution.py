@@ -145,6 +145,14 @@ def unresolved_symbols(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+#: The cache each layer of the configurations' check (``worker.other_configuration``) names.
+_CACHES = {
+    "jit": "the @jit specialization cache (compiler/api.py, _specialize's key)",
+    "driver": "the driver's stage or kernel memo (compiler/driver.py)",
+    "persist": "the persistent compilation cache (compiler/persist.py, key)",
+}
+
+
 def _interpreter_fails(finding: Finding) -> tuple[str, str]:
     """(layer, detail) when the traced graph, interpreted by NumPy, fails as the backend does.
     For a relation that is the frontend *or* the relation itself: a relation that does not hold
@@ -404,7 +412,17 @@ class Attributor:
         if above is not None:
             return Attribution(above[0], finding.backends[0] if finding.backends else "", above[1])
         from ..replay import crashed_at, through_the_cache
+        from ..run.worker import CONFIGURATION
 
+        configured = re.search(rf"{CONFIGURATION} \[([\w-]+)\]", finding.detail)
+        if configured:
+            return Attribution(
+                configured.group(1),
+                finding.backends[0] if finding.backends else "",
+                "a cache of compiled code served a compile under other workarounds another "
+                f"configuration's stages: {_CACHES[configured.group(1)]} does not key the "
+                "workarounds off (compiler.workarounds.state())",
+            )
         if through_the_cache(finding):
             return Attribution(
                 "persist",

@@ -54,6 +54,9 @@ OWNERS = {
     "(compiler/api.py copies what its ABI cannot pass; compiler/runtime.py's descriptors)",
     "internal": "this project: the compiler's Python code at the file and line the detail names",
     "persist": "this project: compiler/persist.py (the persistent compilation cache)",
+    "jit": "this project: the @jit layer (compiler/api.py: the specialization cache, nested "
+    "calls; compiler/frontend/pytree.py's argument and result trees, frontend/trace.py's "
+    "captured arrays)",
     "driver": "this project: compiler/driver.py (what the compiles of one process share: "
     "jit_together's one LLVM module for several backends' kernels, the stage and kernel memos)",
     "gpu": "this project: the GPU lowering (compiler/gpu/pipeline.py: device memory, tiling, "

@@ -176,6 +176,7 @@ def test_determinism_recompiles_one_backend_of_the_case_drawn_from_its_data(monk
     import contextlib
 
     from compiler import driver
+    from harness.run import worker
     from harness.run.task import Task
     from harness.run.worker import _execute
     from strategies.model import ProgramBuilder
@@ -205,6 +206,8 @@ def test_determinism_recompiles_one_backend_of_the_case_drawn_from_its_data(monk
             yield
 
     monkeypatch.setattr(driver, "fresh", counted)
+    # (the configurations' check compiles afresh too, on the recompiled backend: its own test)
+    monkeypatch.setattr(worker, "other_configuration", lambda *args: "")
     task = Task(case, ("cpu-loops", "cpu-blas"), repeat=True, recompile="cpu-blas")
     results = _execute(task).results
     assert [r.backend for r in results] == ["cpu-loops", "cpu-blas"]
@@ -258,6 +261,59 @@ def test_every_draw_of_an_oracle_is_the_same_on_any_backends_that_hold_its_pick(
             assert intermediate_case(on).program == intermediate_case(case).program
     # the picks still vary with the case
     assert len(picks["tupled"] - {""}) > 2 and len(picks["recompile"] - {""}) > 2
+
+
+@pytest.mark.parametrize("cache", ["jit", "driver", "persist"])
+def test_every_cache_of_compiled_code_keys_the_workarounds(cache, monkeypatch) -> None:
+    """The recompiled backend's program is also compiled with the survivable workarounds off
+    (``worker.other_configuration``): the @jit specialization cache, the driver's memos and the
+    persistent cache must each serve every configuration its own stages. Each cache planted to
+    forget them (the jit cache did so in the compiler as it was; a held-out plant in the
+    persistent cache's key survived its session) is a "nondeterministic" finding attributed
+    to that cache's layer, and its reproducer fails with the plant and passes without."""
+    import types
+
+    from compiler import api, driver, persist
+    from harness.report.reproducer import reproducer
+    from harness.run.references import references
+    from harness.run.task import Task
+    from harness.run.worker import CONFIGURATION, _execute
+    from harness.triage.attribution import Attributor
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("max", b.input((3, 300), "float32"), axis=-1))
+    x = -np.abs(np.linspace(1, 2, 900, dtype=np.float32)).reshape(3, 300)
+    case = Case(program, [x], ("cpu-vector@O0",))
+    task = Task(case, ("cpu-vector@O0",), repeat=True, recompile="cpu-vector@O0")
+    (result,) = _execute(task).results
+    assert result.ok and result.configured == ""
+
+    def script() -> int:
+        text = reproducer(case, finding)
+        try:
+            exec(compile(text, "reproducer.py", "exec"), {"__name__": "__main__"})
+        except SystemExit as stop:
+            return int(stop.code or 0)
+        return 0
+
+    with monkeypatch.context() as planted:
+        if cache == "jit":
+            planted.setattr(api, "workarounds", types.SimpleNamespace(state=lambda: ()))
+        elif cache == "driver":
+            planted.setattr(driver, "workarounds", types.SimpleNamespace(state=lambda: ()))
+        else:
+            real = persist.key
+            planted.setattr(persist, "key", lambda built, t, s, w: real(built, t, s, ()))
+        (result,) = _execute(task).results
+        assert result.configured.startswith(f"{CONFIGURATION} [{cache}]"), result.configured
+        refs = references(case)
+        (finding,) = oracles.judge_results(case, [result], refs, ("determinism",)).findings
+        assert finding.kind == "nondeterministic" and CONFIGURATION in finding.detail
+        assert Attributor(None).attribute(case, finding).layer == cache
+        assert "harness.verdict import configured" in reproducer(case, finding)
+        assert script() == 1
+    assert script() == 0
 
 
 def test_the_recompiled_backend_also_goes_through_the_persistent_cache(monkeypatch, tmp_path):
