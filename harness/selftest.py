@@ -123,8 +123,8 @@ MUTATIONS = (
     Mutation(
         "jit-cache-ignores-dtype",
         "api.py",
-        "structure, tuple((a.shape, a.dtype.str) for a in arrays), backend.name)",
-        "structure, tuple(a.shape for a in arrays), backend.name)",
+        "shapes = tuple((a.shape, a.dtype.str) for a in arrays)",
+        "shapes = tuple(a.shape for a in arrays)",
         "the specialization key keeps each array's shape but not its dtype",
     ),
     Mutation(
@@ -137,8 +137,8 @@ MUTATIONS = (
     Mutation(
         "jit-cache-ignores-tree",
         "api.py",
-        "key = (self._id, structure, tuple(",
-        "key = (self._id, tuple(statics(structure)), tuple(",
+        "key = (self._id, structure, shapes,",
+        "key = (self._id, tuple(statics(structure)), shapes,",
         "the specialization key keeps the static values but not the argument tree",
     ),
     Mutation(
