@@ -49,6 +49,20 @@ SAMPLED_SHARE = 0.25
 #: ptxas and the emulated run alike): an eighth of the cases, ~10% of a session's rate.
 GPU_SAMPLED = "gpu-emulated"
 GPU_SHARE = 0.125
+#: ...and another share (its own coin) also on one of the triage variants attribution asks
+#: (``compiler.backends.VARIANT_SUFFIXES``), judged like any backend: a variant wrong where
+#: the backend it varies is right makes attribution lie, and none ran in a session (a held-out
+#: plant had ``+poison-checks`` abort on the float -2**31 converted to int32, which is defined).
+#: An -O0 compile more on a sixteenth of the cases.
+TRIAGE_SAMPLED = (
+    "cpu-loops+poison-checks@O0",
+    "cpu-vector+poison-checks@O0",
+    "cpu-loops+generic-cpu@O0",
+    "cpu-vector+generic-cpu@O0",
+    "cpu-loops+mlir-runtime@O0",
+    "cpu-vector+copied-gathers@O0",
+)
+TRIAGE_SHARE = 0.0625
 
 #: The targets users run (the sampled ones): named as users name them (no ``@O<n>``, no stage
 #: prefix), a backend runs its kernels as users get them, not instrumented
@@ -431,6 +445,8 @@ __all__ = [
     "GPU_SAMPLED",
     "GPU_SHARE",
     "SAMPLED_BACKENDS",
+    "TRIAGE_SAMPLED",
+    "TRIAGE_SHARE",
     "SAMPLED_SHARE",
     "INLINE_LIMIT",
     "Case",

@@ -37,6 +37,8 @@ from ..case import (
     SAMPLED_BACKENDS,
     SAMPLED_SHARE,
     SIBLINGS,
+    TRIAGE_SAMPLED,
+    TRIAGE_SHARE,
     Case,
     generated_array,
 )
@@ -383,6 +385,8 @@ def cases(
     strategy = with_layouts(with_spellings(with_mlir_variants(mixed, backends)))
     if default and _gpu_available():
         strategy = _sampled_gpu(strategy)
+    if default:
+        strategy = _sampled_triage(strategy)
     if not sampled:
         return strategy
     last = round(1 / SAMPLED_SHARE) - 1  # the coin shrinks toward 0: without them
@@ -413,6 +417,33 @@ def coin(faces: int) -> st.SearchStrategy[int]:
     thirds of what it says (the targets as shipped on 16% of the cases, gpu-emulated on 7%); a
     wide integer modulo the count gives the last face 11% of 8 and 6.7% of 16."""
     return st.integers(0, 2**16 - 1).map(lambda n: n % faces)
+
+
+def _triage_variants() -> tuple[str, ...]:
+    """The triage variants (``TRIAGE_SAMPLED``) this machine runs (``+generic-cpu`` is x86's)."""
+    from compiler.backends import why_not
+
+    return tuple(name for name in TRIAGE_SAMPLED if why_not(name) is None)
+
+
+def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
+    """``strategy``'s cases, ``TRIAGE_SHARE`` of them also on one triage variant, drawn (jit
+    sequences and invalid programs aside: their oracles call the CPU targets only). The coin
+    shrinks toward without."""
+    variants = _triage_variants()
+    if not variants:
+        return strategy
+    last = round(1 / TRIAGE_SHARE) - 1
+
+    def sample(drawn: tuple[Case, int, int]) -> Case:
+        case, face, which = drawn
+        if face != last or case.sequence is not None or case.invalid is not None:
+            return case
+        variant = variants[which]
+        event(f"sampled:triage-{variant.split('+', 1)[1].split('@')[0]}")
+        return case.on((*case.backends, variant))
+
+    return st.tuples(strategy, coin(last + 1), coin(len(variants))).map(sample)
 
 
 def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:

@@ -145,6 +145,30 @@ def unresolved_symbols(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+#: What each triage variant (``compiler.backends.VARIANT_SUFFIXES``) runs of its own, where it
+#: fails and the backend it varies passes (layer ``triage``).
+_VARIANT_CODE = {
+    "poison-checks": "compiler/lower/poison.py's checks (or the module computes poison that "
+    "this CPU's instruction happens to define: the abort names the operation and its operand)",
+    "generic-cpu": "the generic-cpu stage (compiler/pipelines.py) or LLVM's code generation for "
+    "a generic x86-64 CPU",
+    "mlir-runtime": "the call through MLIR's runtime helpers (compiler/runtime.py, "
+    "MlirRuntimeKernel)",
+    "copied-gathers": "cpu-vector's copying gathers fix-up (compiler/vector/gathers.py, "
+    "copied_gathers)",
+}
+
+
+def _varied(name: str) -> tuple[str, str] | None:
+    """(suffix, the backend it varies) of a triage variant's name (``cpu-loops+poison-checks@O0``
+    -> ``poison-checks``, ``cpu-loops@O0``), or None for another backend."""
+    family, plus, rest = name.partition("+")
+    suffix, at, level = rest.partition("@")
+    if not plus or suffix not in _VARIANT_CODE:
+        return None
+    return suffix, family + at + level
+
+
 #: The cache each layer of the configurations' check (``worker.other_configuration``) names.
 _CACHES = {
     "jit": "the @jit specialization cache (compiler/api.py, _specialize's key)",
@@ -350,7 +374,32 @@ class Attributor:
         result.seconds = time.perf_counter() - start
         return result
 
+    def _triage_variant(self, case: Case, finding: Finding) -> Attribution | None:
+        """Where only triage variants fail (a share of the cases runs one, ``TRIAGE_SAMPLED``)
+        and the backend each varies passes, the variant's own code: attribution that asks it
+        would lie (a held-out plant had ``+poison-checks`` abort on a defined conversion)."""
+        varied = [_varied(b) for b in finding.backends]
+        if not varied or None in varied:
+            return None
+        from ..replay import oracles_of
+
+        suffix, base = varied[0]  # type: ignore[misc]
+        only = oracles_of(finding.signature, finding.detail)
+        verdict = self.verdict(case.on((base,)), finding, base, only)
+        if verdict != "passes":
+            return None
+        return Attribution(
+            "triage",
+            finding.backends[0],
+            f"the triage variant fails where {base}, the backend it varies, passes: "
+            f"{_VARIANT_CODE[suffix]}",
+            {base: verdict},
+        )
+
     def _attribute(self, case: Case, finding: Finding) -> Attribution:
+        variant = self._triage_variant(case, finding)
+        if variant is not None:
+            return variant
         if finding.kind == "spec":
             return Attribution(
                 "definition",

@@ -111,6 +111,7 @@ _INPUTS = {
     "builder-run-time-check": {1: [1, 4]},
     "llvm:codegen": {0: [[2.046875], [9.183549615799121e-41]]},
     "builder-poison": {0: [[-3.75, 2.5, -0.5], [7.0, -100.25, 1.0]]},
+    "triage": {0: [[-2147483648.0, 2.5, -0.5], [7.0, -100.25, 1.0]]},
     "driver": {0: [[1.62, 0.637, 9.18e-41], [2.0, -3.45, 9.2e-41]]},
     "gathers-fixup": {1: [[0, 3, 4, 1]]},
     "frontend-identity": {0: [[-3e9, -4e9, -5e9], [1.0, 2.0, 3.0]]},
@@ -189,6 +190,20 @@ PLANTS = {
         _float32_to_int32,
         ["cpu-loops"],
         "builder",
+    ),
+    # A triage variant wrong where the backend it varies is right (a share of session cases
+    # runs one): its own code, not the program's (the float -2**31 converts to int32 defined).
+    "triage": (
+        Mutation(
+            "poison-fptosi-low-bound-inclusive",
+            "lower/poison.py",
+            "else (-(2 ** (width - 1)) - 1, 2 ** (width - 1))",
+            "else (-(2 ** (width - 1)), 2 ** (width - 1))",
+            "+poison-checks takes the least int32 itself for out of range",
+        ),
+        _float32_to_int32,
+        ["cpu-loops@O0", "cpu-loops+poison-checks@O0"],
+        "triage",
     ),
     "frontend": (
         Mutation(
@@ -428,6 +443,9 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
     if layer == "builder-verifier":
         assert attribution["detail"] == "the module as built does not verify", attribution
         assert attribution["evidence"]["graph-numpy (differential)"] == "passes", attribution
+    if layer == "triage":
+        assert "compiler/lower/poison.py" in attribution["detail"], attribution
+        assert attribution["evidence"] == {"cpu-loops@O0": "passes"}, attribution
     if layer == "frontend-rule":
         assert "interpreted by NumPy (no MLIR), is wrong too" in attribution["detail"]
         assert attribution["evidence"]["graph-numpy (differential)"] == "fails", attribution

@@ -1128,6 +1128,50 @@ def test_shares_drawn_as_a_last_face_are_the_shares_they_say() -> None:
     assert SAMPLED_SHARE * 0.8 < share < SAMPLED_SHARE * 1.6, shipped
 
 
+def test_a_share_of_default_cases_also_runs_one_triage_variant() -> None:
+    """TRIAGE_SHARE of the default cases also run on one triage variant (attribution asks
+    them: +poison-checks, +generic-cpu, +mlir-runtime, +copied-gathers), judged like any
+    backend; never a jit sequence or an invalid program, nor a case of other backends. A
+    held-out plant in the poison checks went unseen: no session ran a variant."""
+    import pytest
+    from hypothesis import HealthCheck, Phase, find, given, seed, settings
+    from hypothesis.errors import NoSuchExample
+
+    from harness.case import CPU_BACKENDS, TRIAGE_SAMPLED
+    from harness.session.generate import cases
+
+    seen: dict[str, int] = {}
+    counted = {"cases": 0}
+
+    @seed(5)
+    @settings(
+        max_examples=600, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(CPU_BACKENDS))
+    def collect(case) -> None:  # noqa: ANN001
+        counted["cases"] += 1
+        variants = [b for b in case.backends if b in TRIAGE_SAMPLED]
+        assert len(variants) <= 1
+        for variant in variants:
+            assert case.sequence is None and case.invalid is None
+            seen[variant] = seen.get(variant, 0) + 1
+
+    collect()
+    share = sum(seen.values()) / counted["cases"]
+    assert 0.02 < share < 0.15 and len(seen) >= 4, (seen, counted)
+    quick = settings(
+        max_examples=300, phases=[Phase.generate], database=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    with pytest.raises(NoSuchExample):
+        find(
+            cases(("cpu-loops",)),
+            lambda case: any(b in TRIAGE_SAMPLED for b in case.backends),
+            settings=quick,
+        )
+
+
 def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None:
     """A case focused on a view's layout runs on gpu-emulated every time, not one in eight:
     the GPU lowering reads layouts its own way (a reversed read is a memref.load), and a
