@@ -427,19 +427,28 @@ def _triage_variants() -> tuple[str, ...]:
 
 
 def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
-    """``strategy``'s cases, ``TRIAGE_SHARE`` of them also on one triage variant, drawn (jit
-    sequences and invalid programs aside: their oracles call the CPU targets only). The coin
-    shrinks toward without."""
+    """``strategy``'s cases, ``TRIAGE_SHARE`` of them (and every conversion sweep to integers)
+    also on one triage variant, drawn (jit sequences and invalid programs aside: their oracles
+    call the CPU targets only). The coin shrinks toward without."""
     variants = _triage_variants()
     if not variants:
         return strategy
     last = round(1 / TRIAGE_SHARE) - 1
+    # A conversion to integers at its range's ends (the "truncation" sweeps) is what the poison
+    # checks judge: each such case runs one (drawn a sixteenth of the time, a plant in them was
+    # met by no 60 s session).
+    poison = [v for v in variants if "+poison-checks" in v]
 
     def sample(drawn: tuple[Case, int, int]) -> Case:
         case, face, which = drawn
-        if face != last or case.sequence is not None or case.invalid is not None:
+        if case.sequence is not None or case.invalid is not None:
             return case
-        variant = variants[which]
+        if poison and case.origin == "sweep/truncation":
+            variant = poison[which % len(poison)]
+        elif face != last:
+            return case
+        else:
+            variant = variants[which]
         event(f"sampled:triage-{variant.split('+', 1)[1].split('@')[0]}")
         return case.on((*case.backends, variant))
 

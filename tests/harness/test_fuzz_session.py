@@ -1170,6 +1170,23 @@ def test_a_share_of_default_cases_also_runs_one_triage_variant() -> None:
             lambda case: any(b in TRIAGE_SAMPLED for b in case.backends),
             settings=quick,
         )
+    # Every conversion sweep to integers runs a +poison-checks variant (their range's ends are
+    # what the checks judge).
+    swept = {"sweeps": 0}
+
+    @seed(6)
+    @settings(
+        max_examples=150, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(CPU_BACKENDS, focus=(("astype", "sweep:float32->int32:truncation"),)))
+    def sweeps(case) -> None:  # noqa: ANN001
+        if case.origin == "sweep/truncation":
+            swept["sweeps"] += 1
+            assert any("+poison-checks@" in b for b in case.backends), case.backends
+
+    sweeps()
+    assert swept["sweeps"] >= 3, swept
 
 
 def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None:
