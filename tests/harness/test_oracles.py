@@ -265,8 +265,9 @@ def test_every_draw_of_an_oracle_is_the_same_on_any_backends_that_hold_its_pick(
 
 @pytest.mark.parametrize("cache", ["jit", "driver", "persist"])
 def test_every_cache_of_compiled_code_keys_the_workarounds(cache, monkeypatch) -> None:
-    """The recompiled backend's program is also compiled with the survivable workarounds off
-    (``worker.other_configuration``): the @jit specialization cache, the driver's memos and the
+    """A repeat-checked case's cpu-vector program is also compiled with the survivable
+    workarounds off (``worker.other_configuration``): the @jit specialization cache, the
+    driver's memos and the
     persistent cache must each serve every configuration its own stages. Each cache planted to
     forget them (the jit cache did so in the compiler as it was; a held-out plant in the
     persistent cache's key survived its session) is a "nondeterministic" finding attributed
@@ -284,9 +285,11 @@ def test_every_cache_of_compiled_code_keys_the_workarounds(cache, monkeypatch) -
     b = ProgramBuilder()
     program = b.build(b.node("max", b.input((3, 300), "float32"), axis=-1))
     x = -np.abs(np.linspace(1, 2, 900, dtype=np.float32)).reshape(3, 300)
-    case = Case(program, [x], ("cpu-vector@O0",))
-    task = Task(case, ("cpu-vector@O0",), repeat=True, recompile="cpu-vector@O0")
-    (result,) = _execute(task).results
+    backends = ("cpu-loops@O0", "cpu-vector@O0")
+    case = Case(program, [x], backends)
+    # On the cpu-vector backend, whichever one recompiles (its planner reads the workarounds).
+    task = Task(case, backends, repeat=True, recompile="cpu-loops@O0")
+    loops, result = _execute(task).results
     assert result.ok and result.configured == ""
 
     def script() -> int:
@@ -305,10 +308,12 @@ def test_every_cache_of_compiled_code_keys_the_workarounds(cache, monkeypatch) -
         else:
             real = persist.key
             planted.setattr(persist, "key", lambda built, t, s, w: real(built, t, s, ()))
-        (result,) = _execute(task).results
+        loops, result = _execute(task).results
         assert result.configured.startswith(f"{CONFIGURATION} [{cache}]"), result.configured
+        assert loops.configured == ""  # not run there
         refs = references(case)
-        (finding,) = oracles.judge_results(case, [result], refs, ("determinism",)).findings
+        (finding,) = oracles.judge_results(case, [loops, result], refs, ("determinism",)).findings
+        assert finding.backends == ("cpu-vector@O0",)
         assert finding.kind == "nondeterministic" and CONFIGURATION in finding.detail
         assert Attributor(None).attribute(case, finding).layer == cache
         assert "harness.verdict import configured" in reproducer(case, finding)
