@@ -666,17 +666,11 @@ def run_backend(
         if repeat and index == 0:
             steps: list[str] = []
             try:
+                # (a call of its own that wrote over the answer: ``independent`` is False)
                 _repeat_checks(
-                    fn,
-                    inputs,
-                    backend,
-                    output,
-                    result,
-                    recompile,
-                    _kept(mark, steps),
-                    answer,
+                    fn, inputs, backend, output, result, recompile, _kept(mark, steps), answer,
                     configured,
-                )  # (a call of its own that wrote over the answer: ``independent`` is False)
+                )  # fmt: skip
             except Exception as error:  # noqa: BLE001 - a repeat that fails is a failure
                 result = failure(backend, error)
                 # named as a crash's marker names it: replayed with the determinism oracle on
