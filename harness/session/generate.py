@@ -17,7 +17,15 @@ import numpy as np
 from hypothesis import event
 from hypothesis import strategies as st
 
-from strategies import VIOLATIONS, invalid_programs, programs, samples, uniform, violations_of
+from strategies import (
+    VIOLATIONS,
+    coin,
+    invalid_programs,
+    programs,
+    samples,
+    uniform,
+    violations_of,
+)  # fmt: skip
 from strategies.gen.programs import generation_order
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
@@ -408,15 +416,6 @@ def _gpu_available() -> bool:
     from compiler import backends as registry
 
     return registry.get(GPU_SAMPLED).unavailable() is None
-
-
-def coin(faces: int) -> st.SearchStrategy[int]:
-    """A near fair die of ``faces`` faces (0 .. faces - 1), shrinking toward 0. Hypothesis's
-    small integer ranges favour 0 (half the draws of ``integers(0, 3)``) and starve the last
-    value (16% of them, not 25%), so every share drawn as "the last face" ran at about two
-    thirds of what it says (the targets as shipped on 16% of the cases, gpu-emulated on 7%); a
-    wide integer modulo the count gives the last face 11% of 8 and 6.7% of 16."""
-    return st.integers(0, 2**16 - 1).map(lambda n: n % faces)
 
 
 def _triage_variants() -> tuple[str, ...]:

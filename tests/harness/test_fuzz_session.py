@@ -1106,7 +1106,8 @@ def test_shares_drawn_as_a_last_face_are_the_shares_they_say() -> None:
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from harness.case import CPU_BACKENDS, SAMPLED_BACKENDS, SAMPLED_SHARE, Case
-    from harness.session.generate import cases, coin
+    from harness.session.generate import cases
+    from strategies import coin
 
     faces: Counter[int] = Counter()
     shipped = {"cases": 0, "on": 0}
