@@ -117,7 +117,13 @@ def configured_backend(backends: tuple[str, ...], recompile: str) -> str:
     only its stages differ past the module as built, where every cache keys the text anyway),
     else the recompiled one. On the recompiled backend alone (one of five) a held-out plant in
     the persistent cache's key went unseen."""
-    vector = [b for b in backends if b.split("@")[0].split("[")[0] == "cpu-vector"]
+    from compiler.pipelines import parse_variant
+
+    def plain_vector(name: str) -> bool:  # no stage prefix, no triage suffix
+        base, stage, _, _, suffix = parse_variant(name)
+        return base == "cpu-vector" and stage is None and not suffix
+
+    vector = [b for b in backends if plain_vector(b)]
     return vector[0] if vector else recompile
 
 

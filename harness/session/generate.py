@@ -429,6 +429,8 @@ def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case
     """``strategy``'s cases, ``TRIAGE_SHARE`` of them (and every conversion sweep to integers)
     also on one triage variant, drawn (jit sequences and invalid programs aside: their oracles
     call the CPU targets only). The coin shrinks toward without."""
+    from compiler.pipelines import parse_variant
+
     variants = _triage_variants()
     if not variants:
         return strategy
@@ -436,7 +438,7 @@ def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case
     # A conversion to integers at its range's ends (the "truncation" sweeps) is what the poison
     # checks judge: each such case runs one (drawn a sixteenth of the time, a plant in them was
     # met by no 60 s session).
-    poison = [v for v in variants if "+poison-checks" in v]
+    poison = [v for v in variants if parse_variant(v)[4] == "poison-checks"]
 
     def sample(drawn: tuple[Case, int, int]) -> Case:
         case, face, which = drawn
@@ -448,7 +450,7 @@ def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case
             return case
         else:
             variant = variants[which]
-        event(f"sampled:triage-{variant.split('+', 1)[1].split('@')[0]}")
+        event(f"sampled:triage-{parse_variant(variant)[4]}")
         return case.on((*case.backends, variant))
 
     return st.tuples(strategy, coin(last + 1), coin(len(variants))).map(sample)

@@ -37,6 +37,7 @@ from compiler.lower.poison import MARKER
 from compiler.pipelines import (
     BUILT,
     LLVM,
+    parse_variant,
     pipeline_steps,
     python_stage_source,
     split_level,
@@ -162,11 +163,13 @@ _VARIANT_CODE = {
 def _varied(name: str) -> tuple[str, str] | None:
     """(suffix, the backend it varies) of a triage variant's name (``cpu-loops+poison-checks@O0``
     -> ``poison-checks``, ``cpu-loops@O0``), or None for another backend."""
-    family, plus, rest = name.partition("+")
-    suffix, at, level = rest.partition("@")
-    if not plus or suffix not in _VARIANT_CODE:
+    try:
+        base, stage, _, level, suffix = parse_variant(name)
+    except ValueError:
         return None
-    return suffix, family + at + level
+    if stage is not None or suffix not in _VARIANT_CODE:
+        return None
+    return suffix, base + (f"@O{level}" if level is not None else "")
 
 
 #: The cache each layer of the configurations' check (``worker.other_configuration``) names.
