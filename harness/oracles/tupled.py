@@ -202,10 +202,17 @@ def alone(case: Case) -> bool:
     return len(case.inputs) > 1 and case.toggle("nested:alone", 0.5)
 
 
-def _zero(like: np.ndarray) -> np.ndarray:
-    """What the outer function of the ``alone`` form adds to its answer (a program's output is
-    numeric, never bool)."""
-    return np.full(like.shape, -0.0 if like.dtype.kind in "fV" else 0, like.dtype)
+def zero_of(dtype: Any) -> float:
+    """What the outer function of the ``alone`` form adds to its answer, which changes no bit:
+    -0.0 for a float, 0 for an integer (a program's output is numeric, never bool)."""
+    return -0.0 if np.dtype(dtype).kind in "fV" else 0
+
+
+def _merged(captured: dict[int, Any], given: tuple[Any, ...], count: int) -> list[Any]:
+    """The program's ``count`` arguments: the ``captured`` ones by position, ``given`` in order
+    in the others."""
+    it = iter(given)
+    return [captured[i] if i in captured else next(it) for i in range(count)]
 
 
 def nested(case: Case, inputs: list[np.ndarray], backend: str, first: Any) -> tuple[str, Any]:
@@ -233,8 +240,7 @@ def nested(case: Case, inputs: list[np.ndarray], backend: str, first: Any) -> tu
         given = [inputs[i] for i in traced]
 
         def body(*arguments: Any) -> Any:  # every second input from its own closure
-            it = iter(arguments)
-            return program(*[captured[i] if i in captured else next(it) for i in range(count)])
+            return program(*_merged(captured, arguments, count))
 
         inner = compiler.jit(body)
 
@@ -242,7 +248,7 @@ def nested(case: Case, inputs: list[np.ndarray], backend: str, first: Any) -> tu
             answer = inner(*given, target=backend)  # NumPy arrays only: compiled on its own
             return zero + answer
 
-        jitted, arguments = compiler.jit(outer), [_zero(first)]
+        jitted, arguments = compiler.jit(outer), [np.full_like(first, zero_of(first.dtype))]
         how = (
             f"(with NumPy arrays only, so compiled on its own inside the outer trace; inputs "
             f"{sorted(captured)} arrays of its own closure)"
@@ -252,8 +258,7 @@ def nested(case: Case, inputs: list[np.ndarray], backend: str, first: Any) -> tu
         inner = compiler.jit(program)
 
         def outer(*given: Any) -> Any:
-            it = iter(given)
-            return inner(*[captured[i] if i in captured else next(it) for i in range(count)])
+            return inner(*_merged(captured, given, count))
 
         jitted, arguments = compiler.jit(outer), [inputs[i] for i in traced]
         how = f"(arguments {traced} traced, {sorted(captured)} captured NumPy arrays)"
@@ -340,4 +345,5 @@ register(Tupled())
 
 __all__ = [
     "SHARE", "SHARE_FILLED", "TREES", "Tupled", "alone", "check", "nested", "several", "trees",
+    "zero_of",
 ]  # fmt: skip

@@ -352,7 +352,7 @@ def _nested_footer(case: Case, backend: str) -> list[str]:
     and called inside another jitted function, every second argument captured (or, where
     ``tupled.alone``, every second input from its own closure and called with NumPy arrays
     only, its answer plus a traced zero)."""
-    from ..oracles.tupled import alone
+    from ..oracles.tupled import alone, zero_of
 
     count = len(case.inputs)
     names = [f"x{i}" for i in range(count)]
@@ -370,7 +370,7 @@ def _nested_footer(case: Case, backend: str) -> list[str]:
         f"PROGRAM = {case.program.to_json()!r}",
     ]
     if alone(case):
-        zero = "-0.0" if np.dtype(case.program.output_type.dtype).kind in "fV" else "0"
+        zero = repr(zero_of(case.program.output_type.dtype))
         body = [
             "# Here with NumPy arrays only: it compiles on its own while the outer function is",
             "# being traced, every second input an array of its own closure; the outer function",
@@ -416,6 +416,7 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
 
     from ..oracles.tupled import several, trees
 
+    structured = trees(case)
     count = len(case.inputs)
     names = ", ".join(f"x{i}" for i in range(count))
     returns = several(case)
@@ -448,7 +449,7 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
         "",
         "",
     ]
-    if trees(case):  # as the oracle called it: keyword arguments in, a dict out
+    if structured:  # as the oracle called it: keyword arguments in, a dict out
         footer += [
             "# The reversed inputs as keyword arguments and the results as a dict, each in the",
             "# reverse of its names' sorted order.",
@@ -469,7 +470,7 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
     for ref in inner:
         footer += [*source((ref,), f"value_{ref}"), "", ""]
     footer += [f"other = [np.flip(a).copy() for a in ({names},)]"]
-    if trees(case):
+    if structured:
         footer += [
             f"named = {{f'a{{i}}': other[i] for i in reversed(range({count}))}}",
             f"out = compiler.jit(together)([{names}], target={backend!r}, **named)",
