@@ -22,6 +22,9 @@ import numpy as np
 
 from compiler.primitives import SPELLINGS
 from strategies.model import InvalidProgram, Program, Subject, canonical
+from strategies.model.gpt2 import LEADING as GPT2_LEADING
+from strategies.model.gpt2 import ModelSpec, embedding
+from strategies.model.gpt2 import inputs as gpt2_inputs
 from strategies.model.sequence import JitSequence
 
 INLINE_LIMIT = 1 << 16  # elements; beyond this inputs are stored as a generator recipe
@@ -324,8 +327,49 @@ class Case:
         return case
 
     def without_sequence(self) -> Case:
-        """The same case as a plain program case (its first call alone)."""
-        return replace(self, extra={k: v for k, v in self.extra.items() if k != "sequence"})
+        """The same case as a plain program case (a jit sequence's first call alone; a GPT-2
+        model case's embedding alone)."""
+        dropped = ("sequence", "gpt2")
+        return replace(self, extra={k: v for k, v in self.extra.items() if k not in dropped})
+
+    @property
+    def carries_run(self) -> bool:
+        """Does the case carry a run of its own beyond its program (a jit sequence, a GPT-2
+        model)? Such a case is not respelled, laid out, given siblings or sampled backends: its
+        subject is only the first step of what it runs, which those would leave behind."""
+        return "sequence" in self.extra or "gpt2" in self.extra
+
+    @property
+    def gpt2(self) -> tuple[ModelSpec, int] | None:
+        """The GPT-2 model the case also runs through ``compiler.model`` (``extra["gpt2"]``: its
+        spec, and the seed of the weights past the subject's inputs), or None. A malformed
+        stored spec is a ValueError."""
+        data = self.extra.get("gpt2")
+        if data is None:
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
+            raise ValueError(f"malformed gpt2 model {data!r:.200}")
+        seed = data.get("seed")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"gpt2 model seed must be a non-negative integer, got {seed!r}")
+        return ModelSpec.from_dict(data["spec"]), seed
+
+    @classmethod
+    def from_gpt2(
+        cls,
+        spec: ModelSpec,
+        seed: int,
+        backends: tuple[str, ...],
+        origin: str = "gpt2",
+        leading: list[np.ndarray] | None = None,
+    ) -> Case:
+        """The case of a GPT-2 model: its embedding (``strategies.model.gpt2.embedding``) on
+        the model's first inputs (``leading``, else made from ``seed``) as the subject, an
+        ordinary case for every other oracle; the model in ``extra``."""
+        if leading is None:
+            leading = gpt2_inputs(spec, seed)[:GPT2_LEADING]
+        extra = {"gpt2": {"spec": spec.to_dict(), "seed": int(seed)}}
+        return cls(embedding(spec), list(leading), tuple(backends), (), origin, [], extra)
 
     def with_subject(
         self,
@@ -437,7 +481,17 @@ class Case:
         sequence, its calls, features and elements)."""
         size = len(self.subject) * 1_000_000 + sum(int(a.size) for a in self.inputs)
         sequence = self.sequence
-        return size if sequence is None else size + sequence.size
+        if sequence is not None:
+            size += sequence.size
+        model = self.gpt2
+        if model is not None:
+            spec = model[0]
+            flags = (spec.prefix, spec.lm_head, spec.buffers, spec.file, spec.order, spec.invalid)
+            flags += (spec.ties,)
+            size += 10_000 * spec.layers + 1_000 * spec.width + 100 * (spec.heads + spec.steps)
+            size += 10 * (spec.vocab + spec.context + spec.length)
+            size += sum(map(bool, flags)) + (spec.stored != "float32")
+        return size
 
 
 __all__ = [

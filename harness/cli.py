@@ -314,9 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     fuzz.add_argument(
         "--mix",
-        choices=["all", "programs"],
+        choices=["all", "programs", "models"],
         default="all",
-        help="what to generate: everything, or random programs only",
+        help="what to generate: everything, random programs only, or GPT-2 models only (the "
+        "compiler's model code: checkpoint loader, forward passes, generation)",
     )
     fuzz.add_argument("--no-jax", action="store_true", help="skip the jax.jit reference")
     fuzz.add_argument("--no-relations", action="store_true", help="skip metamorphic relations")

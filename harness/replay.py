@@ -85,6 +85,7 @@ STEP_ORACLES = {
     "tupled": "tupled",
     "nested": "tupled",
     "misfit": "arguments",
+    "model": "gpt2-model",
 }
 
 

@@ -142,6 +142,13 @@ MUTATIONS = (
         "the specialization key keeps the static values but not the argument tree",
     ),
     Mutation(
+        "model-blocks-in-name-order",
+        "model.py",
+        '    for i in range(layers):\n        p = f"h.{i}"',
+        '    for i in sorted(range(layers), key=str):\n        p = f"h.{i}"',
+        "the checkpoint loader takes the blocks in the order of their names (h.10 before h.2)",
+    ),
+    Mutation(
         "jit-captured-array-copied",
         "api.py",
         "self.captured = list(trace.captured.values())",

@@ -56,6 +56,37 @@ def differential(
     return 1
 
 
+def gpt2_model(model: dict[str, Any], seed: int, leading: list[np.ndarray], backend: str) -> int:
+    """Run the GPT-2 model (``model``: a ``ModelSpec`` as a dict; the weights past ``leading``,
+    the ids, positions, wte and wpe, made from ``seed``) as the gpt2-model oracle does, print
+    every problem it finds (a sublayer call that is wrong as its own program first, as the
+    oracle narrows it), and return 1 if there is one, else 0."""
+    from strategies.model.gpt2 import INVALID, ModelSpec, program
+
+    from .oracles.gpt2 import judge_logits, references_of, wrong_sublayer
+    from .run.gpt2 import full_inputs, problems, run_model, usable
+
+    spec_ = ModelSpec.from_dict(dict(model))
+    inputs = full_inputs(spec_, int(seed), [np.asarray(a) for a in leading])
+    if not usable(spec_, inputs):
+        print("the inputs do not fit the model (shapes, positions, ids, stored dtype)")
+        return 0
+    forward = Case(program(spec_), inputs, (backend,))
+    run = run_model(spec_, inputs, backend)
+    found = problems(spec_, run, judge_logits(forward, references_of(forward)))
+    for kind, facet, detail in found:
+        calls = run.calls if facet == "compiled" else []
+        if facet == spec_.invalid and run.refused_eager == INVALID[spec_.invalid]:
+            calls = run.invalid_calls
+        for finding in wrong_sublayer(calls, backend, references_of):
+            print(f"FAILS as its own program ({finding.case.origin}, {finding.oracle}): "
+                  f"{finding.kind}: {finding.detail}", file=sys.stderr)  # fmt: skip
+        print(f"FAILS the gpt2-model oracle [{facet}]: {kind}: {detail}", file=sys.stderr)
+    if not found:
+        print(f"ok: loaded, forward passes and {spec_.steps} generation steps as owed")
+    return 1 if found else 0
+
+
 def spec(program_json: str, inputs: list[np.ndarray]) -> int:
     """Print the spec oracle's verdict for this program and inputs (the primitive table's
     elementwise rules against NumPy's ufuncs; the composites' shared definition, compiler/ops.py,
@@ -297,6 +328,7 @@ __all__ = [
     "blas",
     "differential",
     "error_path",
+    "gpt2_model",
     "judge_output",
     "memory",
     "spec",

@@ -13,7 +13,8 @@ an eighth of the programs (called twice in one function, and returning several o
 values: each result as alone); ``intermediate`` an eighth of the programs of two or more
 equations (one value inside, as its own program's output, judged by ``differential``);
 ``arguments`` a quarter of the programs (their specialization called with an array of another
-shape or dtype, or one too many: each refused with ``TypeError``). A new
+shape or dtype, or one too many: each refused with ``TypeError``); ``gpt2-model`` the cases that
+carry a GPT-2 model (the compiler's model code on a checkpoint the harness wrote). A new
 oracle is one module that subclasses :class:`~harness.oracles.base.Oracle` and calls
 ``register``; the runner finds it here.
 """
@@ -23,6 +24,7 @@ from . import (  # noqa: F401 - registration
     blas,
     differential,
     error_path,
+    gpt2,
     intermediate,
     memory,
     metamorphic,

@@ -138,6 +138,30 @@ def sequence_reproducer(case: Case, finding: Any, header: str) -> str:
     return header + "\n".join(lines) + "\n"
 
 
+def gpt2_reproducer(case: Case, finding: Any, header: str) -> str:
+    """The GPT-2 model as a script: its first inputs exactly, the rest made from the seed, run
+    and judged by ``harness.verdict.gpt2_model`` as the gpt2-model oracle runs and judges it."""
+    spec, seed = case.gpt2
+    backend = finding.backends[0] if finding.backends else "cpu"
+    names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+    lines = [
+        '"""A GPT-2 model through compiler/model.py (gpt2-model): a checkpoint the harness',
+        "writes under HuggingFace's names, loaded, run (NumPy and the backend), generated from",
+        "and called as the model must refuse; judged against GPT-2 written as one program (the",
+        'error model). Exit 1: something the oracle checks is wrong."""',
+        "import numpy as np",
+        "",
+        "from harness.verdict import gpt2_model",
+        "",
+        "# ids, positions, wte, wpe (the blocks' and ln_f's weights come from the seed)",
+        *input_lines(case),
+        "",
+        f"MODEL = {spec.to_dict()!r}",
+        f"raise SystemExit(gpt2_model(MODEL, {seed}, [{names}], {backend!r}))",
+    ]
+    return header + "\n".join(lines) + "\n"
+
+
 def workarounds_lines(case: Case) -> str:
     """The lines that turn off the compiler workarounds the case needs off (through the
     environment, which the compiler reads at each check): with them on, the compiler avoids
@@ -188,6 +212,11 @@ def reproducer(case: Case, finding: Any) -> str:
     else:
         header += f"# {backend} runs as users run it, not instrumented, as in the fuzzer.\n"
     header += workarounds_lines(case)
+    if finding.oracle == "gpt2-model" and "gpt2" in case.extra:
+        try:
+            return gpt2_reproducer(case, finding, header)
+        except Exception as error:  # noqa: BLE001 - a reproducer is documentation
+            return header + f"# no standalone reproducer: {error!r}\n"
     if finding.oracle == "jit-sequence" and "sequence" in case.extra:
         try:
             return sequence_reproducer(case, finding, header)
@@ -493,6 +522,7 @@ __all__ = [
     "array_source",
     "input_lines",
     "reproducer",
+    "gpt2_reproducer",
     "sequence_reproducer",
     "tool_versions",
     "workarounds_lines",

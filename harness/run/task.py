@@ -13,8 +13,9 @@ import numpy as np
 
 from ..case import Case, encode_array
 
-#: What a task asks of the worker (``sequence``: the case's jit sequence, call by call).
-KINDS = ("run", "artifacts", "fault", "sequence")
+#: What a task asks of the worker (``sequence``: the case's jit sequence, call by call;
+#: ``model``: the case's GPT-2 model through ``compiler.model``).
+KINDS = ("run", "artifacts", "fault", "sequence", "model")
 
 
 @dataclass
@@ -155,6 +156,8 @@ class BackendResult:
     # The specialization called with arguments it was not made for (the arguments oracle's):
     # "" where it refused each with TypeError, else what it did; None where not checked.
     misfit: str | None = None
+    # A ``model`` task's run of the case's GPT-2 model (``harness.run.gpt2.ModelRun``).
+    model: Any = None
 
     @property
     def ok(self) -> bool:

@@ -3,8 +3,9 @@
 Random programs (half the cases), transformer structures with the causality check, the
 composites on their own so the metamorphic relations that need them (softmax shift, layer norm
 shift, head permutation) get exercised often, matmuls of strided views (the layouts the
-BLAS substitution must get right), invalid programs and a few jit sequences (one jitted
-function called in sequence): ``MIX_PERCENT``. A session also passes the (op, dtype) pairs it has
+BLAS substitution must get right), invalid programs, a few jit sequences (one jitted
+function called in sequence) and fewer GPT-2 models (the compiler's model code):
+``MIX_PERCENT``. A session also passes the (op, dtype) pairs it has
 not exercised yet; ``FOCUS_SHARE`` of its cases then start from one of them (``focus``).
 """
 
@@ -37,6 +38,7 @@ from strategies.gen.values import (
     input_values,
 )
 from strategies.model import ProgramBuilder
+from strategies.model.gpt2 import INVALID, STORED, ModelSpec
 
 from ..case import (
     CPU_BACKENDS,
@@ -275,6 +277,11 @@ def invalid_cases(
 #: arrays). Each costs a few compiles, so the share stays small.
 SEQUENCE_PERCENT = 10
 
+#: The share (percent) of GPT-2 models (``gpt2_cases``): the compiler's model code, above the
+#: ops (checkpoint loader, the forward pass's composition, generation, input checks), which no
+#: program reaches. Each compiles five sublayer kernels on its backend, a few seconds.
+GPT2_PERCENT = 2
+
 #: The session's mix, in percent of the cases (``MIX_PERCENT``). Random programs get the most:
 #: they reach every op, dtype, operand kind and layout; the others target one structure each.
 #: Invalid programs are rejected before any MLIR is built, so they cost little, and 16
@@ -283,13 +290,14 @@ SEQUENCE_PERCENT = 10
 #: as one integer (shrinking toward random programs), not ``st.one_of``, which gave random
 #: programs a fifth of the cases (90 of 400 draws) where they were listed as a third.
 MIX_PERCENT = {
-    "programs": 39,
+    "programs": 37,
     "composite": 13,
     "structure": 8,
     "invalid": 15,
     "strided-matmul": 10,
     "strided-op": 5,
     "jit-sequence": SEQUENCE_PERCENT,
+    "gpt2": GPT2_PERCENT,
 }
 assert sum(MIX_PERCENT.values()) == 100
 
@@ -302,6 +310,39 @@ def sequence_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     backend = draw(st.sampled_from(backends))
     event("origin:jit-sequence")
     return Case.from_sequence(sequence, (backend,), origin="jit-sequence")
+
+
+@st.composite
+def gpt2_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
+    """A small GPT-2 model on one of ``backends`` (``strategies.model.gpt2.ModelSpec``): one to
+    three blocks, or eleven or twelve (block numbers of two digits), heads and head depths of
+    one to four, up to six tokens, a vocabulary of 2 to 24; the checkpoint written in every
+    layout HuggingFace's are found in; a quarter of them also making a call the model must
+    refuse, and a quarter with token embeddings in equal pairs (tied logits). Generation keeps
+    the window at one or two lengths (each length is a compile)."""
+    layers = uniform(draw, (1, 1, 2, 2, 3, 11, 12))
+    heads = uniform(draw, (1, 2, 3, 4))
+    width = heads * uniform(draw, (1, 2, 3, 4))
+    length = 1 + draw(coin(6))
+    steps = uniform(draw, (0, 0, 1, 2, 3))
+    context = length + draw(coin(2 if steps else 4))
+    vocab = 2 + draw(coin(23))
+    prefix, lm_head, buffers, file = (draw(coin(2)) == 1 for _ in range(4))
+    invalid = uniform(draw, sorted(INVALID)) if draw(coin(4)) == 3 else ""
+    spec = ModelSpec(
+        layers, heads, width, context, vocab, length, steps,
+        prefix=prefix, lm_head=lm_head, buffers=buffers, file=file,
+        stored=uniform(draw, STORED),
+        order=draw(coin(4)) and draw(st.integers(1, 2**31 - 1)),
+        invalid=invalid,
+        ties=draw(coin(4)) == 3,
+    )  # fmt: skip
+    seed = draw(st.integers(0, 2**31 - 1))
+    backend = uniform(draw, backends)
+    event("origin:gpt2")
+    if layers > 10:
+        event("gpt2:two-digit-blocks")
+    return Case.from_gpt2(spec, seed, (backend,), origin="gpt2")
 
 
 @st.composite
@@ -373,7 +414,8 @@ def cases(
     held_back: tuple[str, ...] = (),
 ) -> st.SearchStrategy[Case]:
     """The session's mix (``all``, less the ``held_back`` kinds: ``MixBalance.ahead``), or
-    random programs only (``programs``), or jit sequences only (``sequences``); random programs
+    random programs only (``programs``), or jit sequences only (``sequences``), or GPT-2 models
+    only (``models``); random programs
     come first so shrinking heads towards them.
     ``sampled`` backends (by default the targets as shipped, ``SAMPLED_BACKENDS``, when
     ``backends`` are the default ones) join a share of the cases, and every case whose int32
@@ -442,7 +484,7 @@ def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case
 
     def sample(drawn: tuple[Case, int, int]) -> Case:
         case, face, which = drawn
-        if case.sequence is not None or case.invalid is not None:
+        if case.carries_run or case.invalid is not None:
             return case
         if poison and case.origin == "sweep/truncation":
             variant = poison[which % len(poison)]
@@ -469,7 +511,7 @@ def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
     def sample(pair: tuple[Case, int]) -> Case:
         case, face = pair
         gpu = face == last or case.origin.startswith("focus/views/")
-        if not gpu or case.sequence is not None or case.invalid is not None:
+        if not gpu or case.carries_run or case.invalid is not None:
             return case
         event("sampled:gpu")
         return case.on((*case.backends, GPU_SAMPLED))
@@ -519,7 +561,7 @@ def with_spellings(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]
 
     def spell(pair: tuple[Case, int]) -> Case:
         case, face = pair
-        if face not in spelled or "sequence" in case.extra or "spelling" in case.extra:
+        if face not in spelled or case.carries_run or "spelling" in case.extra:
             return case  # a focused case keeps the spelling it was drawn for
         respelled = case.respelled(spelled[face])
         if case.invalid is not None and not _rejected_alike(case, respelled):
@@ -545,7 +587,7 @@ def with_layouts(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
     @st.composite
     def laid_out(draw: st.DrawFn) -> Case:
         case = draw(strategy)
-        if draw(coin(last + 1)) != last or "sequence" in case.extra or case.invalid:
+        if draw(coin(last + 1)) != last or case.carries_run or case.invalid:
             return case
         names = [draw(st.sampled_from([DEFAULT, *applicable(a)])) for a in case.inputs]
         if all(name == DEFAULT for name in names):
@@ -590,7 +632,7 @@ def siblings(draw: st.DrawFn, case: Case, count: int = SIBLINGS) -> tuple[Case, 
     if is_out_of_range(case):
         return draw(out_of_range_siblings(case, count))
     if (
-        case.sequence is not None or not program.inputs
+        case.carries_run or not program.inputs
         or case.origin.startswith("sweep/") or not program.nodes
     ):  # fmt: skip
         return ()
@@ -674,8 +716,10 @@ def _mix(
         return program_cases(backends, max_nodes)
     if mix == "sequences":
         return sequence_cases(backends)
+    if mix == "models":
+        return gpt2_cases(backends)
     if mix != "all":
-        raise ValueError(f"unknown case mix {mix!r} (all, programs, sequences)")
+        raise ValueError(f"unknown case mix {mix!r} (all, programs, sequences, models)")
     kinds = {
         "programs": program_cases(backends, max_nodes),
         "invalid": invalid_cases(backends),
@@ -684,6 +728,7 @@ def _mix(
         "strided-matmul": strided_matmul_cases(backends),
         "strided-op": strided_op_cases(backends),
         "jit-sequence": sequence_cases(backends),
+        "gpt2": gpt2_cases(backends),
     }
     kept = {kind: strategy for kind, strategy in kinds.items() if kind not in held_back}
     return _mixed(kept or kinds)

@@ -46,6 +46,7 @@ from compiler.pipelines import (
 
 from ..case import Case
 from ..oracles.base import Finding
+from ..oracles.gpt2 import NAME as GPT2_MODEL
 from ..oracles.memory import FAULT_KINDS, UNINSTRUMENTED
 from ..oracles.schedule import STAGE as VECTORIZED
 from ..oracles.spelling import failing_spelling
@@ -108,6 +109,26 @@ _ABOVE_PIPELINES: dict[tuple[str, str], tuple[str, str]] = {
         )
         for kind in JIT_KINDS
     },
+}
+
+
+#: Where in ``compiler/model.py`` a gpt2-model finding lives, by its facet (a wrong sublayer
+#: call is narrowed to its own program before: ``oracles.gpt2.wrong_sublayer``).
+_MODEL_CODE = {
+    "loader": "compiler/model.py's checkpoint loader (from_state_dict, load_safetensors: the "
+    "names, prefix, block numbers, tensors and config it reads from a checkpoint the harness "
+    "wrote under HuggingFace's names)",
+    "composition": "compiler/model.py's forward pass, already evaluated by NumPy "
+    "(forward_numpy: _forward's blocks and sublayers, embed, final_logits, the positions), "
+    "against GPT-2 written as one program on the same weights",
+    "compiled": "compiler/model.py's compiled forward pass (forward: the sublayers it compiles, "
+    "embed_jit, attend_jit, feedforward_jit, final_logits_jit, and how it calls them), while "
+    "each sublayer call it made is right as its own program and forward_numpy is right",
+    "generation": "compiler/model.py's greedy generation (_greedy: the window of the last "
+    "context tokens, the first maximum, the number of steps), against each step's argmax of "
+    "forward's logits on the same backend",
+    "invalid": "compiler/model.py's input checks (token_array, check_ids, _greedy's steps): a "
+    "call the model must refuse with the error class NumPy-style checking owes",
 }
 
 
@@ -459,6 +480,9 @@ class Attributor:
                 f"passes: the {spelling} spelling's dispatch (compiler/frontend/tensor.py: the "
                 "tensor's methods, __array_ufunc__ and __array_function__)",
             )
+        if finding.oracle == GPT2_MODEL:
+            code = _MODEL_CODE.get(finding.facet, _MODEL_CODE["invalid"])
+            return Attribution("model", finding.backends[0] if finding.backends else "", code)
         above = _ABOVE_PIPELINES.get((finding.oracle, finding.kind))
         above = above or _ABOVE_PIPELINES.get((finding.oracle, ""))
         if above is not None:

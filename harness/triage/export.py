@@ -54,6 +54,8 @@ OWNERS = {
     "(compiler/api.py copies what its ABI cannot pass; compiler/runtime.py's descriptors)",
     "internal": "this project: the compiler's Python code at the file and line the detail names",
     "persist": "this project: compiler/persist.py (the persistent compilation cache)",
+    "model": "this project: compiler/model.py (GPT-2: the checkpoint loader, the forward "
+    "passes' composition, greedy generation, input checks)",
     "triage": "this project: a triage variant's own code (the file its detail names), or the "
     "upstream code it runs (LLVM's generic x86-64 code generation, MLIR's runtime helpers)",
     "jit": "this project: the @jit layer (compiler/api.py: the specialization cache, nested "

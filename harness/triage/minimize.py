@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from compiler.primitives import SPELLINGS
 from strategies.model import REJECTIONS, Input, InvalidProgram, Program, Ref, Subject
+from strategies.model.gpt2 import ModelSpec
 from strategies.model.rewrites import drop_unused_subject_inputs, rewrite_subject
 from strategies.model.sequence import valid
 
 from ..case import Case
 from ..oracles.base import Finding
+from ..oracles.gpt2 import NAME as GPT2_ORACLE
 from ..oracles.sequence import NAME as SEQUENCE_ORACLE
 from ..run.layouts import DEFAULT
 
@@ -213,6 +215,73 @@ def _variants_sequence_values(case: Case) -> list[tuple[str, Case]]:
     return found
 
 
+def _variants_gpt2(case: Case) -> list[tuple[str, Case]]:
+    """A smaller GPT-2 model of the same weights (each tensor has its own random stream): one
+    block, one block fewer, one head, fewer tokens, the context cut to them, a smaller
+    vocabulary (ids past it become 0), fewer generation steps; then each option of its
+    checkpoint and call back to the plain one (a dict of float32 under bare names, no refused
+    call); last, untied embeddings and a narrower model (new weights). The oracle judges only
+    candidates its inputs fit."""
+    spec, seed = case.gpt2
+    ids, positions, wte, wpe = (np.asarray(a) for a in case.inputs[:4])
+    found: list[tuple[str, Case]] = []
+
+    def add(description: str, smaller: ModelSpec, leading: list | None = None) -> None:
+        try:
+            leading = [ids, positions, wte, wpe] if leading is None else leading
+            made = Case.from_gpt2(smaller, seed, case.backends, case.origin, leading)
+        except ValueError:
+            return
+        found.append((description, made))
+
+    if spec.layers > 1:
+        add("one block", replace(spec, layers=1))
+        if spec.layers > 2:
+            add(f"{spec.layers - 1} blocks", replace(spec, layers=spec.layers - 1))
+    if spec.heads > 1:
+        add("one head", replace(spec, heads=1))
+    for length in dict.fromkeys((1, spec.length // 2, spec.length - 1)):
+        if 1 <= length < spec.length:
+            add(
+                f"{length} tokens",
+                replace(spec, length=length),
+                [ids[:length], positions[:length], wte, wpe],
+            )
+    if spec.context > spec.length:
+        add(
+            f"context {spec.length}",
+            replace(spec, context=spec.length),
+            [ids, positions, wte, wpe[: spec.length]],
+        )
+    for vocab in dict.fromkeys((1, spec.vocab // 2, spec.vocab - 1)):
+        if 1 <= vocab < spec.vocab:  # the ids past it become 0
+            fewer = np.where(ids < vocab, ids, 0).astype(ids.dtype)
+            add(
+                f"vocabulary {vocab}",
+                replace(spec, vocab=vocab),
+                [fewer, positions, wte[:vocab], wpe],
+            )
+    for steps in dict.fromkeys((0, spec.steps - 1)):
+        if 0 <= steps < spec.steps:
+            add(f"{steps} generation steps", replace(spec, steps=steps))
+    plain = {"prefix": False, "lm_head": False, "buffers": False, "file": False, "order": 0,
+             "invalid": "", "stored": "float32"}  # fmt: skip
+    for field_name, value in plain.items():
+        if getattr(spec, field_name) != value:
+            add(f"{field_name} {value!r}", replace(spec, **{field_name: value}))
+    # New embeddings (those the case holds are tied, or of the wider model).
+    for description, smaller in (
+        ("untied embeddings", replace(spec, ties=False) if spec.ties else None),
+        (
+            f"width {spec.heads}",
+            replace(spec, width=spec.heads) if spec.width > spec.heads else None,
+        ),
+    ):
+        if smaller is not None:
+            found.append((description, Case.from_gpt2(smaller, seed, case.backends, case.origin)))
+    return found
+
+
 def _variants_pipeline(case: Case) -> list[tuple[str, Case]]:
     """An ``mlir:`` pipeline variant with one entry fewer (latest first), the case then run on
     that variant alone: the entries the failure needs are what is left."""
@@ -270,6 +339,8 @@ GENERATORS = (
 )
 #: A jit-sequence finding shrinks its sequence (its calls' programs are derived from it).
 SEQUENCE_GENERATORS = (_variants_pipeline, _variants_sequence, _variants_sequence_values)
+#: A gpt2-model finding shrinks its model (the subject is derived from it).
+GPT2_GENERATORS = (_variants_gpt2,)
 # Generators whose candidates are no smaller by ``Case.size`` (values; a shorter pipeline).
 _VALUES = (
     _variants_values,
@@ -284,6 +355,8 @@ def generators(case: Case, finding: Finding) -> tuple[Callable[[Case], list], ..
     """The variant generators for ``finding`` on ``case``."""
     if finding.oracle == SEQUENCE_ORACLE and case.sequence is not None:
         return SEQUENCE_GENERATORS
+    if finding.oracle == GPT2_ORACLE and "gpt2" in case.extra:
+        return GPT2_GENERATORS
     return GENERATORS
 
 
@@ -295,10 +368,11 @@ def minimize(
     max_evaluations: int = 200,
 ) -> Minimized:
     """Greedy fixpoint over the variant generators, within the budget. A finding on a case
-    that carries a jit sequence but is not the sequence's own is about its first call alone:
-    the sequence is dropped first."""
+    that carries a jit sequence (or a GPT-2 model) but is not the sequence's (the model's) own
+    is about its subject alone: the sequence (the model) is dropped first."""
     start = time.perf_counter()
-    if case.sequence is not None and finding.oracle != SEQUENCE_ORACLE:
+    own = {SEQUENCE_ORACLE: case.sequence is not None, GPT2_ORACLE: "gpt2" in case.extra}
+    if case.carries_run and not own.get(finding.oracle, False):
         case = case.without_sequence()
     best = Minimized(case, finding)
     chosen = generators(case, finding)
@@ -328,4 +402,12 @@ def minimize(
     return best
 
 
-__all__ = ["GENERATORS", "SEQUENCE_GENERATORS", "Minimized", "Predicate", "generators", "minimize"]
+__all__ = [
+    "GENERATORS",
+    "GPT2_GENERATORS",
+    "SEQUENCE_GENERATORS",
+    "Minimized",
+    "Predicate",
+    "generators",
+    "minimize",
+]
