@@ -41,14 +41,20 @@ RUNS = 64
 #: handling, which programs alone never reach (a mutant of the static arguments' equality
 #: was "unreached" without them, and a session kills it in 10 s).
 SEQUENCES = 24
+#: GPT-2 models (``session.generate.gpt2_cases``), each run through ``compiler/model.py`` on one
+#: backend: the checkpoint loader, forward passes, generation and input checks, which neither
+#: programs nor sequences reach.
+MODELS = 8
 #: ``--sample``: the full sample, or a small one for a quick look (no op sweep: a mutant of an
 #: op the random draws miss passes for equivalent there, and is reported as such).
 SAMPLES = {
     "full": {
         "programs": PROGRAMS, "invalid": INVALID, "runs": RUNS, "sweep": True,
-        "sequences": SEQUENCES,
+        "sequences": SEQUENCES, "models": MODELS,
     },
-    "small": {"programs": 60, "invalid": 10, "runs": 12, "sweep": False, "sequences": 4},
+    "small": {
+        "programs": 60, "invalid": 10, "runs": 12, "sweep": False, "sequences": 4, "models": 2,
+    },
 }  # fmt: skip
 
 
@@ -121,10 +127,11 @@ def build_sample(
     backends: Sequence[str] = CPU_BACKENDS,
     sweep: bool = True,
     sequences: int = SEQUENCES,
+    models: int = MODELS,
 ) -> dict[str, Any]:
     """The sample: the op sweep (unless ``sweep`` is false), derandomized Hypothesis draws
     (the same programs every time, for a given Hypothesis version and primitive table),
-    deduplicated, and ``sequences`` jit sequences."""
+    deduplicated, ``sequences`` jit sequences and ``models`` GPT-2 models."""
     from strategies import input_values, invalid_programs, samples
     from strategies import programs as program_strategy
     from strategies.gen.sequences import jit_sequences
@@ -155,6 +162,13 @@ def build_sample(
     for sequence in _collect(jit_sequences(), sequences) if sequences else []:
         data = sequence.to_dict(encode_array)
         items.append({"kind": "sequence", "subject": data, "inputs": [], "run": False})
+    if models:
+        from ..session.generate import gpt2_cases
+
+        for case in _collect(gpt2_cases(tuple(backends)), models):
+            data = case.extra["gpt2"]
+            items.append({"kind": "model", "subject": data, "inputs": list(case.inputs),
+                          "run": False, "backend": case.backends[0]})  # fmt: skip
     return {"items": items, "runs": runs, "backends": list(backends)}
 
 
@@ -241,13 +255,15 @@ class Checker:
         items = self.sample["items"]
         valid = sum(1 for item in items if item["kind"] == "program")
         invalid = sum(1 for item in items if item["kind"] == "invalid")
-        sequences = len(items) - valid - invalid
+        sequences = sum(1 for item in items if item["kind"] == "sequence")
+        models = sum(1 for item in items if item["kind"] == "model")
         swept = sum(1 for item in items if item.get("run"))
         runs = min(self.sample["runs"], valid - swept)
         return (
             f"{valid} programs + {invalid} invalid programs emitted, {swept} of them "
             f"(the op sweep) + {runs} compiled and run on {', '.join(self.sample['backends'])}; "
-            f"{sequences} jit sequences called on one of them each; the original took "
+            f"{sequences} jit sequences and {models} GPT-2 models run on one of them each; "
+            "the original took "
             f"{self.reference_seconds:.0f} s (two runs at once)"
             + (f"; {len(self.unstable)} unstable digests ignored" if self.unstable else "")
         )

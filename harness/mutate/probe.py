@@ -125,7 +125,7 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
     subjects: list[Any] = []
     for i, item in enumerate(sample["items"]):
         subject = None
-        if item["kind"] == "sequence":
+        if item["kind"] in ("sequence", "model"):
             subjects.append(None)
             continue
         try:
@@ -178,6 +178,31 @@ def observations(sample: dict[str, Any]) -> Iterator[tuple[str, str]]:
     for position, i in enumerate(sequences):
         backend = sample["backends"][position % len(sample["backends"])]
         yield from _sequence_observations(i, sample["items"][i]["subject"], backend)
+    for i, item in enumerate(sample["items"]):
+        if item["kind"] == "model":
+            yield from _model_observations(i, item)
+
+
+def _model_observations(index: int, item: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """A GPT-2 model through ``compiler/model.py`` on its backend (``harness.run.gpt2``, as a
+    session's worker runs it): what was loaded, both forward passes' logits, the generated
+    tokens and what the call it must refuse did."""
+    from harness.run.gpt2 import full_inputs, run_model
+    from strategies.model.gpt2 import ModelSpec
+
+    backend = item["backend"]
+    try:
+        spec, seed = ModelSpec.from_dict(item["subject"]["spec"]), item["subject"]["seed"]
+        run = run_model(spec, full_inputs(spec, seed, list(item["inputs"])), backend)
+        loaded: Any = (run.loaded, run.config, run.params)
+        outputs: Any = (
+            run.eager, run.eager_error, run.logits, _ADDRESS.sub("0x?", run.error),
+            run.generated, run.generation_error, run.greedy, run.refused, run.refused_eager,
+        )  # fmt: skip
+    except Exception as error:  # noqa: BLE001 - a mutant may raise anything
+        loaded, outputs = _error(error), "-"
+    yield f"{index}:{backend}:model", digest(loaded)
+    yield f"{index}:{backend}:outputs", digest(outputs)
 
 
 def _sequence_observations(index: int, data: Any, backend: str) -> Iterator[tuple[str, str]]:
