@@ -29,7 +29,7 @@ import platform
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compiler import backends, primitives
@@ -130,6 +130,20 @@ _MODEL_CODE = {
     "invalid": "compiler/model.py's input checks (token_array, check_ids, _greedy's steps): a "
     "call the model must refuse with the error class NumPy-style checking owes",
 }
+
+
+def _sublayer_cases(case: Case, backend: str) -> list[Case]:
+    """The sublayer calls of ``case``'s GPT-2 model, each as its own case on ``backend``, on
+    the arguments the model gives them with every sublayer interpreted by NumPy (graph-numpy,
+    in this process: nothing is compiled)."""
+    from ..oracles.gpt2 import sublayer_case
+    from ..run.gpt2 import full_inputs, run_model
+
+    spec, seed = case.gpt2
+    run = run_model(replace(spec, steps=0, invalid=""), full_inputs(spec, seed, case.inputs),
+                    "graph-numpy")  # fmt: skip
+    cases = [sublayer_case(call, backend) for call in run.calls]
+    return [c for c in cases if c is not None]
 
 
 @dataclass
@@ -420,10 +434,54 @@ class Attributor:
             {base: verdict},
         )
 
+    def _model_step(self, case: Case, finding: Finding) -> Attribution | None:
+        """A crash or hang in the worker's ``model`` step (a GPT-2 model through
+        ``compiler/model.py``): with the sublayers interpreted by NumPy (``graph-numpy``) it
+        dies too, the model's own Python (or the tracing of its sublayers) is where; else a
+        sublayer's compile or kernel on the backend, whose program is the sublayer call (None:
+        not such a finding)."""
+        from ..replay import crashed_at, oracles_of
+
+        backend, step = crashed_at(finding.detail)
+        if finding.oracle != "isolation" or step != "model" or "gpt2" not in case.extra:
+            return None
+        backend = backend or (finding.backends[0] if finding.backends else "")
+        only = oracles_of(finding.signature, finding.detail)
+        interpreted = self.verdict(case.on((backend,)), finding, "graph-numpy", only)
+        if interpreted == "fails":
+            return Attribution(
+                "model", backend, "the process dies with the model's sublayers interpreted by "
+                "NumPy (graph-numpy) too: " + _MODEL_CODE["composition"],
+                {"graph-numpy": interpreted},
+            )  # fmt: skip
+        evidence = {"graph-numpy": interpreted}
+        for sub in _sublayer_cases(case, backend):
+            judgement = self.runner.evaluate(sub, (), probe=True)
+            dead = [f for f in judgement.findings if f.kind == finding.kind]
+            evidence[f"{sub.origin} on {backend}"] = "fails" if dead else "passes"
+            if dead:
+                inner = self._attribute(sub, dead[0])
+                inner.evidence = {**evidence, **inner.evidence}
+                inner.detail = (
+                    f"the model's {sub.origin.split('/')[-1]} call, as its own program on "
+                    f"{backend}, dies too: {inner.detail}"
+                )
+                return inner
+        return Attribution(
+            "unknown", backend, "the process dies running the GPT-2 model on the backend and not "
+            "with its sublayers interpreted by NumPy, nor with any sublayer call as its own "
+            "program: a sublayer's compile or kernel where its specialization is shared (block "
+            "0's attention takes float32, later blocks float64)",
+            evidence,
+        )  # fmt: skip
+
     def _attribute(self, case: Case, finding: Finding) -> Attribution:
         variant = self._triage_variant(case, finding)
         if variant is not None:
             return variant
+        model_step = self._model_step(case, finding)
+        if model_step is not None:
+            return model_step
         if finding.kind == "spec":
             return Attribution(
                 "definition",

@@ -351,11 +351,23 @@ _VALUES = (
 )
 
 
+def _of_the_model(case: Case, finding: Finding) -> bool:
+    """Is ``finding`` about ``case``'s GPT-2 model: the gpt2-model oracle's, or a crash or hang
+    in the worker's ``model`` step (a sublayer's compile)?"""
+    if "gpt2" not in case.extra:
+        return False
+    if finding.oracle == GPT2_ORACLE:
+        return True
+    from ..replay import crashed_at  # (replay imports the triage)
+
+    return finding.oracle == "isolation" and crashed_at(finding.detail)[1] == "model"
+
+
 def generators(case: Case, finding: Finding) -> tuple[Callable[[Case], list], ...]:
     """The variant generators for ``finding`` on ``case``."""
     if finding.oracle == SEQUENCE_ORACLE and case.sequence is not None:
         return SEQUENCE_GENERATORS
-    if finding.oracle == GPT2_ORACLE and "gpt2" in case.extra:
+    if _of_the_model(case, finding):
         return GPT2_GENERATORS
     return GENERATORS
 
@@ -371,8 +383,8 @@ def minimize(
     that carries a jit sequence (or a GPT-2 model) but is not the sequence's (the model's) own
     is about its subject alone: the sequence (the model) is dropped first."""
     start = time.perf_counter()
-    own = {SEQUENCE_ORACLE: case.sequence is not None, GPT2_ORACLE: "gpt2" in case.extra}
-    if case.carries_run and not own.get(finding.oracle, False):
+    own = finding.oracle == SEQUENCE_ORACLE and case.sequence is not None
+    if case.carries_run and not (own or _of_the_model(case, finding)):
         case = case.without_sequence()
     best = Minimized(case, finding)
     chosen = generators(case, finding)

@@ -271,3 +271,25 @@ def test_a_models_session_finds_minimizes_and_attributes_a_planted_loader_bug(
         cwd=tmp_path,
     )  # fmt: skip
     assert real.returncode == 0, real.stdout + real.stderr
+
+
+def test_a_crash_in_the_model_step_keeps_the_model_and_is_narrowed_to_sublayers() -> None:
+    """A worker that died in the ``model`` step is the model's (minimized as a model, its
+    oracle forced on replay); attribution runs each sublayer call, interpreted arguments, as
+    its own program."""
+    from harness.replay import oracles_of
+    from harness.triage.attribution import _sublayer_cases
+
+    case = Case.from_gpt2(SPEC, 4, (BACKEND,))
+    crash = Finding("crash", (BACKEND,), "isolation", f"killed by SIGABRT [stage {BACKEND} model]",
+                    case)  # fmt: skip
+    assert generators(case, crash)[0].__name__ == "_variants_gpt2"
+    assert oracles_of(crash.signature, crash.detail) == (NAME,)
+    other = Finding("crash", (BACKEND,), "isolation", f"killed [stage {BACKEND} lowered]", case)
+    assert generators(case, other)[0].__name__ != "_variants_gpt2"
+    subs = _sublayer_cases(case, BACKEND)
+    names = [c.origin for c in subs]
+    assert names == ["gpt2/embed"] + ["gpt2/attend", "gpt2/feedforward"] * 2 + ["gpt2/final_logits"]
+    assert all(c.backends == (BACKEND,) for c in subs)
+    assert [a.dtype for a in subs[1].inputs][:2] == [np.float32, np.float32]  # block 0
+    assert subs[3].inputs[0].dtype == np.float64  # block 1's attention: the float64 stream
