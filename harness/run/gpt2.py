@@ -105,7 +105,9 @@ def _load(spec: ModelSpec, tensors: dict[str, np.ndarray]) -> tuple[Any, Any]:
         return model.load_safetensors(path, heads=spec.heads)
 
 
-def _compare(spec: ModelSpec, inputs: list[np.ndarray], config: Any, params: Any, run: ModelRun):
+def _compare(
+    spec: ModelSpec, inputs: list[np.ndarray], config: Any, params: Any, run: ModelRun
+) -> None:
     expected = (spec.layers, spec.heads, spec.width, spec.context, spec.vocab)
     got = tuple(getattr(config, k, None) for k in ("layers", "heads", "width", "context", "vocab"))
     if got != expected:
