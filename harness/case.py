@@ -198,6 +198,20 @@ def _number(name: str, content: str) -> int:
     return int.from_bytes(key[:8], "big")
 
 
+def parse_gpt2(data: Any) -> tuple[ModelSpec, int]:
+    """A stored GPT-2 model (``Case.extra["gpt2"]``: its spec and seed); ValueError where it is
+    malformed or beyond ``strategies.model.gpt2.LIMITS``."""
+    if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
+        raise ValueError(f"malformed gpt2 model {data!r:.200}")
+    seed = data.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"gpt2 model seed must be a non-negative integer, got {seed!r:.40}")
+    try:
+        return ModelSpec.from_dict(data["spec"]), seed
+    except TypeError as error:  # an unhashable field value
+        raise ValueError(f"malformed gpt2 model spec: {error}") from None
+
+
 @dataclass
 class Case:
     """What to run: ``subject`` (a Program, or an InvalidProgram for the error-path oracle) on
@@ -345,14 +359,7 @@ class Case:
         spec, and the seed of the weights past the subject's inputs), or None. A malformed
         stored spec is a ValueError."""
         data = self.extra.get("gpt2")
-        if data is None:
-            return None
-        if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
-            raise ValueError(f"malformed gpt2 model {data!r:.200}")
-        seed = data.get("seed")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"gpt2 model seed must be a non-negative integer, got {seed!r}")
-        return ModelSpec.from_dict(data["spec"]), seed
+        return None if data is None else parse_gpt2(data)
 
     @classmethod
     def from_gpt2(
@@ -483,7 +490,10 @@ class Case:
         sequence = self.sequence
         if sequence is not None:
             size += sequence.size
-        model = self.gpt2
+        try:
+            model = self.gpt2
+        except (ValueError, TypeError):  # a malformed stored model: no oracle runs it
+            model = None
         if model is not None:
             spec = model[0]
             flags = (spec.prefix, spec.lm_head, spec.buffers, spec.file, spec.order, spec.invalid)
@@ -507,4 +517,5 @@ __all__ = [
     "decode_array",
     "encode_array",
     "generated_array",
+    "parse_gpt2",
 ]

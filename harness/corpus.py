@@ -430,6 +430,7 @@ class Entry:
         if problem is not None:
             raise CorpusError(where, f"malformed entry: {problem}")
         _check_arrays(where, data["case"]["case"])
+        _check_model(where, data["case"]["case"])
         return cls(
             case=data["case"],
             signature=data["signature"],
@@ -443,6 +444,20 @@ class Entry:
             evidence=data.get("evidence", {}),
             path=path,
         )
+
+
+def _check_model(where: Any, case: dict[str, Any]) -> None:
+    """A GPT-2 model the case carries (``extra["gpt2"]``) must be well formed and within
+    ``strategies.model.gpt2.LIMITS``: a stored million blocks would be allocated on replay."""
+    extra = case.get("extra") or {}
+    if "gpt2" not in extra:
+        return
+    from .case import parse_gpt2
+
+    try:
+        parse_gpt2(extra["gpt2"])
+    except ValueError as error:
+        raise CorpusError(where, f"malformed gpt2 model: {error}") from None
 
 
 def load(path: Path | str, root: Path | str | None = None) -> Entry:

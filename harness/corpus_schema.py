@@ -227,8 +227,9 @@ CASE: dict[str, Any] = {
         "check": _STRING,
         "origin": _STRING,
         "extra": {
-            "description": "case options: a jit sequence, a value regime, how the program is "
-            "written (spelling) and the memory layout each input is handed over in",
+            "description": "case options: a jit sequence, a GPT-2 model (gpt2: its spec and "
+            "seed, checked on load), a value regime, how the program is written (spelling) and "
+            "the memory layout each input is handed over in",
             "type": "object",
             "properties": {
                 "spelling": {"enum": list(SPELLINGS)},

@@ -56,6 +56,14 @@ INVALID = {
 }
 
 
+#: The largest model a stored case may ask for (a corpus file is not trusted: a million blocks
+#: or steps would exhaust memory or time before any oracle ran); the generator stays far below.
+LIMITS = {
+    "layers": 48, "heads": 64, "width": 1024, "context": 1024, "vocab": 4096, "length": 1024,
+    "steps": 64, "weights": 1 << 24,
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """One GPT-2 model, one call of it and how its checkpoint is written.
@@ -90,16 +98,28 @@ class ModelSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"ModelSpec.{name} must be a positive integer, got {value!r}")
+            if value > LIMITS[name]:
+                raise ValueError(f"ModelSpec.{name} {value} exceeds {LIMITS[name]}")
+        for name in ("prefix", "lm_head", "buffers", "file", "ties"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"ModelSpec.{name} must be a bool, got {getattr(self, name)!r}")
+        if isinstance(self.order, bool) or not isinstance(self.order, int) or self.order < 0:
+            raise ValueError(f"ModelSpec.order must be a non-negative integer, {self.order!r}")
         if self.width % self.heads:
             raise ValueError(f"ModelSpec: width {self.width} is not divisible by {self.heads}")
         if self.length > self.context:
             raise ValueError(f"ModelSpec: length {self.length} exceeds context {self.context}")
         if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 0:
             raise ValueError(f"ModelSpec.steps must be a non-negative integer, {self.steps!r}")
+        if self.steps > LIMITS["steps"]:
+            raise ValueError(f"ModelSpec.steps {self.steps} exceeds {LIMITS['steps']}")
         if self.stored not in STORED:
             raise ValueError(f"ModelSpec.stored must be one of {STORED}, got {self.stored!r}")
-        if self.invalid and self.invalid not in INVALID:
+        if not isinstance(self.invalid, str) or self.invalid and self.invalid not in INVALID:
             raise ValueError(f"ModelSpec.invalid must be one of {sorted(INVALID)} or ''")
+        weights = 12 * self.layers * self.width**2 + (self.vocab + self.context) * self.width
+        if weights > LIMITS["weights"]:
+            raise ValueError(f"ModelSpec: {weights} weights exceed {LIMITS['weights']}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -250,6 +270,7 @@ __all__ = [
     "BLOCK_TENSORS",
     "INVALID",
     "LEADING",
+    "LIMITS",
     "STORED",
     "SUBLAYERS",
     "ModelSpec",

@@ -168,6 +168,42 @@ WRONG_VALUES: list[tuple[str, str, Any]] = [
     ("generator-seed-string", _ARRAY, {**_GEN, "generator": {"seed": "x", "scale": 1.0}}),
     ("generator-no-scale", _ARRAY, {**_GEN, "generator": {"seed": 0}}),
     (
+        "gpt2-huge",
+        "case.case.extra",
+        {
+            "gpt2": {
+                "seed": 0,
+                "spec": {
+                    "layers": 10**6,
+                    "heads": 1,
+                    "width": 1,
+                    "context": 1,
+                    "vocab": 1,
+                    "length": 1,
+                },
+            }
+        },
+    ),
+    (
+        "gpt2-steps",
+        "case.case.extra",
+        {
+            "gpt2": {
+                "seed": 0,
+                "spec": {
+                    "layers": 1,
+                    "heads": 1,
+                    "width": 1,
+                    "context": 1,
+                    "vocab": 1,
+                    "length": 1,
+                    "steps": 10**9,
+                },
+            }
+        },
+    ),
+    ("gpt2-spec-list", "case.case.extra", {"gpt2": {"seed": 0, "spec": [1, 2]}}),
+    (
         "inputs-total-over-cap",
         "case.case.inputs",
         [{**_GEN, "shape": [4 * MiB], "generator": {"seed": i, "scale": 1.0}} for i in range(5)],

@@ -293,3 +293,20 @@ def test_a_crash_in_the_model_step_keeps_the_model_and_is_narrowed_to_sublayers(
     assert all(c.backends == (BACKEND,) for c in subs)
     assert [a.dtype for a in subs[1].inputs][:2] == [np.float32, np.float32]  # block 0
     assert subs[3].inputs[0].dtype == np.float64  # block 1's attention: the float64 stream
+
+
+def test_a_stored_model_is_checked_before_anything_runs() -> None:
+    """A corpus file is not trusted: a malformed or huge model is a ValueError, and a case
+    that carries one is not the oracle's (nothing is allocated or run)."""
+    good = SPEC.to_dict()
+    for change in ({"layers": 10**6}, {"steps": 10**9}, {"width": 1024, "layers": 48},
+                   {"prefix": "yes"}, {"invalid": ["x"]}, {"order": -1}, {"stored": "int8"},
+                   {"length": 9}, {"heads": 3}, {"bogus": 1}):  # fmt: skip
+        with pytest.raises(ValueError):
+            ModelSpec.from_dict({**good, **change})
+        case = Case.from_gpt2(SPEC, 1, (BACKEND,))
+        case.extra["gpt2"]["spec"] = {**good, **change}
+        assert model_case(case) is None and case.size > 0
+    case = Case.from_gpt2(SPEC, 1, (BACKEND,))
+    case.extra["gpt2"]["seed"] = -3
+    assert model_case(case) is None
