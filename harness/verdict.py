@@ -220,8 +220,9 @@ def persisted(function: Any, inputs: list[Any], backend: str) -> int:
 
 def configured(function: Any, inputs: list[Any], backend: str) -> int:
     """Print the determinism oracle's verdict on the caches of compiled code under other
-    workarounds (``run.worker.other_configuration``, a fresh persistent cache directory): 1 if
-    one served a compile another configuration's stages (a crash kills the script), else 0."""
+    workarounds (``run.worker.other_configuration``, a fresh persistent cache directory, the
+    canned probe where the program tells nothing): 1 if one served a compile another
+    configuration's stages (a crash kills the script), else 0."""
     import tempfile
 
     import compiler
@@ -229,7 +230,9 @@ def configured(function: Any, inputs: list[Any], backend: str) -> int:
     from .run.worker import other_configuration
 
     with tempfile.TemporaryDirectory() as directory:
-        story = other_configuration(compiler.jit(function), list(inputs), backend, directory)
+        story = other_configuration(
+            compiler.jit(function), list(inputs), backend, directory, probe=True
+        )
     if story:
         print(f"FAILS the determinism oracle: {story}", file=sys.stderr)
         return 1

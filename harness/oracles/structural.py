@@ -14,7 +14,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -167,7 +169,10 @@ class Determinism(Oracle):
                     )
                 )
         findings = group(obs.case, self.name, flagged, obs.case.program.output_type.dtype)
-        return [replace(f, program_free=True) if f.kind in PROGRAM_FREE else f for f in findings]
+        return [
+            replace(f, program_free=True, facet=_facet(f)) if _program_free(f) else f
+            for f in findings
+        ]
 
 
 #: The determinism oracle's kinds that are a matter of a layer above what the program computes:
@@ -175,6 +180,26 @@ class Determinism(Oracle):
 #: other's answers (the runtime's calls). One entry covers each wherever it shows: a kernel lock
 #: planted out made 7 race entries (each dtype and backend family) in a 15 s session.
 PROGRAM_FREE = ("stale-specialization", "race")
+
+
+def _program_free(finding: Any) -> bool:
+    """A kind of ``PROGRAM_FREE``, or a cache that served another configuration's stages
+    (``run.worker.other_configuration``: a cache's key, whatever the program; its canned probe
+    tells where the case's program does not)."""
+    from ..run.worker import CONFIGURATION
+
+    return finding.kind in PROGRAM_FREE or (
+        finding.kind == "nondeterministic" and finding.detail.count("\n") == 0
+        and CONFIGURATION in finding.detail
+    )  # fmt: skip
+
+
+def _facet(finding: Any) -> str:
+    """A configurations' finding's facet: the cache that served (``[persist]``)."""
+    if finding.kind != "nondeterministic":
+        return finding.facet
+    match = re.search(r"\[([\w-]+)\]", finding.detail)
+    return f"configuration:{match.group(1)}" if match else finding.facet
 
 
 register(Causal())

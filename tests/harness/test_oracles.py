@@ -321,6 +321,48 @@ def test_every_cache_of_compiled_code_keys_the_workarounds(cache, monkeypatch) -
     assert script() == 0
 
 
+def test_a_program_that_cannot_tell_the_configurations_apart_falls_back_on_the_probe(
+    monkeypatch, tmp_path
+) -> None:
+    """A float32 add has the same stages with the workarounds off: the configurations' check
+    tells nothing on it, and (for ``PROBE_SHARE`` of the cases, and always in the reproducer)
+    runs on the canned probe instead, a max over long rows. A persistent cache's key planted
+    to forget the workarounds is then found on any program: one program-free finding per cache
+    (facet ``configuration:persist``), whose reproducer fails with the plant and passes
+    without."""
+    import compiler
+    from compiler import persist
+    from harness.report.reproducer import reproducer
+    from harness.run.worker import CONFIGURATION, other_configuration
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    program = b.build(b.node("add", b.input((3,), "float32"), b.input((3,), "float32")))
+    inputs = [np.ones(3, np.float32), np.arange(3, dtype=np.float32)]
+    case = Case(program, inputs, ("cpu-vector@O0",))
+    fn = compiler.jit(case.traced_function())
+    assert other_configuration(fn, inputs, "cpu-vector@O0", str(tmp_path / "a"), probe=True) == ""
+    real = persist.key
+    monkeypatch.setattr(persist, "key", lambda built, t, s, w: real(built, t, s, ()))
+    alone = other_configuration(fn, inputs, "cpu-vector@O0", str(tmp_path / "b"))
+    assert alone == ""  # the add alone cannot tell
+    story = other_configuration(fn, inputs, "cpu-vector@O0", str(tmp_path / "c"), probe=True)
+    assert story.startswith(f"{CONFIGURATION} (on the canned probe") and "[persist]" in story
+    result = BackendResult("cpu-vector@O0", "ok", output=inputs[0] + inputs[1], configured=story)
+    result.deterministic = result.reused = result.independent = True
+    refs = references(case)
+    (finding,) = oracles.judge_results(case, [result], refs, ("determinism",)).findings
+    assert finding.signature.program_free and finding.facet == "configuration:persist"
+    text = reproducer(case, finding)
+    with pytest.raises(SystemExit) as stop:
+        exec(compile(text, "reproducer.py", "exec"), {"__name__": "__main__"})
+    assert stop.value.code == 1
+    monkeypatch.undo()
+    with pytest.raises(SystemExit) as stop:
+        exec(compile(text, "reproducer.py", "exec"), {"__name__": "__main__"})
+    assert stop.value.code in (0, None)
+
+
 def test_the_recompiled_backend_also_goes_through_the_persistent_cache(monkeypatch, tmp_path):
     """The recompiled backend's kernel is also stored to and loaded back from a persistent
     compilation cache, as a second process with COMPILER_CACHE_DIR would load it: the same bits,
