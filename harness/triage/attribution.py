@@ -548,7 +548,8 @@ class Attributor:
         from ..replay import crashed_at, through_the_cache
         from ..run.worker import CONFIGURATION
 
-        configured = re.search(rf"{CONFIGURATION} \[([\w-]+)\]", finding.detail)
+        # (the story may say it was told on the canned probe: ``worker.other_configuration``)
+        configured = re.search(rf"{CONFIGURATION}(?: \([^)]*\))? \[([\w-]+)\]", finding.detail)
         if configured:
             return Attribution(
                 configured.group(1),

@@ -353,6 +353,9 @@ def test_a_program_that_cannot_tell_the_configurations_apart_falls_back_on_the_p
     refs = references(case)
     (finding,) = oracles.judge_results(case, [result], refs, ("determinism",)).findings
     assert finding.signature.program_free and finding.facet == "configuration:persist"
+    from harness.triage.attribution import Attributor
+
+    assert Attributor(None).attribute(case, finding).layer == "persist"
     text = reproducer(case, finding)
     with pytest.raises(SystemExit) as stop:
         exec(compile(text, "reproducer.py", "exec"), {"__name__": "__main__"})
