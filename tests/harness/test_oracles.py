@@ -207,7 +207,7 @@ def test_determinism_recompiles_one_backend_of_the_case_drawn_from_its_data(monk
 
     monkeypatch.setattr(driver, "fresh", counted)
     # (the configurations' check compiles afresh too, on the recompiled backend: its own test)
-    monkeypatch.setattr(worker, "other_configuration", lambda *args: "")
+    monkeypatch.setattr(worker, "other_configuration", lambda *args, **kwargs: "")
     task = Task(case, ("cpu-loops", "cpu-blas"), repeat=True, recompile="cpu-blas")
     results = _execute(task).results
     assert [r.backend for r in results] == ["cpu-loops", "cpu-blas"]
