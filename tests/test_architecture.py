@@ -176,15 +176,19 @@ def test_every_table_entry_evaluates_what_it_prints() -> None:
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected)
     assert primitives.get("matmul").spelled("methods")[1](["a", "b"], {}) == "a @ b"
-    # Both of NumPy's forms of a method's sequence argument, each its own frontend path (a
-    # frontend that took x.transpose((1, 0)) for an error survived a mutation run).
+    # NumPy's three forms of a method's sequence argument, each its own frontend path (a
+    # frontend that took x.transpose((1, 0)) for an error survived a mutation run; one that
+    # took x.transpose([1, 0, 2]) for one axis, a held-out plant, every session).
     y = np.arange(24.0).reshape(2, 3, 4)
     for name, attrs, text, expected in [
-        ("reshape", {"shape": (3, 8)}, "y.reshape((3, 8))", y.reshape(3, 8)),
-        ("reshape", {"shape": (4, 6)}, "y.reshape(4, 6)", y.reshape(4, 6)),
-        ("reshape", {"shape": (-1,)}, "y.reshape((-1,))", y.reshape(-1)),
+        ("reshape", {"shape": (3, 8)}, "y.reshape([3, 8])", y.reshape(3, 8)),
+        ("reshape", {"shape": (4, 6)}, "y.reshape((4, 6))", y.reshape(4, 6)),
+        ("reshape", {"shape": (24,)}, "y.reshape(24)", y.reshape(24)),
+        ("reshape", {"shape": (-1,)}, "y.reshape([-1])", y.reshape(-1)),
         ("permute_dims", {"axes": (1, 0, 2)}, "y.transpose((1, 0, 2))", y.transpose(1, 0, 2)),
-        ("permute_dims", {"axes": (2, 0, 1)}, "y.transpose(2, 0, 1)", y.transpose(2, 0, 1)),
+        ("permute_dims", {"axes": (2, 0, 1)}, "y.transpose([2, 0, 1])", y.transpose(2, 0, 1)),
+        ("permute_dims", {"axes": (1, 2, 0)}, "y.transpose(1, 2, 0)", y.transpose(1, 2, 0)),
+        ("permute_dims", {"axes": (0, 2, 1)}, "y.mT", y.transpose(0, 2, 1)),
     ]:
         evaluate, render = primitives.get(name).spelled("methods")
         assert render(["y"], attrs) == text

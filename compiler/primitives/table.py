@@ -196,16 +196,21 @@ _LAYOUT = {"keeps": "values"}
 
 
 def _sequence(values: Sequence[int]) -> str:
-    """A method's sequence argument in one of the two forms NumPy takes, ``x.reshape(2, 3)`` or
-    ``x.reshape((2, 3))``, chosen by the parity of the first value so that programs use both
-    (each form is its own path in the frontend: with only the first printed, a frontend that
-    mistook ``x.transpose((1, 0))`` went unseen); empty, the tuple ``()``. The choice is the
+    """A method's sequence argument in one of the three forms NumPy takes, ``x.reshape(2, 3)``,
+    ``x.reshape((2, 3))`` or ``x.reshape([2, 3])``, chosen by the first two values' sum modulo
+    3 so that programs use each, rank-3 permutations too (each form is its own path in the
+    frontend: with only the first printed,
+    a frontend that mistook ``x.transpose((1, 0))`` went unseen, and with two, one that took
+    ``x.transpose([1, 0, 2])`` for one axis); empty, the tuple ``()``. The choice is the
     values' alone: evaluation prints the call with placeholder names, and must print what the
     reproducer prints."""
     if not values:
         return "()"
     listed = ", ".join(map(str, values))
-    return f"({listed}{',' if len(values) == 1 else ''})" if values[0] % 2 else listed
+    form = sum(values[:2]) % 3
+    if form == 1:
+        return f"({listed}{',' if len(values) == 1 else ''})"
+    return f"[{listed}]" if form == 2 else listed
 
 
 # --------------------------------------------------------------------------------------------
