@@ -1112,21 +1112,27 @@ def test_shares_drawn_as_a_last_face_are_the_shares_they_say() -> None:
     faces: Counter[int] = Counter()
     shipped = {"cases": 0, "on": 0}
 
-    @seed(5)
-    @settings(
-        max_examples=600, phases=[Phase.generate], database=None, deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
-    @given(coin(8), cases(CPU_BACKENDS))
-    def collect(face: int, case: Case) -> None:
-        faces[face] += 1
-        shipped["cases"] += 1
-        shipped["on"] += all(b in case.backends for b in SAMPLED_BACKENDS)
+    # Two streams pooled: Hypothesis follows each fresh case with mutants of it, so one stream
+    # of 600 held 17% to 23% of its cases on the shipped targets (five seeds), the coin fair.
+    for stream in (5, 6):
 
-    collect()
-    assert set(faces) == set(range(8)) and 0.08 < faces[7] / 600 < 0.25, faces
+        @seed(stream)
+        @settings(
+            max_examples=600, phases=[Phase.generate], database=None, deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )  # fmt: skip
+        @given(coin(8), cases(CPU_BACKENDS))
+        def collect(face: int, case: Case) -> None:
+            faces[face] += 1
+            if case.carries_run:  # (a jit sequence or a GPT-2 model runs on one backend)
+                return
+            shipped["cases"] += 1
+            shipped["on"] += all(b in case.backends for b in SAMPLED_BACKENDS)
+
+        collect()
+    assert set(faces) == set(range(8)) and 0.08 < faces[7] / 1200 < 0.25, faces
     share = shipped["on"] / shipped["cases"]
-    assert SAMPLED_SHARE * 0.8 < share < SAMPLED_SHARE * 1.6, shipped
+    assert SAMPLED_SHARE * 0.75 < share < SAMPLED_SHARE * 1.6, shipped
 
 
 def test_a_share_of_default_cases_also_runs_one_triage_variant() -> None:
