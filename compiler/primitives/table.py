@@ -296,11 +296,17 @@ register(
         results.permute_infer,
         *printed(lambda a, attrs: f"xp.permute_dims({a[0]}, {attrs['axes']!r})"),
         # x.transpose() reverses every axis: an empty permutation is passed as one; a swap of
-        # the last two axes is x.mT (NumPy 2's matrix transpose)
+        # the last two axes of three or more is x.mT (NumPy 2's matrix transpose), a matrix's
+        # transpose the list form (rank-3 permutations are mostly a swap of the last two, so
+        # ``_sequence``'s list was in 3 of 1500 default cases)
         method=lambda a, attrs: (
-            f"{a[0]}.mT"
-            if _swaps_last_two(attrs["axes"])
-            else f"{a[0]}.transpose({_sequence(attrs['axes'])})"
+            f"{a[0]}.transpose([1, 0])"
+            if tuple(attrs["axes"]) == (1, 0)
+            else (
+                f"{a[0]}.mT"
+                if _swaps_last_two(attrs["axes"])
+                else f"{a[0]}.transpose({_sequence(attrs['axes'])})"
+            )
         ),
         attrs={"axes": Attr("axes")},
         **_LAYOUT,
