@@ -1,16 +1,17 @@
 """What a session tries: a mix of the strategies package's generators, as harness cases.
 
-Random programs (half the cases), transformer structures with the causality check, the
-composites on their own so the metamorphic relations that need them (softmax shift, layer norm
-shift, head permutation) get exercised often, matmuls of strided views (the layouts the
-BLAS substitution must get right), invalid programs, a few jit sequences (one jitted
-function called in sequence) and fewer GPT-2 models (the compiler's model code):
-``MIX_PERCENT``. A session also passes the (op, dtype) pairs it has
-not exercised yet; ``FOCUS_SHARE`` of its cases then start from one of them (``focus``).
+Random programs (about a third of the cases), gathers, transformer structures with the
+causality check, the composites on their own so the metamorphic relations that need them
+(softmax shift, layer norm shift, head permutation) get exercised often, matmuls of strided
+views (the layouts the BLAS substitution must get right), invalid programs, a few jit sequences
+(one jitted function called in sequence) and fewer GPT-2 models (the compiler's model code):
+``MIX_PERCENT``. A session also passes the (op, dtype) pairs it has not exercised yet;
+``FOCUS_SHARE`` of its cases then start from one of them (``focus``).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -86,6 +87,7 @@ def long_reduction_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     return Case(program, inputs, backends, origin=f"programs/{regime}")
 
 
+@functools.cache
 def _reduces(op: str, dtype: str) -> bool:
     """Does ``op`` along rows build in ``dtype`` (the program model's rules)?"""
     b = ProgramBuilder()
@@ -312,11 +314,10 @@ GATHER_SIZES = ((6, 3), (40, 3), (300, 2))
 @st.composite
 def gather_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     """Gathers (and what follows them, up to three steps) from tables of one drawn dtype, half
-    of their fresh operands strided views, sides of up to 6, 40 or 300 (``GATHER_SIZES``):
-    the lookup's lowerings (cpu-vector's masked and
-    strided gathers, ids of rank 2 from tables of rank 2, unit dims of a view, 16-bit tables at
-    -O0) were a gather in 14 of 1000 default cases each; three held-out plants there went
-    unseen by 60 s sessions."""
+    of their fresh operands strided views, sides of up to 6, 40 or 300 (``GATHER_SIZES``): the
+    lookup's lowerings (cpu-vector's masked and strided gathers, ids of rank 2 from tables of
+    rank 2, unit dims of a view, 16-bit tables at -O0) were a gather in 14 of 1000 default cases
+    each; three held-out plants there went unseen by 60 s sessions."""
     dtype = uniform(draw, GATHER_DTYPES)
     side, rank = uniform(draw, GATHER_SIZES)
     strategy = programs(
