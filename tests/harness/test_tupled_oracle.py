@@ -339,6 +339,28 @@ def test_a_nested_answer_of_other_bits_is_judged_by_the_error_model() -> None:
     assert [f.kind for f in judged(answer[:1])] == ["nested"]  # another shape
 
 
+def test_the_alone_forms_top_level_call_of_other_bits_is_judged_by_the_error_model() -> None:
+    """In the alone form the function called at top level after the nested call is the
+    closure's own, whose captured arrays may take another code path: a float64 attend through
+    captured weights came out a few ulps from the program's call on cpu-loops@O0, within the
+    bound, and was a ``nested`` finding of the real compiler (its reproducer, judging by the
+    error model, passed). It is judged by the error model now, as the nested call is."""
+    import json
+
+    import compiler
+    from harness.oracles.tupled import alone, nested
+
+    fixture = Path(__file__).parent / "fixtures" / "nested_alone_captured_rounding_case.json"
+    case = Case.from_dict(json.loads(fixture.read_text()))
+    assert alone(case)
+    first = compiler.jit(case.traced_function())(*case.inputs, target="cpu-loops@O0")
+    detail, answer = nested(case, list(case.inputs), "cpu-loops@O0", first)
+    if detail:  # its bits differ here: the answer comes back to be judged, not a finding
+        assert "called at top level after its nested call" in detail and answer is not None
+    with Runner(None, use_jax=False) as runner:
+        assert runner.evaluate(case, ("tupled",)).findings == []
+
+
 def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatch) -> None:
     """Half the cases (``tupled.trees``, from the case's data) pass the reversed inputs as
     keyword arguments and take the results as a dict, each inserted in the reverse of its
