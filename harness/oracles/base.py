@@ -115,6 +115,17 @@ class Oracle:
         return []
 
 
+def per_backend(obs: Observation, label: str, kind: str) -> list[Derived]:
+    """One derived task of ``kind`` per backend of the case: an oracle whose run is the case's
+    own (a jit sequence's calls, a GPT-2 model), backend by backend."""
+    from ..run.task import Task
+
+    return [
+        Derived(f"{label} on {backend}", Task(obs.case, (backend,), kind=kind))
+        for backend in obs.case.backends
+    ]
+
+
 ORACLES: dict[str, Oracle] = {}
 
 
@@ -193,6 +204,7 @@ __all__ = [
     "group",
     "instrumented_kernel",
     "overwrites",
+    "per_backend",
     "register",
     "unregister",
 ]

@@ -25,8 +25,7 @@ from strategies.model.gpt2 import INVALID, LEADING, ModelSpec, program, sublayer
 
 from ..case import Case
 from ..run.gpt2 import full_inputs, problems, usable
-from ..run.task import Task
-from .base import Derived, Finding, Observation, Oracle, register
+from .base import Derived, Finding, Observation, Oracle, per_backend, register
 
 NAME = "gpt2-model"
 
@@ -88,10 +87,7 @@ class GPT2ModelOracle(Oracle):
         return self.fits(case)
 
     def plan(self, obs: Observation) -> list[Derived]:
-        return [
-            Derived(f"gpt2 model on {backend}", Task(obs.case, (backend,), kind="model"))
-            for backend in obs.case.backends
-        ]
+        return per_backend(obs, "gpt2 model", "model")
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
         made = model_case(obs.case)

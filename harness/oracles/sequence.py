@@ -31,8 +31,8 @@ import numpy as np
 from strategies.model import Program
 
 from ..case import Case
-from ..run.task import BackendResult, Task
-from .base import Derived, Finding, Observation, Oracle, register
+from ..run.task import BackendResult
+from .base import Derived, Finding, Observation, Oracle, per_backend, register
 
 NAME = "jit-sequence"
 
@@ -146,10 +146,7 @@ class JitSequenceOracle(Oracle):
         return self.fits(case)
 
     def plan(self, obs: Observation) -> list[Derived]:
-        return [
-            Derived(f"sequence on {backend}", Task(obs.case, (backend,), kind="sequence"))
-            for backend in obs.case.backends
-        ]
+        return per_backend(obs, "sequence", "sequence")
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
         sequence = obs.case.sequence
