@@ -16,7 +16,7 @@ import numpy as np
 
 from .case import Case
 from .oracles import tolerance
-from .oracles.differential import against_references
+from .oracles.differential import against_references, misshapen
 from .run.references import references
 
 
@@ -32,11 +32,9 @@ def judge_output(
     actual = np.asarray(actual)
     if not numpy_ref.ok:
         return tolerance.Verdict(False, f"NumPy rejects the program: {numpy_ref.error_type}")
-    expected = numpy_ref.output
-    if actual.shape != expected.shape:
-        return tolerance.Verdict(False, f"shape {actual.shape}, NumPy {expected.shape}")
-    if actual.dtype != expected.dtype:
-        return tolerance.Verdict(False, f"dtype {actual.dtype}, NumPy {expected.dtype}")
+    wrong = misshapen(actual, numpy_ref.output)
+    if wrong is not None:
+        return tolerance.Verdict(False, wrong[1])
     return against_references(case, refs, actual, backend)
 
 
@@ -61,9 +59,9 @@ def gpt2_model(model: dict[str, Any], seed: int, leading: list[np.ndarray], back
     the ids, positions, wte and wpe, made from ``seed``) as the gpt2-model oracle does, print
     every problem it finds (a sublayer call that is wrong as its own program first, as the
     oracle narrows it), and return 1 if there is one, else 0."""
-    from strategies.model.gpt2 import INVALID, ModelSpec, program
+    from strategies.model.gpt2 import ModelSpec, program
 
-    from .oracles.gpt2 import judge_logits, references_of, wrong_sublayer
+    from .oracles.gpt2 import compiled_calls, judge_logits, references_of, wrong_sublayer
     from .run.gpt2 import full_inputs, problems, run_model, usable
 
     spec_ = ModelSpec.from_dict(dict(model))
@@ -75,10 +73,7 @@ def gpt2_model(model: dict[str, Any], seed: int, leading: list[np.ndarray], back
     run = run_model(spec_, inputs, backend)
     found = problems(spec_, run, judge_logits(forward, references_of(forward)))
     for kind, facet, detail in found:
-        calls = run.calls if facet == "compiled" else []
-        if facet == spec_.invalid and run.refused_eager == INVALID[spec_.invalid]:
-            calls = run.invalid_calls
-        for finding in wrong_sublayer(calls, backend, references_of):
+        for finding in wrong_sublayer(compiled_calls(spec_, run, facet), backend, references_of):
             print(f"FAILS as its own program ({finding.case.origin}, {finding.oracle}): "
                   f"{finding.kind}: {finding.detail}", file=sys.stderr)  # fmt: skip
         print(f"FAILS the gpt2-model oracle [{facet}]: {kind}: {detail}", file=sys.stderr)

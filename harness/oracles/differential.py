@@ -95,6 +95,33 @@ def against_references(
     return verdict()
 
 
+def misshapen(out: np.ndarray, expected: np.ndarray) -> tuple[str, str] | None:
+    """("wrong-shape" or "wrong-dtype", reason) where ``out`` has not NumPy's ``expected`` shape
+    and dtype, else None: what is checked before any value is judged."""
+    if out.shape != expected.shape:
+        return "wrong-shape", f"shape {out.shape}, NumPy {expected.shape}"
+    if out.dtype != expected.dtype:
+        return "wrong-dtype", f"dtype {out.dtype}, NumPy {expected.dtype}"
+    return None
+
+
+def wrong_output(
+    case: Any, refs: dict[str, Reference], out: Any, backend: str = ""
+) -> tuple[str, str] | None:
+    """(kind, reason) where ``out`` is not ``case``'s output by the error model (NumPy's shape
+    and dtype, then ``against_references``); None where it is, or where NumPy rejects the
+    program (nothing to judge it by). For oracles that judge an output of their own (a jit
+    sequence's call, a GPT-2 model's logits)."""
+    if not refs["numpy"].ok:
+        return None
+    out = np.asarray(out)
+    wrong = misshapen(out, refs["numpy"].output)
+    if wrong is not None:
+        return wrong
+    verdict = against_references(case, refs, out, backend)
+    return None if verdict.ok else ("mismatch", verdict.reason)
+
+
 class Differential(Oracle):
     name = "differential"
     primary = True
@@ -110,16 +137,9 @@ class Differential(Oracle):
             if not result.ok:
                 continue
             out = np.asarray(result.output)
-            expected = numpy_ref.output
-            if out.shape != expected.shape:
-                flagged.append(
-                    ("wrong-shape", result, f"shape {out.shape}, NumPy {expected.shape}")
-                )
-                continue
-            if out.dtype != expected.dtype:
-                flagged.append(
-                    ("wrong-dtype", result, f"dtype {out.dtype}, NumPy {expected.dtype}")
-                )
+            wrong = misshapen(out, numpy_ref.output)
+            if wrong is not None:
+                flagged.append((wrong[0], result, wrong[1]))
                 continue
             verdict = against_references(case, refs, out, result.backend)
             judgement.errors[result.backend] = verdict.max_ulps
@@ -160,4 +180,12 @@ class Differential(Oracle):
 
 register(Differential())
 
-__all__ = ["Differential", "reference_outputs", "rounds_as_numpy", "shared_with", "yardstick"]
+__all__ = [
+    "Differential",
+    "misshapen",
+    "reference_outputs",
+    "rounds_as_numpy",
+    "shared_with",
+    "wrong_output",
+    "yardstick",
+]

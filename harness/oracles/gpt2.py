@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from strategies.model.gpt2 import INVALID, LEADING, ModelSpec, program, sublayer
 
 from ..case import Case
@@ -49,22 +47,9 @@ def model_case(case: Case) -> tuple[ModelSpec, Case] | None:
 def judge_logits(case: Case, refs: dict[str, Any]) -> Callable[[Any], tuple[str, str] | None]:
     """The error model's judgement of logits as ``case``'s (the forward pass) output: (kind,
     reason) where they are wrong, None where right or where NumPy rejects the program."""
-    from .differential import against_references
+    from .differential import wrong_output
 
-    expected = refs["numpy"]
-
-    def judge(logits: Any) -> tuple[str, str] | None:
-        if not expected.ok:
-            return None
-        out = np.asarray(logits)
-        if out.shape != expected.output.shape:
-            return "wrong-shape", f"shape {out.shape}, NumPy {expected.output.shape}"
-        if out.dtype != expected.output.dtype:
-            return "wrong-dtype", f"dtype {out.dtype}, NumPy {expected.output.dtype}"
-        verdict = against_references(case, refs, out)
-        return None if verdict.ok else ("mismatch", verdict.reason)
-
-    return judge
+    return lambda logits: wrong_output(case, refs, logits)
 
 
 def references_of(case: Case) -> dict[str, Any]:
@@ -105,14 +90,7 @@ class GPT2ModelOracle(Oracle):
                 if run is None:
                     continue
                 for kind, facet, detail in problems(spec, run, judge):
-                    # Only the compiled forward pass is wrong (or only it takes a wrong error
-                    # path): the sublayer call that was wrong is the finding, an ordinary
-                    # program on its own arguments (its layer is found like any program's).
-                    calls = []
-                    if facet == "compiled":
-                        calls = run.calls
-                    elif facet == spec.invalid and run.refused_eager == INVALID[spec.invalid]:
-                        calls = run.invalid_calls
+                    calls = compiled_calls(spec, run, facet)
                     narrowed = wrong_sublayer(calls, result.backend, refs_of)
                     if narrowed:
                         findings.extend(narrowed)
@@ -132,6 +110,18 @@ class GPT2ModelOracle(Oracle):
                         )
                     )
         return findings
+
+
+def compiled_calls(spec: ModelSpec, run: Any, facet: str) -> list[dict[str, Any]]:
+    """The recorded sublayer calls a problem of ``facet`` is narrowed to: where only the
+    compiled forward pass is wrong (or only it takes a wrong error path, forward_numpy refusing
+    as owed), the sublayer call that was wrong is the finding, an ordinary program on its own
+    arguments (its layer found like any program's); [] for every other facet."""
+    if facet == "compiled":
+        return run.calls
+    if spec.invalid and facet == spec.invalid and run.refused_eager == INVALID[spec.invalid]:
+        return run.invalid_calls
+    return []
 
 
 def sublayer_case(call: dict[str, Any], backend: str) -> Case | None:
@@ -170,6 +160,7 @@ register(GPT2ModelOracle())
 __all__ = [
     "NAME",
     "GPT2ModelOracle",
+    "compiled_calls",
     "judge_logits",
     "model_case",
     "references_of",

@@ -81,20 +81,10 @@ def judge_call(program: Program, inputs: list[np.ndarray], actual: Any) -> tuple
     """(kind, reason) if ``actual`` is not ``program``'s answer on ``inputs`` by the error model
     (NumPy's shape and dtype, values against the truth); None if it is, or NumPy rejects it."""
     from ..run.references import references
-    from .differential import against_references
+    from .differential import wrong_output
 
     case = Case(program, list(inputs), ())
-    refs = references(case, False)
-    expected = refs["numpy"]
-    if not expected.ok:
-        return None
-    out = np.asarray(actual)
-    if out.shape != expected.output.shape:
-        return "wrong-shape", f"shape {out.shape}, NumPy {expected.output.shape}"
-    if out.dtype != expected.output.dtype:
-        return "wrong-dtype", f"dtype {out.dtype}, NumPy {expected.output.dtype}"
-    verdict = against_references(case, refs, out)
-    return None if verdict.ok else ("mismatch", verdict.reason)
+    return wrong_output(case, references(case, False), actual)
 
 
 def problems(
