@@ -82,7 +82,7 @@ class ModelRun:
     greedy: list[int] | None = None  # the same steps, each an argmax of forward's logits here
     refused: str = ""  # what the invalid call did: the error's type, or "returned"
     refused_eager: str = ""  # what the same call did to forward_numpy
-    # The compiled sublayer calls ``forward`` made (of the logits, then of the invalid call):
+    # The compiled sublayer calls ``forward`` made for the logits, and for the invalid call:
     # each {"name", "args", "kwargs", and "output" or "error" (a BackendResult)}.
     calls: list[dict[str, Any]] = field(default_factory=list)
     invalid_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -280,24 +280,25 @@ def run_model(spec: ModelSpec, inputs: list[np.ndarray], backend: str) -> ModelR
             run.greedy = None
     if spec.invalid:
         bad, steps = _invalid_call(spec, ids)
-        try:
-            if steps < 0:
-                model.generate(params, config, ids, steps, target=backend)
-            else:
-                forward = lambda: model.forward(params, config, bad, target=backend)  # noqa: E731
-                _recorded(forward, backend, run.invalid_calls)
-            run.refused = "returned"
-        except Exception as error:  # noqa: BLE001 - the class is judged
-            run.refused = type(error).__name__
-        try:
-            if steps < 0:
-                model.generate_numpy(params, config, ids, steps)
-            else:
-                model.forward_numpy(params, config, bad)
-            run.refused_eager = "returned"
-        except Exception as error:  # noqa: BLE001 - the class is judged
-            run.refused_eager = type(error).__name__
+        if steps < 0:
+            run.refused = _refusal(
+                lambda: model.generate(params, config, ids, steps, target=backend)
+            )
+            run.refused_eager = _refusal(lambda: model.generate_numpy(params, config, ids, steps))
+        else:
+            forward = lambda: model.forward(params, config, bad, target=backend)  # noqa: E731
+            run.refused = _refusal(lambda: _recorded(forward, backend, run.invalid_calls))
+            run.refused_eager = _refusal(lambda: model.forward_numpy(params, config, bad))
     return run
+
+
+def _refusal(call: Any) -> str:
+    """What ``call`` did, as the invalid call is judged: "returned", or its error's class."""
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - the class is judged
+        return type(error).__name__
+    return "returned"
 
 
 def full_inputs(spec: ModelSpec, seed: int, leading: list[np.ndarray]) -> list[np.ndarray]:

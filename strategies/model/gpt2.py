@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .program import Program, ProgramBuilder
+from .types import Ref
 
 #: A block's tensors, in input order, by their HuggingFace names (below ``h.<i>.``), with their
 #: shapes in terms of the width C.
@@ -161,13 +162,9 @@ def program(spec: ModelSpec) -> Program:
     ``feedforward`` primitives), the final layer norm, and logits through the tied embedding.
     NumPy's promotions hold as in any program: the attention's float64 scale makes the residual
     stream float64 from block 0's attention on."""
-    b = ProgramBuilder()
-    c = spec.width
-    ids = b.input((spec.length,), "int32", bound=spec.vocab)
-    positions = b.input((spec.length,), "int32", bound=spec.context)
-    wte = b.input((spec.vocab, c), "float32")
-    wpe = b.input((spec.context, c), "float32")
-    x = b.node("add", b.node("gather", wte, ids), b.node("gather", wpe, positions))
+    embedded = embedding(spec)  # its inputs are the program's first (``LEADING``)
+    b = ProgramBuilder.from_program(embedded)
+    c, x, wte = spec.width, embedded.output, Ref("input", 2)
     for _ in range(spec.layers):
         w = [b.input(tuple(c * k for k in shape), "float32") for _, shape in BLOCK_TENSORS]
         x = b.node("attend", x, *w[:6], heads=spec.heads)
