@@ -88,6 +88,11 @@ def input_lines(case: Case) -> list[str]:
     return lines
 
 
+def input_names(case: Case) -> str:
+    """The names ``input_lines`` gives the case's inputs, as an argument list: "x0, x1"."""
+    return ", ".join(f"x{i}" for i in range(len(case.inputs)))
+
+
 def array_source(array: np.ndarray) -> str:
     """Python source for ``array``'s exact values (a literal, or compressed bytes)."""
     from strategies.model.printing import literal
@@ -143,7 +148,7 @@ def gpt2_reproducer(case: Case, finding: Any, header: str) -> str:
     and judged by ``harness.verdict.gpt2_model`` as the gpt2-model oracle runs and judges it."""
     spec, seed = case.gpt2
     backend = finding.backends[0] if finding.backends else "cpu"
-    names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+    names = input_names(case)
     lines = [
         '"""A GPT-2 model through compiler/model.py (gpt2-model): a checkpoint the harness',
         "writes under HuggingFace's names, loaded, run (NumPy and the backend), generated from",
@@ -184,7 +189,7 @@ def workarounds_lines(case: Case) -> str:
 def _on_the_function(case: Case, verdict: str, backend: str, *says: str) -> list[str]:
     """A footer that hands the program's function and inputs to ``harness.verdict.<verdict>``
     (which compiles it its own way), saying ``says`` first."""
-    names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+    names = input_names(case)
     return [
         *(f"# {line}" for line in says),
         f"from harness.verdict import {verdict}",
@@ -228,7 +233,7 @@ def reproducer(case: Case, finding: Any) -> str:
         # The case passed in its own spelling; the failure is the program written in this one.
         case = case.respelled(spelling)
     if finding.oracle == "spec" and case.invalid is None:
-        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+        names = input_names(case)
         return header + "\n".join(
             [
                 '"""The shared definitions (the primitive table\'s elementwise rules against',
@@ -281,7 +286,7 @@ def reproducer(case: Case, finding: Any) -> str:
         )
     if finding.oracle in on_compiled and case.invalid is None:
         says, verdict, arguments = on_compiled[finding.oracle]
-        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+        names = input_names(case)
         footer = [
             f"# Judged as the {finding.oracle} oracle does (harness/oracles/{finding.oracle}.py):",
             f"# {says}",
@@ -340,7 +345,7 @@ def reproducer(case: Case, finding: Any) -> str:
     if guarded:
         # NumPy's reference may raise (a gather's out-of-range id) and so may the compiler:
         # both outcomes go to the oracle's own judgement, whichever way they went.
-        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+        names = input_names(case)
         footer = [
             "# Judged as the error-path oracle does (harness/oracles/error_path.py): exit 1 when",
             "# the compiler takes another path than NumPy (raises where it returns, or the",
@@ -354,7 +359,7 @@ def reproducer(case: Case, finding: Any) -> str:
         spelling is not None and finding.kind in ("mismatch", "wrong-shape", "wrong-dtype")
     )
     if judged_by_differential and case.invalid is None:
-        names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+        names = input_names(case)
         footer = [
             "# Judged by the fuzzer's own error model (harness/oracles/tolerance.py).",
             "from harness.verdict import differential",
