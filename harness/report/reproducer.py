@@ -386,11 +386,11 @@ def _nested_footer(case: Case, backend: str) -> list[str]:
     and called inside another jitted function, every second argument captured (or, where
     ``tupled.alone``, every second input from its own closure and called with NumPy arrays
     only, its answer plus a traced zero)."""
-    from ..oracles.tupled import alone, zero_of
+    from ..oracles.tupled import alone, captured_start, zero_of
 
     count = len(case.inputs)
     names = [f"x{i}" for i in range(count)]
-    traced = ", ".join(names[0::2])
+    traced = ", ".join(names[1 - captured_start(case) :: 2])
     head = [
         "# Judged as the tupled oracle does (harness/oracles/tupled.py, nested): the program",
         "# jitted and called inside another jitted function, every second argument a NumPy",

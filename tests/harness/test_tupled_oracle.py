@@ -264,9 +264,56 @@ def _nested_case(inlined: bool) -> Case:
         y0 = np.arange(3, dtype=np.float32) + np.float32(k)
         inputs = [np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), y0]
         case = Case(program, inputs, ("cpu-loops@O0",))
-        if tupled.alone(case) != inlined:
+        if tupled.alone(case) != inlined and tupled.captured_start(case) == 1:
             return case
     raise AssertionError("no case of the form in 16 draws")
+
+
+def test_half_the_nested_calls_capture_the_first_operand(runner, monkeypatch) -> None:
+    """Half the nested calls of programs with two inputs or more capture the first, third...
+    arguments: a NumPy array of the enclosing scope then leads what it feeds, as a captured
+    embedding table leads its gather. A gather that took its array namespace from the table
+    alone (a held-out plant: NumPy's take was handed the traced ids and raised) went unseen
+    while only the second, fourth... arguments were captured. Its finding is the @jit layer's
+    kind ``nested``; its reproducer captures the same arguments, and fails with the bug and
+    passes without."""
+    from compiler import ops
+    from harness import oracles
+    from harness.run.references import references
+    from harness.run.task import Task
+    from harness.run.worker import _execute
+
+    b = ProgramBuilder()
+    table, ids = b.input((5, 3), "float32"), b.input((4,), "int32", bound=5)
+    program = b.build(b.node("gather", table, ids))
+    draws = []
+    for k in range(32):
+        inputs = [np.arange(15, dtype=np.float32).reshape(5, 3) + k, np.array([4, 0, 2, 2], "i4")]
+        case = Case(program, inputs, ("cpu-loops@O0",))
+        draws.append(tupled.captured_start(case))
+        if draws[-1] == 0 and not tupled.alone(case):
+            break
+    assert set(draws) == {0, 1}, draws  # both forms are drawn
+    task = Task(case, ("cpu-loops@O0",), tupled="cpu-loops@O0")
+    (result,) = _execute(task).results
+    assert result.nested == "" and result.tupled == ""
+    clean = reproducer(case, replace_kind(case, "nested"))
+    assert "def outer(x1):" in clean  # the table, x0, captured
+    monkeypatch.setenv("COMPILER_INSTRUMENT", "1")  # (the script sets it: restored after)
+    assert _run_script(clean) == 0
+
+    def planted(table, ids):  # the namespace of the table alone
+        xp = ops.namespace(table)
+        if hasattr(xp, "gather"):
+            return xp.gather(table, ids)
+        return xp.take(table, np.asarray(ids), axis=0)
+
+    monkeypatch.setattr(ops, "gather", planted)
+    (result,) = _execute(task).results
+    (finding,) = oracles.judge_results(case, [result], references(case), ("tupled",)).findings
+    assert (finding.kind, finding.oracle) == ("nested", "tupled"), finding.detail
+    assert "(arguments [1] traced, [0] captured NumPy arrays) raised" in finding.detail
+    assert _run_script(reproducer(case, finding)) == 1
 
 
 def test_a_nested_call_with_numpy_arrays_only_compiles_on_its_own_trace(runner, monkeypatch):
