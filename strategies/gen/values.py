@@ -573,9 +573,7 @@ def values(
             )
         )
         return np.ascontiguousarray(np.broadcast_to(rows, shape)).astype(dt)
-    array = draw(
-        hnp.arrays(store, shape, elements=elements(dt, regime, finite=finite), fill=st.nothing())
-    )
+    array = draw(_arrays(store, shape, elements(dt, regime, finite=finite)))
     if regime == "mixed_sign" and array.size >= 2 and (floating or dt.kind == "i"):
         flat = array.reshape(-1)
         flat[0] = abs(flat[0])
@@ -712,6 +710,30 @@ def _dense(
     )
 
 
+#: The most elements of an array Hypothesis draws one by one (``_arrays``); a larger one is a
+#: drawn sample of ``SAMPLED`` elements spread over it by a seeded shuffle. Hypothesis gives up
+#: a case past 8k choices: element by element, 5 rows of 257 negative floats, 3 of 600 and any
+#: array of 1001 were never drawn (every such case abandoned as too large), so the long-row
+#: reductions and tail sweeps past ``cpu-vector``'s 256-element rows held only dense values.
+ONE_BY_ONE = 256
+SAMPLED = 64
+
+
+@st.composite
+def _arrays(
+    draw: st.DrawFn, dtype: np.dtype, shape: tuple[int, ...], elements: st.SearchStrategy
+) -> np.ndarray:
+    """An array of ``elements``: drawn one by one up to ``ONE_BY_ONE``, else ``SAMPLED`` of them
+    drawn and each repeated, shuffled, across the array (every element still of ``elements``)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if size <= ONE_BY_ONE:
+        return draw(hnp.arrays(dtype, shape, elements=elements, fill=st.nothing()))
+    sample = draw(hnp.arrays(dtype, (SAMPLED,), elements=elements, fill=st.nothing()))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    event("values:sampled")
+    return rng.permutation(np.resize(sample, size)).reshape(shape)
+
+
 @st.composite
 def _ids(draw: st.DrawFn, shape: tuple[int, ...], dt: np.dtype, regime: str, bound: int) -> Any:
     """Gather ids in [0, bound); in the ``extreme`` and ``special`` regimes (an id's edges),
@@ -722,9 +744,7 @@ def _ids(draw: st.DrawFn, shape: tuple[int, ...], dt: np.dtype, regime: str, bou
     # past 32767), each id within its own range (-1 into uint8 was a harness error).
     info = np.iinfo(dt) if dt.kind in "iu" else np.iinfo(np.int32)
     low, high = int(info.min), int(info.max)
-    ids = draw(
-        hnp.arrays(dt, shape, elements=st.integers(0, min(bound - 1, high)), fill=st.nothing())
-    )
+    ids = draw(_arrays(dt, shape, st.integers(0, min(bound - 1, high))))
     if regime in ("extreme", "special") and draw(st.booleans()):
         # Mostly an id just outside (the bound itself, -1: a check off by one); now and then
         # far outside (a check missing, an offset that overflows). The bound was one of five
