@@ -433,6 +433,10 @@ def view_ops() -> tuple[str, ...]:
     return tuple(dict.fromkeys([*chosen.values(), *rows]))
 
 
+#: The kinds of primitive that broadcast their operands (``_view_cases``).
+BROADCASTING_KINDS = ("binary", "compare", "select")
+
+
 @st.composite
 def _view_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
     """``item``'s op (and at most two steps more) reading a view of a larger input of the
@@ -449,9 +453,15 @@ def _view_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     # (60 s sessions missed it on 3 seeds of 3). One fresh operand in two is a view, the
     # other plain: with every operand a view, a GPU lowering that rewired a reversed operand's
     # reads into the first operand's was right wherever all were reversed (y + x[::-1] shows it).
+    # Half an elementwise op's: a view it broadcasts (of fewer dims, or a unit dim, than its
+    # result), whose index map has fewer results than the op's loops (a GPU lowering that made
+    # a reversed read's indices from its map's results, not the loops, failed on m + v[::-1]
+    # alone, and survived a 60 s session where a view was broadcast in a fifth of these cases).
+    broadcast = primitives.get(op).kind in BROADCASTING_KINDS and uniform(draw, (False, True))
     strategy = programs(
-        ops=[op], max_nodes=cost + 2, dtypes=[dtype], views=2, view_layout=layout
-    ).filter(lambda program: op in ops_reading_views(program, layout))
+        ops=[op], max_nodes=cost + 2, dtypes=[dtype], views=2, view_layout=layout,
+        broadcasts=broadcast,
+    ).filter(lambda program: op in ops_reading_views(program, layout, broadcast))  # fmt: skip
     drawn = draw(samples(strategy))
     event("origin:focus-views")
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"focus/views/{drawn.regime}")

@@ -58,6 +58,7 @@ def programs(
     first: str | Sequence[str] | None = None,
     views: int | None = None,
     view_layout: str = "",
+    broadcasts: bool = False,
 ) -> st.SearchStrategy[Program]:
     """Valid programs of at most ``max_nodes`` nodes, from at least ``min_nodes`` generation steps
     (dead-code removal can leave fewer nodes; raise ``min_nodes`` for bigger fuzzing programs,
@@ -73,7 +74,8 @@ def programs(
     by default ``VIEW_ODDS`` where ``index`` is among the ops, else none; 1 makes every fresh
     operand a view while the node budget allows; ``view_layout`` (of ``VIEW_LAYOUTS``) makes
     them lean to that layout (a transposition where the rank allows, a reversal, a step or
-    offset from past the first element)."""
+    offset from past the first element). ``broadcasts``: a binary op's second operand is
+    always of a shape drawn to broadcast with its first's (else half the time the same)."""
     order_all = generation_order()
     op_list = tuple(order_all if ops is None else ops)
     unknown = set(op_list) - set(order_all)
@@ -112,6 +114,7 @@ def programs(
         firsts,
         views,
         view_layout,
+        broadcasts,
     )
     if not any(primitives.get(op).cost <= max_nodes and cfg.op_dtypes(op) for op in order):
         raise ValueError(f"no op in {order} can be generated with dtypes {dtype_list}")
@@ -142,10 +145,13 @@ def _check_layout(layout: str) -> None:
         raise ValueError(f"unknown view layout {layout!r} (one of {VIEW_LAYOUTS})")
 
 
-def ops_reading_views(program: Program, layout: str | None = None) -> set[str]:
+def ops_reading_views(
+    program: Program, layout: str | None = None, broadcast: bool = False
+) -> set[str]:
     """The ops of ``program`` that read a view of an input (an ``index`` or ``permute_dims``
     of an input, as ``Gen.view`` makes them); with ``layout`` (of ``VIEW_LAYOUTS``), only views
-    of that layout."""
+    of that layout; with ``broadcast``, only views of another shape than the op's result (an
+    elementwise op broadcasts them)."""
     if layout is not None:
         _check_layout(layout)
     nodes = program.nodes
@@ -160,6 +166,8 @@ def ops_reading_views(program: Program, layout: str | None = None) -> set[str]:
                 continue
             shape = program.inputs[source.index].shape
             if layout is not None and view_layout(view, shape) != layout:
+                continue
+            if broadcast and tuple(view.type.shape) == tuple(node.type.shape):
                 continue
             found.add(node.op)
     return found

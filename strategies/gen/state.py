@@ -253,6 +253,9 @@ class Config:
     view_odds: int = 0
     # The layout views lean to (``programs.VIEW_LAYOUTS``), or "": any.
     view_layout: str = ""
+    # A binary op's partner is always of another shape that broadcasts with its first
+    # operand's, of one more leading dim where the rank allows (else: half the time the same).
+    broadcasts: bool = False
 
     @property
     def floats(self) -> tuple[str, ...]:
@@ -521,7 +524,11 @@ class Gen:
 
     def partner_shape(self, shape: Shape) -> Shape:
         """Same shape, or one that broadcasts against ``shape`` (labelled by pattern)."""
-        if not self.draw(st.booleans()):
+        if self.cfg.broadcasts and len(shape) < self.cfg.max_rank:
+            # One more leading dim: the first operand (a view, where one was drawn) broadcast.
+            event("broadcast:expands")
+            return (self.draw(st.integers(2, max(2, self.cfg.max_side))), *shape)
+        if not self.cfg.broadcasts and not self.draw(st.booleans()):
             event("broadcast:same")
             return shape
         other = self.draw(
