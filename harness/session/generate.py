@@ -28,7 +28,7 @@ from strategies import (
     uniform,
     violations_of,
 )  # fmt: skip
-from strategies.gen.programs import generation_order
+from strategies.gen.programs import generation_order, ops_reading_views
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
 from strategies.gen.values import (
@@ -567,20 +567,29 @@ def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case
     return st.tuples(strategy, coin(last + 1), coin(len(variants))).map(sample)
 
 
+def reads_reversed(case: Case) -> bool:
+    """Does ``case``'s program read a reversed view of an input (``x[::-1]``)?"""
+    return bool(ops_reading_views(case.program, "reversed"))
+
+
 def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
     """``strategy``'s cases, ``GPU_SHARE`` of them also on ``GPU_SAMPLED`` (jit sequences and
     invalid programs aside: their oracles call the CPU targets only), and every case focused
-    on a view's layout (``focus._view_cases``): a layout is a code path of its own in the GPU
-    lowering too (a reversed read is a ``memref.load`` there), and at its share the view
-    items' few cases held about three GPU cases a session (a planted bug of the GPU's reversed
-    reads survived 4 of 4 60 s sessions, and 7 of 10 with half of those cases on the GPU). The
-    coin shrinks toward without."""
+    on a view's layout (``focus._view_cases``) or reading a reversed view (``reads_reversed``):
+    a layout is a code path of its own in the GPU lowering too (a reversed read is a
+    ``memref.load`` there), and at its share the view items' few cases held about three GPU
+    cases a session (a planted bug of the GPU's reversed reads survived 4 of 4 60 s sessions,
+    and 7 of 10 with half of those cases on the GPU; another, whose reversed reads failed only
+    where the view was broadcast, survived 60 s sessions with every view case on the GPU).
+    The coin shrinks toward without."""
     last = round(1 / GPU_SHARE) - 1
 
     def sample(pair: tuple[Case, int]) -> Case:
         case, face = pair
-        gpu = face == last or case.origin.startswith("focus/views/")
-        if not gpu or case.carries_run or case.invalid is not None:
+        if case.carries_run or case.invalid is not None:
+            return case
+        gpu = face == last or case.origin.startswith("focus/views/") or reads_reversed(case)
+        if not gpu:
             return case
         event("sampled:gpu")
         return case.on((*case.backends, GPU_SAMPLED))

@@ -1197,7 +1197,8 @@ def test_a_share_of_default_cases_also_runs_one_triage_variant() -> None:
 
 
 def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None:
-    """A case focused on a view's layout runs on gpu-emulated every time, not one in eight:
+    """A case focused on a view's layout, or reading a reversed view, runs on gpu-emulated
+    every time, not one in eight:
     the GPU lowering reads layouts its own way (a reversed read is a memref.load), and a
     planted bug there survived 4 of 4 60 s sessions while view items had ~3 GPU cases; the
     other cases keep their share."""
@@ -1207,12 +1208,13 @@ def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None
     from compiler import backends
     from harness.case import CPU_BACKENDS, GPU_SAMPLED
     from harness.session.focus import viewed
-    from harness.session.generate import cases
+    from harness.session.generate import _sampled_gpu, cases, reads_reversed, strided_op_cases
 
     if backends.get(GPU_SAMPLED).unavailable():
         pytest.skip(backends.get(GPU_SAMPLED).unavailable())
     on_gpu: list[bool] = []
     others: list[bool] = []
+    reversed_on_gpu: list[bool] = []
 
     @seed(5)
     @settings(
@@ -1223,7 +1225,7 @@ def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None
     def collect(case) -> None:
         if case.origin.startswith("focus/views/"):
             on_gpu.append(GPU_SAMPLED in case.backends)
-        elif case.sequence is None and case.invalid is None:
+        elif case.sequence is None and case.invalid is None and not reads_reversed(case):
             others.append(GPU_SAMPLED in case.backends)
 
     collect()
@@ -1232,6 +1234,19 @@ def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None
     # asserted too, until a seeded stream drew none of 58 in CI: Hypothesis's generate phase
     # mutates its own examples, coins included, so a seed's draws are not independent.)
     assert len(others) >= 40 and sum(others) <= 0.3 * len(others), others
+
+    @seed(5)
+    @settings(
+        max_examples=40, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(_sampled_gpu(strided_op_cases(CPU_BACKENDS)))
+    def collect_reversed(case) -> None:  # every case that reads a reversed view, too
+        if reads_reversed(case):
+            reversed_on_gpu.append(GPU_SAMPLED in case.backends)
+
+    collect_reversed()
+    assert len(reversed_on_gpu) >= 5 and all(reversed_on_gpu), reversed_on_gpu
 
 
 def test_an_interrupted_sessions_unminimized_entries_count_as_added() -> None:
