@@ -9,15 +9,17 @@ standalone reproducers (``harness.verdict.gpt2_model``) with the same ``problems
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from strategies.model.gpt2 import BLOCK_TENSORS, INVALID, LEADING, ModelSpec, exact_in
+from strategies.model.gpt2 import BLOCK_TENSORS, DAMAGES, INVALID, LEADING, ModelSpec, exact_in
 
 #: HuggingFace's prefix of the model's tensors in a ``GPT2LMHeadModel`` checkpoint (the tied
 #: ``lm_head.weight`` sits outside it).
@@ -40,10 +42,50 @@ def checkpoint(spec: ModelSpec, inputs: list[np.ndarray]) -> dict[str, np.ndarra
     named = {(PREFIX if spec.prefix else "") + k: v for k, v in tensors.items()}
     if spec.lm_head:
         named["lm_head.weight"] = tensors["wte.weight"]
+    if spec.damaged:
+        named = _damaged(spec, named)
     if spec.order:
         keys = list(named)
         order = np.random.default_rng(spec.order).permutation(len(keys))
         named = {keys[i]: named[keys[i]] for i in order}
+    return named
+
+
+def _damaged(spec: ModelSpec, named: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``named`` with the flaw ``spec.damaged`` names (``DAMAGES``), on a block tensor (or an
+    element of ``wte``) picked by the spec's own checksum: different specs damage different
+    tensors, one spec always the same."""
+    prefix = PREFIX if spec.prefix else ""
+    named = dict(named)
+    pick = zlib.crc32(json.dumps(spec.to_dict(), sort_keys=True).encode())
+    blocks = [prefix + name for name in spec.names() if name.startswith("h.")]
+    block = blocks[pick % len(blocks)]
+    if spec.damaged == "untied-head":
+        head = np.array(named[prefix + "wte.weight"], copy=True)
+        flat = head.reshape(-1)
+        # One ulp of what the model computes in (float32; float16's where it is stored so): a
+        # float64 ulp is gone once the loader casts to float32, and rightly accepted.
+        narrow = np.float16 if head.dtype == np.float16 else np.float32
+        flat[pick % flat.size] = np.nextafter(narrow(flat[pick % flat.size]), narrow(np.inf))
+        named["lm_head.weight"] = head
+    elif spec.damaged == "missing":
+        del named[block]
+    elif spec.damaged == "unexpected":
+        named[prefix + "h.0.mlp.c_gate.weight"] = np.array(named[prefix + "h.0.mlp.c_fc.weight"])
+    elif spec.damaged == "misshapen":
+        array = named[block]
+        named[block] = np.pad(array, [(0, 0)] * (array.ndim - 1) + [(0, 1)])
+    elif spec.damaged == "integer":
+        named[block] = named[block].astype(np.int32)
+    elif spec.damaged == "gap":
+        last = f"{prefix}h.{spec.layers - 1}."
+        named = {
+            (f"{prefix}h.{spec.layers}." + k[len(last) :] if k.startswith(last) else k): v
+            for k, v in named.items()
+        }
+    elif spec.damaged == "both-names":
+        other = "wpe.weight" if spec.prefix else PREFIX + "wpe.weight"
+        named[other] = np.array(named[prefix + "wpe.weight"])
     return named
 
 
@@ -248,6 +290,8 @@ def run_model(spec: ModelSpec, inputs: list[np.ndarray], backend: str) -> ModelR
     except Exception as error:  # noqa: BLE001 - the loader's failure is the finding
         run.loaded = _error(error)
         return run
+    if spec.damaged:  # loaded where it must be refused: nothing past the loader means anything
+        return run
     _compare(spec, inputs, config, params, run)
     if run.config:
         return run
@@ -335,6 +379,12 @@ def problems(spec: ModelSpec, run: ModelRun, judge: Any) -> list[tuple[str, str,
     Python), ``compiled`` (only the compiled forward pass is wrong), ``generation`` and the
     invalid call's name."""
     found: list[tuple[str, str, str]] = []
+    if spec.damaged:  # the checkpoint must be refused, with a ValueError
+        if run.loaded.startswith("ValueError:"):
+            return []
+        did = f"raised {run.loaded}" if run.loaded else "loaded it"
+        detail = f"a checkpoint with {DAMAGES[spec.damaged]}: the loader {did}, owed a ValueError"
+        return [("wrong-error", "loader", detail)]
     if run.loaded:
         return [("loader", "loader", f"loading the checkpoint raised {run.loaded}")]
     if run.config or run.params:

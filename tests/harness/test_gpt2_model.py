@@ -31,7 +31,7 @@ from harness.run.references import references
 from harness.selftest import MUTATIONS, apply, fuzz_command, scratch_environment
 from harness.session.generate import gpt2_cases
 from harness.triage.minimize import generators, minimize
-from strategies.model.gpt2 import INVALID, ModelSpec, inputs, program
+from strategies.model.gpt2 import DAMAGES, INVALID, ModelSpec, inputs, program
 
 BACKEND = "cpu-loops@O0"
 SPEC = ModelSpec(layers=2, heads=2, width=4, context=4, vocab=5, length=3, steps=2)
@@ -114,6 +114,46 @@ def test_loader_bugs_are_found_as_the_loaders(monkeypatch: pytest.MonkeyPatch) -
         "h.1.ln_1.weight: loaded values differ from the checkpoint's (it holds h.1.ln_2.weight)"
         in found[0][2]
     )
+
+
+@pytest.mark.parametrize("prefix", [False, True])
+def test_every_damaged_checkpoint_is_refused_and_a_loader_that_takes_one_is_found(
+    monkeypatch: pytest.MonkeyPatch, prefix: bool
+) -> None:
+    """A checkpoint with one flaw (``DAMAGES``: an untied head one ulp away, a tensor missing,
+    unknown, of another shape or of int32, a gap in the blocks, a tensor under both names) is
+    refused by the real loader with a ValueError, through a dict and a file, in every stored
+    dtype, and the run stops there. A loader that checks the head's shape only (a held-out
+    plant) loads an untied head: a ``wrong-error`` of the ``loader`` facet."""
+    import re
+
+    for damaged in sorted(DAMAGES):
+        for stored, file in (("float32", False), ("float16", True), ("float64", False)):
+            spec = replace(SPEC, damaged=damaged, stored=stored, file=file, prefix=prefix)
+            found, run = _problems(spec)
+            assert found == [] and run.loaded.startswith("ValueError:"), (damaged, run.loaded)
+            assert run.logits is None and run.eager is None
+    one, two = (checkpoint(replace(SPEC, damaged="misshapen"), inputs(SPEC, 3)) for _ in "12")
+    assert one.keys() == two.keys() and all(np.array_equal(one[k], two[k]) for k in one)
+    layers = {int(m.group(1)) for k in checkpoint(replace(SPEC, damaged="gap"), inputs(SPEC, 3))
+              if (m := re.match(r"h\.(\d+)\.", k))}  # fmt: skip
+    assert layers == {0, 2}
+
+    real = model.from_state_dict
+
+    def shape_only(tensors, heads=12):  # the head compared with wte by its shape alone
+        tensors = dict(tensors)
+        head = tensors.pop("lm_head.weight", None)
+        config, params = real(tensors, heads)
+        if head is not None and np.shape(head) != params.wte.shape:
+            raise ValueError("lm_head.weight differs from wte.weight")
+        return config, params
+
+    monkeypatch.setattr(model, "from_state_dict", shape_only)
+    assert _problems(replace(SPEC, lm_head=True, prefix=prefix))[0] == []  # tied: right
+    found, run = _problems(replace(SPEC, damaged="untied-head", prefix=prefix))
+    assert [(k, f) for k, f, _ in found] == [("wrong-error", "loader")], found
+    assert "one ulp from wte.weight: the loader loaded it, owed a ValueError" in found[0][2]
 
 
 def test_composition_generation_and_input_check_bugs(monkeypatch: pytest.MonkeyPatch) -> None:
