@@ -156,6 +156,41 @@ def test_every_damaged_checkpoint_is_refused_and_a_loader_that_takes_one_is_foun
     assert "one ulp from wte.weight: the loader loaded it, owed a ValueError" in found[0][2]
 
 
+def test_each_damaged_checkpoint_is_a_focus_item_of_its_own() -> None:
+    """Each flaw is a focus item (a session tries each early: as 2% of the mix, a fifth of it
+    damaged one of seven ways, a session met each about once in five); its focused case is a
+    model with that flaw, and exercises the item."""
+    from hypothesis import Phase, seed
+
+    from harness.case import CPU_BACKENDS
+    from harness.session.focus import (
+        DAMAGED,
+        MODEL,
+        exercised_items,
+        focus_cases,
+        focus_items,
+        item_kind,
+    )
+
+    items = [item for item in focus_items() if item[0] == MODEL]
+    assert sorted(items) == sorted((MODEL, DAMAGED + kind) for kind in DAMAGES)
+    assert {item_kind(item) for item in items} == {"model"}
+    seen: dict[str, int] = {}
+
+    @seed(1)
+    @settings(max_examples=20, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(focus_cases(CPU_BACKENDS, tuple(items)))
+    def collect(case: Case) -> None:
+        spec, _ = case.gpt2
+        assert case.origin == "focus/gpt2" and spec.damaged in DAMAGES
+        assert exercised_items(case) >= {(MODEL, DAMAGED + spec.damaged)}
+        seen[spec.damaged] = seen.get(spec.damaged, 0) + 1
+
+    collect()
+    assert len(seen) >= 4, seen
+
+
 def test_composition_generation_and_input_check_bugs(monkeypatch: pytest.MonkeyPatch) -> None:
     real_embed = model.embed
 
