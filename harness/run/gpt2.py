@@ -26,9 +26,10 @@ from strategies.model.gpt2 import BLOCK_TENSORS, DAMAGES, INVALID, LEADING, Mode
 PREFIX = "transformer."
 
 
-def checkpoint(spec: ModelSpec, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+def checkpoint(spec: ModelSpec, inputs: list[np.ndarray], flaw: str = "") -> dict[str, np.ndarray]:
     """The weights among ``inputs`` under HuggingFace GPT-2 names, as ``spec`` says to write
-    them (prefix, tied head, mask buffers, stored dtype, name order)."""
+    them (prefix, tied head, mask buffers, stored dtype, name order), with ``flaw`` (of
+    ``DAMAGES``; "" none)."""
     tensors: dict[str, np.ndarray] = {}
     for name, array in zip(spec.names(), inputs, strict=True):
         if name:
@@ -42,8 +43,8 @@ def checkpoint(spec: ModelSpec, inputs: list[np.ndarray]) -> dict[str, np.ndarra
     named = {(PREFIX if spec.prefix else "") + k: v for k, v in tensors.items()}
     if spec.lm_head:
         named["lm_head.weight"] = tensors["wte.weight"]
-    if spec.damaged:
-        named = _damaged(spec, named)
+    if flaw:
+        named = damaged(spec, named, flaw)
     if spec.order:
         keys = list(named)
         order = np.random.default_rng(spec.order).permutation(len(keys))
@@ -51,8 +52,8 @@ def checkpoint(spec: ModelSpec, inputs: list[np.ndarray]) -> dict[str, np.ndarra
     return named
 
 
-def _damaged(spec: ModelSpec, named: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """``named`` with the flaw ``spec.damaged`` names (``DAMAGES``), on a block tensor (or an
+def damaged(spec: ModelSpec, named: dict[str, np.ndarray], flaw: str) -> dict[str, np.ndarray]:
+    """``named`` (``spec``'s checkpoint) with ``flaw`` (``DAMAGES``), on a block tensor (or an
     element of ``wte``) picked by the spec's own checksum: different specs damage different
     tensors, one spec always the same."""
     prefix = PREFIX if spec.prefix else ""
@@ -60,7 +61,7 @@ def _damaged(spec: ModelSpec, named: dict[str, np.ndarray]) -> dict[str, np.ndar
     pick = zlib.crc32(json.dumps(spec.to_dict(), sort_keys=True).encode())
     blocks = [prefix + name for name in spec.names() if name.startswith("h.")]
     block = blocks[pick % len(blocks)]
-    if spec.damaged == "untied-head":
+    if flaw == "untied-head":
         head = np.array(named[prefix + "wte.weight"], copy=True)
         flat = head.reshape(-1)
         # One ulp of what the model computes in (float32; float16's where it is stored so): a
@@ -68,22 +69,22 @@ def _damaged(spec: ModelSpec, named: dict[str, np.ndarray]) -> dict[str, np.ndar
         narrow = np.float16 if head.dtype == np.float16 else np.float32
         flat[pick % flat.size] = np.nextafter(narrow(flat[pick % flat.size]), narrow(np.inf))
         named["lm_head.weight"] = head
-    elif spec.damaged == "missing":
+    elif flaw == "missing":
         del named[block]
-    elif spec.damaged == "unexpected":
+    elif flaw == "unexpected":
         named[prefix + "h.0.mlp.c_gate.weight"] = np.array(named[prefix + "h.0.mlp.c_fc.weight"])
-    elif spec.damaged == "misshapen":
+    elif flaw == "misshapen":
         array = named[block]
         named[block] = np.pad(array, [(0, 0)] * (array.ndim - 1) + [(0, 1)])
-    elif spec.damaged == "integer":
+    elif flaw == "integer":
         named[block] = named[block].astype(np.int32)
-    elif spec.damaged == "gap":
+    elif flaw == "gap":
         last = f"{prefix}h.{spec.layers - 1}."
         named = {
             (f"{prefix}h.{spec.layers}." + k[len(last) :] if k.startswith(last) else k): v
             for k, v in named.items()
         }
-    elif spec.damaged == "both-names":
+    elif flaw == "both-names":
         other = "wpe.weight" if spec.prefix else PREFIX + "wpe.weight"
         named[other] = np.array(named[prefix + "wpe.weight"])
     return named
@@ -122,6 +123,9 @@ class ModelRun:
     generated: list[int] | None = None  # compiler.model.generate's tokens
     generation_error: str = ""
     greedy: list[int] | None = None  # the same steps, each an argmax of forward's logits here
+    # Each flaw (``DAMAGES``) whose checkpoint the loader did not refuse with a ValueError:
+    # what it did instead ("loaded it", "raised TypeError: ...").
+    unrefused: dict[str, str] = field(default_factory=dict)
     refused: str = ""  # what the invalid call did: the error's type, or "returned"
     refused_eager: str = ""  # what the same call did to forward_numpy
     # The compiled sublayer calls ``forward`` made for the logits, and for the invalid call:
@@ -285,12 +289,19 @@ def run_model(spec: ModelSpec, inputs: list[np.ndarray], backend: str) -> ModelR
     from compiler import model
 
     run = ModelRun()
+    for flaw in DAMAGES:  # (a few small loads: no compile)
+        try:
+            _load(spec, checkpoint(spec, inputs, flaw))
+        except ValueError:
+            continue
+        except Exception as error:  # noqa: BLE001 - another error class is the finding
+            run.unrefused[flaw] = f"raised {_error(error)}"
+        else:
+            run.unrefused[flaw] = "loaded it"
     try:
         config, params = _load(spec, checkpoint(spec, inputs))
     except Exception as error:  # noqa: BLE001 - the loader's failure is the finding
         run.loaded = _error(error)
-        return run
-    if spec.damaged:  # loaded where it must be refused: nothing past the loader means anything
         return run
     _compare(spec, inputs, config, params, run)
     if run.config:
@@ -374,25 +385,23 @@ def usable(spec: ModelSpec, inputs: list[np.ndarray]) -> bool:
 def problems(spec: ModelSpec, run: ModelRun, judge: Any) -> list[tuple[str, str, str]]:
     """(kind, facet, detail) of everything wrong with ``run``; ``judge(logits)`` is the error
     model's (kind, reason) for logits that are wrong against the model program's references,
-    or None. Facets: ``loader`` (the loader raised, inferred another config, or loaded other
-    values), ``composition`` (the forward pass evaluated by NumPy is wrong: the model's own
-    Python), ``compiled`` (only the compiled forward pass is wrong), ``generation`` and the
-    invalid call's name."""
-    found: list[tuple[str, str, str]] = []
-    if spec.damaged:  # the checkpoint must be refused, with a ValueError
-        if run.loaded.startswith("ValueError:"):
-            return []
-        did = f"raised {run.loaded}" if run.loaded else "loaded it"
-        detail = f"a checkpoint with {DAMAGES[spec.damaged]}: the loader {did}, owed a ValueError"
-        return [("wrong-error", "loader", detail)]
+    or None. Facets: ``loader`` (the loader raised, inferred another config, loaded other
+    values, or did not refuse a damaged checkpoint with a ValueError), ``composition`` (the
+    forward pass evaluated by NumPy is wrong: the model's own Python), ``compiled`` (only the
+    compiled forward pass is wrong), ``generation`` and the invalid call's name."""
+    found = [
+        ("wrong-error", "loader", f"a checkpoint with {DAMAGES[flaw]}: the loader {did}, owed "
+                                  "a ValueError")
+        for flaw, did in run.unrefused.items()
+    ]  # fmt: skip
     if run.loaded:
-        return [("loader", "loader", f"loading the checkpoint raised {run.loaded}")]
+        return [*found, ("loader", "loader", f"loading the checkpoint raised {run.loaded}")]
     if run.config or run.params:
         lines = [run.config] if run.config else run.params[:6]
         more = len(run.params) - 6
         if more > 0:
             lines.append(f"... and {more} more")
-        return [("loader", "loader", "\n".join(lines))]
+        return [*found, ("loader", "loader", "\n".join(lines))]
     eager_wrong = judge(run.eager) if run.eager is not None else None
     if run.eager_error:
         found.append(("wrong-error", "composition", f"forward_numpy raised {run.eager_error}"))

@@ -73,7 +73,6 @@ from strategies.gen.values import (
     values,
 )
 from strategies.model import FLOAT_DTYPES, Const, Program, ProgramBuilder, Ref
-from strategies.model.gpt2 import DAMAGES
 
 from ..case import Case
 
@@ -163,11 +162,6 @@ def focus_cases(
 
         case = draw(sequence_cases(backends))
         return replace(case, origin="focus/jit-sequence")
-    if kind == "model":
-        from .generate import gpt2_cases  # (generate draws focused cases from here)
-
-        case = draw(gpt2_cases(backends, damaged=first[1][len(DAMAGED) :]))
-        return replace(case, origin="focus/gpt2")
     first_dtypes = _first_dtypes()
     dtype, spelling = _item_dtype_and_spelling(first, first_dtypes)
     alike = [
@@ -238,13 +232,6 @@ def _item_edges(item: tuple[str, str]) -> tuple[str, ...]:
 #: example's kind), and planted cache bugs waited 20 to 37 s for their first sequence.
 SEQUENCE_ITEM = ("jit-sequence", "calls")
 
-#: The focus items of the damaged checkpoints (``MODEL``, "damaged:KIND" for each of
-#: ``strategies.model.gpt2.DAMAGES``): a GPT-2 model written with one flaw the loader must
-#: refuse. GPT-2 models are 2% of the mix, a fifth of them damaged, one of seven ways: a
-#: session met each flaw about once in five, though such a case costs no compile.
-MODEL = "gpt2-model"
-DAMAGED = "damaged:"
-
 #: The second members of a gather's focus items for its run-time range check: one id just
 #: past each end (the bound itself, -1) of the ids a gather reads. The ``extreme`` and
 #: ``special`` regimes put one out-of-range id in half of their cases, but gathers are 4% of
@@ -266,9 +253,7 @@ INVALID = "invalid"
 
 #: The kinds of item whose focused case is drawn whole by its own strategy (a sweep, a gather
 #: alone, a jit sequence, an invalid program): no other item joins it as one more step.
-_OWN_CASES = (
-    "sweep", "tails", "out-of-range", "identity", "jit-sequence", "model", "view", "key", INVALID
-)  # fmt: skip
+_OWN_CASES = ("sweep", "tails", "out-of-range", "identity", "jit-sequence", "view", "key", INVALID)
 
 #: The second member of a basic index's key items ("index", "key:<element>:<place>"): each kind
 #: of key element that is not a plain slice (a None, an Ellipsis, an int, a slice of negative
@@ -1216,8 +1201,6 @@ def item_kind(item: tuple[str, str]) -> str:
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
-    if op == MODEL:
-        return "model"
     if op == INVALID:
         return INVALID
     if second in (*OUT_OF_RANGE, ONE_OF_TWO):
@@ -1309,10 +1292,9 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     checked += [(op, NO_AXIS) for op in no_axis_ops()]
     views = [(op, viewed(layout)) for op in view_ops() if op in first for layout in VIEW_LAYOUTS]
     rejected = [(INVALID, name) for name in VIOLATIONS]
-    damaged = [(MODEL, DAMAGED + kind) for kind in sorted(DAMAGES)]
     return (
         *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
-        *arbitrary, *checked, SEQUENCE_ITEM, *views, *key_items(), *rejected, *damaged,
+        *arbitrary, *checked, SEQUENCE_ITEM, *views, *key_items(), *rejected,
     )  # fmt: skip
 
 
@@ -1409,9 +1391,6 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
     sequence = case.sequence
     if sequence is not None and len(sequence.calls) > 1:
         found.add(SEQUENCE_ITEM)
-    model = case.gpt2 if "gpt2" in case.extra else None
-    if model is not None and model[0].damaged:
-        found.add((MODEL, DAMAGED + model[0].damaged))
     if case.origin.startswith("sweep/"):
         # The dtype swept is the operand's: a float32 gelu's result is float64 (NEP 50), and
         # with the result's dtype its sweeps were never done (they held half of the focused

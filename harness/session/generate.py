@@ -40,7 +40,7 @@ from strategies.gen.values import (
     values,
 )
 from strategies.model import DTYPES, ProgramBuilder
-from strategies.model.gpt2 import DAMAGES, INVALID, STORED, ModelSpec
+from strategies.model.gpt2 import INVALID, STORED, ModelSpec
 
 from ..case import (
     CPU_BACKENDS,
@@ -382,14 +382,13 @@ def sequence_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
 
 
 @st.composite
-def gpt2_cases(draw: st.DrawFn, backends: tuple[str, ...], damaged: str | None = None) -> Case:
+def gpt2_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     """A small GPT-2 model on one of ``backends`` (``strategies.model.gpt2.ModelSpec``): one to
     three blocks, or eleven or twelve (block numbers of two digits), heads and head depths of
     one to four, up to six tokens, a vocabulary of 2 to 24; the checkpoint written in every
     layout HuggingFace's are found in; a quarter of them also making a call the model must
-    refuse, a quarter with token embeddings in equal pairs (tied logits), and a fifth written
-    with a flaw the loader must refuse (``DAMAGES``; ``damaged``: that flaw, "" none).
-    Generation keeps the window at one or two lengths (each length is a compile)."""
+    refuse, and a quarter with token embeddings in equal pairs (tied logits). Generation keeps
+    the window at one or two lengths (each length is a compile)."""
     layers = uniform(draw, (1, 1, 2, 2, 3, 11, 12))
     heads = uniform(draw, (1, 2, 3, 4))
     width = heads * uniform(draw, (1, 2, 3, 4))
@@ -406,7 +405,6 @@ def gpt2_cases(draw: st.DrawFn, backends: tuple[str, ...], damaged: str | None =
         order=draw(coin(4)) and draw(st.integers(1, 2**31 - 1)),
         invalid=invalid,
         ties=draw(coin(4)) == 3,
-        damaged=_damage(draw) if damaged is None else damaged,
     )  # fmt: skip
     seed = draw(st.integers(0, 2**31 - 1))
     backend = uniform(draw, backends)
@@ -414,11 +412,6 @@ def gpt2_cases(draw: st.DrawFn, backends: tuple[str, ...], damaged: str | None =
     if layers > 10:
         event("gpt2:two-digit-blocks")
     return Case.from_gpt2(spec, seed, (backend,), origin="gpt2")
-
-
-def _damage(draw: st.DrawFn) -> str:
-    """A fifth of the models' flaw (``DAMAGES``), else ""."""
-    return uniform(draw, sorted(DAMAGES)) if draw(coin(5)) == 4 else ""
 
 
 @st.composite

@@ -56,12 +56,13 @@ INVALID = {
     "steps": "ValueError",
 }
 
-#: Checkpoints the loader must refuse, each with a ValueError (``ModelSpec.damaged``), by what
-#: is wrong with them: GPT-2 ties its head to ``wte``, so a head one ulp away is a model the
-#: compiler cannot run as written; a tensor missing, one it does not know, one of another shape
-#: or not floating point, blocks numbered with a gap, one tensor under both of its names. A
-#: loader that kept only the head's shape check loaded an untied head silently (a held-out
-#: plant that no session could see: every checkpoint the harness wrote was well formed).
+#: The flaws of a checkpoint the loader must refuse, each with a ValueError: every model case
+#: also offers the loader its checkpoint with each of them (``harness.run.gpt2.damaged``).
+#: GPT-2 ties its head to ``wte``, so a head one ulp away is a model the compiler cannot run as
+#: written; a tensor missing, one it does not know, one of another shape or not floating point,
+#: blocks numbered with a gap, one tensor under both of its names. A loader that kept only the
+#: head's shape check loaded an untied head silently (a held-out plant that no session could
+#: see: every checkpoint the harness wrote was well formed).
 DAMAGES = {
     "untied-head": "an lm_head.weight one ulp from wte.weight",
     "missing": "a block tensor missing",
@@ -92,9 +93,7 @@ class ModelSpec:
     disk; ``file``: through a safetensors file, not a dict; ``order``: a seed for the order of
     the names (0: as HuggingFace writes them); ``invalid``: one call the model must refuse
     (``INVALID``; "" for none); ``ties``: token embeddings in equal pairs (rows 2k and 2k+1 of
-    ``wte``), so that logits tie and greedy generation must take the first maximum;
-    ``damaged``: the checkpoint is written with one flaw the loader must refuse (``DAMAGES``;
-    "" for none), and nothing past the loader runs."""
+    ``wte``), so that logits tie and greedy generation must take the first maximum."""
 
     layers: int
     heads: int
@@ -111,7 +110,6 @@ class ModelSpec:
     order: int = 0
     invalid: str = ""
     ties: bool = False
-    damaged: str = ""
 
     def __post_init__(self) -> None:
         for name in ("layers", "heads", "width", "context", "vocab", "length"):
@@ -137,8 +135,6 @@ class ModelSpec:
             raise ValueError(f"ModelSpec.stored must be one of {STORED}, got {self.stored!r}")
         if not isinstance(self.invalid, str) or self.invalid and self.invalid not in INVALID:
             raise ValueError(f"ModelSpec.invalid must be one of {sorted(INVALID)} or ''")
-        if not isinstance(self.damaged, str) or self.damaged and self.damaged not in DAMAGES:
-            raise ValueError(f"ModelSpec.damaged must be one of {sorted(DAMAGES)} or ''")
         weights = 12 * self.layers * self.width**2 + (self.vocab + self.context) * self.width
         if weights > LIMITS["weights"]:
             raise ValueError(f"ModelSpec: {weights} weights exceed {LIMITS['weights']}")
