@@ -297,7 +297,10 @@ def strided_op_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     is one fresh operand in eight, and most of them met a matmul or a layout op."""
     known = set(generation_order())  # the table's (a plugin's or a mutant's may lack one)
     op = draw(st.sampled_from([op for op in STRIDED_OPS if op in known]))
-    drawn = draw(samples(programs(ops=[op], max_nodes=3, views=1)))
+    # Half of them: a binary op's second operand of one more leading dim, so the first, a view,
+    # is broadcast (a GPU reversed read mapped through too few loops failed there alone).
+    broadcasts = draw(coin(2)) == 1
+    drawn = draw(samples(programs(ops=[op], max_nodes=3, views=1, broadcasts=broadcasts)))
     event(f"origin:strided-op:{op}")
     return Case(drawn.program, list(drawn.inputs), backends, origin=f"strided-op/{op}")
 
@@ -575,7 +578,8 @@ def reads_reversed(case: Case) -> bool:
 def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
     """``strategy``'s cases, ``GPU_SHARE`` of them also on ``GPU_SAMPLED`` (jit sequences and
     invalid programs aside: their oracles call the CPU targets only), and every case focused
-    on a view's layout (``focus._view_cases``) or reading a reversed view (``reads_reversed``):
+    on a view's layout (``focus._view_cases``), of one op on views (``strided_op_cases``) or
+    reading a reversed view (``reads_reversed``):
     a layout is a code path of its own in the GPU lowering too (a reversed read is a
     ``memref.load`` there), and at its share the view items' few cases held about three GPU
     cases a session (a planted bug of the GPU's reversed reads survived 4 of 4 60 s sessions,
@@ -588,7 +592,8 @@ def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
         case, face = pair
         if case.carries_run or case.invalid is not None:
             return case
-        gpu = face == last or case.origin.startswith("focus/views/") or reads_reversed(case)
+        gpu = face == last or case.origin.startswith(("focus/views/", "strided-op/"))
+        gpu = gpu or reads_reversed(case)
         if not gpu:
             return case
         event("sampled:gpu")

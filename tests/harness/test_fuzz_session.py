@@ -1197,18 +1197,23 @@ def test_a_share_of_default_cases_also_runs_one_triage_variant() -> None:
 
 
 def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None:
-    """A case focused on a view's layout, or reading a reversed view, runs on gpu-emulated
-    every time, not one in eight:
-    the GPU lowering reads layouts its own way (a reversed read is a memref.load), and a
-    planted bug there survived 4 of 4 60 s sessions while view items had ~3 GPU cases; the
-    other cases keep their share."""
+    """A case focused on a view's layout, of one op on views, or reading a reversed view, runs
+    on gpu-emulated every time, not one in eight: the GPU lowering reads layouts its own way
+    (a reversed read is a memref.load), and a planted bug there survived 4 of 4 60 s sessions
+    while view items had ~3 GPU cases; the other cases keep their share."""
     import pytest
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from compiler import backends
     from harness.case import CPU_BACKENDS, GPU_SAMPLED
     from harness.session.focus import viewed
-    from harness.session.generate import _sampled_gpu, cases, reads_reversed, strided_op_cases
+    from harness.session.generate import (
+        _sampled_gpu,
+        cases,
+        reads_reversed,
+        strided_matmul_cases,
+        strided_op_cases,
+    )
 
     if backends.get(GPU_SAMPLED).unavailable():
         pytest.skip(backends.get(GPU_SAMPLED).unavailable())
@@ -1237,16 +1242,22 @@ def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None
 
     @seed(5)
     @settings(
-        max_examples=40, phases=[Phase.generate], database=None, deadline=None,
+        max_examples=60, phases=[Phase.generate], database=None, deadline=None,
         suppress_health_check=list(HealthCheck),
     )  # fmt: skip
-    @given(_sampled_gpu(strided_op_cases(CPU_BACKENDS)))
-    def collect_reversed(case) -> None:  # every case that reads a reversed view, too
-        if reads_reversed(case):
+    @given(
+        _sampled_gpu(strided_op_cases(CPU_BACKENDS))
+        | _sampled_gpu(strided_matmul_cases(CPU_BACKENDS))
+    )
+    def collect_reversed(case) -> None:  # (one op on views; any case reading a reversed one)
+        if case.origin.startswith("strided-op/"):
+            on_gpu.append(GPU_SAMPLED in case.backends)
+        elif reads_reversed(case):
             reversed_on_gpu.append(GPU_SAMPLED in case.backends)
 
     collect_reversed()
     assert len(reversed_on_gpu) >= 5 and all(reversed_on_gpu), reversed_on_gpu
+    assert all(on_gpu), on_gpu
 
 
 def test_an_interrupted_sessions_unminimized_entries_count_as_added() -> None:
