@@ -211,6 +211,7 @@ INVALID_CALLS = {
     "context": "one longer than the context, int64",
     "vocab": "one equal to the vocabulary size, int64",
     "vocab-int32": "one equal to the vocabulary size, int32",
+    "wide": "one a valid id plus 2**32, int64",
     "negative": "-1, int64",
     "float": "as float32",
     "empty": "none",
@@ -227,6 +228,10 @@ def _invalid_call(spec: ModelSpec, ids: np.ndarray) -> tuple[Any, int]:
     if kind in ("vocab", "vocab-int32"):
         bad = ids.astype(np.int64 if kind == "vocab" else np.int32)
         bad[-1] = spec.vocab
+        return bad, 0
+    if kind == "wide":
+        bad = ids.astype(np.int64)
+        bad[-1] += 2**32
         return bad, 0
     if kind == "negative":
         bad = ids.astype(np.int64)

@@ -43,12 +43,14 @@ LEADING = 4
 STORED = ("float32", "float64", "float16")
 #: Calls the model must refuse (``ModelSpec.invalid``), and the error class NumPy-style input
 #: checking owes each: ids past the context, an id equal to the vocabulary size (int64, checked
-#: before the cast; int32, checked by the gather), a negative id, float ids, empty ids, 2-D ids,
-#: and a negative generation length.
+#: before the cast; int32, checked by the gather), an int64 id that is a valid one plus 2**32
+#: (narrowed to int32 before its check, it is that valid id), a negative id, float ids, empty
+#: ids, 2-D ids, and a negative generation length.
 INVALID = {
     "context": "ValueError",
     "vocab": "ValueError",
     "vocab-int32": "ValueError",
+    "wide": "ValueError",
     "negative": "ValueError",
     "float": "TypeError",
     "empty": "ValueError",

@@ -194,6 +194,16 @@ def test_composition_generation_and_input_check_bugs(monkeypatch: pytest.MonkeyP
     found, _ = _problems(replace(SPEC, invalid="float"))
     assert [(k, f) for k, f, _ in found] == [("wrong-error", "float")]
     assert "owed TypeError" in found[0][2]
+    monkeypatch.undo()
+
+    # Narrowed to int32 before the range check (a held-out plant): a valid id plus 2**32 wraps
+    # into range and is taken, where a ValueError is owed.
+    monkeypatch.setattr(
+        model, "token_array", lambda ids, config: real_tokens(np.asarray(ids, np.int32), config)
+    )
+    found, _ = _problems(replace(SPEC, invalid="wide"))
+    assert [(k, f) for k, f, _ in found] == [("wrong-error", "wide")]
+    assert "plus 2**32, int64) returned on the backend, owed ValueError" in found[0][2]
 
 
 def test_a_wrong_compiled_sublayer_is_narrowed_to_its_own_program(
