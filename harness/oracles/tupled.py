@@ -97,9 +97,11 @@ def _function(case: Case, returns: tuple[Any, ...]) -> Callable[..., Any]:
 def trees(case: Case) -> bool:
     """Does ``check`` pass its arguments and take its results as trees, drawn from the case (half
     the time): the program's inputs as a list, the reversed ones as keyword arguments and the
-    results as a dict, each in the reverse of its names' sorted order? The frontend flattens a
-    dict in sorted order; one that walked its values in insertion order put them under the wrong
-    names, and only jit sequences passed dicts (caught in 1 of 2 60 s sessions). Drawn, as
+    results as a dict (keyed by number, and one by the name "reversed"), each in the reverse of
+    its keys' sorted order? The frontend flattens a dict in sorted order; one that walked its
+    values in insertion order put them under the wrong names, and only jit sequences passed
+    dicts (caught in 1 of 2 60 s sessions); one that sorted the keys themselves raised on keys
+    of two types, which Python takes (a held-out plant: every dict was keyed by strings). Drawn, as
     every draw of an oracle, from the case without its backends (``Case.draw``): a tree
     finding's stored case was once replayed as tuples (and passed)."""
     return case.toggle("trees", 0.5)
@@ -143,9 +145,10 @@ def _check(
     def together(*arrays: Any) -> tuple[Any, ...]:
         return (*both(*arrays[:count]), single(*arrays[count:]))
 
-    def as_trees(given: list[Any], **others: Any) -> dict[str, Any]:
-        # results by name, inserted in the reverse of their sorted order, as the arguments
-        out = {f"r{k}": result for k, result in reversed(list(enumerate(both(*given))))}
+    def as_trees(given: list[Any], **others: Any) -> dict[Any, Any]:
+        # results by number and one by name (keys of two types, which sort by neither's own
+        # order), inserted in the reverse of their sorted order, as the arguments
+        out: dict[Any, Any] = dict(reversed(list(enumerate(both(*given)))))
         out["reversed"] = single(*[others[f"a{i}"] for i in range(count)])
         return out
 
@@ -156,7 +159,7 @@ def _check(
         if structured:
             named = {f"a{i}": other[i] for i in reversed(range(count))}
             out = jitted[0](list(inputs), target=backend, **named)
-            results = (*(out[f"r{k}"] for k in range(len(returns))), out["reversed"])
+            results = (*(out[k] for k in range(len(returns))), out["reversed"])
         else:
             results = jitted[0](*inputs, *other, target=backend)
         for ref, got in zip(returns, results, strict=False):

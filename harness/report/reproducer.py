@@ -485,10 +485,10 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
     ]
     if structured:  # as the oracle called it: keyword arguments in, a dict out
         footer += [
-            "# The reversed inputs as keyword arguments and the results as a dict, each in the",
-            "# reverse of its names' sorted order.",
+            "# The reversed inputs as keyword arguments and the results as a dict (by number, and",
+            "# one by name), each in the reverse of its keys' sorted order.",
             "def together(first, **others):",
-            "    out = {f'r{k}': r for k, r in reversed(list(enumerate(several(*first))))}",
+            "    out = dict(reversed(list(enumerate(several(*first)))))",
             f"    out['reversed'] = program(*[others[f'a{{i}}'] for i in range({count})])",
             "    return out",
             "",
@@ -508,7 +508,7 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
         footer += [
             f"named = {{f'a{{i}}': other[i] for i in reversed(range({count}))}}",
             f"out = compiler.jit(together)([{names}], target={backend!r}, **named)",
-            f"results = (*(out[f'r{{k}}'] for k in range({len(returns)})), out['reversed'])",
+            f"results = (*(out[k] for k in range({len(returns)})), out['reversed'])",
         ]
     else:
         footer += [f"results = compiler.jit(together)({names}, *other, target={backend!r})"]
