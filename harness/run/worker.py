@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -536,6 +537,12 @@ def made_at(address: int, make: Callable[[], Any]) -> Any:
 #: may share a jitted function.
 THREADS = 4
 CALLS = 8
+#: How a race's story names a thread that traced a new function capturing a NumPy array at
+#: each call (``concurrent_calls``): a failure there is the trace's (the @jit layer's).
+TRACING_THREAD = "tracing a new function that captures an array, at each call"
+#: Python's thread switch interval while they run (seconds; its default is 0.005): a small
+#: program traces in less than the default, so at it two threads' traces seldom overlap.
+SWITCH_INTERVAL = 1e-5
 
 
 def _rolled(inputs: list[np.ndarray], shift: int) -> list[np.ndarray]:
@@ -547,13 +554,16 @@ def _rolled(inputs: list[np.ndarray], shift: int) -> list[np.ndarray]:
 def concurrent_calls(
     fn: Any, inputs: list[np.ndarray], backend: str, mark: Any = None
 ) -> str | None:
-    """Whether a jitted function called from ``THREADS`` threads at once gives each call what
-    its own arguments give alone: each thread calls a new jitted function of ``fn``'s (none of
-    its specializations compiled yet, so the threads race to compile it) ``CALLS`` times on
-    its own arguments (the inputs with their values rolled by the thread's number), and each
-    answer must have the bits ``fn`` gives for those arguments called alone, or fail as that
-    did. "" if every call did, else what the first that did not got; None where ``fn`` has no
-    function or no inputs."""
+    """Whether jitted functions called from ``THREADS`` threads at once give each call what its
+    own arguments give alone: each thread calls ``CALLS`` times, on its own arguments (the
+    inputs with their values rolled by the thread's number), a new jitted function of
+    ``fn``'s (none of its specializations compiled yet): the even threads one they share (they
+    race to compile it), each odd one a new one at every call, which reads its first argument
+    from its closure (``_thread_function``), so that those trace at once, each capturing a
+    NumPy array. Each
+    answer must have the bits its function gives called alone, or fail as that did. "" if every
+    call did, else what the first that did not got; None where ``fn`` has no function or no
+    inputs."""
     import threading
 
     import compiler
@@ -564,28 +574,48 @@ def concurrent_calls(
     mark(backend, "concurrent")
     sets = [inputs, *(_rolled(inputs, shift) for shift in range(1, THREADS))]
     alone: list[Any] = []
-    for arguments in sets:
+    for thread, arguments in enumerate(sets):
+        own, given = _thread_function(fn.fn, thread, arguments)
+        alone_fn = fn if own is None else compiler.jit(own)
         try:
-            alone.append(np.array(fn(*arguments, target=backend), copy=True))
+            alone.append(np.array(alone_fn(*given, target=backend), copy=True))
         except Exception as error:  # noqa: BLE001 - then each concurrent call owes the same
             alone.append(type(error))
-    jitted = compiler.jit(_staged(fn.fn))
+        finally:
+            if own is not None:
+                alone_fn.clear()
+    shared = compiler.jit(_staged(fn.fn))
+    made: list[Any] = [shared]
+
+    def function(thread: int) -> tuple[Any, list]:
+        """The jitted function ``thread`` calls next, and its arguments: the shared one, or for
+        an odd thread a new one at every call (each call traces again: two traces overlap in
+        some of the calls only)."""
+        own, given = _thread_function(fn.fn, thread, sets[thread])
+        if own is None:
+            return shared, given
+        made.append(compiler.jit(own))
+        return made[-1], given
+
     start = threading.Barrier(THREADS)
     stories: list[str] = []
 
     def calls(thread: int) -> None:
-        arguments, want = sets[thread], alone[thread]
+        want, who = alone[thread], f"thread {thread + 1}"
+        if thread % 2 and len(sets[thread]) >= 2:
+            who += f" ({TRACING_THREAD})"
         try:
             start.wait(timeout=60)
         except threading.BrokenBarrierError:
             return
         for call in range(CALLS):
+            jitted, arguments = function(thread)
             try:
                 got = jitted(*arguments, target=backend)
             except Exception as error:  # noqa: BLE001 - judged against the call alone
                 if want is not type(error):
                     stories.append(
-                        f"call {call + 1} of thread {thread + 1} raised {type(error).__name__}: "
+                        f"call {call + 1} of {who} raised {type(error).__name__}: "
                         f"{str(error)[:200]} (alone, the call {_alone(want)})"
                     )
                 return
@@ -596,18 +626,42 @@ def concurrent_calls(
                 ]  # fmt: skip
                 whose = f"thread {theirs[0]}'s answer" if theirs else "an answer of no call"
                 stories.append(
-                    f"call {call + 1} of thread {thread + 1} returned {whose} (alone, the call "
+                    f"call {call + 1} of {who} returned {whose} (alone, the call "
                     f"{_alone(want)})"
                 )
                 return
 
     threads = [threading.Thread(target=calls, args=(t,), daemon=True) for t in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    jitted.clear()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL)  # threads taking turns every few bytecodes
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    for jitted in made:
+        jitted.clear()
     return stories[0] if stories else ""
+
+
+def _thread_function(body: Any, thread: int, arguments: list[np.ndarray]) -> tuple[Any, list]:
+    """(None, ``arguments``) for an even thread (it calls the function the even threads
+    share); for an odd one a new function and its arguments: with two arguments or more, one
+    that reads the first from its closure (a NumPy array captured while it is traced: two
+    threads' traces must each capture into their own; a tracing stack shared by every thread
+    mixed them up, a held-out plant that threads calling one function never reached)."""
+    if thread % 2 == 0:
+        return None, arguments
+    if len(arguments) < 2:
+        return _staged(body), arguments
+    first = arguments[0]
+
+    def captures(*rest: Any) -> Any:
+        return body(first, *rest)
+
+    return captures, arguments[1:]
 
 
 def _alone(want: Any) -> str:

@@ -112,6 +112,17 @@ _ABOVE_PIPELINES: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
+#: A race whose first wrong call, one of a thread tracing a new function that captures a NumPy
+#: array while others trace theirs (``run.worker.TRACING_THREAD``), raised.
+_TRACING_RACE = (
+    "jit",
+    "a thread tracing a function that captures a NumPy array, while other threads trace "
+    "theirs, got an answer its function does not give traced alone: the @jit layer's "
+    "tracing (compiler/frontend/trace.py: the stack of traces captured arrays join, which "
+    "must be each thread's own; compiler/api.py), not a pipeline",
+)
+
+
 #: Where in ``compiler/model.py`` a gpt2-model finding lives, by its facet (a wrong sublayer
 #: call is narrowed to its own program before: ``oracles.gpt2.wrong_sublayer``).
 _MODEL_CODE = {
@@ -543,6 +554,13 @@ class Attributor:
             return Attribution("model", finding.backends[0] if finding.backends else "", code)
         above = _ABOVE_PIPELINES.get((finding.oracle, finding.kind))
         above = above or _ABOVE_PIPELINES.get((finding.oracle, ""))
+        if (finding.oracle, finding.kind) == ("determinism", "race"):
+            from ..run.worker import TRACING_THREAD
+
+            # A tracing thread's call that raised: its trace (a kernel whose calls race hands
+            # out another call's answer, whichever thread made it).
+            if re.search(rf"\({re.escape(TRACING_THREAD)}\) raised ", finding.detail):
+                above = _TRACING_RACE
         if above is not None:
             return Attribution(above[0], finding.backends[0] if finding.backends else "", above[1])
         from ..replay import crashed_at, through_the_cache

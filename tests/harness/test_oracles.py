@@ -585,6 +585,25 @@ def test_threads_calling_one_jitted_function_at_once_each_get_their_own_answer(m
     assert oracles_of(finding.signature) == ("determinism",) and RACE_RUNS > 1 and THREADS > 1
     assert "concurrent(program, [x0, x1], 'cpu-loops')" in reproducer(case, finding)
     assert concurrent(program.as_function(), inputs, "cpu-loops", rounds=3) == 1
+    monkeypatch.undo()
+
+    # Half the threads trace a new function at each call, one that captures a NumPy array,
+    # at once: a tracing stack shared by every thread (a held-out plant) captures into another
+    # thread's trace. (The overlap is the scheduler's: seen in some of the checks.)
+    from compiler.frontend import trace
+
+    stack: list = []
+    monkeypatch.setattr(trace, "_stack", lambda: stack)
+    for _ in range(8):
+        (result,) = _execute(task).results
+        if result.concurrent:
+            break
+    assert "(tracing a new function that captures an array, at each call) raised KeyError" in (
+        result.concurrent
+    )
+    (finding,) = oracles.judge_results(case, [result], references(case), ("determinism",)).findings
+    assert finding.kind == "race"
+    assert Attributor(None).attribute(case, finding).layer == "jit"  # the trace's, this time
 
 
 def test_a_race_is_run_again_until_it_recurs_and_other_failures_once() -> None:
