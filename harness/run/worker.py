@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import sys
 import time
@@ -661,7 +662,15 @@ def _thread_function(body: Any, thread: int, arguments: list[np.ndarray]) -> tup
     def captures(*rest: Any) -> Any:
         return body(first, *rest)
 
+    # Its own name and code object: the specialization cache's key for a function is the
+    # determinism check's (``after_another_function``), not this one's to find again.
+    name = f"captures_{next(_MADE)}"
+    captures.__code__ = captures.__code__.replace(co_name=name, co_qualname=name)
+    captures.__name__ = captures.__qualname__ = name
     return captures, arguments[1:]
+
+
+_MADE = itertools.count()
 
 
 def _alone(want: Any) -> str:
