@@ -137,6 +137,16 @@ def _violate(
         axis = (i, again) if draw(st.booleans()) else (again, i)
         op = uniform(draw, ops)
         return RawEquation(op, (ref,), {"axis": axis, "keepdims": draw(st.booleans())})
+    if name == "attr_type":
+        # NumPy takes an axis and keepdims through operator.index: a float, a string or a bool
+        # (an axis) is a TypeError, even where it equals a valid value (1.0, True).
+        op = uniform(draw, _reductions(t.dtype))
+        if t.ndim and draw(st.booleans()):
+            i = draw(st.integers(0, t.ndim - 1))
+            axis = uniform(draw, [float(i), str(i), bool(i % 2), (float(i),)])
+            return RawEquation(op, (ref,), {"axis": axis, "keepdims": draw(st.booleans())})
+        keepdims = uniform(draw, [1.5, 0.0, 1.0, "yes", ""])
+        return RawEquation(op, (ref,), {"axis": None, "keepdims": keepdims})
     if name == "broadcast_to_shape":
         variant = uniform(draw, ["extent", "rank"])
         dims = [i for i, d in enumerate(t.shape) if d >= 2]

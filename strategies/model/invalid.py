@@ -56,6 +56,11 @@ VIOLATIONS: dict[str, Violation] = {
         Violation("zero_step", "slice with step 0", True),
         Violation("too_many_indices", "more integer/slice indices than dimensions", True),
         Violation("two_ellipses", "an index with two ellipses", True),
+        Violation(
+            "attr_type",
+            "a reduction's axis or keepdims of a type NumPy refuses (a float, a string, a bool)",
+            True,
+        ),
     )
 }
 UNSUPPORTED_DTYPES = ("int64", "int16", "uint8")
