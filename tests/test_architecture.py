@@ -184,7 +184,19 @@ def test_every_table_entry_evaluates_what_it_prints() -> None:
         ("reshape", {"shape": (3, 8)}, "y.reshape([3, 8])", y.reshape(3, 8)),
         ("reshape", {"shape": (4, 6)}, "y.reshape((4, 6))", y.reshape(4, 6)),
         ("reshape", {"shape": (24,)}, "y.reshape(24)", y.reshape(24)),
-        ("reshape", {"shape": (-1,)}, "y.reshape([-1])", y.reshape(-1)),
+        # ...and through the traced value's metadata (len, .shape, .ndim, .size), which the
+        # other spellings never read: a len() of the last axis survived 60 s sessions.
+        ("reshape", {"shape": (-1,)}, "y.reshape([y.size])", y.reshape(-1)),
+        ("reshape", {"shape": (2, -1)}, "y.reshape((2, y.size // 2))", y.reshape(2, -1)),
+        ("sum", {"axis": -1}, "y.sum(axis=y.ndim - 1)", y.sum(axis=-1)),
+        ("max", {"axis": (0, -2)}, "y.max(axis=(0, y.ndim - 2))", y.max(axis=(0, -2))),
+        (
+            "index",
+            {"key": (slice(1, None), slice(None, None, 2), slice(None, 2))},
+            "y[1:len(y), :y.shape[1]:2, :2]",
+            y[1:, ::2, :2],
+        ),
+        ("index", {"key": (None, slice(1, None))}, "y[None, 1:]", y[None, 1:]),
         ("permute_dims", {"axes": (1, 0, 2)}, "y.transpose((1, 0, 2))", y.transpose(1, 0, 2)),
         ("permute_dims", {"axes": (2, 0, 1)}, "y.transpose([2, 0, 1])", y.transpose(2, 0, 1)),
         ("permute_dims", {"axes": (1, 2, 0)}, "y.transpose(1, 2, 0)", y.transpose(1, 2, 0)),

@@ -115,6 +115,52 @@ def format_key(key: tuple[Any, ...]) -> str:
     return ", ".join(one(item) for item in key) if key else "()"
 
 
+def _key_method(name: str, key: tuple[Any, ...]) -> str:
+    """``key`` as the methods spelling writes it: where a slice of positive step runs to the end
+    of the axis it is known to apply to (every item before it a slice or an int), its end is
+    written ``len(x)`` (axis 0) or ``x.shape[j]``, which the traced value answers: the same
+    subscript, through its shape's metadata."""
+    items, plain = [], True
+    for axis, item in enumerate(key):
+        text = format_key((item,))
+        if item is Ellipsis or item is None:
+            plain = False
+        elif plain and isinstance(item, slice) and item.stop is None:
+            if item.step is None or (isinstance(item.step, int) and item.step > 0):
+                end = f"len({name})" if axis == 0 else f"{name}.shape[{axis}]"
+                start = "" if item.start is None else str(item.start)
+                text = f"{start}:{end}" + ("" if item.step is None else f":{item.step}")
+        items.append(text)
+    return ", ".join(items) if key else "()"
+
+
+def _axis_method(name: str, axis: Any) -> str:
+    """An axis attribute as the methods spelling writes it: a negative axis -k as
+    ``x.ndim - k`` (the same axis, through the traced value's rank); anything else as is."""
+    if isinstance(axis, int) and not isinstance(axis, bool) and axis < 0:
+        return f"{name}.ndim - {-axis}"
+    if isinstance(axis, tuple) and axis:
+        parts = [_axis_method(name, a) for a in axis]
+        return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    return repr(axis)
+
+
+def _reshape_method(name: str, shape: Sequence[Any]) -> str:
+    """A reshape's target as the methods spelling writes it (``_sequence``'s forms): its one
+    inferred extent (-1) as ``x.size // n``, the product of the others, or ``x.size`` alone
+    (NumPy infers that extent; a reshape that does not divide raises either way)."""
+    known = [v for v in shape if v != -1]
+    if list(shape).count(-1) != 1 or any(not isinstance(v, int) or v <= 0 for v in known):
+        return _sequence(shape)
+    product = int(np.prod(known)) if known else 1
+    inferred = f"{name}.size" if product == 1 else f"{name}.size // {product}"
+    listed = ", ".join(inferred if v == -1 else str(v) for v in shape)
+    form = sum(shape[:2]) % 3
+    if form == 1:
+        return f"({listed}{',' if len(shape) == 1 else ''})"
+    return f"[{listed}]" if form == 2 else listed
+
+
 def _namespace_dtype(dtype: Any) -> str:
     """``dtype`` as the array namespace names it (``xp.float64``: the compiler's namespace,
     NumPy and ``jax.numpy`` all have these), so a cast in the array-API spelling reaches the
@@ -128,6 +174,16 @@ def _kwargs(attrs: Mapping[str, Any], specs: Mapping[str, Attr]) -> str:
     """The keywords of ``attrs`` that differ from their default (an absent one does not)."""
     given = {k: attrs.get(k, spec.default) for k, spec in specs.items()}
     return "".join(f", {k}={v!r}" for k, v in given.items() if v != specs[k].default)
+
+
+def _method_kwargs(name: str, attrs: Mapping[str, Any], specs: Mapping[str, Attr]) -> str:
+    """``_kwargs`` without its leading comma, a negative axis as ``_axis_method`` writes it."""
+    given = {k: attrs.get(k, spec.default) for k, spec in specs.items()}
+    return ", ".join(
+        f"{k}={_axis_method(name, v) if k == 'axis' else repr(v)}"
+        for k, v in given.items()
+        if v != specs[k].default
+    )
 
 
 _REDUCTION_ATTRS = {"axis": Attr("axis", None), "keepdims": Attr("bool", False)}
@@ -144,7 +200,7 @@ def _reduction(
             1,
             results.reduction_infer(name, fn),
             *printed(lambda a, attrs: f"xp.{name}({a[0]}{_kwargs(attrs, specs)})"),
-            method=lambda a, attrs: f"{a[0]}.{name}({_kwargs(attrs, specs)[2:]})",
+            method=lambda a, attrs: f"{a[0]}.{name}({_method_kwargs(a[0], attrs, specs)})",
             attrs=specs,
             ufunc=fn,
             error_depth=_depth_reduction(depth_factor),
@@ -319,7 +375,7 @@ register(
         1,
         results.reshape_infer,
         *printed(lambda a, attrs: f"xp.reshape({a[0]}, {attrs['shape']!r})"),
-        method=lambda a, attrs: f"{a[0]}.reshape({_sequence(attrs['shape'])})",
+        method=lambda a, attrs: f"{a[0]}.reshape({_reshape_method(a[0], attrs['shape'])})",
         attrs={"shape": Attr("shape")},
         **_LAYOUT,
     )
@@ -331,6 +387,7 @@ register(
         1,
         results.index_infer,
         *printed(lambda a, attrs: f"{a[0]}[{format_key(attrs['key'])}]"),
+        method=lambda a, attrs: f"{a[0]}[{_key_method(a[0], attrs['key'])}]",
         attrs={"key": Attr("index")},
         doc="static basic indexing: slices (positive steps), ints, None and Ellipsis",
         **_LAYOUT,
