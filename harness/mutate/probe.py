@@ -197,7 +197,7 @@ def _model_observations(index: int, item: dict[str, Any]) -> Iterator[tuple[str,
         loaded: Any = (run.loaded, run.config, run.params)
         outputs: Any = (
             run.eager, run.eager_error, run.logits, _ADDRESS.sub("0x?", run.error),
-            run.generated, run.generation_error, run.greedy, run.refused, run.refused_eager,
+            run.generated, run.generation_error, run.greedy, sorted(run.refused.items()),
         )  # fmt: skip
     except Exception as error:  # noqa: BLE001 - a mutant may raise anything
         loaded, outputs = _error(error), "-"

@@ -119,8 +119,8 @@ def compiled_calls(spec: ModelSpec, run: Any, facet: str) -> list[dict[str, Any]
     arguments (its layer found like any program's); [] for every other facet."""
     if facet == "compiled":
         return run.calls
-    if spec.invalid and facet == spec.invalid and run.refused_eager == INVALID[spec.invalid]:
-        return run.invalid_calls
+    if facet in run.refused and run.refused[facet][1] == INVALID[facet]:
+        return run.invalid_calls.get(facet, [])
     return []
 
 

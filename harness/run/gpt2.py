@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from strategies.model.gpt2 import BLOCK_TENSORS, DAMAGES, INVALID, LEADING, ModelSpec, exact_in
+from strategies.model.gpt2 import (
+    ALL_INVALID,
+    BLOCK_TENSORS,
+    DAMAGES,
+    INVALID,
+    LEADING,
+    ModelSpec,
+    exact_in,
+)
 
 #: HuggingFace's prefix of the model's tensors in a ``GPT2LMHeadModel`` checkpoint (the tied
 #: ``lm_head.weight`` sits outside it).
@@ -126,12 +134,13 @@ class ModelRun:
     # Each flaw (``DAMAGES``) whose checkpoint the loader did not refuse with a ValueError:
     # what it did instead ("loaded it", "raised TypeError: ...").
     unrefused: dict[str, str] = field(default_factory=dict)
-    refused: str = ""  # what the invalid call did: the error's type, or "returned"
-    refused_eager: str = ""  # what the same call did to forward_numpy
-    # The compiled sublayer calls ``forward`` made for the logits, and for the invalid call:
+    # What each invalid call made (``invalid_kinds``) did on the backend and to forward_numpy:
+    # the error's type, or "returned".
+    refused: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # The compiled sublayer calls ``forward`` made for the logits, and for each invalid call:
     # each {"name", "args", "kwargs", and "output" or "error" (a BackendResult)}.
     calls: list[dict[str, Any]] = field(default_factory=list)
-    invalid_calls: list[dict[str, Any]] = field(default_factory=list)
+    invalid_calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _error(error: BaseException) -> str:
@@ -220,9 +229,15 @@ INVALID_CALLS = {
 }
 
 
-def _invalid_call(spec: ModelSpec, ids: np.ndarray) -> tuple[Any, int]:
-    """The ids (and generation steps) of ``spec.invalid``'s call."""
-    kind = spec.invalid
+def invalid_kinds(spec: ModelSpec) -> list[str]:
+    """The invalid calls ``spec`` makes (``ModelSpec.invalid``)."""
+    if spec.invalid == ALL_INVALID:
+        return sorted(INVALID)
+    return [spec.invalid] if spec.invalid else []
+
+
+def _invalid_call(kind: str, spec: ModelSpec, ids: np.ndarray) -> tuple[Any, int]:
+    """The ids (and generation steps) of the ``kind`` call."""
     if kind == "context":
         return np.resize(ids, spec.context + 1).astype(np.int64), 0
     if kind in ("vocab", "vocab-int32"):
@@ -338,18 +353,31 @@ def run_model(spec: ModelSpec, inputs: list[np.ndarray], backend: str) -> ModelR
             run.greedy = tokens
         except Exception:  # noqa: BLE001 - forward's own failure is judged on the logits
             run.greedy = None
-    if spec.invalid:
-        bad, steps = _invalid_call(spec, ids)
-        if steps < 0:
-            run.refused = _refusal(
-                lambda: model.generate(params, config, ids, steps, target=backend)
-            )
-            run.refused_eager = _refusal(lambda: model.generate_numpy(params, config, ids, steps))
-        else:
-            forward = lambda: model.forward(params, config, bad, target=backend)  # noqa: E731
-            run.refused = _refusal(lambda: _recorded(forward, backend, run.invalid_calls))
-            run.refused_eager = _refusal(lambda: model.forward_numpy(params, config, bad))
+    for kind in invalid_kinds(spec):
+        recorded = run.invalid_calls.setdefault(kind, [])
+        run.refused[kind] = _invalid_refusals(kind, spec, params, config, ids, backend, recorded)
     return run
+
+
+def _invalid_refusals(
+    kind: str, spec: ModelSpec, params: Any, config: Any, ids: np.ndarray, backend: str,
+    recorded: list[dict[str, Any]],
+) -> tuple[str, str]:  # fmt: skip
+    """What the ``kind`` call did on ``backend`` (its sublayer calls into ``recorded``) and to
+    the model in NumPy: "returned", or its error's class."""
+    from compiler import model
+
+    bad, steps = _invalid_call(kind, spec, ids)
+    if steps < 0:
+        return (
+            _refusal(lambda: model.generate(params, config, ids, steps, target=backend)),
+            _refusal(lambda: model.generate_numpy(params, config, ids, steps)),
+        )
+    forward = lambda: model.forward(params, config, bad, target=backend)  # noqa: E731
+    return (
+        _refusal(lambda: _recorded(forward, backend, recorded)),
+        _refusal(lambda: model.forward_numpy(params, config, bad)),
+    )
 
 
 def _refusal(call: Any) -> str:
@@ -432,18 +460,17 @@ def problems(spec: ModelSpec, run: ModelRun, judge: Any) -> list[tuple[str, str,
                     f"forward's logits on the last {spec.context} tokens gives {run.greedy}",
                 )
             )
-    if spec.invalid:
-        owed = INVALID[spec.invalid]
-        if run.refused != owed:
-            did = "returned" if run.refused == "returned" else f"raised {run.refused}"
-            eager = run.refused_eager
+    for kind, (refused, eager) in run.refused.items():
+        owed = INVALID[kind]
+        if refused != owed:
+            did = "returned" if refused == "returned" else f"raised {refused}"
             eager = "returned" if eager == "returned" else f"raised {eager}"
             found.append(
                 (
                     "wrong-error",
-                    spec.invalid,
-                    f"the {spec.invalid!r} call (ids {INVALID_CALLS[spec.invalid]}) {did} on "
-                    f"the backend, owed {owed}; forward_numpy {eager}",
+                    kind,
+                    f"the {kind!r} call (ids {INVALID_CALLS[kind]}) {did} on the backend, owed "
+                    f"{owed}; forward_numpy {eager}",
                 )
             )
     return found

@@ -19,7 +19,7 @@ import numpy as np
 
 from compiler.primitives import SPELLINGS
 from strategies.model import REJECTIONS, Input, InvalidProgram, Program, Ref, Subject
-from strategies.model.gpt2 import ModelSpec
+from strategies.model.gpt2 import ALL_INVALID, INVALID, ModelSpec
 from strategies.model.rewrites import drop_unused_subject_inputs, rewrite_subject
 from strategies.model.sequence import valid
 
@@ -264,6 +264,9 @@ def _variants_gpt2(case: Case) -> list[tuple[str, Case]]:
     for steps in dict.fromkeys((0, spec.steps - 1)):
         if 0 <= steps < spec.steps:
             add(f"{steps} generation steps", replace(spec, steps=steps))
+    if spec.invalid == ALL_INVALID:  # the one call that fails, alone
+        for kind in sorted(INVALID):
+            add(f"only the {kind!r} invalid call", replace(spec, invalid=kind))
     plain = {"prefix": False, "lm_head": False, "buffers": False, "file": False, "order": 0,
              "invalid": "", "stored": "float32"}  # fmt: skip
     for field_name, value in plain.items():

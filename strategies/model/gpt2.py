@@ -75,6 +75,9 @@ DAMAGES = {
     "both-names": "one tensor both with and without the transformer. prefix",
 }
 
+#: ``ModelSpec.invalid`` for every call of ``INVALID``.
+ALL_INVALID = "all"
+
 
 #: The largest model a stored case may ask for (a corpus file is not trusted: a million blocks
 #: or steps would exhaust memory or time before any oracle ran); the generator stays far below.
@@ -93,8 +96,9 @@ class ModelSpec:
     ``prefix``: names under ``transformer.``; ``lm_head``: a tied ``lm_head.weight`` too;
     ``buffers``: the attention-mask buffers some checkpoints carry; ``stored``: the dtype on
     disk; ``file``: through a safetensors file, not a dict; ``order``: a seed for the order of
-    the names (0: as HuggingFace writes them); ``invalid``: one call the model must refuse
-    (``INVALID``; "" for none); ``ties``: token embeddings in equal pairs (rows 2k and 2k+1 of
+    the names (0: as HuggingFace writes them); ``invalid``: the calls the model must refuse,
+    one of ``INVALID``, ``ALL_INVALID`` (every one: a refusal costs no compile) or "" (none);
+    ``ties``: token embeddings in equal pairs (rows 2k and 2k+1 of
     ``wte``), so that logits tie and greedy generation must take the first maximum."""
 
     layers: int
@@ -135,8 +139,9 @@ class ModelSpec:
             raise ValueError(f"ModelSpec.steps {self.steps} exceeds {LIMITS['steps']}")
         if self.stored not in STORED:
             raise ValueError(f"ModelSpec.stored must be one of {STORED}, got {self.stored!r}")
-        if not isinstance(self.invalid, str) or self.invalid and self.invalid not in INVALID:
-            raise ValueError(f"ModelSpec.invalid must be one of {sorted(INVALID)} or ''")
+        known = (*INVALID, ALL_INVALID, "")
+        if not isinstance(self.invalid, str) or self.invalid not in known:
+            raise ValueError(f"ModelSpec.invalid must be one of {sorted(known)}")
         weights = 12 * self.layers * self.width**2 + (self.vocab + self.context) * self.width
         if weights > LIMITS["weights"]:
             raise ValueError(f"ModelSpec: {weights} weights exceed {LIMITS['weights']}")
@@ -283,6 +288,7 @@ def exact_in(spec: ModelSpec, weights: list[np.ndarray]) -> bool:
 
 
 __all__ = [
+    "ALL_INVALID",
     "BLOCK_TENSORS",
     "DAMAGES",
     "INVALID",

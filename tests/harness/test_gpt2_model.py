@@ -31,7 +31,7 @@ from harness.run.references import references
 from harness.selftest import MUTATIONS, apply, fuzz_command, scratch_environment
 from harness.session.generate import gpt2_cases
 from harness.triage.minimize import generators, minimize
-from strategies.model.gpt2 import DAMAGES, INVALID, ModelSpec, inputs, program
+from strategies.model.gpt2 import ALL_INVALID, DAMAGES, INVALID, ModelSpec, inputs, program
 
 BACKEND = "cpu-loops@O0"
 SPEC = ModelSpec(layers=2, heads=2, width=4, context=4, vocab=5, length=3, steps=2)
@@ -82,11 +82,13 @@ def test_inputs_fit_and_smaller_models_keep_their_weights() -> None:
 
 
 def test_the_real_model_passes() -> None:
-    for invalid in sorted(INVALID):
+    for invalid in [*sorted(INVALID), ALL_INVALID]:
         spec = replace(SPEC, invalid=invalid, ties=True, file=invalid == "rank")
         found, run = _problems(spec)
         assert found == [], (invalid, found)
-        assert run.refused == INVALID[invalid] and run.generated == run.greedy
+        kinds = sorted(INVALID) if invalid == ALL_INVALID else [invalid]
+        assert run.refused == {k: (INVALID[k], INVALID[k]) for k in kinds}
+        assert run.generated == run.greedy
         assert {c["name"] for c in run.calls} == {"embed", "attend", "feedforward", "final_logits"}
 
 
@@ -201,9 +203,10 @@ def test_composition_generation_and_input_check_bugs(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(
         model, "token_array", lambda ids, config: real_tokens(np.asarray(ids, np.int32), config)
     )
-    found, _ = _problems(replace(SPEC, invalid="wide"))
-    assert [(k, f) for k, f, _ in found] == [("wrong-error", "wide")]
-    assert "plus 2**32, int64) returned on the backend, owed ValueError" in found[0][2]
+    found, _ = _problems(replace(SPEC, invalid=ALL_INVALID))  # every call made, each judged
+    facets = {f: detail for k, f, detail in found if k == "wrong-error"}
+    assert set(facets) == {"wide", "float"}, found  # (float ids cast to int32 too)
+    assert "plus 2**32, int64) returned on the backend, owed ValueError" in facets["wide"]
 
 
 def test_a_wrong_compiled_sublayer_is_narrowed_to_its_own_program(
