@@ -189,7 +189,8 @@ def test_every_table_entry_evaluates_what_it_prints() -> None:
         ("reshape", {"shape": (-1,)}, "y.reshape([y.size])", y.reshape(-1)),
         ("reshape", {"shape": (2, -1)}, "y.reshape((2, y.size // 2))", y.reshape(2, -1)),
         ("sum", {"axis": -1}, "y.sum(axis=y.ndim - 1)", y.sum(axis=-1)),
-        ("max", {"axis": (0, -2)}, "y.max(axis=(0, y.ndim - 2))", y.max(axis=(0, -2))),
+        ("max", {"axis": (0, -1)}, "y.max(axis=(0, y.ndim - 1))", y.max(axis=(0, -1))),
+        ("max", {"axis": -2}, "y.max(axis=-2)", y.max(axis=-2)),
         (
             "index",
             {"key": (slice(1, None), slice(None, None, 2), slice(None, 2))},

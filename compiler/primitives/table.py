@@ -135,10 +135,12 @@ def _key_method(name: str, key: tuple[Any, ...]) -> str:
 
 
 def _axis_method(name: str, axis: Any) -> str:
-    """An axis attribute as the methods spelling writes it: a negative axis -k as
-    ``x.ndim - k`` (the same axis, through the traced value's rank); anything else as is."""
-    if isinstance(axis, int) and not isinstance(axis, bool) and axis < 0:
-        return f"{name}.ndim - {-axis}"
+    """An axis attribute as the methods spelling writes it: the last axis, -1, as
+    ``x.ndim - 1`` (the same axis, through the traced value's rank, and out of range alike on
+    a 0-d array: not -2, which ``x.ndim - 2`` brings into range on a vector); anything else as
+    is."""
+    if isinstance(axis, int) and not isinstance(axis, bool) and axis == -1:
+        return f"{name}.ndim - 1"
     if isinstance(axis, tuple) and axis:
         parts = [_axis_method(name, a) for a in axis]
         return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"

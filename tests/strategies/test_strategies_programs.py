@@ -206,6 +206,26 @@ def test_invalid_programs_are_rejected_by_numpy(data: st.DataObject) -> None:
             invalid.as_function()(*inputs)
 
 
+@pytest.mark.parametrize("name", sorted(VIOLATIONS))
+def test_each_violation_numpy_rejects_is_rejected_by_numpy_in_every_spelling(name: str) -> None:
+    """Every drawn program of a violation NumPy rejects raises in NumPy, written in each
+    spelling: a keepdims of 0.0 (equal to the default False) was printed as no keepdims at all,
+    a valid program the error-path oracle then took for one the compiler wrongly accepted."""
+    if not VIOLATIONS[name].numpy_rejects:
+        return
+
+    @settings(database=None, max_examples=30, deadline=None, derandomize=True)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        invalid = data.draw(invalid_programs((name,)))
+        inputs = data.draw(input_values(invalid.inputs))
+        for spelling in ("array-api", "numpy", "methods"):
+            with pytest.raises((ValueError, TypeError, IndexError)), np.errstate(all="ignore"):
+                invalid.as_function(spelling=spelling)(*inputs)
+
+    check()
+
+
 def test_every_violation_is_generated() -> None:
     for name in VIOLATIONS:
         found = find(
