@@ -113,6 +113,7 @@ SIGNATURE: dict[str, Any] = {
                 "bad-free",
                 "overrun",
                 "input-written",
+                "aliased-input",
                 "uninstrumented",
                 "stale-specialization",
                 "race",

@@ -17,7 +17,9 @@ kernel gets its inputs copied and its outputs in slabs with ``GUARD_BYTES`` of a
 both sides, its own heap blocks are guarded alike and checked when freed, and its static
 temporaries (cpu-vector's globals) get a guard after their end (``compiler.runtime``:
 ``memory_faults``). A changed guard byte is an ``overrun`` finding; a changed
-input (NumPy never writes into an operand) an ``input-written`` one. A kernel of ours that comes
+input (NumPy never writes into an operand) an ``input-written`` one; an output that shares
+memory with an argument (on any backend: each returns arrays of its own) an ``aliased-input``
+one. A kernel of ours that comes
 back uninstrumented though the worker compiled it inside ``compiler.runtime.instrumented()`` is
 an ``uninstrumented`` finding: every check above, and the blas oracle's, would pass blind.
 """
@@ -26,8 +28,9 @@ from __future__ import annotations
 
 from .base import Finding, Observation, Oracle, register
 
-#: The kinds of ``compiler.runtime.memory_faults`` lines (their prefix), each a finding kind.
-FAULT_KINDS = ("overrun", "input-written")
+#: The kinds of ``compiler.runtime.memory_faults`` lines (their prefix), each a finding kind; the
+#: worker adds ``aliased-input`` on any backend (``worker._aliased_inputs``).
+FAULT_KINDS = ("overrun", "input-written", "aliased-input")
 #: The kind, and the line the worker writes into ``BackendResult.memory_faults``, for a kernel
 #: of ours made without the instrumentation it asked for (``compiler.runtime.instrumented``).
 UNINSTRUMENTED = "uninstrumented"

@@ -673,6 +673,24 @@ def _thread_function(body: Any, thread: int, arguments: list[np.ndarray]) -> tup
 _MADE = itertools.count()
 
 
+def _aliased_inputs(output: Any, inputs: list[np.ndarray]) -> str:
+    """The memory oracle's ``aliased-input`` line where an output array shares memory with an
+    argument (every target returns arrays of its own: a later write into the argument would
+    change the answer), else ""."""
+    outputs = output if isinstance(output, (tuple, list)) else (output,)
+    shared = [
+        i for i, given in enumerate(inputs)
+        if isinstance(given, np.ndarray)
+        and any(isinstance(o, np.ndarray) and np.shares_memory(o, given) for o in outputs)
+    ]  # fmt: skip
+    if not shared:
+        return ""
+    return (
+        f"aliased-input: the output shares memory with argument(s) {shared}: a later write "
+        "into the argument changes the answer returned"
+    )
+
+
 def _alone(want: Any) -> str:
     return f"raised {want.__name__}" if isinstance(want, type) else "returned its own answer"
 
@@ -775,6 +793,9 @@ def run_backend(
         returned.append((result, output, answer))
         instrumented = instrumented_kernel(compiled)
         result.memory_faults = faults if instrumented else None
+        aliased = _aliased_inputs(output, inputs)
+        if aliased:  # on any backend, instrumented or not (a NumPy one's too)
+            result.memory_faults = [*(result.memory_faults or ()), aliased]
         asked = instrumented_backend(backend)  # (the harness's decision, not the compiler's)
         if index == 0 and not instrumented and asked and _ours_uninstrumented(compiled):
             result.memory_faults = [UNINSTRUMENTED_LINE]

@@ -279,3 +279,41 @@ def test_backends_named_as_users_run_them_run_uninstrumented() -> None:
         assert by_backend[backend].leaked == 0 and by_backend[backend].memory_faults == []
     for backend in ("cpu-vector", "cpu-blas"):  # not counted, and not an uninstrumented finding
         assert by_backend[backend].leaked is None and by_backend[backend].memory_faults is None
+
+
+def test_an_output_that_shares_memory_with_an_argument_is_found_on_any_backend(
+    monkeypatch,
+) -> None:
+    """Every target returns arrays of its own (a later write into an argument must not change
+    an answer): the worker checks each call's output against its arguments on every backend,
+    NumPy's graph-numpy too, and the memory oracle reports ``aliased-input``. A graph-numpy
+    that returned NumPy's values uncopied (``x``, ``x.T``: views of the argument) was a
+    held-out plant no oracle saw; the real targets pass."""
+    from compiler import backends
+    from harness.case import Case
+    from harness.oracles.base import Judgement, Observation
+    from harness.oracles.memory import Memory
+    from harness.run.task import Task
+    from harness.run.worker import execute
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    program = b.build(b.node("permute_dims", x, axes=(1, 0)))
+    inputs = [np.arange(6, dtype=np.float32).reshape(2, 3)]
+    targets = ("cpu-loops@O0", "cpu-vector@O0", "graph-numpy")
+    case = Case(program, inputs, targets)
+    results = execute(Task(case, targets)).results
+    assert all(r.ok for r in results), [(r.backend, r.message) for r in results]
+    assert Memory().judge(Observation(case, results, {}, Judgement()), []) == []
+
+    numpy_backend = backends.get("graph-numpy")
+
+    def uncopied(self, artifacts, arrays):  # NumPy's views of the arguments, as they are
+        return [np.asarray(arrays[0]).T]
+
+    monkeypatch.setattr(type(numpy_backend), "run", uncopied)
+    results = execute(Task(case, targets)).results
+    found = Memory().judge(Observation(case, results, {}, Judgement()), [])
+    assert [(f.kind, f.backends) for f in found] == [("aliased-input", ("graph-numpy",))]
+    assert "shares memory with argument(s) [0]" in found[0].detail
