@@ -561,10 +561,9 @@ def concurrent_calls(
     ``fn``'s (none of its specializations compiled yet): the even threads one they share (they
     race to compile it), each odd one a new one at every call, which reads its first argument
     from its closure (``_thread_function``), so that those trace at once, each capturing a
-    NumPy array. Each
-    answer must have the bits its function gives called alone, or fail as that did. "" if every
-    call did, else what the first that did not got; None where ``fn`` has no function or no
-    inputs."""
+    NumPy array. Each answer must have the bits its function gives called alone, or fail as
+    that did. "" if every call did, else what the first that did not got; None where ``fn`` has
+    no function or no inputs."""
     import threading
 
     import compiler
@@ -793,12 +792,12 @@ def run_backend(
         returned.append((result, output, answer))
         instrumented = instrumented_kernel(compiled)
         result.memory_faults = faults if instrumented else None
-        aliased = _aliased_inputs(output, inputs)
-        if aliased:  # on any backend, instrumented or not (a NumPy one's too)
-            result.memory_faults = [*(result.memory_faults or ()), aliased]
         asked = instrumented_backend(backend)  # (the harness's decision, not the compiler's)
         if index == 0 and not instrumented and asked and _ours_uninstrumented(compiled):
             result.memory_faults = [UNINSTRUMENTED_LINE]
+        aliased = _aliased_inputs(output, inputs)
+        if aliased:  # on any backend, instrumented or not (a NumPy one's too)
+            result.memory_faults = [*(result.memory_faults or ()), aliased]
         if index == 0:
             result.cells = sorted(stage_cells(compiled.stages))
             notes = getattr(getattr(compiled, "artifacts", None), "notes", {})

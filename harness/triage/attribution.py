@@ -117,7 +117,7 @@ _ABOVE_PIPELINES: dict[tuple[str, str], tuple[str, str]] = {
 _TRACING_RACE = (
     "jit",
     "a thread tracing a function that captures a NumPy array, while other threads trace "
-    "theirs, got an answer its function does not give traced alone: the @jit layer's "
+    "theirs, raised where that function traced alone does not: the @jit layer's "
     "tracing (compiler/frontend/trace.py: the stack of traces captured arrays join, which "
     "must be each thread's own; compiler/api.py), not a pipeline",
 )
