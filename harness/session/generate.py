@@ -391,8 +391,8 @@ def gpt2_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     one to four, up to six tokens, a vocabulary of 2 to 24; the checkpoint written in every
     layout HuggingFace's are found in; three in four of them also making every call the model
     must refuse (``INVALID``: a refusal costs no compile), and a quarter with token embeddings
-    in equal pairs (tied logits). Generation keeps
-    the window at one or two lengths (each length is a compile)."""
+    in equal pairs (tied logits). Generation keeps the window at one or two lengths (each
+    length is a compile)."""
     layers = uniform(draw, (1, 1, 2, 2, 3, 11, 12))
     heads = uniform(draw, (1, 2, 3, 4))
     width = heads * uniform(draw, (1, 2, 3, 4))

@@ -98,8 +98,8 @@ class ModelSpec:
     disk; ``file``: through a safetensors file, not a dict; ``order``: a seed for the order of
     the names (0: as HuggingFace writes them); ``invalid``: the calls the model must refuse,
     one of ``INVALID``, ``ALL_INVALID`` (every one: a refusal costs no compile) or "" (none);
-    ``ties``: token embeddings in equal pairs (rows 2k and 2k+1 of
-    ``wte``), so that logits tie and greedy generation must take the first maximum."""
+    ``ties``: token embeddings in equal pairs (rows 2k and 2k+1 of ``wte``), so that logits tie
+    and greedy generation must take the first maximum."""
 
     layers: int
     heads: int
