@@ -9,7 +9,7 @@ their result rule here; the frontend's trace rules build their graphs.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -156,11 +156,7 @@ def _reshape_method(name: str, shape: Sequence[Any]) -> str:
         return _sequence(shape)
     product = int(np.prod(known)) if known else 1
     inferred = f"{name}.size" if product == 1 else f"{name}.size // {product}"
-    listed = ", ".join(inferred if v == -1 else str(v) for v in shape)
-    form = sum(shape[:2]) % 3
-    if form == 1:
-        return f"({listed}{',' if len(shape) == 1 else ''})"
-    return f"[{listed}]" if form == 2 else listed
+    return _sequence(shape, [inferred if v == -1 else str(v) for v in shape])
 
 
 def _namespace_dtype(dtype: Any) -> str:
@@ -172,20 +168,22 @@ def _namespace_dtype(dtype: Any) -> str:
     return dtype_source(dtype) if dtype == BFLOAT16 else f"xp.{dtype.name}"
 
 
-def _kwargs(attrs: Mapping[str, Any], specs: Mapping[str, Attr]) -> str:
-    """The keywords of ``attrs`` that differ from their default (an absent one does not)."""
+def _kwargs(
+    attrs: Mapping[str, Any], specs: Mapping[str, Attr], axis: Callable[[Any], str] = repr
+) -> str:
+    """The keywords of ``attrs`` that differ from their default (an absent one does not), the
+    axis written by ``axis``."""
     given = {k: attrs.get(k, spec.default) for k, spec in specs.items()}
-    return "".join(f", {k}={v!r}" for k, v in given.items() if v != specs[k].default)
-
-
-def _method_kwargs(name: str, attrs: Mapping[str, Any], specs: Mapping[str, Attr]) -> str:
-    """``_kwargs`` without its leading comma, a negative axis as ``_axis_method`` writes it."""
-    given = {k: attrs.get(k, spec.default) for k, spec in specs.items()}
-    return ", ".join(
-        f"{k}={_axis_method(name, v) if k == 'axis' else repr(v)}"
+    return "".join(
+        f", {k}={axis(v) if k == 'axis' else repr(v)}"
         for k, v in given.items()
         if v != specs[k].default
     )
+
+
+def _method_kwargs(name: str, attrs: Mapping[str, Any], specs: Mapping[str, Attr]) -> str:
+    """``_kwargs`` without its leading comma, the last axis as ``_axis_method`` writes it."""
+    return _kwargs(attrs, specs, lambda axis: _axis_method(name, axis))[2:]
 
 
 _REDUCTION_ATTRS = {"axis": Attr("axis", None), "keepdims": Attr("bool", False)}
@@ -253,7 +251,7 @@ def _composite(name: str, arity: int, infer: Any, attrs: Mapping[str, Attr], dep
 _LAYOUT = {"keeps": "values"}
 
 
-def _sequence(values: Sequence[int]) -> str:
+def _sequence(values: Sequence[int], shown: Sequence[str] | None = None) -> str:
     """A method's sequence argument in one of the three forms NumPy takes, ``x.reshape(2, 3)``,
     ``x.reshape((2, 3))`` or ``x.reshape([2, 3])``, chosen by the first two values' sum modulo
     3 so that programs use each, rank-3 permutations too (each form is its own path in the
@@ -261,10 +259,10 @@ def _sequence(values: Sequence[int]) -> str:
     a frontend that mistook ``x.transpose((1, 0))`` went unseen, and with two, one that took
     ``x.transpose([1, 0, 2])`` for one axis); empty, the tuple ``()``. The choice is the
     values' alone: evaluation prints the call with placeholder names, and must print what the
-    reproducer prints."""
+    reproducer prints. ``shown``: each value's text, where it is not the value itself."""
     if not values:
         return "()"
-    listed = ", ".join(map(str, values))
+    listed = ", ".join(map(str, values) if shown is None else shown)
     form = sum(values[:2]) % 3
     if form == 1:
         return f"({listed}{',' if len(values) == 1 else ''})"
