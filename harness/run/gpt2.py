@@ -38,6 +38,12 @@ def checkpoint(spec: ModelSpec, inputs: list[np.ndarray], flaw: str = "") -> dic
     """The weights among ``inputs`` under HuggingFace GPT-2 names, as ``spec`` says to write
     them (prefix, tied head, mask buffers, stored dtype, name order), with ``flaw`` (of
     ``DAMAGES``; "" none)."""
+    named = _named(spec, inputs)
+    return _ordered(spec, damaged(spec, named, flaw) if flaw else named)
+
+
+def _named(spec: ModelSpec, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """``checkpoint``'s tensors by name, before any flaw and in HuggingFace's order."""
     tensors: dict[str, np.ndarray] = {}
     for name, array in zip(spec.names(), inputs, strict=True):
         if name:
@@ -51,13 +57,16 @@ def checkpoint(spec: ModelSpec, inputs: list[np.ndarray], flaw: str = "") -> dic
     named = {(PREFIX if spec.prefix else "") + k: v for k, v in tensors.items()}
     if spec.lm_head:
         named["lm_head.weight"] = tensors["wte.weight"]
-    if flaw:
-        named = damaged(spec, named, flaw)
-    if spec.order:
-        keys = list(named)
-        order = np.random.default_rng(spec.order).permutation(len(keys))
-        named = {keys[i]: named[keys[i]] for i in order}
     return named
+
+
+def _ordered(spec: ModelSpec, named: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``named`` in the order ``spec.order`` draws (as it is for 0)."""
+    if not spec.order:
+        return named
+    keys = list(named)
+    order = np.random.default_rng(spec.order).permutation(len(keys))
+    return {keys[i]: named[keys[i]] for i in order}
 
 
 def damaged(spec: ModelSpec, named: dict[str, np.ndarray], flaw: str) -> dict[str, np.ndarray]:
@@ -309,9 +318,10 @@ def run_model(spec: ModelSpec, inputs: list[np.ndarray], backend: str) -> ModelR
     from compiler import model
 
     run = ModelRun()
+    named = _named(spec, inputs)  # (written once, each flaw on a copy)
     for flaw in DAMAGES:  # (a few small loads: no compile)
         try:
-            _load(spec, checkpoint(spec, inputs, flaw))
+            _load(spec, _ordered(spec, damaged(spec, named, flaw)))
         except ValueError:
             continue
         except Exception as error:  # noqa: BLE001 - another error class is the finding
@@ -319,7 +329,7 @@ def run_model(spec: ModelSpec, inputs: list[np.ndarray], backend: str) -> ModelR
         else:
             run.unrefused[flaw] = "loaded it"
     try:
-        config, params = _load(spec, checkpoint(spec, inputs))
+        config, params = _load(spec, _ordered(spec, named))
     except Exception as error:  # noqa: BLE001 - the loader's failure is the finding
         run.loaded = _error(error)
         return run
