@@ -842,9 +842,9 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     # then finds what the edges show (a float32 log of subnormals off by ln 2 went unseen in
     # three 60 s sessions of five, its sweep with edges waiting its turn among the items).
     with_edges = edges or prim.kind in ELEMENTWISE_SWEPT
-    size = uniform(draw, SWEEP_SIDES)  # (sampled_from: 64 far more often than 600)
-    if tails:
-        size = uniform(draw, uniform(draw, (SHORT_SIDES, TAIL_SIDES)))
+    # (uniform: sampled_from draws 64 far more often than 600)
+    sides = uniform(draw, (SHORT_SIDES, TAIL_SIDES)) if tails else SWEEP_SIDES
+    size = uniform(draw, sides)
     b = ProgramBuilder()
     conversion = _conversion_of(item)
     if conversion:  # a conversion alone, on a vector or rows

@@ -580,12 +580,12 @@ def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
     """``strategy``'s cases, ``GPU_SHARE`` of them also on ``GPU_SAMPLED`` (jit sequences and
     invalid programs aside: their oracles call the CPU targets only), and every case focused
     on a view's layout (``focus._view_cases``), of one op on views (``strided_op_cases``) or
-    reading a reversed view (``reads_reversed``):
-    a layout is a code path of its own in the GPU lowering too (a reversed read is a
-    ``memref.load`` there), and at its share the view items' few cases held about three GPU
-    cases a session (a planted bug of the GPU's reversed reads survived 4 of 4 60 s sessions,
-    and 7 of 10 with half of those cases on the GPU; another, whose reversed reads failed only
-    where the view was broadcast, survived 60 s sessions with every view case on the GPU).
+    reading a reversed view (``reads_reversed``): a layout is a code path of its own in the GPU
+    lowering too (a reversed read is a ``memref.load`` there), and at its share the view items'
+    few cases held about three GPU cases a session (a planted bug of the GPU's reversed reads
+    survived 4 of 4 60 s sessions, and 7 of 10 with half of those cases on the GPU; another,
+    whose reversed reads failed only where the view was broadcast, survived 60 s sessions with
+    every view case on the GPU).
     The coin shrinks toward without."""
     last = round(1 / GPU_SHARE) - 1
 

@@ -417,11 +417,9 @@ def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatc
     names' sorted order. A frontend that flattened a dict's keys sorted but walked its values in
     insertion order (a held-out plant, caught only by jit sequences in 1 of 2 sessions) puts
     values under the wrong names: named there, and not in the tuple form."""
-    import dataclasses
 
     import compiler
     from compiler import api
-    from compiler.frontend import pytree
 
     base = _chain()
     variants = [replace(base, inputs=[base.inputs[0] + np.float32(k)]) for k in range(16)]
@@ -432,22 +430,10 @@ def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatc
         for backends in (("cpu-loops@O0",), ("cpu-blas",), ("cpu-loops@O0", "cpu-vector")):
             assert tupled.trees(case.on(backends)) == tupled.trees(case)
 
-    def planted(tree, is_leaf):
-        leaves = []
+    def insertion_order(node, walk):  # the keys sorted, the values in insertion order
+        return ("dict", tuple(sorted(node, key=repr)), tuple(map(walk, node.values())))
 
-        def walk(node):
-            if is_leaf(node):
-                leaves.append(node)
-                return ("*",)
-            if isinstance(node, (tuple, list)):
-                return (type(node).__name__, tuple(walk(v) for v in node))
-            if isinstance(node, dict):  # the keys sorted, the values in insertion order
-                return ("dict", tuple(sorted(node, key=repr)), tuple(map(walk, node.values())))
-            if dataclasses.is_dataclass(node):
-                return ("static", id(node))
-            return ("static", pytree._static(node))
-
-        return leaves, walk(tree)
+    planted = _flatten_walking_dicts(insertion_order)
 
     for case, caught in ((structured, True), (flat, False)):
         inputs = list(case.inputs)
@@ -461,21 +447,11 @@ def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatc
         assert not caught or "by name in a dict" in detail, detail
         jitted.clear()
 
-    def by_themselves(tree, is_leaf):  # keys sorted by themselves (another held-out plant)
-        leaves = []
+    def sorted_themselves(node, walk):  # keys of two types do not sort: TypeError
+        keys = tuple(sorted(node))
+        return ("dict", keys, tuple(walk(node[k]) for k in keys))
 
-        def walk(node):
-            if is_leaf(node):
-                leaves.append(node)
-                return ("*",)
-            if isinstance(node, (tuple, list)):
-                return (type(node).__name__, tuple(walk(v) for v in node))
-            if isinstance(node, dict):  # keys of two types do not sort: TypeError
-                keys = tuple(sorted(node))
-                return ("dict", keys, tuple(walk(node[k]) for k in keys))
-            return ("static", pytree._static(node))
-
-        return leaves, walk(tree)
+    by_themselves = _flatten_walking_dicts(sorted_themselves)  # (another held-out plant)
 
     # The results' dict is keyed by numbers and one name: Python takes it, so must the frontend.
     inputs = list(structured.inputs)
@@ -486,6 +462,33 @@ def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatc
         detail = tupled.check(structured, jitted, inputs, "cpu-loops@O0", first)
     assert detail.startswith(tupled.TREES + "a function with several results raised TypeError")
     jitted.clear()
+
+
+def _flatten_walking_dicts(walk_dict):
+    """A planted ``compiler.frontend.pytree.flatten`` that describes a dict as
+    ``walk_dict(node, walk)`` does, every other node as the frontend does."""
+    import dataclasses
+
+    from compiler.frontend import pytree
+
+    def flatten(tree, is_leaf):
+        leaves = []
+
+        def walk(node):
+            if is_leaf(node):
+                leaves.append(node)
+                return ("*",)
+            if isinstance(node, (tuple, list)):
+                return (type(node).__name__, tuple(walk(v) for v in node))
+            if isinstance(node, dict):
+                return walk_dict(node, walk)
+            if dataclasses.is_dataclass(node):
+                return ("static", id(node))
+            return ("static", pytree._static(node))
+
+        return leaves, walk(tree)
+
+    return flatten
 
 
 _MAKE_TREES = """
