@@ -44,6 +44,7 @@ from strategies.model.gpt2 import ALL_INVALID, STORED, ModelSpec
 
 from ..case import (
     CPU_BACKENDS,
+    GATEWAY_SAMPLED,
     GPU_SAMPLED,
     GPU_SHARE,
     SAMPLED_BACKENDS,
@@ -505,7 +506,11 @@ def cases(
         focus_last = round(1 / FOCUS_SHARE) - 1
         focused, plain = focus_cases(backends, tuple(focus), tuple(focus_regimes)), mixed
         mixed = coin(focus_last + 1).flatmap(lambda face: focused if face == focus_last else plain)
-    strategy = with_layouts(with_spellings(with_mlir_variants(mixed, backends)))
+    drawn = backends
+    if default:
+        mixed = _sampled_gateways(mixed)
+        drawn = (*backends, *(b for b in GATEWAY_SAMPLED if b not in backends))
+    strategy = with_layouts(with_spellings(with_mlir_variants(mixed, drawn)))
     if default and _gpu_available():
         strategy = _sampled_gpu(strategy)
     if default:
@@ -569,6 +574,44 @@ def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case
         return case.on((*case.backends, variant))
 
     return st.tuples(strategy, coin(last + 1), coin(len(variants))).map(sample)
+
+
+def _gateways() -> tuple[str, ...]:
+    """The ``GATEWAY_SAMPLED`` backends this machine runs."""
+    from compiler import backends as registry
+    from compiler import mlir_variants
+
+    return tuple(
+        name
+        for name in GATEWAY_SAMPLED
+        if mlir_variants.is_draw(name) or registry.get(name).unavailable() is None
+    )
+
+
+def _sampled_gateways(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
+    """``strategy``'s cases, each ``GATEWAY_SAMPLED`` backend joining its share of them (a
+    coin each, shrinking toward without; jit sequences and invalid programs aside: their
+    oracles call the CPU targets only). An ``mlir:*`` draw is made concrete afterwards
+    (``with_mlir_variants``)."""
+    gateways = _gateways()
+    if not gateways:
+        return strategy
+    lasts = tuple(round(1 / GATEWAY_SAMPLED[name]) - 1 for name in gateways)
+
+    def sample(drawn: tuple[Case, tuple[int, ...]]) -> Case:
+        case, faces = drawn
+        if case.carries_run or case.invalid is not None:
+            return case
+        joining = tuple(
+            name
+            for name, face, last in zip(gateways, faces, lasts, strict=True)
+            if face == last and name not in case.backends
+        )
+        for name in joining:
+            event(f"sampled:{name.partition('@')[0]}")
+        return case.on((*case.backends, *joining)) if joining else case
+
+    return st.tuples(strategy, st.tuples(*(coin(last + 1) for last in lasts))).map(sample)
 
 
 def reads_reversed(case: Case) -> bool:

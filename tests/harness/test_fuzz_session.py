@@ -1149,22 +1149,25 @@ def test_a_share_of_default_cases_also_runs_one_triage_variant() -> None:
 
     seen: dict[str, int] = {}
     counted = {"cases": 0}
+    # Pooled over seeds: a seed's draws are not independent (Hypothesis's generate phase
+    # mutates its own examples, coins included), and one stream of 600 held 11.
+    for stream in (5, 6, 7):
 
-    @seed(5)
-    @settings(
-        max_examples=600, phases=[Phase.generate], database=None, deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
-    @given(cases(CPU_BACKENDS))
-    def collect(case) -> None:  # noqa: ANN001
-        counted["cases"] += 1
-        variants = [b for b in case.backends if b in TRIAGE_SAMPLED]
-        assert len(variants) <= 1
-        for variant in variants:
-            assert case.sequence is None and case.invalid is None
-            seen[variant] = seen.get(variant, 0) + 1
+        @seed(stream)
+        @settings(
+            max_examples=300, phases=[Phase.generate], database=None, deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )  # fmt: skip
+        @given(cases(CPU_BACKENDS))
+        def collect(case) -> None:  # noqa: ANN001
+            counted["cases"] += 1
+            variants = [b for b in case.backends if b in TRIAGE_SAMPLED]
+            assert len(variants) <= 1
+            for variant in variants:
+                assert case.sequence is None and case.invalid is None
+                seen[variant] = seen.get(variant, 0) + 1
 
-    collect()
+        collect()
     share = sum(seen.values()) / counted["cases"]
     assert 0.02 < share < 0.15 and len(seen) >= 4, (seen, counted)
     quick = settings(
@@ -1194,6 +1197,51 @@ def test_a_share_of_default_cases_also_runs_one_triage_variant() -> None:
 
     sweeps()
     assert swept["sweeps"] >= 3, swept
+
+
+def test_default_sessions_also_run_graph_numpy_and_drawn_mlir_variants() -> None:
+    """A share of a default session's cases also run on graph-numpy (attribution's reference)
+    and on a drawn, concrete mlir:* variant at -O0: held-out plants there survived every 60 s
+    session, which never ran them. Never a jit sequence or an invalid program; a session that
+    names its backends gets none."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from compiler import mlir_variants
+    from harness.case import CPU_BACKENDS
+    from harness.session.generate import cases
+
+    counts = {"cases": 0, "graph-numpy": 0, "mlir": 0}
+
+    @seed(5)
+    @settings(
+        max_examples=300, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(CPU_BACKENDS))
+    def collect(case) -> None:  # noqa: ANN001
+        counts["cases"] += 1
+        variants = [b for b in case.backends if b.startswith(mlir_variants.PREFIX)]
+        assert len(variants) <= 1 and not any(map(mlir_variants.is_draw, variants)), variants
+        assert all(v.endswith("@O0") and "known-broken" not in v for v in variants), variants
+        gateway = "graph-numpy" in case.backends or variants
+        assert not gateway or (case.sequence is None and case.invalid is None), case.backends
+        counts["graph-numpy"] += "graph-numpy" in case.backends
+        counts["mlir"] += bool(variants)
+
+    collect()
+    assert 0.1 < counts["graph-numpy"] / counts["cases"] < 0.4, counts
+    assert 0.03 < counts["mlir"] / counts["cases"] < 0.25, counts
+
+    @seed(5)
+    @settings(
+        max_examples=100, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(cases(("cpu-loops@O0", "cpu-blas@O0")))
+    def named(case) -> None:  # noqa: ANN001
+        assert set(case.backends) <= {"cpu-loops@O0", "cpu-blas@O0"}, case.backends
+
+    named()
 
 
 def test_the_cases_focused_on_a_views_layout_also_run_the_gpu_lowering() -> None:
