@@ -148,6 +148,19 @@ register(
 )
 
 
+register(
+    "emulation-without-avx512",
+    "llvm/llvm-project #179489 (fixed by PR #179853 on main, not in LLVM 22.1.8)",
+    "gpu-emulated's kernel is compiled without AVX-512 (-avx512f): X86 codegen stores a "
+    "truncating masked store with one lane set (the loop vectorizer's folded tail, its mask "
+    "constant once the loop is unrolled) as a store of the whole wide lane, 4 bytes for a 2-byte "
+    "bfloat16 (vmovss/vmovd), so the emulated x.mean(axis=-2) of a bfloat16 (4, 1, 9) wrote 2 "
+    "bytes past a 72-byte buffer and glibc aborted at a later free (LLVM 22.1.8; truncating "
+    "masked stores need AVX-512)",
+    fatal=True,
+)
+
+
 def check(names: Iterable[str]) -> tuple[str, ...]:
     """``names`` (sorted, distinct), each a registered workaround; else a ValueError that
     lists the known ones."""

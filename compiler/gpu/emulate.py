@@ -16,9 +16,16 @@ from typing import Any
 
 import numpy as np
 
+from .. import workarounds
 from ..driver import Artifacts
-from ..pipelines import LOWER, without_bf16_conversions
+from ..pipelines import LOWER, WITHOUT_BF16_CONVERSIONS, drops_bf16_conversions, target_features
 from .pipeline import _walk
+
+#: The host CPU features the emulation is compiled without (workaround
+#: ``emulation-without-avx512``): with AVX-512, LLVM 22's X86 codegen writes a truncating
+#: masked store with one lane set as a store of the whole wide lane, past the buffer's end.
+#: The emulation checks the GPU lowering, not this CPU's vector code.
+WITHOUT_AVX512 = ("-avx512f",)
 
 
 def _constant(value: int) -> Any:
@@ -100,11 +107,22 @@ class EmulatedKernel:
         return self.kernel([np.require(a, requirements="C") for a in arrays])
 
 
+def _emulation_features(module: Any) -> None:
+    """Every function of the lowered emulation compiled without ``WITHOUT_BF16_CONVERSIONS``
+    (``pipelines.drops_bf16_conversions``) and without ``WITHOUT_AVX512`` (workaround
+    ``emulation-without-avx512``), where those are on: one ``target_features`` attribute."""
+    features = list(WITHOUT_BF16_CONVERSIONS) if drops_bf16_conversions() else []
+    if workarounds.enabled("emulation-without-avx512"):
+        features += WITHOUT_AVX512
+    if features:
+        target_features(module, tuple(features))
+
+
 def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
     """The ``mapped`` stage with every launch made a sequential loop nest, lowered by the CPU
     targets' LOWER pipeline and JIT-compiled (``runtime.Kernel``, uninstrumented); without
     ``pipelines.WITHOUT_BF16_CONVERSIONS`` (a GPU's bfloat16 keeps subnormals: PTX's
-    ``cvt.rn.bf16.f32`` does)."""
+    ``cvt.rn.bf16.f32`` does) nor ``WITHOUT_AVX512`` (``_emulation_features``)."""
     from mlir import ir, passmanager
 
     from ..runtime import Kernel
@@ -115,7 +133,7 @@ def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
         launches_to_loops(module)
         module.operation.verify()
         passmanager.PassManager.parse(LOWER).run(module.operation)
-        without_bf16_conversions(module)
+        _emulation_features(module)
         kernel = Kernel(module, artifacts.signature, 2, instrument=False)
     kernel.context = context
     return EmulatedKernel(kernel)

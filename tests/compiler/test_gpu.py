@@ -191,6 +191,41 @@ def test_an_emulated_bfloat16_max_keeps_a_subnormal() -> None:
     assert np.array_equal(np.asarray(data["ran"]).astype(np.float64), want.astype(np.float64))
 
 
+#: corpus/crash-c47d764f20: gpu-emulated's bfloat16 mean over the middle axis of a (4, 1, 9)
+#: array; run in a child (its heap corruption aborts at a later free), glibc's checks on.
+_EMULATED_BF16_MEAN = """
+import ml_dtypes, numpy as np, compiler
+x = np.array([[[-0.35, -2.86, -1.0, -2.9, 128.0, -2.72, 88.0, 1.68, -0.35]],
+              [[128.0, -1.13, -0.35, 89.0, -0.038, -0.35, -0.09, -0.8, 88.0]],
+              [[89.0, -0.0078, -87.0, -88.0, 1.2e-38, 1.2e-07, 1.15, -88.0, 128.0]],
+              [[-0.35, -3.0, -0.35, -2.53, -3.28, 89.0, -3.89, 1.2e-38, -1.0]]])
+x = x.astype(ml_dtypes.bfloat16)
+for _ in range(3):
+    got = compiler.jit(lambda a: a.mean(axis=-2))(x, target="gpu-emulated")
+    assert np.array_equal(np.asarray(got).view(np.uint16), x[:, 0, :].view(np.uint16)), got
+print("ok")
+"""
+
+
+def test_an_emulated_bfloat16_mean_over_a_middle_axis_stays_in_its_buffers() -> None:
+    """A default session (seed 12) found gpu-emulated's bfloat16 ``x.mean(axis=-2)`` right,
+    then glibc aborting at a later free: the emulated 9-trip rounding loop, vectorized by 4 with
+    its tail as masks, ends in a one-lane truncating masked store, which LLVM 22's X86 codegen
+    writes as the whole 4-byte lane where AVX-512 makes it legal (llvm #179489), 2 bytes past a
+    72-byte buffer. The emulation is compiled without AVX-512 (``emulation-without-avx512``)."""
+    env = {
+        **os.environ,
+        "MALLOC_CHECK_": "3",
+        "PYTHONPATH": str(Path(compiler.__file__).parents[1]),
+    }
+    env.pop("COMPILER_DISABLE_WORKAROUNDS", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _EMULATED_BF16_MEAN], env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
 def test_no_device_is_a_known_limitation() -> None:
     from compiler.gpu.backend import cuda_devices
 

@@ -93,3 +93,35 @@ def test_a_masked_half_load_in_an_optnone_function_is_compiled(name: str) -> Non
         raise RuntimeError(f"llc -O0 fails too:\n{plain.stderr[-2000:]}")
     proc = llc(name, "-mattr=+avx2")
     assert proc.returncode == 0, proc.stderr[-400:]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="LLVM 22.1.8: X86 stores a one-lane truncating masked store as the whole wide lane "
+    "(llvm #179489, fixed by PR #179853 on main; the compiler's workaround: "
+    "emulation-without-avx512)",
+)
+def test_a_one_lane_truncating_masked_store_writes_one_element() -> None:
+    """Found by a 60 s default session (seed 12): gpu-emulated's ``x.mean(axis=-2)`` of a
+    bfloat16 (4, 1, 9) was right, then glibc aborted at a later free ("free(): invalid next
+    size"). The emulated rounding loop (9 trips, float32 -> bfloat16 in integers) is vectorized
+    with a masked tail, whose last store, lane 0 of a ``trunc <4 x i32> to <4 x i16>``, X86
+    selects as ``vmovss``/``vmovd``: 4 bytes at offset 70 of a 72-byte buffer. It needs a legal
+    truncating masked store (AVX512 F+BW+VL for i32 -> i16); without one it is a 2-byte store."""
+    plain = llc("llvm_masked_truncating_store_one_lane.ll", "-mattr=+avx2")
+    if plain.returncode != 0 or not _stores_two_bytes(plain.stdout):
+        raise RuntimeError(f"setup: without AVX-512\n{plain.stdout[-1000:]}{plain.stderr[-1000:]}")
+    proc = llc("llvm_masked_truncating_store_one_lane.ll", "-mattr=+avx512f,+avx512bw,+avx512vl")
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-1000:])
+    assert _stores_two_bytes(proc.stdout), proc.stdout[-600:]
+
+
+def _stores_two_bytes(assembly: str) -> bool:
+    """Every store through %rdi (the pointer argument) writes one i16: ``movw``, ``pextrw``, or
+    a store masked by a k register."""
+    stores = [line.split() for line in assembly.splitlines() if "(%rdi)" in line]
+    return bool(stores) and all(
+        s[0] in ("movw", "pextrw", "vpextrw") or "{%k" in " ".join(s) for s in stores
+    )
