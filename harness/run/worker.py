@@ -594,8 +594,11 @@ def concurrent_calls(
         own, given = _thread_function(fn.fn, thread, sets[thread])
         if own is None:
             return shared, given
-        made.append(compiler.jit(own))
-        return made[-1], given
+        # Its own, not ``made[-1]``: another thread may append between the two (a clean session
+        # saw a thread call another's function, its captured array, on its own arguments).
+        jitted = compiler.jit(own)
+        made.append(jitted)
+        return jitted, given
 
     start = threading.Barrier(THREADS)
     stories: list[str] = []
