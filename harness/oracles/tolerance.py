@@ -160,14 +160,23 @@ def couples(program: Any) -> bool:
 
 
 def working_dtype(program: Any) -> np.dtype:
-    """The least precise float dtype the program computes in: float32 (or float16, bfloat16)
-    anywhere inside means its rounding reaches the output, even when NumPy promotes the result
-    to float64. A program with an integer or boolean output is judged exactly."""
+    """The least precise float dtype the program computes in: a float32 (or float16, bfloat16)
+    result of an equation that rounds means its rounding reaches the output, even when NumPy
+    promotes the result to float64. An input of a narrower dtype, or an exact view or selection
+    of one, rounds nothing (its conversion to the wider dtype is exact): a float32 @ float64
+    is computed and judged in float64 (judged in float32, a trace rule that made it a float32
+    product, 1e-8 off, passed). A program with an integer or boolean output is judged exactly."""
+    from ..run.references import exact_primitive
+
     output = np.dtype(program.output_type.dtype)
     if not is_float(output):
         return output
-    floats = [np.dtype(d) for d in program.dtypes() if is_float(d)]
-    return max(floats, key=eps) if floats else output
+    floats = [
+        np.dtype(node.type.dtype)
+        for node in program.nodes
+        if is_float(node.type.dtype) and not exact_primitive(primitives.get(node.op))
+    ]
+    return max([*floats, output], key=eps)
 
 
 def exactly_rounded(program: Any) -> bool:

@@ -254,8 +254,14 @@ def strided_matmul_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     """matmul of views in the layouts of ``OPERAND_LAYOUTS`` (rows padded, transposed, inner and
     negative steps, offsets), so the BLAS substitution must pass leading dimensions, or fall
     back to loops, correctly on each operand, and the lowering copy the views it must copy. At
-    least one operand is not a plain input."""
+    least one operand is not a plain input. A third of them multiply operands of two dtypes
+    (``MIXED_MATMUL_DTYPES``, of values that are not integers), which NumPy computes in the
+    wider one."""
     dtype = draw(st.sampled_from(["float32", "float64"]))
+    dtypes = (dtype, dtype)
+    if draw(coin(3)) == 2:
+        dtypes = uniform(draw, MIXED_MATMUL_DTYPES)
+        event(f"strided-matmul-dtypes:{dtypes[0]}@{dtypes[1]}")
     sides = draw(st.lists(st.integers(2, 7), min_size=3, max_size=3, unique=True))
     # Half of them have a unit extent (m, k or n is 1; the coin shrinks toward none): a (1, K)
     # row or a (K, 1) column, whose stride along it is never read, is where the BLAS helper's
@@ -268,17 +274,38 @@ def strided_matmul_cases(draw: st.DrawFn, backends: tuple[str, ...]) -> Case:
     m, k, n = sides
     batch = draw(st.sampled_from([(), (2,)]))
     b = ProgramBuilder()
-    left, left_layout = _operand_view(draw, b, batch, (m, k), dtype)
+    left, left_layout = _operand_view(draw, b, batch, (m, k), dtypes[0])
     views = OPERAND_LAYOUTS if left_layout != "contiguous" else OPERAND_LAYOUTS[:-1]
-    right, right_layout = _operand_view(draw, b, batch, (k, n), dtype, views)
+    right, right_layout = _operand_view(draw, b, batch, (k, n), dtypes[1], views)
     out = b.node("matmul", left, right)
     event(f"origin:strided-matmul:rank{len(batch) + 2}")
     event(f"strided-matmul:{left_layout}@{right_layout}")
     program = b.build(out)
     seed = draw(st.integers(0, 2**31 - 1))
     rng = np.random.default_rng(seed)
-    inputs = [np.round(rng.standard_normal(i.shape) * 4).astype(dtype) for i in program.inputs]
+    # Integers (exact in every dtype: a sum's order changes no bit), but where the dtypes differ:
+    # there a value the narrower dtype cannot hold is what an operand cast to it would change.
+    inputs = [
+        (
+            (rng.standard_normal(i.shape) * 4).astype(i.dtype)
+            if dtypes[0] != dtypes[1] and np.dtype(i.dtype).kind != "i"
+            else np.round(rng.standard_normal(i.shape) * 4).astype(i.dtype)
+        )
+        for i in program.inputs
+    ]
     return Case(program, inputs, backends, origin="strided-matmul")
+
+
+#: The (left, right) operand dtypes of a mixed strided-matmul case: each narrower than NumPy's
+#: result on one side or the other (a trace rule that cast the right operand to the left one's
+#: dtype, not to the result's, made float32 @ float64 a float32 product, unseen in 60 s
+#: sessions: 1 case in 80 had a matmul of two dtypes whose left one was the narrower).
+MIXED_MATMUL_DTYPES = (
+    ("float32", "float64"), ("float64", "float32"), ("int32", "float32"),
+    ("float32", "int32"), ("int32", "float64"), ("float64", "int32"),
+    ("float16", "float32"), ("float32", "float16"), ("bfloat16", "float32"),
+    ("float32", "bfloat16"), ("float16", "float64"), ("bfloat16", "float64"),
+)  # fmt: skip
 
 
 #: The ops a strided-op case applies to views (gather in five of eighteen: cpu-vector's

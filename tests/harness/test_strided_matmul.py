@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from planted_reproducer import run_with_and_without
@@ -23,11 +24,14 @@ def test_strided_matmuls_take_every_blas_path_and_agree_with_numpy() -> None:
 
     paths: Counter[str] = Counter()
     layouts: Counter[str] = Counter()
+    mixed: Counter[str] = Counter()
     events = generate.event
 
     def note(text: str) -> None:
         if text.startswith("strided-matmul:"):
             layouts.update(text.split(":", 1)[1].replace("+T", "").split("@"))
+        if text.startswith("strided-matmul-dtypes:"):
+            mixed[text.split(":", 1)[1]] += 1
 
     generate.event = note
     try:
@@ -48,6 +52,47 @@ def test_strided_matmuls_take_every_blas_path_and_agree_with_numpy() -> None:
         generate.event = events
     assert {"blas:gemm", "blas:gemm-ld", "blas:fallback"} <= set(paths), paths
     assert set(layouts) == set(generate.OPERAND_LAYOUTS), layouts
+    # A third multiply operands of two dtypes (and agree with NumPy, above).
+    assert 5 <= sum(mixed.values()) <= 20 and len(mixed) >= 4, mixed
+
+
+def test_a_mixed_strided_matmul_finds_a_right_operand_cast_to_the_left_ones_dtype() -> None:
+    """A mixed strided matmul's values are not integers where the dtypes differ, so a trace
+    rule that cast the right operand to the left one's dtype, not to NumPy's result dtype
+    (float32 @ float64 as a float32 product; a held-out plant, unseen in 60 s sessions), is
+    wrong on each case whose left operand is the narrower."""
+    from harness.session import generate
+    from harness.verdict import judge_output
+
+    verdicts = []
+
+    @seed(2)
+    @settings(
+        max_examples=120, phases=[Phase.generate], database=None, deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    @given(generate.strided_matmul_cases(("cpu-blas@O0",)))
+    def judge(case) -> None:
+        left, right = case.inputs
+        if left.dtype == right.dtype or np.result_type(left, right) == left.dtype:
+            return
+        # The right operand's values as the left one's dtype holds them, in its own dtype.
+        narrowed = right.astype(left.dtype).astype(right.dtype)
+        if np.array_equal(narrowed, right):  # (small ints: float32 holds them)
+            return
+        with np.errstate(all="ignore"):
+            wrong = case.traced_function()(left, narrowed)
+            right_answer = case.traced_function()(left, right)
+        verdicts.append(
+            (
+                judge_output(case, right_answer, use_jax=False).ok,
+                judge_output(case, wrong, use_jax=False).ok,
+            )
+        )
+
+    judge()
+    assert len(verdicts) >= 3, verdicts
+    assert all(ok for ok, _ in verdicts) and not any(wrong for _, wrong in verdicts), verdicts
 
 
 _MAKE = """
