@@ -276,7 +276,7 @@ def _matmul(g: Gen, op: str) -> None:
         q = reuse[g.draw(st.integers(0, len(reuse) - 1))]
         event("operand:reused")
     else:
-        dtype = g.draw(st.sampled_from(sorted(allowed, key=lambda d: d != p.dtype)))
+        dtype = g.partner_dtype(p.dtype, allowed)
         shape = _matmul_partner(g, p.shape, p_right, matrix=transposed)
         if transposed:
             q = g.input((*shape[:-2], shape[-1], shape[-2]), dtype)

@@ -764,3 +764,25 @@ def test_a_tie_of_zeros_meets_the_other_zero() -> None:
     ]
     same = [bool(np.any((a == 0) & (c == 0) & (np.signbit(a) == np.signbit(c)))) for a, c in drawn]
     assert sum(opposite) >= len(drawn) / 8 and sum(same) >= len(drawn) / 8, (opposite, same)
+
+
+def test_an_eighth_of_the_reductions_of_a_shape_with_unit_extents_are_over_those_alone() -> None:
+    """Where a shape has extents of 1, about one reduction in eight is over those axes alone
+    (one element a result, the axes still dropped): a frontend that took such a reduction for
+    one over no axis, keeping its unit dims, survived 60 s sessions (1 reduction in 80)."""
+    from hypothesis import HealthCheck, seed
+
+    drawn: list[bool] = []
+
+    @seed(3)
+    @settings(max_examples=400, phases=[Phase.generate], database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(st.data())
+    def collect(data: st.DataObject) -> None:
+        shape = (4, 3, 1, 5, 2)
+        red = data.draw(reductions(shape))
+        axes = normalize_axes(red.axis, len(shape), "sum") if red.axis is not None else (0,)
+        drawn.append(tuple(axes) == (2,))
+
+    collect()
+    assert 0.12 < sum(drawn) / len(drawn) < 0.35, sum(drawn)  # (an int axis alone: 1 in 15)
