@@ -96,15 +96,49 @@ def _function(case: Case, returns: tuple[Any, ...]) -> Callable[..., Any]:
 
 def trees(case: Case) -> bool:
     """Does ``check`` pass its arguments and take its results as trees, drawn from the case (half
-    the time): the program's inputs as a list, the reversed ones as keyword arguments and the
-    results as a dict (keyed by number, and one by the name "reversed"), each in the reverse of
-    its keys' sorted order? The frontend flattens a dict in sorted order; one that walked its
-    values in insertion order put them under the wrong names, and only jit sequences passed
-    dicts (caught in 1 of 2 60 s sessions); one that sorted the keys themselves raised on keys
-    of two types, which Python takes (a held-out plant: every dict was keyed by strings). Drawn, as
-    every draw of an oracle, from the case without its backends (``Case.draw``): a tree
-    finding's stored case was once replayed as tuples (and passed)."""
+    the time): the program's inputs as a list (or a NamedTuple, or a dataclass: ``container``),
+    the reversed ones as keyword arguments and the results as a dict (keyed by number, and one
+    by the name "reversed"), each in the reverse of its keys' sorted order? The frontend
+    flattens a dict in sorted order; one that walked its values in insertion order put them
+    under the wrong names, and only jit sequences passed dicts (caught in 1 of 2 60 s
+    sessions); one that sorted the keys themselves raised on keys of two types, which Python
+    takes (a held-out plant: every dict was keyed by strings). Drawn, as every draw of an
+    oracle, from the case without its backends (``Case.draw``): a tree finding's stored case
+    was once replayed as tuples (and passed)."""
     return case.toggle("trees", 0.5)
+
+
+#: The containers of the ``trees`` form, drawn from the case: the program's inputs in a list,
+#: a NamedTuple or a dataclass (fields ``x0``, ``x1``...), and the results, where not in a list
+#: form, in one of the same kind around the dict (fields ``several`` and ``reversed``). No case
+#: passed a NamedTuple: a flattening that took one for a plain tuple, which unflatten then did
+#: not know, raised on every NamedTuple argument unseen (a held-out plant).
+CONTAINERS = ("list", "namedtuple", "dataclass")
+
+
+def container(case: Case) -> str:
+    """The ``trees`` form's container (``CONTAINERS``), drawn from the case."""
+    return CONTAINERS[case.draw("trees:container") % len(CONTAINERS)]
+
+
+def container_types(kind: str, count: int) -> tuple[Any, Any]:
+    """(the arguments' class, the results' class) of a ``container`` kind, for ``count``
+    inputs; (None, None) for "list"."""
+    import collections
+    import dataclasses
+
+    fields = [f"x{i}" for i in range(count)]
+    if kind == "namedtuple":
+        return (
+            collections.namedtuple("Given", fields),
+            collections.namedtuple("Together", ["several", "reversed"]),
+        )
+    if kind == "dataclass":
+        return (
+            dataclasses.make_dataclass("Given", fields),
+            dataclasses.make_dataclass("Together", ["several", "reversed"]),
+        )
+    return None, None
 
 
 #: The start of a finding's detail where the function with several results fails taking and
@@ -145,12 +179,16 @@ def _check(
     def together(*arrays: Any) -> tuple[Any, ...]:
         return (*both(*arrays[:count]), single(*arrays[count:]))
 
-    def as_trees(given: list[Any], **others: Any) -> dict[Any, Any]:
+    kind = container(case) if structured else "list"
+    given_type, together_type = container_types(kind, count)
+
+    def as_trees(given: Any, **others: Any) -> Any:
         # results by number and one by name (keys of two types, which sort by neither's own
         # order), inserted in the reverse of their sorted order, as the arguments
-        out: dict[Any, Any] = dict(reversed(list(enumerate(both(*given)))))
+        arrays = given if given_type is None else [getattr(given, f"x{i}") for i in range(count)]
+        out: dict[Any, Any] = dict(reversed(list(enumerate(both(*arrays)))))
         out["reversed"] = single(*[others[f"a{i}"] for i in range(count)])
-        return out
+        return out if together_type is None else together_type(out, out["reversed"])
 
     program = case.program
     jitted = [compiler.jit(as_trees if structured else together)]
@@ -158,7 +196,10 @@ def _check(
     try:
         if structured:
             named = {f"a{i}": other[i] for i in reversed(range(count))}
-            out = jitted[0](list(inputs), target=backend, **named)
+            given = list(inputs) if given_type is None else given_type(*inputs)
+            out = jitted[0](given, target=backend, **named)
+            if together_type is not None:
+                out = {**out.several, "reversed": out.reversed}
             results = (*(out[k] for k in range(len(returns))), out["reversed"])
         else:
             results = jitted[0](*inputs, *other, target=backend)
@@ -176,13 +217,19 @@ def _check(
     except UnsupportedFeature:
         return ""
     except Exception as error:  # noqa: BLE001 - a function with several results must work
-        return f"a function with several results raised {type(error).__name__}: {str(error)[:300]}"
+        held = f" (its inputs and results in a {kind})" if kind != "list" else ""
+        return (
+            f"a function with several results{held} raised {type(error).__name__}: "
+            f"{str(error)[:300]}"
+        )
     finally:
         for jit in jitted:
             jit.clear()
     together_ = ", ".join([*map(str, returns), "the output on the inputs reversed"])
     if structured:
         together_ += "; by name in a dict, the reversed inputs as keyword arguments"
+        if kind != "list":
+            together_ += f", the inputs and results in a {kind}"
     # Where zero signs are a kernel's (after a matmul or an exact reduction), a function with
     # several results may run another kernel than the program alone: a float32 (1, 1) @ (1, 1)
     # whose product underflowed was -0.0 alone and 0.0 among several on cpu-blas@O0, both right.

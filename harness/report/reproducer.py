@@ -448,9 +448,10 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
     each result checked bit for bit against its own call."""
     from strategies.model.printing import function_source
 
-    from ..oracles.tupled import several, trees
+    from ..oracles.tupled import container, several, trees
 
     structured = trees(case)
+    kind = container(case) if structured else "list"
     count = len(case.inputs)
     names = ", ".join(f"x{i}" for i in range(count))
     returns = several(case)
@@ -484,13 +485,37 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
         "",
     ]
     if structured:  # as the oracle called it: keyword arguments in, a dict out
+        fields = ", ".join(repr(f"x{i}") for i in range(count))
+        unpack = "first"
+        if kind != "list":
+            unpack = f"[getattr(first, f'x{{i}}') for i in range({count})]"
         footer += [
             "# The reversed inputs as keyword arguments and the results as a dict (by number, and",
             "# one by name), each in the reverse of its keys' sorted order.",
+        ]
+        if kind == "namedtuple":
+            footer += [
+                "import collections",
+                "",
+                f"Given = collections.namedtuple('Given', [{fields}])",
+                "Together = collections.namedtuple('Together', ['several', 'reversed'])",
+                "",
+                "",
+            ]
+        elif kind == "dataclass":
+            footer += [
+                "import dataclasses",
+                "",
+                f"Given = dataclasses.make_dataclass('Given', [{fields}])",
+                "Together = dataclasses.make_dataclass('Together', ['several', 'reversed'])",
+                "",
+                "",
+            ]
+        footer += [
             "def together(first, **others):",
-            "    out = dict(reversed(list(enumerate(several(*first)))))",
+            f"    out = dict(reversed(list(enumerate(several(*{unpack})))))",
             f"    out['reversed'] = program(*[others[f'a{{i}}'] for i in range({count})])",
-            "    return out",
+            "    return out" if kind == "list" else "    return Together(out, out['reversed'])",
             "",
             "",
         ]
@@ -507,9 +532,12 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
     if structured:
         footer += [
             f"named = {{f'a{{i}}': other[i] for i in reversed(range({count}))}}",
-            f"out = compiler.jit(together)([{names}], target={backend!r}, **named)",
-            f"results = (*(out[k] for k in range({len(returns)})), out['reversed'])",
+            f"given = [{names}]" if kind == "list" else f"given = Given({names})",
+            "out = compiler.jit(together)(given, target=" + repr(backend) + ", **named)",
         ]
+        if kind != "list":
+            footer += ["out = {**out.several, 'reversed': out.reversed}"]
+        footer += [f"results = (*(out[k] for k in range({len(returns)})), out['reversed'])"]
     else:
         footer += [f"results = compiler.jit(together)({names}, *other, target={backend!r})"]
     footer += [

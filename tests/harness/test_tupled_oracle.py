@@ -460,8 +460,60 @@ def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatc
     with monkeypatch.context() as patch:
         patch.setattr(api, "flatten", by_themselves)
         detail = tupled.check(structured, jitted, inputs, "cpu-loops@O0", first)
-    assert detail.startswith(tupled.TREES + "a function with several results raised TypeError")
+    assert detail.startswith(tupled.TREES + "a function with several results"), detail
+    assert "raised TypeError" in detail, detail
     jitted.clear()
+
+
+def test_tree_arguments_come_in_lists_namedtuples_and_dataclasses(monkeypatch) -> None:
+    """The tree form's inputs (and its results around the dict) come in a list, a NamedTuple or
+    a dataclass, drawn from the case (``tupled.container``). A frontend that took a NamedTuple
+    for a plain tuple (a held-out plant: unflatten then knows no such kind) raised on every
+    NamedTuple argument, and no case passed one; named there, and not in the other forms."""
+    import dataclasses
+
+    import compiler
+    from compiler import api
+    from compiler.frontend import pytree
+
+    base = _chain()
+    variants = [replace(base, inputs=[base.inputs[0] + np.float32(k)]) for k in range(64)]
+    kinds = {
+        kind: next(c for c in variants if tupled.trees(c) and tupled.container(c) == kind)
+        for kind in tupled.CONTAINERS
+    }
+
+    def namedtuples_as_tuples(tree, is_leaf):
+        leaves = []
+
+        def walk(node):
+            if is_leaf(node):
+                leaves.append(node)
+                return ("*",)
+            if isinstance(node, (tuple, list)):  # before the NamedTuple test: its class's name
+                return (type(node).__name__, tuple(walk(v) for v in node))
+            if isinstance(node, dict):
+                keys = sorted(node, key=repr)
+                return ("dict", tuple(keys), tuple(walk(node[k]) for k in keys))
+            if dataclasses.is_dataclass(node) and not isinstance(node, type):
+                names = tuple(f.name for f in dataclasses.fields(node))
+                walked = tuple(walk(getattr(node, n)) for n in names)
+                return ("dataclass", type(node), names, walked)
+            return ("static", pytree._static(node))
+
+        return leaves, walk(tree)
+
+    for kind, case in kinds.items():
+        inputs = list(case.inputs)
+        jitted = compiler.jit(case.traced_function())
+        first = jitted(*inputs, target="cpu-loops@O0")
+        assert tupled.check(case, jitted, inputs, "cpu-loops@O0", first) == "", kind
+        with monkeypatch.context() as patch:
+            patch.setattr(api, "flatten", namedtuples_as_tuples)
+            detail = tupled.check(case, jitted, inputs, "cpu-loops@O0", first)
+        assert bool(detail) == (kind == "namedtuple"), (kind, detail)
+        assert kind != "namedtuple" or detail.startswith(tupled.TREES) and "namedtuple" in detail
+        jitted.clear()
 
 
 def _flatten_walking_dicts(walk_dict):
@@ -478,12 +530,16 @@ def _flatten_walking_dicts(walk_dict):
             if is_leaf(node):
                 leaves.append(node)
                 return ("*",)
+            if pytree._is_namedtuple(node):
+                return ("namedtuple", type(node), tuple(walk(v) for v in node))
             if isinstance(node, (tuple, list)):
                 return (type(node).__name__, tuple(walk(v) for v in node))
             if isinstance(node, dict):
                 return walk_dict(node, walk)
-            if dataclasses.is_dataclass(node):
-                return ("static", id(node))
+            if dataclasses.is_dataclass(node) and not isinstance(node, type):
+                names = tuple(f.name for f in dataclasses.fields(node))
+                walked = tuple(walk(getattr(node, n)) for n in names)
+                return ("dataclass", type(node), names, walked)
             return ("static", pytree._static(node))
 
         return leaves, walk(tree)
@@ -496,7 +552,7 @@ import json, sys
 from dataclasses import replace
 import numpy as np
 from harness.case import Case
-from harness.oracles.tupled import trees
+from harness.oracles.tupled import container, trees
 from harness.report.reproducer import reproducer
 from harness.run.runner import Runner
 from harness.triage.attribution import Attributor
@@ -508,7 +564,7 @@ e = b.node("exp", x)
 program = b.build(b.node("divide", e, b.node("sum", e, axis=1, keepdims=True)))
 base = Case(program, [np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)], ("cpu-loops@O0",))
 variants = (replace(base, inputs=[base.inputs[0] + np.float32(k)]) for k in range(64))
-case = next(c for c in variants if trees(c))
+case = next(c for c in variants if trees(c) and container(c) in KINDS)
 with Runner(None, use_jax=False) as runner:
     (finding,) = runner.evaluate(case, only=("tupled",)).findings
     layer = Attributor(runner, budget_seconds=60).attribute(case, finding).layer
@@ -517,29 +573,55 @@ open(sys.argv[1] + ".json", "w").write(json.dumps([finding.kind, layer, finding.
 """
 
 
+_NAMEDTUPLES_AS_TUPLES = (
+    "namedtuples-as-tuples",
+    "frontend/pytree.py",
+    "        if _is_namedtuple(node):\n"
+    '            return ("namedtuple", type(node), tuple(walk(v) for v in node))\n'
+    "        if isinstance(node, (tuple, list)):\n"
+    "            return (type(node).__name__, tuple(walk(v) for v in node))\n",
+    "        if isinstance(node, (tuple, list)):\n"
+    "            return (type(node).__name__, tuple(walk(v) for v in node))\n"
+    "        if _is_namedtuple(node):\n"
+    '            return ("namedtuple", type(node), tuple(walk(v) for v in node))\n',
+    "a NamedTuple walked as a plain tuple (unflatten knows no kind of its class's name)",
+)
+_INSERTION_ORDER = (
+    "dict-values-in-insertion-order",
+    "frontend/pytree.py",
+    'return ("dict", tuple(keys), tuple(walk(node[k]) for k in keys))',
+    'return ("dict", tuple(keys), tuple(walk(v) for v in node.values()))',
+    "a dict's values walked in insertion order under its sorted keys",
+)
+
+
 @pytest.mark.slow
-def test_a_tree_finding_is_the_jit_layers_and_its_reproducer_passes_trees(tmp_path: Path) -> None:
-    """A frontend that walks a dict's values in insertion order under its sorted keys: the
-    tupled oracle's tree form fails and its tuple form passes, so the finding is of kind
-    "trees", the @jit layer's (not "runtime", which a variant that took no trees had said);
-    its reproducer passes the same trees, and fails exactly where the oracle does."""
+@pytest.mark.parametrize(
+    "planted, kinds",
+    [(_INSERTION_ORDER, ("list", "dataclass")), (_NAMEDTUPLES_AS_TUPLES, ("namedtuple",))],
+    ids=["dict-values", "namedtuples"],
+)
+def test_a_tree_finding_is_the_jit_layers_and_its_reproducer_passes_trees(
+    tmp_path: Path, planted: tuple[str, ...], kinds: tuple[str, ...]
+) -> None:
+    """A frontend that walks a dict's values in insertion order under its sorted keys, or a
+    NamedTuple as a plain tuple: the tupled oracle's tree form fails and its tuple form passes,
+    so the finding is of kind "trees", the @jit layer's (not "runtime", which a variant that
+    took no trees had said); its reproducer passes the same trees (in a list, a dataclass or a
+    NamedTuple), and fails exactly where the oracle does."""
     import json
 
     from planted_reproducer import run_with_and_without
 
     from harness.selftest import Mutation
 
-    mutation = Mutation(
-        "dict-values-in-insertion-order",
-        "frontend/pytree.py",
-        'return ("dict", tuple(keys), tuple(walk(node[k]) for k in keys))',
-        'return ("dict", tuple(keys), tuple(walk(v) for v in node.values()))',
-        "a dict's values walked in insertion order under its sorted keys",
-    )
-    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE_TREES)
+    make = _MAKE_TREES.replace("container(c) in KINDS", f"container(c) in {kinds!r}")
+    text, with_bug, clean = run_with_and_without(tmp_path, Mutation(*planted), make)
     kind, layer, detail = json.loads((tmp_path / "reproducer.py.json").read_text())
     assert (kind, layer) == ("trees", "jit"), detail
     assert f": {tupled.TREES}" in detail, detail
     assert "**named" in text and "def together(first, **others)" in text
+    if kinds == ("namedtuple",):  # the arguments given as the oracle gave them
+        assert "collections.namedtuple('Given'" in text and "given = Given(" in text, text
     assert with_bug.returncode == 1, with_bug.stdout + with_bug.stderr[-2000:]
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
