@@ -106,6 +106,14 @@ class ErrorPath(Oracle):
         too)."""
         invalid = obs.case.invalid
         allowed = {e.__name__ for e in invalid.errors}
+        if result.ok and invalid.numpy_rejects and numpy_ref.ok:
+            # Not invalid after all: NumPy takes it (an ambiguity), so may the compiler. (A
+            # minimizer that shrank a broadcast violation's extents to 1 kept its "finding":
+            # every backend accepting a program NumPy accepts.)
+            obs.judgement.ambiguities.append(
+                f"NumPy accepted a program labelled {invalid.violation}"
+            )
+            return
         if result.ok:
             said = f"raised {numpy_ref.error_type}" if not numpy_ref.ok else "has no such rule"
             detail = f"compiler accepted an invalid program ({invalid.violation}); NumPy {said}"

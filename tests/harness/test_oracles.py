@@ -107,6 +107,29 @@ def test_an_invalid_program_is_judged_by_its_violation_even_when_unsupported(mat
     assert [f.kind for f in j.findings] == ["wrong-error"]
 
 
+def test_an_invalid_program_numpy_accepts_is_an_ambiguity_the_compiler_may_accept(matmul_case):
+    """A program labelled with a violation NumPy rejects, which NumPy accepts (a broadcast
+    violation minimized to extents of 1 broadcasts), is not invalid: a backend accepting it is
+    no finding, only an ambiguity. The minimizer had kept such a "finding" of a plant's."""
+    from dataclasses import replace
+
+    from strategies.model.invalid import InvalidProgram
+
+    subject = InvalidProgram(matmul_case.program, "broadcast", None, matmul_case.program.inputs)
+    case = replace(matmul_case, subject=subject)
+    assert case.invalid.numpy_rejects
+    answer = np.zeros((3, 4), np.float32)
+    refs = {
+        "numpy": Reference("numpy", answer, None, ""),
+        "truth": Reference("truth", answer, None, ""),
+    }
+    j = oracles.judge_results(case, [ok("cpu-loops", answer)], refs)
+    assert j.findings == [] and j.ambiguities, j
+    rejecting = {**refs, "numpy": Reference("numpy", None, "ValueError", "cannot broadcast")}
+    j = oracles.judge_results(case, [ok("cpu-loops", answer)], rejecting)
+    assert [f.kind for f in j.findings] == ["wrong-error"]
+
+
 def test_invalid_program_must_be_rejected_alike(matmul_case):
     refs = {
         "numpy": Reference("numpy", None, "ValueError", "matmul: mismatch"),
