@@ -76,12 +76,15 @@ class ErrorPath(Oracle):
                 self._invalid(obs, result, numpy_ref, flagged)
             elif result.status == "unsupported":
                 if result.stage == "trace" and numpy_ref.ok:
-                    # The program model types each node with the compiler's own result rule
-                    # and never builds one the rule declares unsupported; tracing that refuses
-                    # it contradicts the primitive table (a frontend regression), not a limit.
+                    # The program model builds none the compiler's result rules declare
+                    # unsupported, but for a limitation by dtype that NumPy's result dtype does
+                    # not explain (``DTYPE_LIMITATIONS``): tracing that refuses it contradicts
+                    # the primitive table (a frontend regression), or the table NumPy (an int32
+                    # mean typed by np.sum's rule), not a limit.
                     detail = (
                         "compiler refused, while tracing, a program its primitive table "
-                        f"declares supported: {result.message}"
+                        "declares supported (or declares unsupported by a dtype NumPy's "
+                        f"result does not have): {result.message}"
                     )
                     flagged.append(("wrong-error", result, detail))
                 else:
