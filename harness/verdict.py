@@ -280,6 +280,26 @@ def concurrent(function: Any, inputs: list[Any], backend: str, rounds: int = 50)
     return 0
 
 
+def causal_definition(program_json: str, inputs: list[Any], scale: float) -> int:
+    """Print the causal oracle's verdict on the shared definitions: the program evaluated by
+    NumPy with ``compiler/ops.py``'s composites, and with the spec oracle's independent ones,
+    on ``inputs`` and on them with the first input's last two rows near ``scale``
+    (``oracles.structural.definition_leak``); return 1 if the shared side's earlier rows
+    change where the independent side's keep their bits, else 0."""
+    from strategies import Program
+
+    from .oracles.structural import definition_leak
+
+    leak = definition_leak(
+        Program.from_json(program_json), [np.asarray(a) for a in inputs], only=scale
+    )
+    if not leak:
+        print("ok: the shared definitions' earlier rows keep their bits")
+        return 0
+    print(f"FAILS the causal oracle: {leak}", file=sys.stderr)
+    return 1
+
+
 def memory(compiled: Any, *inputs: Any) -> int:
     """Print the memory oracle's verdict on an instrumented compilation (``compiled``, made
     with ``COMPILER_INSTRUMENT=1`` set): call it once on ``inputs``; return 1 if the call left
@@ -324,6 +344,7 @@ def arguments(compiled: Any, *inputs: Any, which: int = 0) -> int:
 __all__ = [
     "arguments",
     "blas",
+    "causal_definition",
     "differential",
     "error_path",
     "gpt2_model",

@@ -24,6 +24,77 @@ from ..case import Case
 from ..run.task import Task
 from .base import Derived, Finding, Observation, Oracle, group, register
 
+#: The magnitudes the later rows of a causal case's first input also take, for the shared
+#: definitions alone, as shares of its float dtype's largest value: where a later key's score
+#: overflows to +inf while its value stays finite, a causal mask added (inf + -inf is NaN,
+#: through the row's maximum to every earlier position), not selected, shows; on the cases'
+#: own values it never did (a held-out plant in ``compiler/ops.py``'s attention, unseen in 227
+#: attention cases of every regime).
+SCALES = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6)
+#: Marks the scale in a definition leak's detail (its reproducer reads it).
+SCALE_MARK = "[scale "
+
+
+def future_perturbations(x: np.ndarray) -> list[tuple[float, np.ndarray]]:
+    """(scale, ``x`` with its last two rows changed to values near it): for a float ``x``, one
+    for each of ``SCALES`` of its dtype's largest value. Seeded by the row count, so that a
+    reproducer makes the same."""
+    from strategies.model import finfo, is_float
+
+    if not is_float(x.dtype) or x.ndim < 1 or x.shape[0] < 3:
+        return []
+    keep = x.shape[0] - 2
+    noise = np.random.default_rng(x.shape[0]).standard_normal(x[keep:].shape)
+    made = []
+    for share in SCALES:
+        scale = float(finfo(x.dtype).max) * share
+        perturbed = x.copy()
+        perturbed[keep:] = (noise * (scale / 4)).astype(x.dtype)
+        made.append((scale, perturbed))
+    return made
+
+
+def rows_kept(fn: Any, inputs: list[np.ndarray], perturbed: np.ndarray, keep: int) -> bool:
+    """Do ``fn``'s output rows before ``keep`` keep their bits (but zero signs, NaN payloads)
+    when its first input is ``perturbed``? (False where ``fn`` raises.)"""
+    from ..run.worker import same_bits
+
+    with np.errstate(all="ignore"):
+        try:
+            before = np.asarray(fn(*inputs))[:keep]
+            after = np.asarray(fn(perturbed, *inputs[1:]))[:keep]
+        except Exception:  # noqa: BLE001 - nothing to judge by
+            return False
+    return same_bits(before, after, any_zero=True)
+
+
+def definition_leak(program: Any, inputs: list[np.ndarray], only: float | None = None) -> str:
+    """Why the shared definitions (``compiler/ops.py``, evaluated by NumPy) of a causal
+    ``program`` are not causal where the spec oracle's independent ones are: their output rows
+    before the last two change when only the first input's last two rows do, to values near a
+    share of its dtype's largest value (``future_perturbations``; ``only``: that scale alone),
+    while the independent composites' rows keep their bits. "" if none."""
+    from strategies.model.evaluate import function
+
+    from ..run.references import adapted
+    from .spec import INDEPENDENT
+
+    shared = function(program, np)
+    independent = adapted(program, np, lambda value, dtype: value, overrides=INDEPENDENT)
+    keep = inputs[0].shape[0] - 2
+    for scale, perturbed in future_perturbations(inputs[0]):
+        if only is not None and scale != only:
+            continue
+        if rows_kept(independent, inputs, perturbed, keep) and not rows_kept(
+            shared, inputs, perturbed, keep
+        ):
+            return (
+                f"the shared definition (compiler/ops.py) changes output rows before {keep} "
+                f"when only later rows of the input change, to values near {scale:.3g} "
+                f"{SCALE_MARK}{scale!r}]; the spec oracle's independent composites keep them"
+            )
+    return ""
+
 
 class Causal(Oracle):
     name = "causal"
@@ -75,6 +146,12 @@ class Causal(Oracle):
                         "causality", (before.backend,), self.name, detail, obs.case, result=before
                     )
                 )
+        if obs.refs.get("numpy") is not None and obs.refs["numpy"].ok:
+            from .spec import DEFINITION
+
+            leak = definition_leak(obs.case.program, list(obs.case.inputs))
+            if leak:
+                findings.append(Finding("spec", (DEFINITION,), self.name, leak, obs.case))
         return findings
 
 
@@ -205,4 +282,4 @@ def _facet(finding: Any) -> str:
 register(Causal())
 register(Determinism())
 
-__all__ = ["Causal", "Determinism"]
+__all__ = ["SCALES", "Causal", "Determinism", "definition_leak", "future_perturbations"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import functools
 import platform
+import re
 import zlib
 from typing import Any
 
@@ -297,6 +298,30 @@ def reproducer(case: Case, finding: Any) -> str:
             f"    compiled = compiler.jit(program).compile({names}, target={backend!r})",
             f"raise SystemExit({verdict}(compiled{arguments.format(names=names)}))",
         ]
+    if finding.oracle == "causal" and finding.kind == "spec":
+        from ..oracles.structural import SCALE_MARK
+
+        found = re.search(re.escape(SCALE_MARK) + r"([^\]]+)\]", finding.detail)
+        return header + "\n".join(
+            [
+                '"""The shared definitions (compiler/ops.py) of a causal program, evaluated by',
+                "NumPy, against the spec oracle's independent composites (harness/oracles/",
+                "structural.py, spec.py): the input's last two rows changed to values near the",
+                "scale, the earlier output rows must keep their bits where the independent ones",
+                'do. Exit 1: the shared ones change."""',
+                "import numpy as np",
+                *(["import ml_dtypes"] if any(a.dtype.kind == "V" for a in case.inputs) else []),
+                "",
+                "from harness.verdict import causal_definition",
+                "",
+                *input_lines(case),
+                "",
+                f"PROGRAM = {case.program.to_json()!r}",
+                f"SCALE = {float(found.group(1)) if found else 0.0!r}",
+                f"raise SystemExit(causal_definition(PROGRAM, [{input_names(case)}], SCALE))",
+                "",
+            ]
+        )
     if finding.oracle == "tupled" and case.invalid is None:
         footer = _tupled_footer(case, backend)
         if finding.kind == "nested":

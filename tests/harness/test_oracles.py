@@ -871,3 +871,56 @@ def test_an_answer_written_over_by_a_later_call_is_aliasing_of_the_oracle_that_m
         "aliasing", ("cpu-blas",), "metamorphic:transpose"
     )  # fmt: skip
     assert _overwritten_sets(case, "x", [(None, Outcome("crash", detail="SIGSEGV"))]) == []
+
+
+def test_a_shared_definition_that_adds_its_causal_mask_leaks_huge_later_rows(monkeypatch) -> None:
+    """For a causal program, the shared definitions (compiler/ops.py) must keep the earlier
+    output rows when the first input's last two rows go near the dtype's largest value, where
+    the spec oracle's independent composites keep them: an attention that added its mask
+    (inf + -inf is NaN, through the row's maximum) was unseen in 227 attention cases, whose
+    values never overflowed a masked score. Its reproducer fails exactly with the leak."""
+    import subprocess
+    import sys
+
+    from compiler import ops
+    from harness.oracles.structural import definition_leak
+    from harness.report.reproducer import reproducer
+    from strategies.model import ProgramBuilder
+
+    rng = np.random.default_rng(0)
+    b = ProgramBuilder()
+    x = b.input((5, 4), "float32")
+    weights = [b.input(s, "float32") for s in ((4, 12), (12,), (4, 4), (4,))]
+    program = b.build(b.node("attention", x, *weights, heads=2))
+    inputs = [rng.standard_normal(i.shape).astype(np.float32) for i in program.inputs]
+    inputs[1][:, :4] *= 1000  # large queries: a later key's score overflows, its value not
+    assert definition_leak(program, inputs) == ""
+
+    def added(x, qkv_weight, qkv_bias, out_weight, out_bias, heads):
+        packed = x @ qkv_weight + qkv_bias
+        length, width = x.shape
+        depth = width // heads
+        q, k, v = (
+            np.permute_dims(packed[:, i * width : (i + 1) * width].reshape(length, heads, depth),
+                            (1, 0, 2))
+            for i in range(3)
+        )  # fmt: skip
+        scores = (q @ np.permute_dims(k, (0, 2, 1))) / np.sqrt(depth)
+        mask = ops.causal_mask(length, packed.dtype, np)
+        context = np.permute_dims(ops.softmax(scores + mask) @ v, (1, 0, 2))
+        return context.reshape(length, width) @ out_weight + out_bias
+
+    monkeypatch.setattr(ops, "attention", added)
+    leak = definition_leak(program, inputs)
+    assert "shared definition" in leak and "[scale " in leak, leak
+    case = Case(program, inputs, ("cpu-loops@O0",), checks=("causal",))
+    text = reproducer(case, Finding("spec", ("definition",), "causal", leak, case))
+    scale = float(leak.split("[scale ")[1].split("]")[0])
+    assert f"SCALE = {scale!r}" in text and "causal_definition(PROGRAM" in text, text
+    from harness.verdict import causal_definition
+
+    assert causal_definition(program.to_json(), inputs, scale) == 1  # the leak, in-process
+    clean = subprocess.run(
+        [sys.executable, "-c", text], capture_output=True, text=True, timeout=300
+    )
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]  # the real definitions
