@@ -199,6 +199,27 @@ def _on_the_function(case: Case, verdict: str, backend: str, *says: str) -> list
     ]
 
 
+def _definition_script(case: Case, says: list[str], verdict: str, *call: str) -> str:
+    """A script's body that hands the program (as JSON) and its inputs to
+    ``harness.verdict.<verdict>``, which judges the shared definitions by NumPy alone (no
+    backend compiles): ``says`` (its docstring) first, ``call`` (after ``PROGRAM``) last."""
+    return "\n".join(
+        [
+            *says,
+            "import numpy as np",
+            *(["import ml_dtypes"] if any(a.dtype.kind == "V" for a in case.inputs) else []),
+            "",
+            f"from harness.verdict import {verdict}",
+            "",
+            *input_lines(case),
+            "",
+            f"PROGRAM = {case.program.to_json()!r}",
+            *call,
+            "",
+        ]
+    )
+
+
 def reproducer(case: Case, finding: Any) -> str:
     """A standalone Python reproducer of ``finding`` on ``case``."""
     backend = finding.backends[0] if finding.backends else None
@@ -234,25 +255,17 @@ def reproducer(case: Case, finding: Any) -> str:
         # The case passed in its own spelling; the failure is the program written in this one.
         case = case.respelled(spelling)
     if finding.oracle == "spec" and case.invalid is None:
-        names = input_names(case)
-        return header + "\n".join(
+        return header + _definition_script(
+            case,
             [
                 '"""The shared definitions (the primitive table\'s elementwise rules against',
                 "NumPy's ufuncs; the composites of compiler/ops.py, in extended precision and in",
                 "the program's dtypes, against independent implementations,",
                 "harness/oracles/spec.py), judged by the fuzzer's error model. Exit 1: they",
                 'disagree."""',
-                "import numpy as np",
-                *(["import ml_dtypes"] if any(a.dtype.kind == "V" for a in case.inputs) else []),
-                "",
-                "from harness.verdict import spec",
-                "",
-                *input_lines(case),
-                "",
-                f"PROGRAM = {case.program.to_json()!r}",
-                f"raise SystemExit(spec(PROGRAM, [{names}]))",
-                "",
-            ]
+            ],
+            "spec",
+            f"raise SystemExit(spec(PROGRAM, [{input_names(case)}]))",
         )
     # Oracles that judge the compilation itself: (what they say, the verdict, its arguments).
     on_compiled = {
@@ -302,25 +315,18 @@ def reproducer(case: Case, finding: Any) -> str:
         from ..oracles.structural import SCALE_MARK
 
         found = re.search(re.escape(SCALE_MARK) + r"([^\]]+)\]", finding.detail)
-        return header + "\n".join(
+        return header + _definition_script(
+            case,
             [
                 '"""The shared definitions (compiler/ops.py) of a causal program, evaluated by',
                 "NumPy, against the spec oracle's independent composites (harness/oracles/",
                 "structural.py, spec.py): the input's last two rows changed to values near the",
                 "scale, the earlier output rows must keep their bits where the independent ones",
                 'do. Exit 1: the shared ones change."""',
-                "import numpy as np",
-                *(["import ml_dtypes"] if any(a.dtype.kind == "V" for a in case.inputs) else []),
-                "",
-                "from harness.verdict import causal_definition",
-                "",
-                *input_lines(case),
-                "",
-                f"PROGRAM = {case.program.to_json()!r}",
-                f"SCALE = {float(found.group(1)) if found else 0.0!r}",
-                f"raise SystemExit(causal_definition(PROGRAM, [{input_names(case)}], SCALE))",
-                "",
-            ]
+            ],
+            "causal_definition",
+            f"SCALE = {float(found.group(1)) if found else 0.0!r}",
+            f"raise SystemExit(causal_definition(PROGRAM, [{input_names(case)}], SCALE))",
         )
     if finding.oracle == "tupled" and case.invalid is None:
         footer = _tupled_footer(case, backend)
