@@ -43,15 +43,18 @@ def future_perturbations(x: np.ndarray) -> list[tuple[float, np.ndarray]]:
 
     if not is_float(x.dtype) or x.ndim < 1 or x.shape[0] < 3:
         return []
+    largest = float(finfo(x.dtype).max)
+    return [(largest * share, _future_changed(x, largest * share / 4)) for share in SCALES]
+
+
+def _future_changed(x: np.ndarray, scale: float) -> np.ndarray:
+    """``x`` with its last two rows changed to normal noise times ``scale``, seeded by the row
+    count (the causal oracle's every perturbation, of one noise)."""
     keep = x.shape[0] - 2
+    changed = x.copy()
     noise = np.random.default_rng(x.shape[0]).standard_normal(x[keep:].shape)
-    made = []
-    for share in SCALES:
-        scale = float(finfo(x.dtype).max) * share
-        perturbed = x.copy()
-        perturbed[keep:] = (noise * (scale / 4)).astype(x.dtype)
-        made.append((scale, perturbed))
-    return made
+    changed[keep:] = (noise * scale).astype(x.dtype)
+    return changed
 
 
 def rows_kept(fn: Any, inputs: list[np.ndarray], perturbed: np.ndarray, keep: int) -> bool:
@@ -108,9 +111,7 @@ class Causal(Oracle):
     def plan(self, obs: Observation) -> list[Derived]:
         x = obs.case.inputs[0]
         keep = x.shape[0] - 2
-        perturbed = x.copy()
-        rng = np.random.default_rng(x.shape[0])
-        perturbed[keep:] = (rng.standard_normal(perturbed[keep:].shape) * 3).astype(x.dtype)
+        perturbed = _future_changed(x, 3)
         task = Task(obs.case, input_sets=[[perturbed, *obs.case.inputs[1:]]])
         return [Derived("perturbed-future", task, {"keep": keep})]
 

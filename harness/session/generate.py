@@ -556,6 +556,12 @@ def cases(
     return st.tuples(strategy, coin(last + 1)).map(sample)
 
 
+def _one_program(case: Case) -> bool:
+    """May a sampled backend join ``case``? Not a jit sequence or a GPT-2 model (they run on one
+    backend) nor an invalid program: their oracles call the CPU targets only."""
+    return not case.carries_run and case.invalid is None
+
+
 def _gpu_available() -> bool:
     """Can ``GPU_SAMPLED`` run here (this MLIR has the passes of its pipeline)?"""
     from compiler import backends as registry
@@ -587,7 +593,7 @@ def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case
 
     def sample(drawn: tuple[Case, int, int]) -> Case:
         case, face, which = drawn
-        if case.carries_run or case.invalid is not None:
+        if not _one_program(case):
             return case
         if poison and case.origin == "sweep/truncation":
             variant = poison[which % len(poison)]
@@ -630,7 +636,7 @@ def _sampled_gateways(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Ca
     @st.composite
     def sampled(draw: st.DrawFn) -> Case:
         case = draw(strategy)
-        if case.carries_run or case.invalid is not None:
+        if not _one_program(case):
             return case
         joining = []
         for name in gateways:
@@ -666,7 +672,7 @@ def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
 
     def sample(pair: tuple[Case, int]) -> Case:
         case, face = pair
-        if case.carries_run or case.invalid is not None:
+        if not _one_program(case):
             return case
         gpu = face == last or case.origin.startswith(("focus/views/", "strided-op/"))
         gpu = gpu or reads_reversed(case)
