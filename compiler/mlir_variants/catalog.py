@@ -213,10 +213,15 @@ _HUGE_VECTORS = KnownBroken(
 )
 _STRIDED_GATHER = KnownBroken(
     (),
-    "a limit of convert-vector-to-llvm: a vector.gather from a memref whose innermost stride is "
-    "not 1 is left unconverted, and LLVM translation fails on the casts around it (llvm PR "
-    "#186990 documents it; a float64 x[..., 1:12:2] of a (2, 1, 2) then a gather on "
-    "mlir:vectorize-children, whose vectorize_nd_extract gathers from the strided slice)",
+    "vectorize_nd_extract gives a vector.gather linear indices over the tensor's shape, and "
+    "convert-vector-to-llvm takes them for memory offsets of whatever view the tensor "
+    "bufferizes to (the indices are logical, not physical: discourse RFC, llvm PR #181357, "
+    "open). From a memref whose innermost stride is not 1 the gather is left unconverted and "
+    "LLVM translation fails on the casts around it (llvm PR #186990 documents it; a float64 "
+    "x[..., 1:12:2] of a (2, 1, 2) then a gather on mlir:vectorize-children); from one whose "
+    "rows are apart it reads the wrong elements (a gather from x[..., 2:6] of a float32 (3, 3) "
+    "on mlir:tile-vectorize-static, a held-out plant's session; tests/upstream/inputs/"
+    "gather_rows_apart.mlir)",
     symptom=strided_gather,
 )
 _SUPER_VECTORIZE_VIEWS = KnownBroken(

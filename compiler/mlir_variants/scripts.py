@@ -211,29 +211,82 @@ def huge_vectors(before: str, after: str) -> bool:
 
 
 _GATHER_BASE = re.compile(r"vector\.gather (%[\w#.]+)\[")
-_STRIDED_SLICE = re.compile(
-    r"(%[\w#.]+) = (?:tensor\.extract_slice|memref\.subview) %[\w#.]+"
-    r"\[[^\]]*\] \[[^\]]*\] \[([^\]]*)\]"
+#: A slice or view: its name, source, sizes, strides and the source's shape.
+_SLICE = re.compile(
+    r"(%[\w#.]+) = (?:tensor\.extract_slice|memref\.subview) (%[\w#.]+)\[[^\]]*\] "
+    r"\[([^\]]*)\] \[([^\]]*)\] : (?:tensor|memref)<((?:[0-9?]+x)*)[a-z]\w*[,>]"
 )
-_STRIDED_GATHER_TYPE = re.compile(
-    r"vector\.gather [^\n]*: memref<[^\n]*strided<\[[^\]]*?(\d+|\?)\]"
+#: A reshape or cast of a tensor (a gather through it reads the buffer of its source).
+_RESHAPE = re.compile(
+    r"(%[\w#.]+) = (?:tensor\.(?:expand_shape|collapse_shape|cast)|memref\.(?:expand_shape|"
+    r"collapse_shape|cast)) (%[\w#.]+)"
 )
+_GATHER_MEMREF = re.compile(
+    r"vector\.gather [^\n]*: memref<((?:[0-9?]+x)*)[a-z]\w*, strided<\[([^\]]*)\]"
+)
+
+
+def _linear(extents: list[int], strides: list[int]) -> bool:
+    """Is a linear index over ``extents`` the memory offset of ``strides`` (row-major strides;
+    a dim of extent 1 may have any stride but the innermost, which must be 1)? The same rule as
+    ``compiler.vector.gathers.contiguous``, on text."""
+    if len(extents) != len(strides):
+        return False
+    expected = 1
+    for index, (extent, stride) in enumerate(
+        zip(reversed(extents), reversed(strides), strict=True)
+    ):
+        if (extent != 1 or index == 0) and stride != expected:
+            return False
+        expected *= extent
+    return True
+
+
+def _ints(text: str) -> list[int] | None:
+    parts = [p.strip() for p in text.split(",")] if text.strip() else []
+    return [int(p) for p in parts] if all(p.lstrip("-").isdigit() for p in parts) else None
 
 
 def strided_gather(before: str, after: str) -> bool:
     """Does an entry's output ``after`` gather (``vector.gather``) from a slice or a memref whose
-    innermost stride is not 1? ``convert-vector-to-llvm`` leaves such a gather unconverted, and
-    LLVM translation fails on the casts around it (an upstream limit, documented by llvm PR
-    #186990; vectorize_nd_extract of ``x[..., 1::2]`` then a gather made one). The output alone
-    tells."""
+    layout is not row-major contiguous? ``vectorize_nd_extract`` gives the gather *linear*
+    indices over the tensor's shape (``row * width + column``), and bufferization keeps them
+    on whatever view the tensor becomes. ``convert-vector-to-llvm`` adds them to the base
+    address as memory offsets, so (upstream: the indices are logical, not physical; discourse
+    RFC "semantics of vector.gather indices with strided memrefs", llvm PR #181357, open):
+    - an innermost stride other than 1 leaves the gather unconverted, and LLVM translation
+      fails on the casts around it (llvm PR #186990 documents it; ``x[..., 1::2]`` then a
+      gather);
+    - a unit innermost stride with rows apart (``x[..., 2:6]`` of a (3, 3): a
+      ``memref<3x1xf32, strided<[3, 1], offset: 2>>``) reads the wrong elements, a silent
+      wrong answer (``mlir:tile-vectorize-static``, a 60 s session of held-out set 21).
+    ``cpu-vector`` rewrites such gathers itself (``compiler.vector.gathers``); an entry's
+    output is upstream's alone. A slice whose sizes or strides are not constants counts as
+    not contiguous. The output alone tells."""
     del before
-    strided = {
-        name for name, strides in _STRIDED_SLICE.findall(after)
-        if strides.split(",")[-1].strip() != "1"
-    }  # fmt: skip
-    if any(base in strided for base in _GATHER_BASE.findall(after)):
-        return True
-    return any(stride != "1" for stride in _STRIDED_GATHER_TYPE.findall(after))
+    slices = {name: (source, sizes, steps, shape) for name, source, sizes, steps, shape in
+              _SLICE.findall(after)}  # fmt: skip
+    sources = dict(_RESHAPE.findall(after))
+    for base in _GATHER_BASE.findall(after):
+        seen = set()
+        while base in sources and base not in seen:  # through reshapes to the buffer
+            seen.add(base)
+            base = sources[base]
+        if base not in slices:
+            continue
+        _, sizes, steps, shape = slices[base]
+        dims = _ints(shape.rstrip("x").replace("x", ","))
+        extents, strides = _ints(sizes), _ints(steps)
+        if extents is None or strides is None or dims is None or len(dims) != len(extents):
+            return True
+        physical = [step * math.prod(dims[d + 1 :]) for d, step in enumerate(strides)]
+        if not _linear(extents, physical):
+            return True
+    for shape, layout in _GATHER_MEMREF.findall(after):
+        extents, strides = _ints(shape.rstrip("x").replace("x", ",")), _ints(layout)
+        if extents is None or strides is None or not _linear(extents, strides):
+            return True
+    return False
 
 
 def odd_bf16_vectors(before: str, after: str) -> bool:

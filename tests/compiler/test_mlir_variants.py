@@ -316,12 +316,30 @@ def test_a_gather_from_a_strided_slice_skips_a_vectorizing_entry() -> None:
     from compiler.mlir_variants.scripts import strided_gather
 
     gather = "%g = vector.gather {base}[%c0] [%i], %m, %p : {type}, vector<2xindex>"
-    sliced = "%s = tensor.extract_slice %x[0, 1] [2, 1] [1, {step}] : tensor<2x2xf64>\n"
-    assert strided_gather("", sliced.format(step=2) + gather.format(base="%s", type="tensor"))
-    assert not strided_gather("", sliced.format(step=1) + gather.format(base="%s", type="t"))
-    memref = "memref<2xf64, strided<[{stride}], offset: 1>>"
-    assert strided_gather("", gather.format(base="%v", type=memref.format(stride=2)))
-    assert not strided_gather("", gather.format(base="%v", type=memref.format(stride=1)))
+    sliced = "%s = tensor.extract_slice %x[{at}] [{sizes}] [{steps}] : tensor<3x4xf64> to t\n"
+
+    def slice_then_gather(at: str, sizes: str, steps: str, reshaped: bool = False) -> bool:
+        text = sliced.format(at=at, sizes=sizes, steps=steps)
+        if reshaped:  # the gather reads the slice's buffer through a reshape
+            text += "%r = tensor.collapse_shape %s [[0, 1]] : tensor<2x4xf64> into t\n"
+        return strided_gather("", text + gather.format(base="%r" if reshaped else "%s", type="t"))
+
+    assert slice_then_gather("0, 1", "3, 1", "1, 2")  # x[:, 1::2]: inner stride 2
+    # x[:, 2:3]: inner stride 1, rows 4 apart; linear indices read the wrong elements
+    assert slice_then_gather("0, 2", "3, 1", "1, 1")
+    assert slice_then_gather("0, 0", "2, 2", "1, 1", reshaped=True)  # x[:2, :2], reshaped
+    assert not slice_then_gather("1, 0", "2, 4", "1, 1", reshaped=True)  # x[1:3]: whole rows
+    assert not slice_then_gather("2, 1", "1, 3", "1, 1")  # x[2, 1:]: one row
+    assert not slice_then_gather("0, 2", "1, 1", "1, 1")  # one element
+    assert slice_then_gather("%i, 0", "%n, 4", "1, 1")  # sizes not known: not trusted
+    memref = "memref<{shape}xf64, strided<[{strides}], offset: 1>>"
+    for shape, strides, broken in (
+        ("2", "2", True), ("2", "1", False), ("3x1", "3, 1", True), ("3x1", "1, 1", False),
+        ("3x4", "4, 1", False), ("3x4", "8, 1", True), ("1x4", "9, 1", False),
+        ("?x4", "4, 1", True), ("3x4", "?, 1", True),
+    ):  # fmt: skip
+        layout = memref.format(shape=shape, strides=strides)
+        assert strided_gather("", gather.format(base="%v", type=layout)) == broken, layout
     assert all(
         any("innermost stride" in b.issue for b in e.known_broken)
         for e in mv.CATALOG.values() if e.vector
@@ -332,6 +350,13 @@ def test_a_gather_from_a_strided_slice_skips_a_vectorizing_entry() -> None:
     compiled = program.compile(x, ids, target="mlir:vectorize-children")
     assert "vectorize-children: known broken" in compiled.artifacts.notes["skipped"]
     np.testing.assert_array_equal(compiled(x, ids), x[..., 1:12:2][ids])
+    # A held-out plant's session: the column x[..., 2:6] of a (3, 3), its rows 3 apart.
+    x = np.arange(9, dtype=np.float32).reshape(3, 3) / 8
+    ids = np.array([2, 0, 1, 1, 2], np.int32)
+    program = jit(lambda x, ids: ops.gather(x[..., 2:6], ids))
+    compiled = program.compile(x, ids, target="mlir:tile-vectorize-static")
+    assert "tile-vectorize-static: known broken" in compiled.artifacts.notes["skipped"]
+    np.testing.assert_array_equal(compiled(x, ids), x[..., 2:6][ids])
 
 
 def test_a_reduction_fused_once_is_not_a_duplicate() -> None:
