@@ -702,6 +702,16 @@ def tie_ops() -> tuple[str, ...]:
     )
 
 
+def compare_ops() -> tuple[str, ...]:
+    """The comparisons: exact, but each predicate is its own answer on NaN (``!=`` alone is
+    true: an ordered ``one`` for ``une`` planted in the table survived a 60 s session whose 163
+    cases held a handful of ``!=``, none of NaN), on zeros of two signs, on infinities and on
+    neighbours one ulp apart (a comparison made in a narrower dtype ties them). Swept like the
+    ops that round (``sweep_cases``: dense values, the run of edges met, and a third of the
+    second array the first's values and their neighbours) in ``SWEEP_DTYPES``."""
+    return tuple(prim.name for prim in primitives.of_kind("compare") if prim.generate)
+
+
 def tail_ops() -> tuple[str, ...]:
     """The exact reductions (max, min): nothing to be accurate about, but a vectorized one reads
     its rows in masked vectors past a multiple of the lanes, where the mask's neutral value is
@@ -805,6 +815,7 @@ def sweep_items() -> tuple[tuple[str, str], ...]:
             # an elementwise op's dense sweep holds the edges
             and not (kind and primitives.get(op).kind in ELEMENTWISE_SWEPT)
         )
+        + tuple((op, SWEPT + d) for d in SWEEP_DTYPES for op in compare_ops())
         + tails
         + ties
         + narrowing
@@ -842,7 +853,7 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     # error (``tolerance.couples``), so the run hides nothing, and its dense sweep, taken first,
     # then finds what the edges show (a float32 log of subnormals off by ln 2 went unseen in
     # three 60 s sessions of five, its sweep with edges waiting its turn among the items).
-    with_edges = edges or prim.kind in ELEMENTWISE_SWEPT
+    with_edges = edges or prim.kind in (*ELEMENTWISE_SWEPT, "compare")
     # (uniform: sampled_from draws 64 far more often than 600)
     sides = uniform(draw, (SHORT_SIDES, TAIL_SIDES)) if tails else SWEEP_SIDES
     size = uniform(draw, sides)
@@ -922,13 +933,15 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
         inputs = [np.abs(a) for a in inputs]
     if with_edges:  # a run of every edge, at a drawn place of each array (cyclically)
         run = edge_values(dtype)
-        if prim.kind in ("unary", "binary"):
+        if prim.kind in ("unary", "binary", "compare"):
             # and the specials and 0.0, where each element is its own answer (a reduction's or a
             # composite's row would be all NaN or inf): a polynomial log that dropped its +inf
             # case gave 88.7 for log(inf), unseen in 402 cases of a 60 s session
             run = [*run, *SPECIALS, 0.0]
-        if prim.kind == "binary" and len(inputs) == 2:
-            _meet_runs(draw, inputs, run, exact=op in tie_ops())
+        if prim.kind == "compare":
+            _neighbours(draw, inputs)
+        if prim.kind in ("binary", "compare") and len(inputs) == 2:
+            _meet_runs(draw, inputs, run, exact=op in (*tie_ops(), *compare_ops()))
         else:
             # Half the time, an array after the first (a composite's weights) holds the run at
             # the first's place, met as ``_meet_runs`` meets them; else at a place of its own.
@@ -989,6 +1002,21 @@ def _meet_runs(
                 second[i] = right[k]
 
 
+def _neighbours(draw: st.DrawFn, inputs: list[np.ndarray]) -> None:
+    """A comparison sweep's second array: at a seeded draw of places, a quarter of its elements
+    the first's, a quarter the first's next value up, a quarter its next value down
+    (``np.nextafter`` in the dtype); the rest stay dense. Dense values never tie, and a
+    comparison made in a narrower dtype, or ``<`` for ``<=``, shows on equal and adjacent
+    values only."""
+    first, second = (array.reshape(-1) for array in inputs)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    which = rng.integers(0, 4, first.size)
+    second[which == 0] = first[which == 0]
+    for k, direction in ((1, np.inf), (2, -np.inf)):
+        moved = np.nextafter(first, np.asarray(direction, first.dtype))
+        second[which == k] = moved[which == k]
+
+
 def _swept_program(
     draw: st.DrawFn, b: ProgramBuilder, prim: Any, dtype: str, size: int, long: bool = False
 ) -> Program:
@@ -1007,6 +1035,9 @@ def _swept_program(
                 # in the result's dtype its own way (a float16 var with ddof 1 that came back
                 # float32 went unseen: random programs held few float16 variances)
                 attrs[name] = uniform(draw, (0, 0, 0, 1, 2, 0.5))
+    if prim.kind == "compare":  # (a program's output is numeric: NumPy's exact bool -> int32)
+        compared = b.node(prim.name, operand, b.input(shape, dtype))
+        return b.build(b.node("astype", compared, dtype="int32"))
     if prim.kind == "composite":
         others = [b.input((shape[-1],), dtype) for _ in range(prim.arity - 1)]
     elif prim.kind == "binary" and prim.consts and uniform(draw, (False, True)):
@@ -1418,7 +1449,7 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
                 swept, kind = set(tail_ops()), TAILS
             else:
                 # (a contraction's sweep too: its item was never done, and was given up)
-                swept = {*sweep_ops(), *CONTRACTIONS, *tie_ops()}
+                swept = {*sweep_ops(), *CONTRACTIONS, *tie_ops(), *compare_ops()}
                 kind = EDGES if case.origin == "sweep/extreme" else ""
             found |= {
                 (node.op, SWEPT + program.arg_types(node)[0].dtype + kind)
