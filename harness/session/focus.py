@@ -707,8 +707,9 @@ def compare_ops() -> tuple[str, ...]:
     true: an ordered ``one`` for ``une`` planted in the table survived a 60 s session whose 163
     cases held a handful of ``!=``, none of NaN), on zeros of two signs, on infinities and on
     neighbours one ulp apart (a comparison made in a narrower dtype ties them). Swept like the
-    ops that round (``sweep_cases``: dense values, the run of edges met, and a third of the
-    second array the first's values and their neighbours) in ``SWEEP_DTYPES``."""
+    ops that round (``sweep_cases``: dense values, the run of edges met, and three quarters of
+    the second array the first's values and their neighbours, ``_neighbours``) in
+    ``SWEEP_DTYPES``."""
     return tuple(prim.name for prim in primitives.of_kind("compare") if prim.generate)
 
 
