@@ -11,6 +11,7 @@ import numpy as np
 
 from compiler import primitives
 
+from .printing import namespace_constant
 from .types import Const, RawEquation, Ref
 
 
@@ -54,7 +55,8 @@ def function(
 
         def get(arg: Any) -> Any:
             if isinstance(arg, Const):
-                return arg.py()
+                name = namespace_constant(arg, spelling)
+                return arg.py() if name is None else getattr(xp, name)
             return args[arg.index] if arg.kind == "input" else values[arg.index]
 
         for node in nodes:

@@ -31,6 +31,28 @@ def render(op: str, args: Sequence[str], attrs: Any, spelling: str = "array-api"
     return primitives.PRIMITIVES[op].spelled(spelling)[1]([str(a) for a in args], attrs)
 
 
+#: The namespace's constants (``xp.pi``), by their value: a weak Python float of that value is
+#: written so in the "array-api" spelling, where the compiler's traced namespace supplies it (a
+#: ``pi`` made a strong float64 there, promoting ``x * xp.pi`` of a float32 to float64, went
+#: unseen: no program wrote it; the "methods" and "numpy" spellings keep the literal).
+NAMESPACE_CONSTANTS = {math.pi: "pi", math.e: "e"}
+
+
+def namespace_constant(arg: Any, spelling: str) -> str | None:
+    """The namespace's name for ``arg`` (``NAMESPACE_CONSTANTS``) where ``spelling`` writes it
+    so, else None; evaluation (``evaluate.function``) takes it from the namespace too."""
+    value, dtype = getattr(arg, "value", None), getattr(arg, "dtype", "")
+    if spelling == "array-api" and dtype is None and isinstance(value, float):
+        return NAMESPACE_CONSTANTS.get(value)
+    return None
+
+
+def argument_source(arg: Any, spelling: str = "array-api") -> str:
+    """``arg`` (a ``Ref`` or a ``Const``) as an equation writes it in ``spelling``."""
+    name = namespace_constant(arg, spelling)
+    return str(arg) if name is None else f"xp.{name}"
+
+
 def describe(program: Program) -> str:
     """One line per input and equation, with types."""
     lines = [f"program {program.digest()[:12]}"]
@@ -76,8 +98,8 @@ def function_source(
     if returns is not None:  # the equations after the last one returned are not needed
         nodes = nodes[: 1 + max((r.index for r in returns if r.kind == "node"), default=-1)]
     for i, node in enumerate(nodes):
-        line = render(node.op, node.args, node.attrs, spelling)
-        body.append(f"    v{i} = {line}  # {node.type}")
+        args = [argument_source(a, spelling) for a in node.args]
+        body.append(f"    v{i} = {render(node.op, args, node.attrs, spelling)}  # {node.type}")
     if extra is not None:
         body.append(f"    return {render(extra.op, extra.args, extra.attrs, spelling)}  # invalid")
     elif returns is not None:

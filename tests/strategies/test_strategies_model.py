@@ -494,3 +494,28 @@ def test_a_rule_that_crashes_where_numpy_rejects_gives_numpys_error(monkeypatch)
     x, w, bias = b.input((2, 3), "float32"), b.input((3, 3), "float32"), b.input((2,), "float32")
     with pytest.raises(ValueError, match="broadcast"):
         b.node("linear", x, w, bias)
+
+
+def test_the_array_api_spelling_takes_pi_from_the_namespace(monkeypatch) -> None:
+    """A weak ``math.pi`` is ``xp.pi`` in the "array-api" spelling, printed and evaluated (the
+    compiler's traced namespace supplies it: a strong float64 ``pi`` there, promoting ``x *
+    xp.pi`` of a float32, went unseen while programs wrote the literal); the other spellings
+    keep the literal, so both forms are judged."""
+    import math
+
+    import compiler
+    from compiler.frontend import tensor
+    from strategies.model.evaluate import function
+    from strategies.model.printing import function_source
+
+    b = ProgramBuilder()
+    program = b.build(b.node("multiply", b.input((3,), "float32"), Const(math.pi)))
+    assert "x0 * xp.pi" in "\n".join(function_source(program, spelling="array-api"))
+    for spelling in ("methods", "numpy"):
+        assert "3.141592653589793" in "\n".join(function_source(program, spelling=spelling))
+    x = np.ones(3, np.float32)
+    assert function(program)(x).dtype == np.float32
+    assert compiler.jit(function(program))(x).dtype == np.float32
+    monkeypatch.setattr(tensor.Namespace, "pi", np.float64(math.pi))  # strong: NEP 50 promotes
+    assert compiler.jit(function(program))(x).dtype == np.float64
+    assert compiler.jit(function(program, spelling="methods"))(x).dtype == np.float32
