@@ -116,6 +116,12 @@ def static_values(program: Program, hole: Hole, current: Any) -> list[Any]:
             # ``x / -0.0`` the kernel compiled for ``x / 0.0`` (+inf for -inf).
             values.insert(0, -c)
         values.append(float(c) if isinstance(c, int) else int(c) if float(c).is_integer() else 0.5)
+        if isinstance(c, float) and math.isfinite(c):
+            # Its neighbour: equal to c in float32 and in any short printing, so a cache keyed
+            # by a narrowed or rounded value hands it c's kernel (a static keyed by its float32
+            # bits, 1.0 and 1.0 + 2**-40 one specialization, survived a 60 s session). Only
+            # where the answer changes (``_answer_changes``): a float64 program's.
+            values.append(math.nextafter(c, math.inf))
     else:
         source = program.type_of(node.args[0]) if node.args else None
         rank = len(source.shape) if source is not None else 0
