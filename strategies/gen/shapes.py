@@ -469,11 +469,13 @@ def reshapes(
     return new
 
 
-def _unknown() -> st.SearchStrategy[int]:
-    """The unknown dimension of a reshape target: mostly ``-1``, sometimes another negative
-    value, which NumPy takes as the unknown dimension too (a rule that accepts only -1 rejects
-    a valid program)."""
-    return st.sampled_from([-1, -1, -1, -2, -7])
+@st.composite
+def _unknown(draw: st.DrawFn) -> int:
+    """The unknown dimension of a reshape target: -1, or another negative value, which NumPy
+    takes as the unknown dimension too (a rule that accepts only -1 rejects a valid program),
+    drawn evenly (``uniform``): ``sampled_from([-1, -1, -1, -2, -7])`` leaned to -1, and a rule
+    taking -1 alone survived a 60 s session of 190 cases)."""
+    return uniform(draw, (-1, -2, -7))
 
 
 @dataclass(frozen=True)
