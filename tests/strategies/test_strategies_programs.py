@@ -239,8 +239,9 @@ def test_every_violation_is_generated() -> None:
 
 def test_size_and_contraction_violations_go_both_ways() -> None:
     """A size check may be one-sided: a reshape to fewer elements (one short, half, none) as
-    often as to more, and a drawn matmul operand contracting 1 against more; a check written
-    ``>`` for ``!=`` went unseen while every drawn reshape grew."""
+    often as to more, a drawn matmul operand contracting 1 against more, and a broadcast_to
+    target of extent 1 under 2 or more; a check written ``>`` for ``!=`` went unseen while
+    every drawn reshape grew."""
     quick = settings(database=None, max_examples=3000, phases=[Phase.generate])
 
     def reshape_sizes(p: InvalidProgram) -> tuple[int, int] | None:
@@ -268,6 +269,18 @@ def test_size_and_contraction_violations_go_both_ways() -> None:
         invalid_programs(["matmul_contraction"]), lambda p: drawn_side(p) == 1, settings=quick
     )
     assert one.numpy_rejects
+
+    # broadcast_to a target extent of 1 under an extent of 2 or more, of the same rank: refused
+    # only by comparing the broadcast shape with the target (a rule checking its rank passed)
+    def onto_one(p: InvalidProgram) -> bool:
+        source = p.program.type_of(p.node.args[0]).shape
+        target = p.node.attrs["shape"][-len(source) :] if source else ()
+        return len(target) == len(source) and any(
+            s >= 2 and d == 1 for s, d in zip(source, target, strict=True)
+        )
+
+    squeezed = find(invalid_programs(["broadcast_to_shape"]), onto_one, settings=quick)
+    assert squeezed.numpy_rejects
 
 
 @given(st.data())
