@@ -4,6 +4,7 @@ what is known of them, and the drawing helpers every maker uses."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,7 +173,7 @@ def is_const_form(form: str) -> bool:
         return False
 
 
-#: Constants a quarter of the time, beside the common ones (which are exact in every dtype):
+#: Constants a quarter of the time, beside the common ones (exact in every dtype, but pi and e):
 #: decimals no binary format holds (0.1 rounds differently in each), many digits, beyond
 #: float32's and float16's ranges (3.5e38 and 65520.0 round to inf there), below them (1e-30
 #: underflows in float16, 1e-310 is a float64 subnormal and 0 in the rest), ints a float32 or
@@ -191,8 +192,13 @@ RARE_COMPARED: tuple[int | float, ...] = (
 
 #: The constants drawn 3 times in 4. Both zeros: x + -0.0 is x and x + 0.0 is not (at x =
 #: -0.0); x / -0.0 is -x / 0.0; a fold, or a cache keyed by value, that takes one for the other
-#: is wrong there.
-COMMON_CONSTANTS: tuple[int | float, ...] = (2.0, 0.5, -1.5, 3.0, 2, -3, 1e10, 0.0, -0.0)
+#: is wrong there. And the two the array namespace names (``xp.pi``, ``xp.e``: the "array-api"
+#: spelling takes them from it, ``printing.NAMESPACE_CONSTANTS``), the only ones not exact in
+#: every dtype: in 1500 drawn cases no weak pi was written, and a strong float64 ``xp.pi`` in
+#: the compiler's namespace went unseen.
+COMMON_CONSTANTS: tuple[int | float, ...] = (
+    2.0, 0.5, -1.5, 3.0, 2, -3, 1e10, 0.0, -0.0, math.pi, math.e,
+)  # fmt: skip
 COMMON_COMPARED: tuple[int | float, ...] = (0.0, 0.5, -1.0, 0, 2, 2**40, INT32_MAX + 1, 1e10)
 #: What a "const-wide" step draws (``Gen.const``): beside a comparison, just past int32's ends
 #: first (twice: what the draw leans to), beside the other ops, floats.
