@@ -416,8 +416,12 @@ def _change(draw: st.DrawFn, draft: _Draft, change: str, table: dict[str, int]) 
         current = base.kwargs.get(hole.name, _current(draft.variants[0], hole))
         values = static_values(draft.variants[0], hole, current)
         order = draw(st.permutations(values))
+        twin = None
         if _is_zero(current):
             twin = -current  # the other zero, first
+        elif isinstance(current, float) and math.isfinite(current) and uniform(draw, (0, 1)):
+            twin = math.nextafter(current, math.inf)  # half the time, its neighbour first
+        if twin is not None:
             order = [twin, *[v for v in order if not _same_static(v, twin)]]
         for value in order:
             statics = tuple(sorted({**base.kwargs, hole.name: value}.items()))

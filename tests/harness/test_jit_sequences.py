@@ -610,15 +610,14 @@ def test_drawn_sequences_call_with_a_static_float_and_its_neighbour() -> None:
     """A static float and the next float64 above it: equal in float32 and in a short printing,
     so a cache keyed by a narrowed or rounded value serves the second call the first's kernel
     (a held-out static key of float32 bits survived a 60 s session: no sequence changed a
-    static by less than 1). Only where NumPy's answer changes, i.e. float64 programs: 13 of 200
-    derandomized sequences here; such a cache is a finding."""
+    static by less than 1). Tried first half the time, taken where NumPy's answer changes
+    (float64 programs): 200 sequences of each of three seeds here."""
     import math
 
     found: list[bool] = []
 
     @settings(
         max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-        derandomize=True,
     )  # fmt: skip
     @given(jit_sequences())
     def collect(sequence: JitSequence) -> None:
@@ -627,8 +626,10 @@ def test_drawn_sequences_call_with_a_static_float_and_its_neighbour() -> None:
 
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        collect()
-    assert len(found) >= 150 and sum(found) >= 6, (len(found), sum(found))  # 13 here
+        for s in (1, 2, 3):
+            seed(s)(collect)()
+    # 65 of 600 here; 19 when the neighbour was one of the values in a drawn order only
+    assert len(found) >= 450 and sum(found) >= 40, (len(found), sum(found))
 
 
 def test_a_cache_that_keys_a_static_float_by_its_float32_bits_is_stale_for_its_neighbour(
