@@ -222,9 +222,13 @@ def test_reused_output_buffers_are_caught_by_the_oracle_whose_call_overwrote(
     returns one output array from every call had its answer replaced by the repeat check's, and
     the session stored that as a wrong answer (``differential``), which no replay of the
     differential oracle alone reproduced. Now the finding is ``aliasing``, named after the
-    oracle whose call wrote over the answer (so that replaying it makes that call again)."""
+    oracle whose call wrote over the answer (so that replaying it makes that call again). The
+    determinism oracle's concurrent calls, sharing that one array, may also overwrite each
+    other's answers: a ``race`` beside the ``aliasing`` (a CI run met one), also true of this
+    plant; never a ``differential`` mismatch."""
     repeat, tupled = json.loads(last_line_with(OUTPUT_REUSE, tmp_path, _REPEAT))
-    assert repeat == [["aliasing", "determinism"]], repeat
+    assert ["aliasing", "determinism"] in repeat, repeat
+    assert all(oracle == "determinism" and kind in ("aliasing", "race") for kind, oracle in repeat)
     assert tupled == [["aliasing", "tupled"]], tupled
 
 
