@@ -11,6 +11,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..vector.gathers import linear
+
 # --------------------------------------------------------------------------------------------
 # IR features (coarse, by text; checked where the entry runs)
 
@@ -211,9 +213,9 @@ def huge_vectors(before: str, after: str) -> bool:
 
 
 _GATHER_BASE = re.compile(r"vector\.gather (%[\w#.]+)\[")
-#: A slice or view: its name, source, sizes, strides and the source's shape.
+#: A slice or view: its name, sizes, strides and the source's shape.
 _SLICE = re.compile(
-    r"(%[\w#.]+) = (?:tensor\.extract_slice|memref\.subview) (%[\w#.]+)\[[^\]]*\] "
+    r"(%[\w#.]+) = (?:tensor\.extract_slice|memref\.subview) %[\w#.]+\[[^\]]*\] "
     r"\[([^\]]*)\] \[([^\]]*)\] : (?:tensor|memref)<((?:[0-9?]+x)*)[a-z]\w*[,>]"
 )
 #: A reshape or cast of a tensor (a gather through it reads the buffer of its source).
@@ -224,22 +226,6 @@ _RESHAPE = re.compile(
 _GATHER_MEMREF = re.compile(
     r"vector\.gather [^\n]*: memref<((?:[0-9?]+x)*)[a-z]\w*, strided<\[([^\]]*)\]"
 )
-
-
-def _linear(extents: list[int], strides: list[int]) -> bool:
-    """Is a linear index over ``extents`` the memory offset of ``strides`` (row-major strides;
-    a dim of extent 1 may have any stride but the innermost, which must be 1)? The same rule as
-    ``compiler.vector.gathers.contiguous``, on text."""
-    if len(extents) != len(strides):
-        return False
-    expected = 1
-    for index, (extent, stride) in enumerate(
-        zip(reversed(extents), reversed(strides), strict=True)
-    ):
-        if (extent != 1 or index == 0) and stride != expected:
-            return False
-        expected *= extent
-    return True
 
 
 def _ints(text: str) -> list[int] | None:
@@ -264,8 +250,7 @@ def strided_gather(before: str, after: str) -> bool:
     output is upstream's alone. A slice whose sizes or strides are not constants counts as
     not contiguous. The output alone tells."""
     del before
-    slices = {name: (source, sizes, steps, shape) for name, source, sizes, steps, shape in
-              _SLICE.findall(after)}  # fmt: skip
+    slices = {name: rest for name, *rest in _SLICE.findall(after)}
     sources = dict(_RESHAPE.findall(after))
     for base in _GATHER_BASE.findall(after):
         seen = set()
@@ -274,17 +259,17 @@ def strided_gather(before: str, after: str) -> bool:
             base = sources[base]
         if base not in slices:
             continue
-        _, sizes, steps, shape = slices[base]
+        sizes, steps, shape = slices[base]
         dims = _ints(shape.rstrip("x").replace("x", ","))
         extents, strides = _ints(sizes), _ints(steps)
         if extents is None or strides is None or dims is None or len(dims) != len(extents):
             return True
         physical = [step * math.prod(dims[d + 1 :]) for d, step in enumerate(strides)]
-        if not _linear(extents, physical):
+        if not linear(extents, physical):
             return True
     for shape, layout in _GATHER_MEMREF.findall(after):
         extents, strides = _ints(shape.rstrip("x").replace("x", ",")), _ints(layout)
-        if extents is None or strides is None or not _linear(extents, strides):
+        if extents is None or strides is None or not linear(extents, strides):
             return True
     return False
 

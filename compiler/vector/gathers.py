@@ -38,8 +38,17 @@ def contiguous(memref_type: Any) -> bool:
 
     ty = ir.MemRefType(memref_type)
     strides, _ = ty.get_strides_and_offset()
+    return linear(list(ty.shape), strides)
+
+
+def linear(extents: list[int], strides: list[int]) -> bool:
+    """``contiguous``'s rule on a shape and its strides (``_DYNAMIC`` where unknown: not
+    contiguous); the ``mlir:`` variants' symptom ``scripts.strided_gather`` reads them from
+    text."""
+    if len(extents) != len(strides):
+        return False
     expected = 1
-    pairs = zip(reversed(list(ty.shape)), reversed(strides), strict=True)
+    pairs = zip(reversed(extents), reversed(strides), strict=True)
     for index, (extent, stride) in enumerate(pairs):
         if extent == _DYNAMIC or stride == _DYNAMIC:
             return False
@@ -247,4 +256,4 @@ def copied_gathers_freed(module: Any) -> int:
     return copied_gathers(module, free=True)
 
 
-__all__ = ["contiguous", "copied_gathers", "copied_gathers_freed", "strided_gathers"]
+__all__ = ["contiguous", "copied_gathers", "copied_gathers_freed", "linear", "strided_gathers"]
