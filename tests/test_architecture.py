@@ -203,6 +203,10 @@ def test_every_table_entry_evaluates_what_it_prints() -> None:
         ("permute_dims", {"axes": (1, 2, 0)}, "y.transpose(1, 2, 0)", y.transpose(1, 2, 0)),
         ("permute_dims", {"axes": (0, 2, 1)}, "y.mT", y.transpose(0, 2, 1)),
         ("permute_dims", {"axes": (1, 0)}, "y.transpose([1, 0])", None),
+        # NumPy's default axes written out, a form the frontend unwraps (a method that took
+        # x.transpose(None) for a one-axis permutation, a held-out plant, went unseen).
+        ("transpose", {"none": True}, "y.transpose(None)", y.T),
+        ("transpose", {"none": False}, "y.transpose()", y.T),
     ]:
         evaluate, render = primitives.get(name).spelled("methods")
         assert render(["y"], attrs) == text

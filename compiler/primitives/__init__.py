@@ -76,6 +76,9 @@ class Attr:
 
     kind: str
     default: Any = REQUIRED
+    #: Read by printing alone (which of NumPy's forms a call is written in): a program's data
+    #: leaves it out at its default, so programs written before it keep their digests.
+    form: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ATTR_KINDS:

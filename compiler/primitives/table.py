@@ -305,8 +305,13 @@ register(
         1,
         results.transpose_infer,
         *printed(lambda a, attrs: f"{a[0]}.T"),
-        call="transpose",
-        method=lambda a, attrs: f"{a[0]}.transpose()",
+        # ``none``: the axes written as None, NumPy's default spelled out (``np.transpose(x,
+        # None)``, ``x.transpose(None)``), a form of its own in the frontend (a method that
+        # took the None for a one-axis permutation went unseen while only ``x.transpose()``
+        # was printed); printing alone reads it.
+        numpy=lambda a, attrs: f"xp.transpose({a[0]}{', None' if attrs.get('none') else ''})",
+        method=lambda a, attrs: f"{a[0]}.transpose({'None' if attrs.get('none') else ''})",
+        attrs={"none": Attr("bool", False, form=True)},
         doc="x.T: all axes reversed",
         **_LAYOUT,
     )

@@ -352,7 +352,9 @@ def _reduction(g: Gen, op: str) -> None:
 def _layout(g: Gen, op: str) -> None:
     if op == "transpose":
         p = g.primary(op, lambda v: v.ndim == 2, min_dims=2, max_dims=2)
-        g.node(op, p)
+        none = g.draw(st.booleans())  # NumPy's default axes written out, half the time
+        event(f"layout:transpose{'(None)' if none else ''}")
+        g.node(op, p, none=none)
     elif op == "permute_dims":
         p = g.primary(op, lambda v: v.ndim >= 2, min_dims=2)
         axes = g.draw(permutations(p.ndim))

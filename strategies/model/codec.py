@@ -157,7 +157,12 @@ def decode_attr(spec: Attr | None, value: Any) -> Any:
 
 
 def encode_attrs(specs: Mapping[str, Attr], attrs: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: encode_attr(specs[k], v) if k in specs else v for k, v in attrs.items()}
+    """``attrs`` as data; a form attribute at its default left out (see ``Attr.form``)."""
+    return {
+        k: encode_attr(specs[k], v) if k in specs else v
+        for k, v in attrs.items()
+        if not (k in specs and specs[k].form and v == specs[k].default)
+    }
 
 
 def decode_attrs(specs: Mapping[str, Attr], attrs: Mapping[str, Any]) -> dict[str, Any]:

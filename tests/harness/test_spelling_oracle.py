@@ -130,8 +130,9 @@ def test_the_array_apis_pow_is_a_spelling() -> None:
 def test_numpys_other_names_are_spelled_too() -> None:
     """Every name the frontend dispatches is met by some spelling: np.amax and np.amin (the
     numpy spelling of a max or min over given axes; np.max and np.min over the whole array) and
-    x.mT (the methods spelling of a swap of the last two axes); a clean compiler passes them
-    (an np.amin traced as a max, or an x.mT reversing every axis, went unseen before)."""
+    x.mT (the methods spelling of a swap of the last two axes), and x.transpose(None) with
+    np.transpose(x, None); a clean compiler passes them (an np.amin traced as a max, or an x.mT
+    reversing every axis, went unseen before)."""
     from compiler import primitives
     from harness.run.runner import Runner
 
@@ -142,9 +143,14 @@ def test_numpys_other_names_are_spelled_too() -> None:
     transpose = primitives.get("permute_dims").spelled("methods")[1]
     assert transpose(["x"], {"axes": (0, 2, 1)}) == "x.mT"
     assert transpose(["x"], {"axes": (1, 0, 2)}) == "x.transpose((1, 0, 2))"
+    reversed_axes = primitives.get("transpose")
+    assert reversed_axes.spelled("numpy")[1](["x"], {"none": True}) == "xp.transpose(x, None)"
+    assert reversed_axes.spelled("numpy")[1](["x"], {"none": False}) == "xp.transpose(x)"
+    assert reversed_axes.render(["x"], {"none": True}) == "x.T"
     b = ProgramBuilder()
     x = b.input((2, 3, 4), "float32")
-    program = b.build(b.node("min", b.node("permute_dims", x, axes=(0, 2, 1)), axis=1))
+    smallest = b.node("min", b.node("permute_dims", x, axes=(0, 2, 1)), axis=1)
+    program = b.build(b.node("transpose", smallest, none=True))
     values = [np.arange(24, dtype=np.float32).reshape(2, 3, 4) % 7 - 3]
     with Runner(None, use_jax=False) as runner:
         for spelling in ("numpy", "methods"):
