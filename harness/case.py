@@ -513,6 +513,35 @@ class Case:
         return size
 
 
+@dataclass(frozen=True)
+class Earlier:
+    """One evaluation a worker process ran before a case: the case, the oracles it was judged
+    with (``only``: None for every one that wanted it) and whether its main task compiled past
+    the worker's memos (``fresh``). A failure that needs what earlier compiles left in the
+    process (a memo's key too coarse, a symbol two kernels share) recurs only after them."""
+
+    case: Case
+    only: tuple[str, ...] | None = None
+    fresh: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"case": self.case.to_dict()}
+        if self.only is not None:
+            data["only"] = list(self.only)
+        if self.fresh:
+            data["fresh"] = True
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Earlier:
+        only = data.get("only")
+        return cls(
+            Case.from_dict(data["case"]),
+            None if only is None else tuple(only),
+            bool(data.get("fresh", False)),
+        )
+
+
 __all__ = [
     "CPU_BACKENDS",
     "GATEWAY_SAMPLED",
@@ -524,6 +553,7 @@ __all__ = [
     "SAMPLED_SHARE",
     "INLINE_LIMIT",
     "Case",
+    "Earlier",
     "decode_array",
     "encode_array",
     "generated_array",

@@ -299,13 +299,31 @@ ENTRY_SCHEMA: dict[str, Any] = {
                 "original_nodes": _COUNT,
                 "nodes": _COUNT,
                 "reproduced": {"type": "boolean"},
+                "earlier": _COUNT,
                 "pipeline_bisection": {"type": "object"},
                 "found_as": SIGNATURE,
             },
         },
         "evidence": {
             "type": "object",
-            "properties": {"stderr": _STRING, "stage": _STRING},
+            "properties": {
+                "stderr": _STRING,
+                "stage": _STRING,
+                # The cases the failure needs run first in its process (``case.Earlier``).
+                "earlier": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["case"],
+                        "properties": {
+                            "case": CASE,
+                            "only": _STRINGS,
+                            "fresh": {"type": "boolean"},
+                        },
+                        "additionalProperties": False,
+                    },
+                },
+            },
         },
     },
     "additionalProperties": False,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .case import Case
+from .case import Case, Earlier
 from .corpus import Corpus, CorpusError, Entry, atomic_write, load, printable
 from .oracles import ORACLES
 from .oracles.base import Finding, Judgement
@@ -125,10 +125,21 @@ def through_the_cache(finding: Finding) -> bool:
 def judge(
     entry: Entry, runner: Runner, case: Case | None = None
 ) -> tuple[Finding | None, Judgement]:
-    """Run the entry's case with its oracle: the same failure if it recurs, and the judgement."""
+    """Run the entry's case with its oracle: the same failure if it recurs, and the judgement.
+    An entry that needs earlier cases (``evidence.earlier``: its failure recurred only after
+    them, ``triage.history``) runs in a new worker process after them."""
     case = entry_case(entry) if case is None else case
     signature = Signature.from_dict(entry.signature)
+    earlier = earlier_of(entry)
+    if earlier:
+        runner.after(earlier)
     return recurring(runner, case, signature, oracles_of(signature, entry.detail), RACE_RUNS)
+
+
+def earlier_of(entry: Entry) -> tuple[Earlier, ...]:
+    """The earlier cases the entry's failure needs run first in its process (none for most)."""
+    evidence = entry.evidence if isinstance(entry.evidence, dict) else {}
+    return tuple(Earlier.from_dict(record) for record in evidence.get("earlier") or ())
 
 
 #: How often the check of a ``race`` (which shows in some runs only) runs before a case is said

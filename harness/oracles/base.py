@@ -41,6 +41,9 @@ class Finding:
     # planted key by id(fn) made 20 entries in a 30 s session, then one per backend family).
     program_free: bool = False
     facet: str = ""  # what a program-free failure depends on (``Signature.facet``)
+    # What the worker process had evaluated before the case (``case.Earlier``, oldest first),
+    # as the runner saw it: a failure the case alone does not repeat may need them.
+    before: tuple[Any, ...] = ()
 
     @property
     def signature(self) -> Signature:

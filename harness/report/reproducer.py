@@ -13,6 +13,7 @@ import functools
 import platform
 import re
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -220,8 +221,41 @@ def _definition_script(case: Case, says: list[str], verdict: str, *call: str) ->
     )
 
 
-def reproducer(case: Case, finding: Any) -> str:
-    """A standalone Python reproducer of ``finding`` on ``case``."""
+def earlier_lines(earlier: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines that run the programs of ``earlier`` (``case.Earlier.to_dict()``s), each on each of
+    its backends, before the failing case: its failure needed what they left in the process.
+    Each is a reproducer of its own, run in a namespace of its own."""
+    if not earlier:
+        return []
+    scripts = []
+    for record in earlier:
+        case = Case.from_dict(record["case"])
+        if case.invalid is not None:
+            continue  # (an invalid program's compile raises before any state is kept)
+        for backend in case.backends:
+            scripts.append(
+                case.subject.to_python(
+                    None,
+                    target=backend,
+                    footer=[],
+                    input_lines=input_lines(case),
+                    spelling=case.spelling,
+                    header=f"An earlier case on {backend}",
+                )
+            )
+    return [
+        f"# The failure needs what {len(earlier)} earlier case(s) left in this process (the case",
+        "# alone passes in a new one): their programs run first, as the fuzzer's worker ran them.",
+        f"EARLIER = {scripts!r}",
+        "for _source in EARLIER:",
+        "    exec(compile(_source, '<earlier case>', 'exec'), {'__name__': '__earlier__'})",
+        "",
+    ]
+
+
+def reproducer(case: Case, finding: Any, earlier: Sequence[dict[str, Any]] = ()) -> str:
+    """A standalone Python reproducer of ``finding`` on ``case``; ``earlier``: the cases it needs
+    run first in its process (``triage.history``), whose programs it runs first."""
     backend = finding.backends[0] if finding.backends else None
     summary = finding.detail.splitlines()[0][:300] if finding.detail else ""
     header = (
@@ -239,6 +273,7 @@ def reproducer(case: Case, finding: Any) -> str:
     else:
         header += f"# {backend} runs as users run it, not instrumented, as in the fuzzer.\n"
     header += workarounds_lines(case)
+    header += "".join(line + "\n" for line in earlier_lines(earlier))
     if finding.oracle == "gpt2-model" and "gpt2" in case.extra:
         try:
             return gpt2_reproducer(case, finding, header)

@@ -178,6 +178,7 @@ class Worker:
         self.process: Any = None
         self.connection: Any = None
         self.tasks = 0
+        self.starts = 0  # processes started so far
         handle, self.stderr_path = tempfile.mkstemp(prefix="worker-stderr-", suffix=".log")
         os.close(handle)
 
@@ -194,6 +195,11 @@ class Worker:
         child.close()
         self.connection = parent
         self.tasks = 0
+        self.starts += 1
+
+    def restarts_next(self) -> bool:
+        """Does the next task start a new process (none alive, or this one's tasks are up)?"""
+        return self.process is None or not self.process.is_alive() or self.tasks >= RECYCLE_AFTER
 
     def stop(self) -> None:
         if self.process is None:
@@ -242,7 +248,7 @@ class Worker:
 
     def run(self, task: Any, timeout: float | None = None) -> Outcome:
         """Run one task; never raises for anything the task does."""
-        if self.process is None or not self.process.is_alive() or self.tasks >= RECYCLE_AFTER:
+        if self.restarts_next():
             self.stop()
             self.start()
         self.tasks += 1

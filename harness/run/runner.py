@@ -19,7 +19,7 @@ from typing import Any
 from compiler.mlir_variants import family
 
 from .. import oracles as oracle_registry
-from ..case import Case
+from ..case import Case, Earlier
 from ..corpus import Corpus
 from ..coverage import case_cells
 from ..oracles.base import Finding, Judgement, Observation, Oracle, group, overwrites
@@ -31,6 +31,9 @@ from .task import Task, TaskResult
 from .worker import execute
 
 DEFAULT_TIMEOUT = 120.0
+#: How many of the worker process's latest evaluations a finding keeps (``Finding.before``): a
+#: failure its case does not repeat alone is replayed after them (``triage.history``).
+HISTORY = 32
 
 
 class Stopped(BaseException):
@@ -155,6 +158,8 @@ class Runner:
         self.use_jax = use_jax
         self.stats = Stats()
         self.last_cells: set[str] = set()  # the cells of the case evaluated last
+        # The evaluations the worker's current process has run, oldest first (``HISTORY``).
+        self.history: list[Earlier] = []
 
     def close(self) -> None:
         self.worker.close()
@@ -289,6 +294,32 @@ class Runner:
         return judgement
 
     def _evaluate(self, case: Case, only: tuple[str, ...] | None, fresh: bool) -> Judgement:
+        """``_evaluate_in_worker``, with the worker process's history kept: each finding holds
+        the evaluations its process ran before it (``Finding.before``)."""
+        if self.worker.restarts_next():
+            self.history.clear()
+        before, starts = tuple(self.history), self.worker.starts
+        try:
+            judgement = self._evaluate_in_worker(case, only, fresh)
+        finally:
+            if self.worker.starts != starts:  # restarted on the way (after a crash, a hang)
+                self.history.clear()
+            self.history = [*self.history, Earlier(case, only, fresh)][-HISTORY:]
+        for finding in judgement.findings:
+            finding.before = before
+        return judgement
+
+    def after(self, earlier: tuple[Earlier, ...]) -> None:
+        """A new worker process that has run ``earlier`` (probes, counted as such): where a
+        failure that needed them is judged again."""
+        self.worker.stop()
+        self.history.clear()
+        for record in earlier:
+            self.evaluate(record.case, record.only, probe=True, fresh=record.fresh)
+
+    def _evaluate_in_worker(
+        self, case: Case, only: tuple[str, ...] | None, fresh: bool
+    ) -> Judgement:
         chosen = self.oracles_for(case, only)
         self.last_cells = case_cells(case)
         task = Task(case, fresh=fresh)

@@ -35,7 +35,8 @@ from ..run.runner import Runner, Stats, Stopped
 from ..run.task import Task
 from ..triage.attribution import Attributor
 from ..triage.export import PROCESS_STATE
-from ..triage.minimize import minimize
+from ..triage.history import needed_earlier, recurs_after
+from ..triage.minimize import Minimized, minimize
 from .admission import Admission
 from .known import Known
 
@@ -197,13 +198,15 @@ def finding_entry(
         evidence["stage"] = finding.stage
     if attribution:
         evidence["attribution"] = attribution
+    if (minimization or {}).get("earlier"):  # what it needs run first in its process
+        evidence["earlier"] = [record.to_dict() for record in finding.before]
     return Entry(
         case={"case": case.to_dict(), "oracle": finding.oracle},
         signature=finding.signature.to_dict(),
         size=case.size,
         status=status,
         detail=finding.detail,
-        reproducer=reproducer(case, finding),
+        reproducer=reproducer(case, finding, evidence.get("earlier", ())),
         mlir=mlir,
         versions=tool_versions(),
         minimization=minimization or {},
@@ -591,19 +594,40 @@ class Driver(Admission):
             return  # a regression (recorded on its entry) or a duplicate of a saved finding
         predicate = self.predicate(finding)
         result = minimize(case, finding, predicate, self.options.minimize_seconds)
-        reproduced = True
-        if not result.steps:
-            # Nothing smaller failed: does the case itself fail again, alone (in a fresh
-            # worker, after a crash)? A crash whose stderr is another kernel's (a bfloat16
-            # vector abort on a float64 case) needed what its worker had run before.
-            again = predicate(result.case)
-            reproduced = again is not None and again.signature.matches(finding.signature)
-            if not reproduced:
+        earlier = None
+        # Does the case fail again alone, in a new worker process? A crash whose stderr is
+        # another kernel's (a bfloat16 vector abort on a float64 case) needed what its worker
+        # had run before; so may a wrong answer, and its smaller candidates failed in the
+        # process that still held that state: then the case found is the one kept.
+        reproduced = recurs_after(self.runner, (), result.case, predicate)
+        if not reproduced and result.steps:
+            result = Minimized(case, finding, evaluations=result.evaluations,
+                               seconds=result.seconds)  # fmt: skip
+            reproduced = recurs_after(self.runner, (), case, predicate)
+        if not reproduced:
+            # In a new process after what the finding's process had run before it: the
+            # fewest of those that bring it back are kept, and replayed first.
+            seconds = self.options.minimize_seconds
+            earlier = needed_earlier(self.runner, case, predicate, finding.before, seconds)
+            if earlier is None:
                 result.finding.detail += (
                     "\n(not reproduced: run again alone, the case passed; the failure needed"
                     " what its worker had run before, or it is flaky)"
                 )
-        if not reproduced:
+        if earlier:
+            # Kept with the finding: the entry stores them, its reproducer calls them first.
+            result.finding.before = earlier
+            result.finding.detail += (
+                f"\n(reproduced after {len(earlier)} earlier case(s) in the same process, "
+                "not alone: the case passes in a new process; replay runs them first)"
+            )
+            attribution = {
+                "layer": PROCESS_STATE, "backend": "", "evidence": {}, "mlir": {},
+                "detail": f"the case fails in a new worker process only after the {len(earlier)}"
+                " earlier case(s) its entry keeps (evidence.earlier), not alone: state one "
+                "process keeps between compiles",
+            }  # fmt: skip
+        elif not reproduced:
             # Variants of a case that passes alone prove nothing: a module cached under a
             # recycled key failed a later program with a Python error, and the error-path rule
             # named the frontend.
@@ -625,8 +649,10 @@ class Driver(Admission):
             "seconds": round(result.seconds, 2),
             "original_nodes": len(case.subject),
             "nodes": len(result.case.subject),
-            "reproduced": reproduced,
+            "reproduced": reproduced or bool(earlier),
         }
+        if earlier:
+            minimization["earlier"] = len(earlier)
         if result.finding.signature.to_dict() != finding.signature.to_dict():
             # A smaller case may fail with another output dtype or fewer ops and backends (an
             # earlier output, a bypassed cast): say what the record it replaces was found as.

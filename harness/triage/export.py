@@ -73,7 +73,8 @@ OWNERS = {
     "runtime)",
     PROCESS_STATE: "this project, most likely: state one process keeps between compiles "
     "(compiler/driver.py's stage and kernel memos, compiler/api.py's specializations); or a "
-    "flaky failure. The case alone passes: replay the session's cases in order",
+    "flaky failure. The case alone passes; where the entry keeps the earlier cases it needs "
+    "(evidence.earlier), replay runs them first and the reproducer calls their programs first",
 }
 #: Layers of another compiler that our frontend hands its traced graph to (``Backend.layer``):
 #: their minimal input is that compiler's own module, and their reproducer needs only it.

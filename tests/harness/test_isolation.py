@@ -155,6 +155,10 @@ def test_a_triage_probe_counts_as_one_and_adds_no_finding_to_the_sessions_figure
 
     class Aborting:
         stderr_path = "/nonexistent/stderr"
+        starts = 1
+
+        def restarts_next(self) -> bool:
+            return False
 
         def run(self, task):
             return Outcome("crash", detail="killed by SIGABRT", seconds=0.25)
