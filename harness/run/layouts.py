@@ -2,7 +2,8 @@
 
 A user's arrays are not always fresh C-contiguous buffers: a transposed weight is
 Fortran-ordered, a slice is strided, a flipped view has negative strides, a field of a record
-array starts at an odd address, a broadcast or memory-mapped array is read-only. The compiler
+array starts at an odd address, a broadcast or memory-mapped array is read-only, and a 0-d value
+is often a NumPy scalar. The compiler
 must take each as the values it holds (``compiler/api.py`` copies what its ABI cannot pass), so
 a case may name a layout per input (``Case.layouts``, ``extra["layouts"]``); the worker arranges
 the inputs so right before each call, the references keep the plain arrays (NumPy's values do
@@ -40,7 +41,12 @@ LAYOUTS: dict[str, int] = {
     "strided": 1,
     "offset": 0,
     "readonly": 0,
+    "scalar": 0,
 }
+#: name -> the largest rank it applies to, where it has one: a 0-d array's value as a NumPy
+#: scalar (``np.float32(2.5)``), which NumPy takes as it takes the array (a frontend that took
+#: NumPy scalars for static arguments, a held-out plant, raised on every such call).
+_MAX_RANK = {"scalar": 0}
 
 #: name -> the Python lines that arrange variable ``{v}``: what runs and what is printed.
 _SOURCE = {
@@ -57,6 +63,7 @@ _SOURCE = {
         "{v} = _buffer[1:].reshape({v}.shape)  # one element into its allocation"
     ),
     "readonly": "{v} = {v}.copy()\n{v}.setflags(write=False)",
+    "scalar": "{v} = {v}[()]  # a NumPy scalar, not a 0-d array",
 }
 
 
@@ -64,7 +71,11 @@ def applicable(array: np.ndarray) -> list[str]:
     """The layouts that change anything for ``array`` (none for an empty one)."""
     if array.size == 0:
         return []
-    return [name for name, rank in LAYOUTS.items() if array.ndim >= rank]
+    return [
+        name
+        for name, rank in LAYOUTS.items()
+        if rank <= array.ndim <= _MAX_RANK.get(name, array.ndim)
+    ]
 
 
 def arrange(array: np.ndarray, name: str) -> np.ndarray:

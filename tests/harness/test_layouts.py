@@ -41,7 +41,8 @@ def test_every_layout_keeps_the_values_and_the_reproducer_line_does_the_same(dty
 
 def test_layouts_apply_by_rank_and_the_default_is_the_array_itself() -> None:
     scalar, vector = np.float32(2.0).reshape(()), np.arange(3.0)
-    assert applicable(scalar) == ["offset", "readonly"]
+    assert applicable(scalar) == ["offset", "readonly", "scalar"]
+    assert type(arrange(scalar, "scalar")) is np.float32 and "scalar" not in applicable(vector)
     assert "fortran" not in applicable(vector) and "strided" in applicable(vector)
     assert applicable(np.zeros((0, 3))) == []
     assert arrange(vector, DEFAULT) is vector and arrange(vector, "fortran") is vector
@@ -123,10 +124,11 @@ def test_a_share_of_generated_cases_hand_their_inputs_over_in_other_layouts() ->
 
     from harness.session.generate import with_layouts
 
-    b = ProgramBuilder()
-    program = b.build(b.node("exp", b.input((3, 4), "float32")))
-    plain = Case(program, [np.ones((3, 4), np.float32)], ("cpu-loops",))
     for name in LAYOUTS:
+        shape = () if name == "scalar" else (3, 4)  # (a 0-d value's layout only)
+        b = ProgramBuilder()
+        program = b.build(b.node("exp", b.input(shape, "float32")))
+        plain = Case(program, [np.ones(shape, np.float32)], ("cpu-loops",))
         found = find(
             with_layouts(st.just(plain)), lambda c, name=name: name in c.layouts,
             settings=settings(database=None, max_examples=500),
@@ -172,4 +174,44 @@ def test_arguments_passed_with_their_own_strides_are_found_and_reproduced(tmp_pa
     text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE)
     assert "x0 = np.asfortranarray(x0)" in text
     assert with_bug.returncode == 1 and "FAILS" in with_bug.stderr, with_bug.stderr[-2000:]
+    assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
+
+
+_SCALAR = """
+import sys
+import numpy as np
+from harness.case import Case
+from harness.report.reproducer import reproducer
+from harness.run.runner import Runner
+from strategies.model import ProgramBuilder
+
+b = ProgramBuilder()
+program = b.build(b.node("exp", b.input((), "float32")))
+case = Case(program, [np.float32(0.5).reshape(())], ("cpu-loops",))
+with Runner(None, use_jax=False) as runner:
+    assert not runner.evaluate(case).findings  # a 0-d array does not reach the bug
+    laid_out = case.with_layouts(("scalar",))
+    findings = runner.evaluate(laid_out).findings
+    assert findings, "not found"
+open(sys.argv[1], "w").write(reproducer(laid_out, findings[0]))
+"""
+
+
+@pytest.mark.slow
+def test_a_numpy_scalar_argument_is_taken_as_its_0d_array(tmp_path: Path) -> None:
+    """A frontend that takes NumPy scalar arguments (``np.float32(0.5)``) for static values,
+    not 0-d inputs (planted: their value baked in, a retrace per value, and a function of them
+    alone returning a NumPy scalar): a 0-d input handed over as a NumPy scalar (the ``scalar``
+    layout) finds it, and its reproducer hands it over so too."""
+    mutation = Mutation(
+        "numpy-scalars-static",
+        "frontend/pytree.py",
+        "    return isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, (str, "
+        "bytes))",
+        "    return isinstance(value, np.ndarray) and not isinstance(value, (str, bytes))",
+        "NumPy scalar arguments taken as static values",
+    )
+    text, with_bug, clean = run_with_and_without(tmp_path, mutation, _SCALAR)
+    assert "x0 = x0[()]" in text
+    assert with_bug.returncode == 1, with_bug.stdout[-2000:] + with_bug.stderr[-2000:]
     assert clean.returncode == 0, clean.stdout + clean.stderr[-2000:]
