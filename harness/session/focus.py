@@ -152,6 +152,8 @@ def focus_cases(
         return draw(_view_cases(backends, first))
     if kind == "key":
         return draw(_key_cases(backends, first))
+    if kind == "ranks":
+        return draw(_rank_cases(backends, first))
     if kind == INVALID:
         from .generate import invalid_cases  # (generate draws focused cases from here)
 
@@ -253,7 +255,18 @@ INVALID = "invalid"
 
 #: The kinds of item whose focused case is drawn whole by its own strategy (a sweep, a gather
 #: alone, a jit sequence, an invalid program): no other item joins it as one more step.
-_OWN_CASES = ("sweep", "tails", "out-of-range", "identity", "jit-sequence", "view", "key", INVALID)
+_OWN_CASES = (
+    "sweep", "tails", "out-of-range", "identity", "jit-sequence", "view", "key", "ranks", INVALID,
+)  # fmt: skip
+
+#: The second member of a contraction's rank items ("matmul", "ranks:AxB"): its operands of
+#: ranks A and B (each up to ``MAX_CONTRACTION_RANK``), each pair its own rule of NumPy's (a
+#: vector's dim inserted and dropped, batch dims broadcast from the other operand alone). Random
+#: programs' matmuls were of equal ranks or a vector with a matrix (300 default cases: 23
+#: matmuls, none of a vector or a matrix with a stack): a frontend that took every batch as
+#: both operands' dims but the last two survived 60 s sessions.
+RANKED = "ranks:"
+MAX_CONTRACTION_RANK = 3
 
 #: The second member of a basic index's key items ("index", "key:<element>:<place>"): each kind
 #: of key element that is not a plain slice (a None, an Ellipsis, an int, a slice of negative
@@ -538,6 +551,52 @@ def _key_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]
     inputs = [draw(values(shape, dtype, uniform(draw, ("ordinary", "ties", "negative"))))]
     event("origin:focus-key")
     return Case(program, inputs, backends, origin="focus/key")
+
+
+def rank_items() -> tuple[tuple[str, str], ...]:
+    """(op, "ranks:AxB") for each contraction the table generates and each pair of operand
+    ranks up to ``MAX_CONTRACTION_RANK``."""
+    first = _first_dtypes()
+    ranks = range(1, MAX_CONTRACTION_RANK + 1)
+    return tuple(
+        (op, f"{RANKED}{a}x{b}") for op in CONTRACTIONS if op in first for a in ranks for b in ranks
+    )
+
+
+def _rank_items_of(program: Any) -> set[tuple[str, str]]:
+    """The rank items (``rank_items``) a program's contractions exercise."""
+    return {
+        (node.op, f"{RANKED}{'x'.join(str(len(t.shape)) for t in program.arg_types(node))}")
+        for node in program.nodes
+        if node.op in CONTRACTIONS
+    }
+
+
+@st.composite
+def _rank_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
+    """The contraction alone on operands of the item's ranks, in any dtype it takes: sides of
+    one to five (a contracted side of one too), batch dims of one to three broadcast against
+    the other's (one of them one, or missing), on ordinary, negative or tie values."""
+    op = item[0]
+    left, right = (int(r) for r in item[1][len(RANKED) :].split("x"))
+    dtype = uniform(draw, [d for o, d in op_dtype_pairs() if o == op])
+    k, m, n = (draw(st.integers(1, 5)) for _ in range(3))
+    batch = tuple(draw(st.integers(2, 3)) for _ in range(max(left, right) - 2))
+
+    def operand(rank: int, matrix: tuple[int, int], vector: int) -> tuple[int, ...]:
+        if rank == 1:
+            return (vector,)
+        own = batch[len(batch) - (rank - 2) :] if rank > 2 else ()
+        own = tuple(1 if uniform(draw, range(3)) == 0 else side for side in own)
+        return (*own, *matrix)
+
+    shapes = [operand(left, (m, k), k), operand(right, (k, n), k)]
+    b = ProgramBuilder()
+    program = b.build(b.node(op, *(b.input(shape, dtype) for shape in shapes)))
+    regime = uniform(draw, ("ordinary", "negative", "ties"))
+    inputs = [draw(values(shape, dtype, regime)) for shape in shapes]
+    event(f"origin:focus-ranks:{left}x{right}")
+    return Case(program, inputs, backends, origin=f"focus/ranks/{regime}")
 
 
 def _keyed(draw: st.DrawFn, shape: tuple[int, ...], element: str, place: str) -> tuple | None:
@@ -1233,9 +1292,10 @@ def item_kind(item: tuple[str, str]) -> str:
     unary ops), "cast", "spelling", "const:left", "const:wide", "const:arbitrary",
     "const:wider" or "const:value" (one family: a constant operand's forms), "jit-sequence",
     "out-of-range", "identity" and "invalid" (one family: what must be rejected or kept at a
-    range's end), "sweep" (with edges; the dense sweeps have their own share) or "tails" (an exact
-    reduction's sweep: 10 of the 107 sweeps, drawn as any of them, and a max's chunked rows
-    went unseen in 60 s sessions; now a kind of the sweeps' family, ``item_family``)."""
+    range's end), "view", "key", "ranks" (a contraction's operand ranks), "sweep" (with edges;
+    the dense sweeps have their own share) or "tails" (an exact reduction's sweep: 10 of the
+    107 sweeps, drawn as any of them, and a max's chunked rows went unseen in 60 s sessions;
+    now a kind of the sweeps' family, ``item_family``)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
@@ -1249,6 +1309,8 @@ def item_kind(item: tuple[str, str]) -> str:
         return "view"
     if second.startswith(KEYED):
         return "key"
+    if second.startswith(RANKED):
+        return "ranks"
     if second.startswith(SWEPT):
         return "tails" if second.endswith(TAILS) else "sweep"
     if second.startswith(SPELLED):
@@ -1299,10 +1361,11 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     alone (``ONE_OF_TWO``); a max's or min's identity in each dtype (``IDENTITY``); each
     float reduction over no axis on a -0.0 (``NO_AXIS``); a jit sequence
     (``SEQUENCE_ITEM``); (op, "views:LAYOUT") for an op of each primitive kind on views of
-    inputs of each layout (``view_ops``, ``VIEW_LAYOUTS``); each violation an invalid program
-    is drawn with (``INVALID``: rejected as NumPy does); and the accuracy sweeps
-    (``sweep_items``), the dense ones of which take half of the focused cases while any is
-    left (``focus_cases``)."""
+    inputs of each layout (``view_ops``, ``VIEW_LAYOUTS``); each key element at each place
+    (``key_items``); a contraction's operands of each pair of ranks (``rank_items``); each
+    violation an invalid program is drawn with (``INVALID``: rejected as NumPy does); and the
+    accuracy sweeps (``sweep_items``), the dense ones of which take half of the focused cases
+    while any is left (``focus_cases``)."""
     first = _first_dtypes()  # the ops with a dtype to draw them in
     spelled = [
         (op, SPELLED + spelling)
@@ -1332,7 +1395,7 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     rejected = [(INVALID, name) for name in VIOLATIONS]
     return (
         *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
-        *arbitrary, *checked, SEQUENCE_ITEM, *views, *key_items(), *rejected,
+        *arbitrary, *checked, SEQUENCE_ITEM, *views, *key_items(), *rank_items(), *rejected,
     )  # fmt: skip
 
 
@@ -1425,7 +1488,7 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
         for layout in VIEW_LAYOUTS
         for op in ops_reading_views(case.program, layout)
     }
-    found |= _key_items_of(case.program)
+    found |= _key_items_of(case.program) | _rank_items_of(case.program)
     sequence = case.sequence
     if sequence is not None and len(sequence.calls) > 1:
         found.add(SEQUENCE_ITEM)

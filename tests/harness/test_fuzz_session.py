@@ -1699,6 +1699,55 @@ def test_key_items_put_each_kind_of_key_element_at_each_place() -> None:
     assert told_apart and all(told_apart), told_apart
 
 
+def test_rank_items_put_a_contractions_operands_in_each_pair_of_ranks() -> None:
+    """("matmul", "ranks:AxB") focus items: a vector, a matrix or a stack on either side, each
+    pair's case exercising its own item, NumPy taking it, batch dims broadcast (a one against
+    another side) in some. Random programs' matmuls were of equal ranks or a vector with a
+    matrix: a frontend that took every batch as both operands' dims but the last two (a vector
+    times a stack failed to trace) survived 60 s sessions."""
+    import numpy as np
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from harness.session.focus import (
+        RANKED,
+        _rank_cases,
+        exercised_items,
+        focus_cases,
+        focus_items,
+        item_kind,
+    )  # fmt: skip
+
+    items = [i for i in focus_items() if i[1].startswith(RANKED)]
+    assert sorted(items) == [("matmul", f"ranks:{a}x{b}") for a in (1, 2, 3) for b in (1, 2, 3)]
+    assert {item_kind(i) for i in items} == {"ranks"}
+    broadcast: list[bool] = []
+
+    @settings(max_examples=90, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(st.sampled_from(items).flatmap(lambda item: st.tuples(
+        st.just(item), _rank_cases(("cpu-loops",), item))))  # fmt: skip
+    def check(drawn) -> None:  # noqa: ANN001
+        item, case = drawn
+        assert case.origin.startswith("focus/ranks/") and item in exercised_items(case)
+        left, right = (a.shape for a in case.inputs)
+        assert np.matmul(*case.inputs).shape == case.program.output_type.shape
+        if len(left) == len(right) == 3:
+            broadcast.append(left[0] != right[0])
+
+    check()
+    assert broadcast and any(broadcast), broadcast
+
+    # Left alone in the focus, a rank item is what a focused case draws
+    @settings(max_examples=5, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(focus_cases(("cpu-loops",), (("matmul", "ranks:1x3"),)))
+    def alone(case) -> None:  # noqa: ANN001
+        assert [a.ndim for a in case.inputs] == [1, 3]
+
+    alone()
+
+
 def test_a_view_has_the_layout_its_strides_and_offset_say() -> None:
     """``view_layout``: past the first element with positive strides other than row-major
     (extent-1 dims included), its innermost stride one element (rows apart: padded) or not,
