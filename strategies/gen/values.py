@@ -43,6 +43,7 @@ int32 cast (undefined in NumPy for NaN, infinities and out-of-range values) only
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -843,8 +844,9 @@ def tie_sources(
     """(j, kind, source) for each operand of a binary op, comparison or select (of ``kinds``)
     that could equal the other at some places: input j (of no gather and not guarded for a cast
     to int), and the other operand: ``("input", i)`` (another input of j's shape and dtype, or
-    of j's dtype that broadcasts to j's shape: ``x > y[0]``; one direction per pair) or
-    ``("constant", value)`` where j's dtype holds it exactly (``x > 2``)."""
+    of j's dtype that broadcasts to j's shape: ``x > y[0]``; one direction per pair),
+    ``("constant", value)`` where j's dtype holds it exactly (``x > 2``), else ``("near",
+    value)``: j takes the values of its dtype next to it (``near_values``)."""
     found: list[tuple[int, str, Any]] = []
     pairs: set[frozenset[int]] = set()
     for equation in program.nodes:
@@ -860,8 +862,12 @@ def tie_sources(
                 continue
             if isinstance(b, Const):
                 value = b.py()
-                if x.dtype != "bool" and not isinstance(value, bool) and _holds(x.dtype, value):
+                if x.dtype == "bool" or isinstance(value, bool):
+                    continue
+                if _holds(x.dtype, value):
                     found.append((a.index, "constant", value))
+                elif near_values(value, x.dtype):
+                    found.append((a.index, "near", value))
             elif isinstance(b, Ref) and b.kind == "input" and b.index != a.index:
                 y = program.inputs[b.index]
                 if y.dtype != x.dtype or y.bound is not None or b.index in guarded:
@@ -871,6 +877,52 @@ def tie_sources(
                     pairs.add(frozenset((a.index, b.index)))
                     found.append((a.index, "input", b.index))
     return list(dict.fromkeys(found))
+
+
+def near_values(value: Any, dtype: str) -> list[Any]:
+    """The values of ``dtype`` next to a finite constant it does not hold exactly, where the
+    answer turns on how the constant is converted: an int dtype's floor and ceiling of it
+    (clipped to its range), and past the range its ends and the value wrapped around (int32
+    ``x < 2.5`` compares in float64 in NumPy: 2 and 3 tell it from a compare in int32; ``x <
+    2**31 + 1`` in int64: INT32_MAX tells it from a compare in float32); a float dtype's
+    nearest value to it (NEP 50 converts a Python scalar to the tensor's dtype: ``x < 0.1`` of
+    float32 compares with float32(0.1)) and that value's two neighbours, the largest finite
+    value for one past the range."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return []
+    if not np.isfinite(number):
+        return []
+    kind = np.dtype(dtype)
+    if not primitives.is_float(dtype):
+        info = np.iinfo(kind)
+        low, high = int(info.min), int(info.max)
+        exact = int(value) if isinstance(value, (int, np.integer)) else None
+        near = {min(max(v, low), high) for v in (math.floor(number), math.ceil(number))}
+        if exact is not None and not low <= exact <= high:
+            span = high - low + 1
+            near |= {low, high, (exact - low) % span + low}
+        return sorted(near)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nearest = np.asarray(number).astype(kind)
+    if not np.isfinite(nearest.astype(np.float64)):
+        nearest = np.asarray(finfo_max(kind), dtype=kind)
+    bits = np.dtype(f"u{kind.itemsize}")
+    pattern = int(nearest.reshape(1).view(bits)[0])
+    sign = 1 << (8 * kind.itemsize - 1)
+    neighbours = {pattern, pattern + 1} | ({pattern - 1} if pattern & ~sign else set())
+    found = np.array(sorted(neighbours), dtype=bits).view(kind)
+    finite = found[np.isfinite(found.astype(np.float64))]
+    return sorted({float(v) for v in finite})
+
+
+def finfo_max(dtype: Any) -> Any:
+    """The largest finite value of float ``dtype`` (bfloat16's too)."""
+    import ml_dtypes
+
+    return ml_dtypes.finfo(dtype).max
 
 
 def _holds(dtype: str, value: Any) -> bool:
@@ -915,7 +967,13 @@ def _operand_ties(
         if out[j].size and not tied.any():  # (a small array would often have none)
             tied.flat[int(rng.integers(out[j].size))] = True
         second = np.array(out[j], copy=True)
-        value = out[source] if kind == "input" else np.asarray(source).astype(second.dtype)
+        if kind == "near":  # each tied place one of the values next to the constant
+            near = np.asarray(near_values(source, second.dtype.name)).astype(second.dtype)
+            value = near[rng.integers(len(near), size=second.shape)]
+        elif kind == "input":
+            value = out[source]
+        else:
+            value = np.asarray(source).astype(second.dtype)
         second[tied] = np.broadcast_to(value, second.shape)[tied]
         if primitives.is_float(second.dtype.name):  # a tie of zeros may take the other: 0 == -0
             zeros = tied & (second == 0) & (rng.random(second.shape) < 0.5)
@@ -945,6 +1003,7 @@ __all__ = [
     "halfway_values",
     "input_values",
     "int_cast_inputs",
+    "near_values",
     "int_range_top",
     "narrowing_values",
     "regimes",

@@ -729,13 +729,36 @@ def test_an_input_meets_a_constant_or_a_broadcast_input_at_a_quarter_of_the_plac
     shares = [float(np.mean(a == np.broadcast_to(c, a.shape))) for a, c in drawn]
     assert np.median(shares) > 0.15, shares
 
-    b = ProgramBuilder()  # 2.5 is no int32, 1e10 no float16: nothing to tie with
-    x, h = b.input((3,), "int32"), b.input((3,), "float16")
-    low = b.node("astype", b.node("less", x, Const(2.5)), dtype="float16")
+    # 2.5 is no int32, 1e10 no float16: they meet the values next to them (an int32 compare
+    # in float32 and one with the constant truncated, held-out plants, survived 60 s sessions)
+    b = ProgramBuilder()
+    x, h = b.input((3, 4), "int32"), b.input((4,), "float16")
+    low = b.node("astype", b.node("less", x, Const(-2.5)), dtype="float16")
     program = b.build(
         b.node("add", low, b.node("astype", b.node("less", h, Const(1e10)), dtype="float16"))
     )
-    assert tie_sources(program) == []
+    assert tie_sources(program) == [(0, "near", -2.5), (1, "near", 1e10)]
+    drawn = _drawn_inputs(program, "ordinary", 60)
+    assert np.median([np.mean((a == -3) | (a == -2)) for a, _ in drawn]) > 0.15
+    assert any((h == np.float16(65504)).any() for _, h in drawn)
+
+
+def test_the_values_next_to_a_constant_a_dtype_does_not_hold() -> None:
+    from strategies.gen.values import near_values
+
+    assert near_values(2.5, "int32") == [2, 3] and near_values(-2.5, "int32") == [-3, -2]
+    top, bottom = 2**31 - 1, -(2**31)
+    assert near_values(2**31 + 1, "int32") == [bottom, bottom + 1, top]  # (wrapped: -2**31 + 1)
+    assert near_values(2**40, "int32") == [bottom, 0, top] and near_values(1e10, "int32") == [top]
+    assert near_values(0.1, "float32") == [
+        float(np.nextafter(np.float32(0.1), np.float32(0))),
+        float(np.float32(0.1)),
+        float(np.nextafter(np.float32(0.1), np.float32(1))),
+    ]
+    assert near_values(2049, "float16") == [2047.0, 2048.0, 2050.0]
+    assert near_values(1e10, "float16") == [65472.0, 65504.0]  # past the range: the largest
+    assert near_values(1e-50, "float32") == [0.0, float(np.finfo(np.float32).smallest_subnormal)]
+    assert near_values(float("inf"), "float32") == [] and near_values(-0.1, "bfloat16")
 
 
 def test_ids_inputs_of_another_shape_and_the_same_input_twice_are_not_tied() -> None:
