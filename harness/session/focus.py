@@ -154,6 +154,8 @@ def focus_cases(
         return draw(_key_cases(backends, first))
     if kind == "ranks":
         return draw(_rank_cases(backends, first))
+    if kind == "layout":
+        return draw(_layout_cases(backends, first))
     if kind == INVALID:
         from .generate import invalid_cases  # (generate draws focused cases from here)
 
@@ -256,7 +258,8 @@ INVALID = "invalid"
 #: The kinds of item whose focused case is drawn whole by its own strategy (a sweep, a gather
 #: alone, a jit sequence, an invalid program): no other item joins it as one more step.
 _OWN_CASES = (
-    "sweep", "tails", "out-of-range", "identity", "jit-sequence", "view", "key", "ranks", INVALID,
+    "sweep", "tails", "out-of-range", "identity", "jit-sequence", "view", "key", "ranks",
+    "layout", INVALID,
 )  # fmt: skip
 
 #: The second member of a contraction's rank items ("matmul", "ranks:AxB"): its operands of
@@ -267,6 +270,14 @@ _OWN_CASES = (
 #: both operands' dims but the last two survived 60 s sessions.
 RANKED = "ranks:"
 MAX_CONTRACTION_RANK = 3
+
+#: Input layout items ("inputs", "layout:NAME"): a small program whose inputs reach the
+#: compiler in layout NAME (``run/layouts.py``: Fortran order, strided, a NumPy scalar...).
+#: Random cases hand a quarter of their inputs over in a layout drawn among those that apply,
+#: so each layout met few cases (a 0-d input as a NumPy scalar: none of 300, 4 of which had a
+#: 0-d input): a frontend that took NumPy scalars for static arguments survived a session.
+LAYOUT_ITEM = "inputs"
+LAID_OUT = "layout:"
 
 #: The second member of a basic index's key items ("index", "key:<element>:<place>"): each kind
 #: of key element that is not a plain slice (a None, an Ellipsis, an int, a slice of negative
@@ -597,6 +608,59 @@ def _rank_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
     inputs = [draw(values(shape, dtype, regime)) for shape in shapes]
     event(f"origin:focus-ranks:{left}x{right}")
     return Case(program, inputs, backends, origin=f"focus/ranks/{regime}")
+
+
+def layout_items() -> tuple[tuple[str, str], ...]:
+    """("inputs", "layout:NAME") for each input layout (``run/layouts.LAYOUTS``)."""
+    from ..run.layouts import LAYOUTS
+
+    return tuple((LAYOUT_ITEM, LAID_OUT + name) for name in LAYOUTS)
+
+
+def _layout_items_of(case: Case) -> set[tuple[str, str]]:
+    """The layout items a case exercises: each layout one of its inputs is handed over in."""
+    from ..run.layouts import DEFAULT, applicable
+
+    return {
+        (LAYOUT_ITEM, LAID_OUT + name)
+        for name, array in zip(case.layouts, case.inputs, strict=False)
+        if name != DEFAULT and name in applicable(array)
+    }
+
+
+@st.composite
+def _layout_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]) -> Case:
+    """A program of up to three steps whose inputs of a rank the item's layout applies to are
+    handed over in it (the others plain); for a NumPy scalar's, an op of a 0-d input, with a
+    tensor for a binary op or a comparison, in any dtype the op takes."""
+    from ..run.layouts import DEFAULT, LAYOUTS, applicable
+
+    name = item[1][len(LAID_OUT) :]
+    if name == "scalar":  # random programs' inputs are seldom 0-d
+        op = uniform(draw, [o for o in generation_order() if primitives.get(o).kind in (
+            "unary", "binary", "compare")])  # fmt: skip
+        dtype = uniform(draw, [d for o, d in op_dtype_pairs() if o == op])
+        b = ProgramBuilder()
+        args = [b.input((), dtype)]
+        if primitives.get(op).arity == 2:
+            args.insert(uniform(draw, (0, 1)), b.input((draw(st.integers(1, 4)),), dtype))
+        node = b.node(op, *args)
+        if primitives.get(op).kind == "compare":
+            node = b.node("astype", node, dtype=dtype)  # (a program's output is numeric)
+        program = b.build(node)
+        regime = uniform(draw, ("ordinary", "negative", "special"))
+        inputs = list(draw(input_values(program, regime)))
+    else:
+        rank = LAYOUTS[name]
+        strategy = programs(max_nodes=3).filter(
+            lambda p: any(len(i.shape) >= rank and all(i.shape) for i in p.inputs)
+        )
+        drawn = draw(samples(strategy))
+        program, inputs = drawn.program, list(drawn.inputs)
+    names = [name if name in applicable(a) else DEFAULT for a in inputs]
+    event(f"origin:focus-layout:{name}")
+    case = Case(program, inputs, backends, origin="focus/layout")
+    return case.with_layouts(names)
 
 
 def _keyed(draw: st.DrawFn, shape: tuple[int, ...], element: str, place: str) -> tuple | None:
@@ -1292,7 +1356,8 @@ def item_kind(item: tuple[str, str]) -> str:
     unary ops), "cast", "spelling", "const:left", "const:wide", "const:arbitrary",
     "const:wider" or "const:value" (one family: a constant operand's forms), "jit-sequence",
     "out-of-range", "identity" and "invalid" (one family: what must be rejected or kept at a
-    range's end), "view", "key", "ranks" (a contraction's operand ranks), "sweep" (with edges;
+    range's end), "view", "key", "ranks" (a contraction's operand ranks), "layout" (inputs
+    handed over in a layout), "sweep" (with edges;
     the dense sweeps have their own share) or "tails" (an exact reduction's sweep: 10 of the
     107 sweeps, drawn as any of them, and a max's chunked rows went unseen in 60 s sessions;
     now a kind of the sweeps' family, ``item_family``)."""
@@ -1311,6 +1376,8 @@ def item_kind(item: tuple[str, str]) -> str:
         return "key"
     if second.startswith(RANKED):
         return "ranks"
+    if op == LAYOUT_ITEM:
+        return "layout"
     if second.startswith(SWEPT):
         return "tails" if second.endswith(TAILS) else "sweep"
     if second.startswith(SPELLED):
@@ -1362,7 +1429,8 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     float reduction over no axis on a -0.0 (``NO_AXIS``); a jit sequence
     (``SEQUENCE_ITEM``); (op, "views:LAYOUT") for an op of each primitive kind on views of
     inputs of each layout (``view_ops``, ``VIEW_LAYOUTS``); each key element at each place
-    (``key_items``); a contraction's operands of each pair of ranks (``rank_items``); each
+    (``key_items``); a contraction's operands of each pair of ranks (``rank_items``); inputs
+    handed over in each layout (``layout_items``); each
     violation an invalid program is drawn with (``INVALID``: rejected as NumPy does); and the
     accuracy sweeps (``sweep_items``), the dense ones of which take half of the focused cases
     while any is left (``focus_cases``)."""
@@ -1395,7 +1463,8 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     rejected = [(INVALID, name) for name in VIOLATIONS]
     return (
         *sweep_items(), *op_dtype_pairs(), *cast_pairs(), *spelled, *reflected, *wide,
-        *arbitrary, *checked, SEQUENCE_ITEM, *views, *key_items(), *rank_items(), *rejected,
+        *arbitrary, *checked, SEQUENCE_ITEM, *views, *key_items(), *rank_items(),
+        *layout_items(), *rejected,
     )  # fmt: skip
 
 
@@ -1488,7 +1557,7 @@ def exercised_items(case: Case, every_spelling: bool = False) -> set[tuple[str, 
         for layout in VIEW_LAYOUTS
         for op in ops_reading_views(case.program, layout)
     }
-    found |= _key_items_of(case.program) | _rank_items_of(case.program)
+    found |= _key_items_of(case.program) | _rank_items_of(case.program) | _layout_items_of(case)
     sequence = case.sequence
     if sequence is not None and len(sequence.calls) > 1:
         found.add(SEQUENCE_ITEM)
