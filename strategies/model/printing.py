@@ -174,7 +174,14 @@ def python_source(
     lines.append("")
     if any("ml_dtypes." in line for line in lines):
         lines.insert(2, "import ml_dtypes  # bfloat16")
-    call = f"compiler.jit(program)({names}" + (f", target={target!r})" if target else ")")
+    # On a target, compiled for the arguments and then called on them, as the fuzzer's worker
+    # calls it: a specialization that took 1 array where 2 were passed failed there, while
+    # ``jit(program)(x0, x1)`` passed (a frontend that took NumPy scalars for static values).
+    call = (
+        f"compiler.jit(program).compile({names}, target={target!r})({names})"
+        if target
+        else f"compiler.jit(program)({names})"
+    )
     if rejects is not None:
         lines += [
             "try:",
