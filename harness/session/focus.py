@@ -1339,7 +1339,12 @@ def _out_of_range_items(case: Case) -> set[tuple[str, str]]:
 
 #: Kinds of item that share a family with another (``item_family``): an exact reduction's sweep
 #: is a sweep, a slice at a reduction's identity an edge of a value as an id past a table is.
-_FAMILIES = {"tails": "sweep", "identity": "out-of-range", INVALID: "out-of-range"}
+_FAMILIES = {
+    "tails": "sweep", "identity": "out-of-range", INVALID: "out-of-range",
+    # a contraction's operand ranks are one more kind of pair, an input layout one more view
+    # (families of their own took a share from every other: the constants' family waited)
+    "ranks": "pair", "layout": "view",
+}  # fmt: skip
 
 
 def item_family(kind: str) -> str:

@@ -1715,12 +1715,13 @@ def test_rank_items_put_a_contractions_operands_in_each_pair_of_ranks() -> None:
         exercised_items,
         focus_cases,
         focus_items,
+        item_family,
         item_kind,
     )  # fmt: skip
 
     items = [i for i in focus_items() if i[1].startswith(RANKED)]
     assert sorted(items) == [("matmul", f"ranks:{a}x{b}") for a in (1, 2, 3) for b in (1, 2, 3)]
-    assert {item_kind(i) for i in items} == {"ranks"}
+    assert {item_kind(i) for i in items} == {"ranks"} and item_family("ranks") == "pair"
     broadcast: list[bool] = []
 
     @settings(max_examples=90, database=None, derandomize=True, deadline=None,
@@ -1762,12 +1763,13 @@ def test_layout_items_hand_a_programs_inputs_over_in_each_layout() -> None:
         _layout_cases,
         exercised_items,
         focus_items,
+        item_family,
         item_kind,
     )
 
     items = [i for i in focus_items() if i[1].startswith(LAID_OUT)]
     assert sorted(name for _, name in items) == sorted(LAID_OUT + name for name in LAYOUTS)
-    assert {item_kind(i) for i in items} == {"layout"}
+    assert {item_kind(i) for i in items} == {"layout"} and item_family("layout") == "view"
     met: set[str] = set()
 
     @settings(max_examples=60, database=None, derandomize=True, deadline=None,
