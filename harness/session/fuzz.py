@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..case import CPU_BACKENDS, SIBLINGS, Case
+from ..case import CPU_BACKENDS, SIBLINGS, Case, Earlier
 from ..corpus import Corpus, Entry
 from ..coverage import novelty
 from ..oracles.base import Finding
@@ -607,8 +607,11 @@ class Driver(Admission):
         if not reproduced:
             # In a new process after what the finding's process had run before it: the
             # fewest of those that bring it back are kept, and replayed first.
+            # The case itself on all its backends last: its task compiled them in one process
+            # (a stage memo that served cpu-vector cpu-loops' output failed only after that).
+            records = (*finding.before, Earlier(case))
             seconds = self.options.minimize_seconds
-            earlier = needed_earlier(self.runner, case, predicate, finding.before, seconds)
+            earlier = needed_earlier(self.runner, case, predicate, records, seconds)
             if earlier is None:
                 result.finding.detail += (
                     "\n(not reproduced: run again alone, the case passed; the failure needed"

@@ -102,29 +102,60 @@ KERNEL_KEY_PREFIX = Mutation(
     "return (_digest(lowered[:400]), target.opt_level,",
     "the kernel memo keys a kernel by its lowered text's first 400 characters",
 )
+#: A stage memo keyed without the stage's passes: cpu-vector's bufferized stage is served
+#: cpu-loops' (deallocating) output for the same text, so a program compiled on cpu-loops first
+#: fails on cpu-vector in the same process (within one case's task: its backends in turn).
+STAGE_KEY_WITHOUT_PASSES = Mutation(
+    "stage-key-without-passes",
+    "driver.py",
+    "return (stage.name, stage.pipeline, name, state, _digest(text))",
+    "return (stage.name, name, state, _digest(text))",
+    "the stage memo keys a stage by its name, not its passes",
+)
+
+
+def _strided_matmul() -> Case:
+    b = ProgramBuilder()
+    x, y = b.input((6, 14), "float64"), b.input((6, 5), "float64")
+    left = b.node("index", x, key=(slice(5, None, -2), slice(12, 0, -2)))
+    right = b.node("index", y, key=(slice(0, 6, 1), slice(3, None, -1)))
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal((6, 14)), rng.standard_normal((6, 5))]
+    program = b.build(b.node("matmul", left, right))
+    return Case(program, inputs, ("cpu-loops@O0", "cpu-vector@O0"))
+
+
+def scenario(name: str) -> tuple[list[Case], Case]:
+    """(the cases a process runs first, the case that then fails) of each planted bug."""
+    if name == KERNEL_KEY_PREFIX.name:
+        return [_unary("exp"), _unary("negative", (3,)), _unary("abs", (5,))], _unary("tanh")
+    return [_unary("negative", (3,))], _strided_matmul()
+
 
 _SESSION = """
 import json, sys
-import numpy as np
 from harness.corpus import Corpus
 from harness.replay import classify
 from harness.session import fuzz
-from tests.harness.test_history import _unary
+from tests.harness.test_history import scenario
 
+first, found = scenario(sys.argv[2])
 driver = fuzz.Driver(fuzz.FuzzOptions(corpus=sys.argv[1], database=None, use_jax=False,
                                       minimize_seconds=60), 0)
 try:
-    for case in (_unary("exp"), _unary("negative", (3,)), _unary("abs", (5,))):
+    for case in first:
         assert not driver.runner.evaluate(case).findings
-    found = _unary("tanh")
     judgement = driver.runner.evaluate(found)
-    [finding] = [f for f in judgement.findings if f.kind == "mismatch"][:1]
-    assert len(finding.before) == 3, finding.before
+    [finding] = judgement.findings[:1]
+    assert len(finding.before) == len(first), finding.before
     driver.finish(found, finding)
     [entry] = list(Corpus(sys.argv[1]).entries())
     print(json.dumps({
         "path": str(entry.path),
-        "earlier": [r["case"]["program"] for r in entry.evidence.get("earlier", [])],
+        "earlier": [
+            [r["case"]["program"]["nodes"][-1]["op"], r["case"]["backends"]]
+            for r in entry.evidence.get("earlier", [])
+        ],
         "minimization": entry.minimization,
         "layer": entry.evidence["attribution"]["layer"],
         "replayed": classify(entry, driver.runner).outcome,
@@ -135,26 +166,36 @@ finally:
 
 
 @pytest.mark.slow
-def test_a_failure_that_needs_an_earlier_case_keeps_it_and_replays_after_it(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    "mutation, earlier",
+    [
+        (KERNEL_KEY_PREFIX, [["exp", ["cpu-loops@O0"]]]),
+        (STAGE_KEY_WITHOUT_PASSES, [["matmul", ["cpu-loops@O0"]]]),
+    ],
+    ids=lambda value: getattr(value, "name", ""),
+)
+def test_a_failure_that_needs_an_earlier_compile_keeps_it_and_replays_after_it(
+    tmp_path: Path, mutation: Mutation, earlier: list
 ) -> None:
-    """A kernel memo whose key misses part of the module (planted in a scratch copy): a tanh
-    after an exp of the same signature gets the exp's kernel, and alone passes. The entry
-    keeps the one earlier case of three that it needs (the exp), replay runs it first and
-    says still-open (fixed-now on the clean compiler), and the reproducer fails exactly on the
-    planted compiler."""
-    scratch = apply(KERNEL_KEY_PREFIX, tmp_path / "src")
+    """Memos whose keys miss what the result depends on (planted in a scratch copy). A tanh
+    after an exp of the same signature gets the exp's kernel, and alone passes: the entry keeps
+    the one earlier case of three that it needs (the exp). A strided matmul fails on cpu-vector
+    only after cpu-loops compiled it in the same task, and alone on cpu-vector passes: the entry
+    keeps the case itself on cpu-loops alone. Replay runs them first and says still-open
+    (fixed-now on the clean compiler), and the reproducer fails exactly on the planted
+    compiler."""
+    scratch = apply(mutation, tmp_path / "src")
     root = Path(__file__).parents[2]
     env = scratch_environment(scratch)
     env["PYTHONPATH"] = f"{env.get('PYTHONPATH', '')}{os.pathsep}{root}"
     corpus = tmp_path / "corpus"
     proc = subprocess.run(
-        [sys.executable, "-c", _SESSION, str(corpus)], cwd=tmp_path, env=env,
+        [sys.executable, "-c", _SESSION, str(corpus), mutation.name], cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert [p["nodes"][0]["op"] for p in found["earlier"]] == ["exp"], found["earlier"]
+    assert found["earlier"] == earlier, found["earlier"]
     assert found["minimization"]["earlier"] == 1 and found["minimization"]["reproduced"]
     assert found["layer"] == "process-state" and found["replayed"] == "still-open"
     entry = json.loads(Path(found["path"]).read_text())
