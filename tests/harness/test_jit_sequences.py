@@ -611,25 +611,31 @@ def test_drawn_sequences_call_with_a_static_float_and_its_neighbour() -> None:
     so a cache keyed by a narrowed or rounded value serves the second call the first's kernel
     (a held-out static key of float32 bits survived a 60 s session: no sequence changed a
     static by less than 1). Tried first half the time, taken where NumPy's answer changes
-    (float64 programs): 200 sequences of each of three seeds here."""
+    (float64 programs): 60 sequences of each of twelve seeds here (one seed's sequences are
+    correlated: 200 of each of three took it in 42% and 21% of those that changed a float, for
+    one rule and two generators), judged among those that change a static float at all."""
     import math
 
-    found: list[bool] = []
+    changed: list[bool] = []
 
     @settings(
-        max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None,
+        max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None,
     )  # fmt: skip
     @given(jit_sequences())
     def collect(sequence: JitSequence) -> None:
         floats = {v for call in sequence.calls for _, v in call.statics if isinstance(v, float)}
-        found.append(any(math.nextafter(v, math.inf) in floats for v in floats))
+        if len(floats) >= 2:  # a static float changed
+            changed.append(any(math.nextafter(v, math.inf) in floats for v in floats))
 
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for s in (1, 2, 3):
+        for s in range(1, 13):
             seed(s)(collect)()
-    # 65 of 600 here; 19 when the neighbour was one of the values in a drawn order only
-    assert len(found) >= 450 and sum(found) >= 40, (len(found), sum(found))
+    # 44 of 133 and 48 of 127 here (two generators); with the neighbour one of the values in a
+    # drawn order only, 19 of 600 sequences of three seeds took it (65 with the rule)
+    assert len(changed) >= 60 and sum(changed) >= 0.25 * len(changed), (
+        len(changed), sum(changed),
+    )  # fmt: skip
 
 
 def test_a_cache_that_keys_a_static_float_by_its_float32_bits_is_stale_for_its_neighbour(
