@@ -109,10 +109,11 @@ def trees(case: Case) -> bool:
 
 
 #: The containers of the ``trees`` form, drawn from the case: the program's inputs in a list,
-#: a NamedTuple or a dataclass (fields ``x0``, ``x1``...), and the results, where not in a list
-#: form, in one of the same kind around the dict (fields ``several`` and ``reversed``). No case
-#: passed a NamedTuple: a flattening that took one for a plain tuple, which unflatten then did
-#: not know, raised on every NamedTuple argument unseen (a held-out plant).
+#: a NamedTuple or a dataclass (fields ``x0``, ``x1``...), and the results in one of the same
+#: kind around the dict (a list ``[dict, reversed]``; fields ``several`` and ``reversed``), a
+#: list staying a list both ways, as in JAX. No case passed a NamedTuple: a flattening that took
+#: one for a plain tuple, which unflatten then did not know, raised on every NamedTuple argument
+#: unseen (a held-out plant); none returned a list, and lists flattened as tuples went unseen.
 CONTAINERS = ("list", "namedtuple", "dataclass")
 
 
@@ -185,10 +186,14 @@ def _check(
     def as_trees(given: Any, **others: Any) -> Any:
         # results by number and one by name (keys of two types, which sort by neither's own
         # order), inserted in the reverse of their sorted order, as the arguments
+        if given_type is None and type(given) is not list:  # (a list is a list, as in JAX)
+            raise TypeError(f"a list argument arrived as a {type(given).__name__}")
         arrays = given if given_type is None else [getattr(given, f"x{i}") for i in range(count)]
         out: dict[Any, Any] = dict(reversed(list(enumerate(both(*arrays)))))
         out["reversed"] = single(*[others[f"a{i}"] for i in range(count)])
-        return out if together_type is None else together_type(out, out["reversed"])
+        if together_type is None:
+            return [out, out["reversed"]]
+        return together_type(out, out["reversed"])
 
     program = case.program
     jitted = [compiler.jit(as_trees if structured else together)]
@@ -198,7 +203,11 @@ def _check(
             named = {f"a{i}": other[i] for i in reversed(range(count))}
             given = list(inputs) if given_type is None else given_type(*inputs)
             out = jitted[0](given, target=backend, **named)
-            if together_type is not None:
+            if together_type is None:
+                if type(out) is not list:
+                    return f"a function returning a list returned a {type(out).__name__}"
+                out = {**out[0], "reversed": out[1]}
+            else:
                 out = {**out.several, "reversed": out.reversed}
             results = (*(out[k] for k in range(len(returns))), out["reversed"])
         else:

@@ -579,9 +579,21 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
             ]
         footer += [
             "def together(first, **others):",
+            *(
+                [
+                    "    if type(first) is not list:  # (a list is a list, as in JAX)",
+                    "        raise TypeError(f'a list argument arrived as {type(first)}')",
+                ]
+                if kind == "list"
+                else []
+            ),
             f"    out = dict(reversed(list(enumerate(several(*{unpack})))))",
             f"    out['reversed'] = program(*[others[f'a{{i}}'] for i in range({count})])",
-            "    return out" if kind == "list" else "    return Together(out, out['reversed'])",
+            (
+                "    return [out, out['reversed']]"
+                if kind == "list"
+                else "    return Together(out, out['reversed'])"
+            ),
             "",
             "",
         ]
@@ -601,7 +613,13 @@ def _tupled_footer(case: Case, backend: str) -> list[str]:
             f"given = [{names}]" if kind == "list" else f"given = Given({names})",
             "out = compiler.jit(together)(given, target=" + repr(backend) + ", **named)",
         ]
-        if kind != "list":
+        if kind == "list":
+            footer += [
+                "if type(out) is not list:",
+                "    raise SystemExit(f'a function returning a list returned {type(out)}')",
+                "out = {**out[0], 'reversed': out[1]}",
+            ]
+        else:
             footer += ["out = {**out.several, 'reversed': out.reversed}"]
         footer += [f"results = (*(out[k] for k in range({len(returns)})), out['reversed'])"]
     else:

@@ -516,6 +516,48 @@ def test_tree_arguments_come_in_lists_namedtuples_and_dataclasses(monkeypatch) -
         jitted.clear()
 
 
+def test_a_list_stays_a_list_as_an_argument_and_as_a_result(monkeypatch) -> None:
+    """The tree form's list of inputs must arrive as a list, and its results, returned in a
+    list, come back in one, as JAX's trees do. A frontend that flattened lists as tuples (a
+    held-out plant: every returned container was a dict, and an argument's list was only
+    indexed) went unseen; named there, in the list form only."""
+    import compiler
+    from compiler import api
+    from compiler.frontend import pytree
+
+    base = _chain()
+    variants = [replace(base, inputs=[base.inputs[0] + np.float32(k)]) for k in range(64)]
+    kinds = {
+        kind: next(c for c in variants if tupled.trees(c) and tupled.container(c) == kind)
+        for kind in tupled.CONTAINERS
+    }
+    real = pytree.flatten
+
+    def lists_as_tuples(tree, is_leaf):
+        def retyped(node):
+            if isinstance(node, list):
+                return tuple(retyped(v) for v in node)
+            if isinstance(node, tuple) and not pytree._is_namedtuple(node):
+                return tuple(retyped(v) for v in node)
+            if isinstance(node, dict):
+                return {k: retyped(v) for k, v in node.items()}
+            return node
+
+        return real(retyped(tree), is_leaf)
+
+    for kind, case in kinds.items():
+        inputs = list(case.inputs)
+        jitted = compiler.jit(case.traced_function())
+        first = jitted(*inputs, target="cpu-loops@O0")
+        assert tupled.check(case, jitted, inputs, "cpu-loops@O0", first) == "", kind
+        with monkeypatch.context() as patch:
+            patch.setattr(api, "flatten", lists_as_tuples)
+            detail = tupled.check(case, jitted, inputs, "cpu-loops@O0", first)
+        assert bool(detail) == (kind == "list"), (kind, detail)
+        assert kind != "list" or detail.startswith(tupled.TREES) and "list" in detail, detail
+        jitted.clear()
+
+
 def _flatten_walking_dicts(walk_dict):
     """A planted ``compiler.frontend.pytree.flatten`` that describes a dict as
     ``walk_dict(node, walk)`` does, every other node as the frontend does."""
