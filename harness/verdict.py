@@ -280,6 +280,37 @@ def concurrent(function: Any, inputs: list[Any], backend: str, rounds: int = 50)
     return 0
 
 
+def levels(function: Any, inputs: list[Any], backend: str, any_zero: bool = False) -> int:
+    """Print the levels oracle's verdict: ``function`` compiled on ``backend`` (as shipped, not
+    instrumented) and on the same pipeline at LLVM -O0 (instrumented, as the fuzzer's worker
+    compiles the default targets), each called on ``inputs``; return 1 if the outputs differ
+    in any bit (a NaN matching any NaN; with ``any_zero``, a zero any zero), else 0."""
+    import compiler
+    from compiler.runtime import instrumented
+
+    from .oracles.levels import low_partner
+    from .run.worker import same_bits
+
+    low = low_partner(backend)
+    if low is None:
+        print(f"not judged: {backend} is not one of our pipelines above -O0")
+        return 0
+    fn = compiler.jit(function)
+    with instrumented(False):
+        got = np.array(fn.compile(*inputs, target=backend)(*inputs), copy=True)
+    with instrumented(True):
+        want = np.array(fn.compile(*inputs, target=low)(*inputs), copy=True)
+    if not same_bits(got, want, any_zero):
+        print(
+            f"FAILS the levels oracle: {backend} gives {got!r} where {low}, the same pipeline at "
+            f"LLVM -O0, gives {want!r}",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"ok: {backend} and {low} give the same bits (NaN as NaN)")
+    return 0
+
+
 def causal_definition(program_json: str, inputs: list[Any], scale: float) -> int:
     """Print the causal oracle's verdict on the shared definitions: the program evaluated by
     NumPy with ``compiler/ops.py``'s composites, and with the spec oracle's independent ones,

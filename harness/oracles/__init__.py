@@ -14,7 +14,8 @@ values: each result as alone); ``intermediate`` an eighth of the programs of two
 equations (one value inside, as its own program's output, judged by ``differential``);
 ``arguments`` a quarter of the programs (their specialization called with an array of another
 shape or dtype, or one too many: each refused with ``TypeError``); ``gpt2-model`` the cases that
-carry a GPT-2 model (the compiler's model code on a checkpoint the harness wrote). A new
+carry a GPT-2 model (the compiler's model code on a checkpoint the harness wrote); ``levels``
+every case that runs one of our pipelines at -O0 and as shipped (the same bits at both). A new
 oracle is one module that subclasses :class:`~harness.oracles.base.Oracle` and calls
 ``register``; the runner finds it here.
 """
@@ -26,6 +27,7 @@ from . import (  # noqa: F401 - registration
     error_path,
     gpt2,
     intermediate,
+    levels,
     memory,
     metamorphic,
     schedule,

@@ -406,6 +406,18 @@ def reproducer(case: Case, finding: Any, earlier: Sequence[dict[str, Any]] = ())
             "arguments, round after round. Exit 1: a call did not give what its arguments give",
             "alone; a crash kills the script.",
         )  # fmt: skip
+    if finding.oracle == "levels" and case.invalid is None:
+        from ..oracles import tolerance
+
+        any_zero = not tolerance.signs_settled(case.program)
+        footer = [
+            "# Judged as the levels oracle does (harness/oracles/levels.py): the same pipeline at",
+            "# LLVM -O0 must give the same bits (a NaN matching any NaN). Exit 1: it does not.",
+            "from harness.verdict import levels",
+            "",
+            f"raise SystemExit(levels(program, [{input_names(case)}], {backend!r}, "
+            f"any_zero={any_zero}))",
+        ]
     guarded = finding.oracle == "error-path" and finding.kind == "wrong-error"
     guarded = guarded and case.invalid is None
     if guarded:
