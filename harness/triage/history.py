@@ -2,10 +2,10 @@
 may fail again after what its process had run before it (a memo whose key misses what the
 kernel depends on, two kernels' symbols resolved to one), the case itself on its other backends
 among them (its task compiles every backend in one process; it is judged again on the failing
-ones alone). Replayed in a new process after the
-worker's recorded history (``Runner.history``, ``Finding.before``), the failure is reduced to
-the fewest earlier evaluations that bring it back: the entry keeps them, replay runs them
-first, and the reproducer calls their programs first.
+ones alone). Replayed in a new process after the worker's recorded history (``Runner.history``,
+``Finding.before``), the failure is reduced to the fewest earlier evaluations that bring it
+back: the entry keeps them, replay runs them first, and the reproducer calls their programs
+first.
 """
 
 from __future__ import annotations
