@@ -157,6 +157,11 @@ def _sublayer_cases(case: Case, backend: str) -> list[Case]:
     return [c for c in cases if c is not None]
 
 
+#: A fast-math flag in MLIR's arith and math ops or the LLVM dialect (``fastmath<contract>``,
+#: ``#llvm.fastmath<nnan, ninf>``): ``none`` is none.
+_FASTMATH = re.compile(r"fastmath<([^>]*)>")
+
+
 @dataclass
 class Attribution:
     """Where a finding lives, and the evidence for it."""
@@ -416,6 +421,43 @@ class Attributor:
             "compiler/primitives/)"
         )
 
+    def _levels(self, case: Case, finding: Finding) -> Attribution:
+        """A levels finding (one pipeline's bits at -O0 and as shipped differ): ours where the
+        module we build or lower carries a fast-math flag (which lets LLVM's optimizer round
+        otherwise), else LLVM's optimizer. The stages are the optimized backend's own."""
+        backend = finding.backends[0] if finding.backends else ""
+        outcome = self.runner.worker.run(Task(case, (backend,), kind="artifacts"))
+        stages: dict[str, str] = {}
+        if outcome.status == "ok":
+            made = outcome.value.artifacts
+            stages = {"module": made.get("module", ""), **(made.get("stages") or {})}
+        flagged = {
+            name: sorted(set(_FASTMATH.findall(text)) - {"none"})
+            for name, text in stages.items()
+            if isinstance(text, str)
+        }
+        flagged = {name: flags for name, flags in flagged.items() if flags}
+        evidence = {f"fast-math flags in {name}": ", ".join(f) for name, f in flagged.items()}
+        if flagged:
+            first = next(iter(flagged))
+            return Attribution(
+                "builder",
+                backend,
+                f"the {first} stage carries fast-math flags ({', '.join(flagged[first])}), which "
+                "let LLVM's optimizer round otherwise than -O0 does: where the module is built "
+                "or lowered with them (compiler/primitives/scalar.py, compiler/lower/, "
+                "compiler/vector/)",
+                evidence,
+            )
+        if not stages:
+            detail = "its stages could not be printed; LLVM's optimizer, most likely"
+        else:
+            detail = (
+                "no stage carries a fast-math flag: LLVM's optimizer (or its translation) "
+                "changed results that IEEE 754 semantics fix, which -O0 keeps"
+            )
+        return Attribution("llvm", backend, detail, evidence)
+
     def attribute(self, case: Case, finding: Finding) -> Attribution:
         start = time.perf_counter()
         self._verdicts = {}  # verdicts depend on the finding judged
@@ -526,6 +568,8 @@ class Attributor:
             return self._memory(case, finding)  # a leak or a bad free
         # An overrun or a written input is found like a wrong answer (_bisect: the first stage
         # whose completion at -O0 does it, then the pass), the memory oracle judging each probe.
+        if finding.oracle == "levels":
+            return self._levels(case, finding)
         if finding.oracle == "blas":
             return Attribution(
                 "blas",

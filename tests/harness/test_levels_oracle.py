@@ -66,6 +66,11 @@ findings = [f for f in judgement.findings if f.oracle == "levels"]
 others = [f for f in judgement.findings if f.oracle != "levels"]
 assert findings and not others, [(f.oracle, f.detail[:200]) for f in judgement.findings]
 open(sys.argv[1], "w").write(reproducer(findings[0].case, findings[0]))
+with Runner(None, use_jax=False) as runner:
+    from harness.triage.attribution import Attributor
+
+    attribution = Attributor(runner).attribute(findings[0].case, findings[0])
+open(sys.argv[1] + ".layer", "w").write(attribution.layer + ": " + attribution.detail)
 """
 
 
@@ -74,8 +79,8 @@ def test_a_contraction_into_an_fma_is_found_where_the_error_model_has_room(tmp_p
     """Float ops lowered with ``fastmath<contract>`` (planted): LLVM fuses ``x * y - z`` into one
     FMA at -O3 (cpu-blas's loops here), one rounding where NumPy rounds twice. Inside ``exp``
     the error model has room for that ulp, and the differential oracle passes it; the two
-    levels of the pipeline differ, and the reproducer fails with the flag and passes without
-    it."""
+    levels of the pipeline differ, the finding names the flag in the module we build (layer
+    ``builder``), and the reproducer fails with the flag and passes without it."""
     mutation = Mutation(
         "float-ops-contracted",
         "primitives/scalar.py",
@@ -88,5 +93,7 @@ def test_a_contraction_into_an_fma_is_found_where_the_error_model_has_room(tmp_p
     )
     text, with_bug, clean = run_with_and_without(tmp_path, mutation, _MAKE)
     assert "from harness.verdict import levels" in text
+    layer = (tmp_path / "reproducer.py.layer").read_text()
+    assert layer.startswith("builder: ") and "contract" in layer, layer  # the flag named
     assert with_bug.returncode == 1, with_bug.stdout[-2000:] + with_bug.stderr[-2000:]
     assert clean.returncode == 0, clean.stdout[-2000:] + clean.stderr[-2000:]
