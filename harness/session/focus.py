@@ -273,9 +273,10 @@ MAX_CONTRACTION_RANK = 3
 
 #: Input layout items ("inputs", "layout:NAME"): a small program whose inputs reach the
 #: compiler in layout NAME (``run/layouts.py``: Fortran order, strided, a NumPy scalar...).
-#: Random cases hand a quarter of their inputs over in a layout drawn among those that apply,
-#: so each layout met few cases (a 0-d input as a NumPy scalar: none of 300, 4 of which had a
-#: 0-d input): a frontend that took NumPy scalars for static arguments survived a session.
+#: A quarter of the random cases hand their inputs over in layouts drawn among those that
+#: apply, so each layout met few cases (of 300 default cases, 4 had a 0-d input and none handed
+#: one over as a NumPy scalar): a frontend that took NumPy scalars for static arguments
+#: survived a 60 s session.
 LAYOUT_ITEM = "inputs"
 LAID_OUT = "layout:"
 
@@ -1368,10 +1369,10 @@ def item_kind(item: tuple[str, str]) -> str:
     "const:wider" or "const:value" (one family: a constant operand's forms), "jit-sequence",
     "out-of-range", "identity" and "invalid" (one family: what must be rejected or kept at a
     range's end), "view", "key", "ranks" (a contraction's operand ranks), "layout" (inputs
-    handed over in a layout), "sweep" (with edges;
-    the dense sweeps have their own share) or "tails" (an exact reduction's sweep: 10 of the
-    107 sweeps, drawn as any of them, and a max's chunked rows went unseen in 60 s sessions;
-    now a kind of the sweeps' family, ``item_family``)."""
+    handed over in a layout), "sweep" (with edges; the dense sweeps have their own share) or
+    "tails" (an exact reduction's sweep: 10 of the 107 sweeps, drawn as any of them, and a
+    max's chunked rows went unseen in 60 s sessions; now a kind of the sweeps' family,
+    ``item_family``)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
@@ -1441,10 +1442,9 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     (``SEQUENCE_ITEM``); (op, "views:LAYOUT") for an op of each primitive kind on views of
     inputs of each layout (``view_ops``, ``VIEW_LAYOUTS``); each key element at each place
     (``key_items``); a contraction's operands of each pair of ranks (``rank_items``); inputs
-    handed over in each layout (``layout_items``); each
-    violation an invalid program is drawn with (``INVALID``: rejected as NumPy does); and the
-    accuracy sweeps (``sweep_items``), the dense ones of which take half of the focused cases
-    while any is left (``focus_cases``)."""
+    handed over in each layout (``layout_items``); each violation an invalid program is drawn
+    with (``INVALID``: rejected as NumPy does); and the accuracy sweeps (``sweep_items``), the
+    dense ones of which take half of the focused cases while any is left (``focus_cases``)."""
     first = _first_dtypes()  # the ops with a dtype to draw them in
     spelled = [
         (op, SPELLED + spelling)

@@ -908,7 +908,7 @@ def near_values(value: Any, dtype: str) -> list[Any]:
         warnings.simplefilter("ignore")
         nearest = np.asarray(number).astype(kind)
     if not np.isfinite(nearest.astype(np.float64)):
-        nearest = np.asarray(finfo_max(kind), dtype=kind)
+        nearest = np.asarray(_finfo_max(kind), dtype=kind)
     bits = np.dtype(f"u{kind.itemsize}")
     pattern = int(nearest.reshape(1).view(bits)[0])
     sign = 1 << (8 * kind.itemsize - 1)
@@ -918,7 +918,7 @@ def near_values(value: Any, dtype: str) -> list[Any]:
     return sorted({float(v) for v in finite})
 
 
-def finfo_max(dtype: Any) -> Any:
+def _finfo_max(dtype: Any) -> Any:
     """The largest finite value of float ``dtype`` (bfloat16's too)."""
     import ml_dtypes
 
@@ -1003,9 +1003,9 @@ __all__ = [
     "halfway_values",
     "input_values",
     "int_cast_inputs",
-    "near_values",
     "int_range_top",
     "narrowing_values",
+    "near_values",
     "regimes",
     "tie_pairs",
     "tie_sources",
