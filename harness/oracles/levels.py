@@ -14,6 +14,7 @@ kernel's (after a matmul: ``tolerance.signs_settled``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..case import Case
@@ -39,9 +40,11 @@ def _pipeline(backend: str) -> tuple[tuple[str, str], int] | None:
     return (key, suffix), int(target.opt_level)
 
 
-def pairs(backends: tuple[str, ...]) -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=256)
+def pairs(backends: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """(the optimized backend, the same pipeline's at -O0) for each optimized one of
-    ``backends`` whose pipeline is also among them at -O0."""
+    ``backends`` whose pipeline is also among them at -O0. Asked of every case (``fits``,
+    ``judge``), of a few backend tuples a session: remembered."""
     low: dict[tuple[str, str], str] = {}
     high: list[tuple[str, tuple[str, str]]] = []
     for backend in backends:
@@ -53,7 +56,7 @@ def pairs(backends: tuple[str, ...]) -> list[tuple[str, str]]:
             low.setdefault(key, backend)
         else:
             high.append((backend, key))
-    return [(backend, low[key]) for backend, key in high if key in low]
+    return tuple((backend, low[key]) for backend, key in high if key in low)
 
 
 def low_partner(backend: str) -> str | None:
@@ -108,8 +111,7 @@ def _first_difference(got: Any, want: Any) -> str:
         return f"{got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}"
     if got.dtype.kind in "fV":
         g, w = got.astype(np.float64), want.astype(np.float64)
-        differs = ((g != w) & ~(np.isnan(g) & np.isnan(w))) | (np.signbit(g) != np.signbit(w))
-        differs &= ~(np.isnan(g) & np.isnan(w))
+        differs = ((g != w) | (np.signbit(g) != np.signbit(w))) & ~(np.isnan(g) & np.isnan(w))
     else:
         differs = got != want
     where = np.argwhere(differs)

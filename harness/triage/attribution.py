@@ -424,13 +424,9 @@ class Attributor:
     def _levels(self, case: Case, finding: Finding) -> Attribution:
         """A levels finding (one pipeline's bits at -O0 and as shipped differ): ours where the
         module we build or lower carries a fast-math flag (which lets LLVM's optimizer round
-        otherwise), else LLVM's optimizer. The stages are the optimized backend's own."""
+        otherwise), else LLVM's optimizer. The stages up to LLVM's are the same at every level."""
         backend = finding.backends[0] if finding.backends else ""
-        outcome = self.runner.worker.run(Task(case, (backend,), kind="artifacts"))
-        stages: dict[str, str] = {}
-        if outcome.status == "ok":
-            made = outcome.value.artifacts
-            stages = {"module": made.get("module", ""), **(made.get("stages") or {})}
+        stages = self._stage_texts(case, backend, LLVM)
         flagged = {
             name: sorted(set(_FASTMATH.findall(text)) - {"none"})
             for name, text in stages.items()

@@ -16,14 +16,14 @@ DEFAULTS = ("cpu-loops@O0", "cpu-blas@O0", "cpu-vector@O0", "graph-numpy")
 
 
 def test_each_target_as_shipped_meets_its_pipeline_at_O0() -> None:
-    assert pairs((*DEFAULTS, *SHIPPED)) == [
+    assert pairs((*DEFAULTS, *SHIPPED)) == (
         ("cpu-blas", "cpu-blas@O0"),
         ("cpu-vector", "cpu-vector@O0"),
         ("cpu", "cpu-vector@O0"),
-    ]
+    )
     # no partner at -O0, another pipeline's, a variant's or a stage prefix's: not judged
-    assert pairs(("cpu-blas", "cpu-loops@O0", "mlir:tile-vectorize-static@O0")) == []
-    assert pairs(("cpu-vector@O2", "cpu-vector+poison-checks@O0", "cpu-vector:bufferized")) == []
+    assert pairs(("cpu-blas", "cpu-loops@O0", "mlir:tile-vectorize-static@O0")) == ()
+    assert pairs(("cpu-vector@O2", "cpu-vector+poison-checks@O0", "cpu-vector:bufferized")) == ()
     assert low_partner("cpu") == "cpu-vector@O0" and low_partner("cpu-vector@O0") is None
 
 

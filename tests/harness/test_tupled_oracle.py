@@ -465,16 +465,12 @@ def test_arguments_and_results_as_trees_put_each_value_under_its_name(monkeypatc
     jitted.clear()
 
 
-def test_tree_arguments_come_in_lists_namedtuples_and_dataclasses(monkeypatch) -> None:
-    """The tree form's inputs (and its results around the dict) come in a list, a NamedTuple or
-    a dataclass, drawn from the case (``tupled.container``). A frontend that took a NamedTuple
-    for a plain tuple (a held-out plant: unflatten then knows no such kind) raised on every
-    NamedTuple argument, and no case passed one; named there, and not in the other forms."""
-    import dataclasses
-
+def _only_one_container_fails(monkeypatch, flatten, failing: str) -> None:
+    """For a case of each ``tupled.CONTAINERS`` kind, ``tupled.check`` passes on the real
+    frontend and, with ``compiler.api.flatten`` planted as ``flatten``, fails in the ``failing``
+    kind's trees form alone, naming the kind."""
     import compiler
     from compiler import api
-    from compiler.frontend import pytree
 
     base = _chain()
     variants = [replace(base, inputs=[base.inputs[0] + np.float32(k)]) for k in range(64)]
@@ -482,6 +478,27 @@ def test_tree_arguments_come_in_lists_namedtuples_and_dataclasses(monkeypatch) -
         kind: next(c for c in variants if tupled.trees(c) and tupled.container(c) == kind)
         for kind in tupled.CONTAINERS
     }
+    for kind, case in kinds.items():
+        inputs = list(case.inputs)
+        jitted = compiler.jit(case.traced_function())
+        first = jitted(*inputs, target="cpu-loops@O0")
+        assert tupled.check(case, jitted, inputs, "cpu-loops@O0", first) == "", kind
+        with monkeypatch.context() as patch:
+            patch.setattr(api, "flatten", flatten)
+            detail = tupled.check(case, jitted, inputs, "cpu-loops@O0", first)
+        assert bool(detail) == (kind == failing), (kind, detail)
+        assert kind != failing or detail.startswith(tupled.TREES) and failing in detail, detail
+        jitted.clear()
+
+
+def test_tree_arguments_come_in_lists_namedtuples_and_dataclasses(monkeypatch) -> None:
+    """The tree form's inputs (and its results around the dict) come in a list, a NamedTuple or
+    a dataclass, drawn from the case (``tupled.container``). A frontend that took a NamedTuple
+    for a plain tuple (a held-out plant: unflatten then knows no such kind) raised on every
+    NamedTuple argument, and no case passed one; named there, and not in the other forms."""
+    import dataclasses
+
+    from compiler.frontend import pytree
 
     def namedtuples_as_tuples(tree, is_leaf):
         leaves = []
@@ -503,17 +520,7 @@ def test_tree_arguments_come_in_lists_namedtuples_and_dataclasses(monkeypatch) -
 
         return leaves, walk(tree)
 
-    for kind, case in kinds.items():
-        inputs = list(case.inputs)
-        jitted = compiler.jit(case.traced_function())
-        first = jitted(*inputs, target="cpu-loops@O0")
-        assert tupled.check(case, jitted, inputs, "cpu-loops@O0", first) == "", kind
-        with monkeypatch.context() as patch:
-            patch.setattr(api, "flatten", namedtuples_as_tuples)
-            detail = tupled.check(case, jitted, inputs, "cpu-loops@O0", first)
-        assert bool(detail) == (kind == "namedtuple"), (kind, detail)
-        assert kind != "namedtuple" or detail.startswith(tupled.TREES) and "namedtuple" in detail
-        jitted.clear()
+    _only_one_container_fails(monkeypatch, namedtuples_as_tuples, "namedtuple")
 
 
 def test_a_list_stays_a_list_as_an_argument_and_as_a_result(monkeypatch) -> None:
@@ -521,16 +528,8 @@ def test_a_list_stays_a_list_as_an_argument_and_as_a_result(monkeypatch) -> None
     list, come back in one, as JAX's trees do. A frontend that flattened lists as tuples (a
     held-out plant: every returned container was a dict, and an argument's list was only
     indexed) went unseen; named there, in the list form only."""
-    import compiler
-    from compiler import api
     from compiler.frontend import pytree
 
-    base = _chain()
-    variants = [replace(base, inputs=[base.inputs[0] + np.float32(k)]) for k in range(64)]
-    kinds = {
-        kind: next(c for c in variants if tupled.trees(c) and tupled.container(c) == kind)
-        for kind in tupled.CONTAINERS
-    }
     real = pytree.flatten
 
     def lists_as_tuples(tree, is_leaf):
@@ -545,17 +544,7 @@ def test_a_list_stays_a_list_as_an_argument_and_as_a_result(monkeypatch) -> None
 
         return real(retyped(tree), is_leaf)
 
-    for kind, case in kinds.items():
-        inputs = list(case.inputs)
-        jitted = compiler.jit(case.traced_function())
-        first = jitted(*inputs, target="cpu-loops@O0")
-        assert tupled.check(case, jitted, inputs, "cpu-loops@O0", first) == "", kind
-        with monkeypatch.context() as patch:
-            patch.setattr(api, "flatten", lists_as_tuples)
-            detail = tupled.check(case, jitted, inputs, "cpu-loops@O0", first)
-        assert bool(detail) == (kind == "list"), (kind, detail)
-        assert kind != "list" or detail.startswith(tupled.TREES) and "list" in detail, detail
-        jitted.clear()
+    _only_one_container_fails(monkeypatch, lists_as_tuples, "list")
 
 
 def _flatten_walking_dicts(walk_dict):
