@@ -137,6 +137,13 @@ def running_dtype(dtype: Any) -> np.dtype:
     return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
 
+#: Float dtypes NumPy multiplies matrices of in its own loop (never BLAS), which sums from 0.0 in
+#: float and whose products of halves are exact there: a zero it gives is 0.0 unless a negative
+#: sum rounds to it, so the signs of its zeros are settled (``tolerance.signs_settled``) and the
+#: perturbed matmuls of these dtypes start from 0.0 too.
+UNBLASSED = ("float16",)
+
+
 def _unfused_matmul(a: np.ndarray, b: np.ndarray, order: str = "forward") -> np.ndarray | None:
     """``a @ b`` as products, then their sum in ``order`` (``_sequential_sum``), as a loop nest
     adds them: another correct order, without the fused
@@ -174,6 +181,8 @@ def _unfused_matmul(a: np.ndarray, b: np.ndarray, order: str = "forward") -> np.
         out = _sequential_sum(products, order, axis=-2)
         if out is None:
             out = products.sum(axis=-2)
+        if out.dtype.name in UNBLASSED:  # from 0.0: a sum of -0.0 products is 0.0 (the
+            out = out + out.dtype.type(0)  # products are exact halves: no sum rounds to zero)
     if b.ndim == 1:
         out = out[..., 0]
     if a.ndim == 1:
@@ -199,7 +208,8 @@ def _fused_matmul(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
         return None
     running = running_dtype(dtype)
     shape = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
-    acc = np.full((*shape, left.shape[-2], right.shape[-1]), -0.0, running)
+    start = 0.0 if dtype.name in UNBLASSED else -0.0  # NumPy's loop's start, or BLAS's
+    acc = np.full((*shape, left.shape[-2], right.shape[-1]), start, running)
     for k in range(left.shape[-1]):
         term = lhs[..., :, k, None] * rhs[..., None, k, :]
         acc = (acc.astype(wide) + term).astype(running)

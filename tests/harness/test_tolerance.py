@@ -752,6 +752,45 @@ def test_a_matmuls_zero_sign_is_its_kernels() -> None:
     assert not tolerance.signs_settled(b.build(b.node("linear", x, w, c)))
 
 
+def test_a_float16_matmuls_zeros_are_numpys_loops() -> None:
+    """NumPy multiplies float16 matrices in its own loop, summing exact products in float from
+    0.0: a zero there is 0.0 unless a negative sum rounds to it. Those signs are judged, and the
+    perturbed evaluations start from 0.0 too. A kernel whose sums start from -0.0 (planted:
+    -0.0 is addition's identity) gave -0.0 where every product was -0.0, unjudged."""
+    from harness.case import Case
+    from harness.run.references import perturbed_outputs, references
+    from strategies.model import ProgramBuilder
+
+    b = ProgramBuilder()
+    x, y = b.input((2, 1), "float16"), b.input((1, 3), "float16")
+    program = b.build(b.node("matmul", x, y))
+    assert tolerance.signs_settled(program)
+    # products -0.0, 0.0, -3; 0.0, -0.0, 6; and a tiny negative sum that rounds to -0.0
+    inputs = [np.array([[-1.0], [2.0]], np.float16), np.array([[0.0, -0.0, 3.0]], np.float16)]
+    refs = references(Case(program, inputs), use_jax=False)
+    numpy_answer = refs["numpy"].output
+    local = perturbed_outputs(refs, numpy_answer.shape)
+    assert local and not any(np.signbit(p[p == 0]).any() for p in local)
+    signs = tolerance.zero_signs(numpy_answer, local)
+    assert (signs == tolerance.POSITIVE_ZERO).sum() == 4
+    planted = numpy_answer.copy()
+    planted[numpy_answer == 0] = -0.0
+    verdict = tolerance.compare(
+        planted, numpy_answer, [numpy_answer], local=local, signed_zeros=True
+    )
+    assert not verdict.ok and "other sign" in verdict.reason
+    assert tolerance.compare(
+        numpy_answer, numpy_answer, [numpy_answer], local=local, signed_zeros=True
+    ).ok
+    tiny = [np.array([[-1e-4]], np.float16), np.array([[1e-4]], np.float16)]
+    b = ProgramBuilder()
+    x, y = b.input((1, 1), "float16"), b.input((1, 1), "float16")
+    refs = references(Case(b.build(b.node("matmul", x, y)), tiny), use_jax=False)
+    assert np.signbit(refs["numpy"].output).all()  # -1e-8 rounds to -0.0: not 0.0's to settle
+    local = perturbed_outputs(refs, (1, 1))
+    assert tolerance.zero_signs(refs["numpy"].output, local).tolist() == [[tolerance.ANY_SIGN]]
+
+
 def test_numpys_own_answer_is_never_an_error() -> None:
     """The compiler's semantics are NumPy's: an element equal to NumPy's, bit for bit, passes
     whatever the extended-precision truth says. A float16 ``2.0 ** x`` overflows to inf before
