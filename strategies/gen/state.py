@@ -32,6 +32,9 @@ from .shapes import shapes as shapes_strategy
 
 Shape = tuple[int, ...]
 
+#: Operand dtypes a 16-bit NumPy scalar may meet in any program (the result keeps their dtype).
+WIDE_FLOATS = ("float32", "float64")
+
 
 def of_kind(*kinds: str) -> tuple[str, ...]:
     return tuple(p.name for p in primitives.of_kind(*kinds) if p.generate)
@@ -673,7 +676,7 @@ class Gen:
             # its dtype (NEP 50), which a shortcut for a constant (x * 1, x ** 0.5) must keep
             if widest and uniform(self.draw, (False, True)):
                 strong = widest
-            const_dtype = self.draw(st.sampled_from(strong))
+            const_dtype = uniform(self.draw, strong)
             event(f"const:strong-{const_dtype}")
             return Const(float(value) if const_dtype in FLOAT_DTYPES else value, const_dtype)
         event(
@@ -692,13 +695,16 @@ class Gen:
 
     def strong_dtypes(self, dtype: str, op: str, value: int | float) -> list[str]:
         """The dtypes a NumPy scalar of ``value`` may take next to a ``dtype`` operand of
-        ``op``: ones that may meet it there (``compatible``), a low-precision one only where
-        the program draws it, and a float for a float or an int beyond int32."""
+        ``op``: ones that may meet it there (``compatible``), a low-precision one where the
+        program draws it or next to a float32 or float64 operand (the result keeps the
+        operand's dtype: ``x * ml_dtypes.bfloat16(2)`` refused as an unknown scalar kind went
+        unseen, bfloat16 scalars being drawn in the low-precision programs alone), and a float
+        for a float or an int beyond int32."""
         found = [
             d
             for d in DTYPES
             if self.cfg.compatible(d, dtype, op)
-            and (d not in LOW_PRECISION_DTYPES or d in self.cfg.dtypes)
+            and (d not in LOW_PRECISION_DTYPES or d in self.cfg.dtypes or dtype in WIDE_FLOATS)
         ]
         if isinstance(value, float) or abs(value) > INT32_MAX:
             found = [d for d in found if d in FLOAT_DTYPES]

@@ -1637,7 +1637,7 @@ def test_half_the_view_cases_of_an_elementwise_op_broadcast_the_view() -> None:
     or a unit dim, than its result): the GPU lowering maps a reversed read through the view's
     index map, and one that took the indices from the map's results, not the op's loops,
     failed on ``m + v[::-1]`` only (a held-out plant that survived a 60 s session: views were
-    broadcast in a fifth of these cases)."""
+    broadcast in a fifth of these cases; in 3 of 10 while a filter rejected broadcast draws)."""
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from compiler import primitives
@@ -1647,7 +1647,8 @@ def test_half_the_view_cases_of_an_elementwise_op_broadcast_the_view() -> None:
     (op,) = [o for o in view_ops() if primitives.get(o).kind == "binary"]
     assert "binary" in BROADCASTING_KINDS
     broadcast: list[bool] = []
-    for number in (1, 2):  # pooled: one seed's draws are near-copies of each other
+    # pooled: one seed's draws are near-copies of each other (7 to 22 of 30 broadcast)
+    for number in (1, 2, 3, 4):
 
         @seed(number)
         @settings(
@@ -1660,7 +1661,7 @@ def test_half_the_view_cases_of_an_elementwise_op_broadcast_the_view() -> None:
             broadcast.append(op in ops_reading_views(case.program, "reversed", broadcast=True))
 
         collect()
-    assert len(broadcast) >= 40 and sum(broadcast) >= 0.4 * len(broadcast), broadcast
+    assert len(broadcast) >= 80 and sum(broadcast) >= 0.4 * len(broadcast), broadcast
 
 
 def test_key_items_put_each_kind_of_key_element_at_each_place() -> None:

@@ -816,7 +816,12 @@ def test_numpy_scalars_next_to_an_array_are_wider_than_it_mostly() -> None:
 
     collect()
     total = sum(found.values())
-    assert total >= 30 and found["float64"] >= 0.6 * total, found
+    assert total >= 30 and found["float64"] >= 0.5 * total, found
+    # 16-bit scalars too, though the program draws no 16-bit dtype (the result stays float32):
+    # ``x * ml_dtypes.bfloat16(2)`` refused as an unknown scalar kind went unseen where they
+    # were drawn in the low-precision programs alone
+    assert found["bfloat16"] + found["float16"] >= 5, found
+    assert found["bfloat16"] and found["float16"], found
 
 
 def test_a_limitation_no_dtype_explains_is_generated_anyway(monkeypatch) -> None:
