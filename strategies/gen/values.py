@@ -11,7 +11,9 @@ Each regime targets a known way kernels go wrong:
   arrays one sign (a reduction identity that is wrong shows only when every element of a row is
   below it: a max initialized with 0 passes on mixed rows);
 - ``special`` puts NaN, +inf, -inf and -0.0 among ordinary values, and rows that are all -inf
-  (softmax of a fully masked row, max of -inf);
+  (softmax of a fully masked row, max of -inf); half its cases' NaNs take other bits
+  (``nan_bits``: negative, signaling, a payload in the low bits alone) where no power reads
+  them;
 - ``extreme`` uses the dtype's edges: a 64th of the float maximum (products overflow), its
   epsilon's scale, the smallest normal, subnormals, values either side of exp's overflow and
   underflow thresholds, and for int32 the extremes (NumPy's wrapping
@@ -794,6 +796,43 @@ def int_cast_inputs(program: Program) -> set[int]:
     return found
 
 
+#: Ops whose answer on a signaling NaN is not NumPy's to define: ``pow(sNaN, 0)`` is 1 in NumPy's
+#: float32 and float64 loops, NaN in its float16 one and in LLVM's ``powf``/``pow`` at -O0.
+NAN_BITS_UNSAFE = ("power",)
+
+
+def nan_bits(dtype: Any) -> np.ndarray:
+    """NaNs of ``dtype`` other than NumPy's ``np.nan`` (positive, quiet, no payload): a negative
+    quiet one, a signaling one whose payload is the lowest bit alone, and the same quiet. A NaN
+    is a NaN whatever its bits in NumPy's semantics, but a conversion that narrows the
+    significand in integers (float32 -> bfloat16 keeping the high half) turns a NaN whose
+    payload lies in the dropped bits into an infinity unless it sets the quiet bit: a planted one
+    that kept the high half as it was went unseen, every NaN drawn being ``np.nan``."""
+    dt = np.dtype(dtype)
+    width = dt.itemsize * 8
+    mantissa = int(primitives.finfo(dt).nmant)
+    exponent = ((1 << (width - mantissa - 1)) - 1) << mantissa
+    quiet, sign = 1 << (mantissa - 1), 1 << (width - 1)
+    bits = [sign | exponent | quiet, exponent | 1, exponent | quiet | 1, sign | exponent | 1]
+    return np.array(bits, f"u{dt.itemsize}").view(dt)
+
+
+def _vary_nans(draw: st.DrawFn, array: np.ndarray) -> np.ndarray:
+    """``array`` with each NaN replaced by one of ``nan_bits`` (drawn; shrinks toward the first,
+    a negative quiet NaN)."""
+    with np.errstate(invalid="ignore"):
+        nans = np.flatnonzero(np.isnan(array))
+    if not nans.size:
+        return array
+    array = array.copy()
+    choices = nan_bits(array.dtype)
+    flat = array.reshape(-1)
+    for place in nans:
+        flat[place] = choices[draw(st.integers(0, len(choices) - 1))]
+    event("special:nan-bits")
+    return array
+
+
 @st.composite
 def input_values(
     draw: st.DrawFn,
@@ -804,7 +843,8 @@ def input_values(
 ) -> tuple[np.ndarray, ...]:
     """Values for every input of a program (one regime for all; ids respect their bound; inputs
     reaching a float -> int cast stay ordinary; where two inputs meet in one binary op,
-    comparison or select, equal at a quarter of the places: ``_operand_ties``)."""
+    comparison or select, equal at a quarter of the places: ``_operand_ties``; in half the
+    ``special`` cases of a program without a power, NaNs of other bits: ``nan_bits``)."""
     guarded: set[int] = set()
     program = inputs if isinstance(inputs, Program) else None
     if program is not None:
@@ -819,6 +859,9 @@ def input_values(
         out.append(draw(values(inp.shape, inp.dtype, own, finite=finite, bound=inp.bound)))
     if program is not None:
         out = _operand_ties(draw, program, out, guarded)
+        ops = {node.op for node in program.nodes}
+        if regime == "special" and not ops & set(NAN_BITS_UNSAFE) and draw(st.booleans()):
+            out = [_vary_nans(draw, a) if primitives.is_float(a.dtype) else a for a in out]
     return tuple(out)
 
 

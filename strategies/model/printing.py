@@ -66,7 +66,15 @@ def describe(program: Program) -> str:
 
 
 def literal(array: np.ndarray) -> str:
-    """Exact Python source for ``array``'s values (NaN and infinities spelled via NumPy)."""
+    """Exact Python source for ``array``'s values (NaN and infinities spelled via NumPy; an
+    array holding a NaN of other bits than ``np.nan``'s, a negative or signaling one, as its
+    bits viewed in its dtype: ``np.nan`` would not reproduce a conversion that loses them)."""
+    array = np.asarray(array)
+    if array.dtype.kind in "fV" and _other_nans(array):
+        width = array.dtype.itemsize * 8
+        bits = array.view(f"u{array.dtype.itemsize}").tolist()
+        source = primitives.dtype_source(array.dtype)
+        return f"np.array({bits!r}, dtype=np.uint{width}).view({source})"
 
     def one(x: Any) -> str:
         if isinstance(x, list):
@@ -79,6 +87,20 @@ def literal(array: np.ndarray) -> str:
         return repr(x)
 
     return f"np.array({one(array.tolist())}, dtype={primitives.dtype_source(array.dtype)})"
+
+
+def _other_nans(array: np.ndarray) -> bool:
+    """Does ``array`` (of a float dtype) hold a NaN whose bits are not ``np.nan``'s in it?"""
+    try:
+        with np.errstate(invalid="ignore"):
+            nans = np.isnan(array)
+    except TypeError:
+        return False
+    if not nans.any():
+        return False
+    unsigned = f"u{array.dtype.itemsize}"
+    canonical = np.array(np.nan, array.dtype).view(unsigned)
+    return bool((array.view(unsigned)[nans] != canonical).any())
 
 
 def function_source(

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from compiler.primitives.rules import index_plan, matmul_result_shape, normalize_axes, reshape_shape
 from strategies import (
+    Const,
     attention_configs,
     broadcastable_shapes,
     dtypes,
@@ -674,6 +675,48 @@ def test_half_of_the_special_arrays_hold_a_nan() -> None:
 
     draw()
     assert sum(held) >= 0.5 * len(held), (sum(held), len(held))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_special_inputs_hold_nans_of_other_bits_where_no_power_reads_them(dtype: str) -> None:
+    """A NaN is a NaN in NumPy's semantics whatever its bits, but a conversion that narrows a
+    significand in integers turns one whose payload lies in the dropped bits into an infinity
+    unless it sets the quiet bit (a planted float32 -> bfloat16 that kept the high half went
+    unseen: every NaN drawn was ``np.nan``). Half the special cases' NaNs take other bits: a
+    negative one, a signaling one with the lowest bit for payload, that quiet; never where a
+    power reads them (``pow(sNaN, 0)`` is not NumPy's to define). Their literal keeps them."""
+    from strategies.gen.values import nan_bits
+    from strategies.model import ProgramBuilder
+    from strategies.model.printing import literal
+
+    unsigned = f"u{np.dtype(dtype).itemsize}"
+    for nan in nan_bits(dtype):
+        assert np.isnan(nan.astype(np.float64))
+    canonical = int(np.array(np.nan, dtype).view(unsigned))
+    assert canonical not in nan_bits(dtype).view(unsigned).tolist()
+    assert any(int(b) & 1 for b in nan_bits(dtype).view(unsigned))  # a payload in the low bits
+
+    def other_bits(program) -> list[bool]:
+        found = []
+        for inputs in _drawn_inputs(program, "special", 60):
+            with np.errstate(invalid="ignore"):
+                bits = [a.view(unsigned)[np.isnan(a)] for a in inputs]
+            if any(b.size for b in bits):
+                found.append(any((b != canonical).any() for b in bits))
+        return found
+
+    b = ProgramBuilder()
+    x, y = b.input((4, 3), dtype), b.input((4, 3), dtype)
+    found = other_bits(b.build(b.node("add", x, y)))
+    assert len(found) >= 20 and 0.25 * len(found) <= sum(found) <= 0.75 * len(found), found
+    b = ProgramBuilder()
+    x = b.input((4, 3), dtype)
+    assert not any(other_bits(b.build(b.node("power", x, Const(2.0)))))
+    array = np.array([[1.5, np.nan], [np.nan, -0.0]], dtype)
+    array.reshape(-1)[1] = nan_bits(dtype)[1]
+    spelled = eval(literal(array), {"np": np, "ml_dtypes": ml_dtypes})
+    assert spelled.dtype == array.dtype and spelled.tobytes() == array.tobytes()
+    assert "np.nan" in literal(np.array([np.nan, 1.0], dtype))  # np.nan's bits: as before
 
 
 def _drawn_inputs(program, regime: str, count: int) -> list[tuple[np.ndarray, ...]]:
