@@ -790,6 +790,9 @@ TAIL_SIDES = (65, 127, 255, 257, 300, 383, 600, 1001)
 #: narrowed to a conversion that flushes subnormals was wrong on odd rows up to 15 long, 39 for
 #: a single row, and at no length of ``SWEEP_SIDES``).
 SHORT_SIDES = (3, 5, 7, 9, 11, 15, 17, 31)
+#: One reduction sweep (not a long one) in this many is over no axis (``axis=()``): the array
+#: itself, converted (``NO_AXIS``'s rule, judged on every element of a sweep).
+NO_AXIS_SWEEPS = 8
 #: The regimes whose arrays are of one sign (a max's or min's answer is then its least
 #: magnitude where one is there).
 ONE_SIGNED = ("negative", "positive")
@@ -1099,6 +1102,11 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
                 count = min(flat.size, len(run))
                 for k in range(count):
                     flat[(place + k) % flat.size] = sign * run[(k + turn) % count]
+    if any(node.attrs.get("axis") == () for node in program.nodes) and inputs[0].size:
+        # A sum over no axis is x + 0.0 in NumPy (a -0.0 comes out 0.0): one at a drawn place (a
+        # sum that added -0.0 instead went unseen, the no-axis items waiting in 60 s sessions).
+        inputs[0].reshape(-1)[draw(st.integers(0, inputs[0].size - 1))] = -0.0
+        event("sweep:no-axis")
     event("origin:sweep")
     return Case(program, inputs, backends, origin="sweep/extreme" if edges else "sweep/dense")
 
@@ -1166,8 +1174,10 @@ def _swept_program(
     x = b.input(shape, dtype)
     operand = x
     attrs: dict[str, Any] = {}
-    if prim.kind == "reduction":  # the whole array, its rows or its columns
+    if prim.kind == "reduction":  # the whole array, its rows or its columns, or (1 in 8) none
         attrs["axis"] = None if long else draw(st.sampled_from([None, -1, 0]))
+        if not long and draw(st.integers(0, NO_AXIS_SWEEPS - 1)) == NO_AXIS_SWEEPS - 1:
+            attrs["axis"] = ()
         for name, attr in prim.attrs.items():
             if attr.kind == "count":
                 # var's and std's ddof, 0 half the time: its quotient is divided and rounded
@@ -1214,12 +1224,16 @@ def _swept_constant(draw: st.DrawFn, op: str, dtype: str) -> Const:
         value = uniform(draw, [*COMMON_CONSTANTS, *RARE_CONSTANTS])
     if uniform(draw, (False, True)):
         return Const(value)
-    # Half the time one wider than the swept dtype where there is one: the result then takes
-    # its dtype (NEP 50), which a shortcut (0.5 as sqrt) must keep.
-    wider = wider_dtypes(("float32", "float64"), dtype)
-    if wider and uniform(draw, (False, True)):
-        return Const(float(value), uniform(draw, wider))
-    return Const(float(value), uniform(draw, sorted({dtype, "float32", "float64"})))
+    # Of the swept dtype half the time (a 16-bit format's own scalar: bfloat16 ** bfloat16(0.5)
+    # is pow in ml_dtypes, and a frontend taking it for sqrt went unseen while a sixth of
+    # bfloat16's NumPy scalars were bfloat16); else one wider, where there is one (the result
+    # then takes its dtype, NEP 50, which a shortcut such as 0.5 as sqrt must keep), or the
+    # other of float32 and float64.
+    if uniform(draw, (False, True)):
+        return Const(float(value), dtype)
+    others = wider_dtypes(("float32", "float64"), dtype)
+    others = others or sorted({"float32", "float64"} - {dtype})
+    return Const(float(value), uniform(draw, others))
 
 
 def _swept_shape(draw: st.DrawFn, size: int, rows: bool = False) -> tuple[int, ...]:

@@ -400,7 +400,15 @@ def narrowing_values(
         chosen = rng.random(size) < 0.25
         flat[chosen] = rng.choice(fixed, int(chosen.sum()))
     event(f"narrowing:{dt.name}->{goal.name}")
-    return flat.reshape(shape).astype(dt)
+    out = flat.astype(dt)
+    if dt.kind == "f" and size >= 32:
+        # Each special value once, at random places: NaNs of every bits (``nan_bits``: a
+        # conversion that keeps a signaling NaN's high half makes it an infinity), infinities
+        # and -0.0, which a conversion done in integers takes apart from the finite values.
+        specials = np.concatenate([nan_bits(dt), np.array(SPECIALS, dt)])
+        with np.errstate(invalid="ignore"):
+            out[rng.choice(size, specials.size, replace=False)] = specials
+    return out.reshape(shape)
 
 
 #: The float -> int32 and float -> bool conversions: NumPy's are exact (truncation toward zero,

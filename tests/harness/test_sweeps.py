@@ -265,6 +265,8 @@ def test_a_float16_sums_sweeps_find_an_accumulator_kept_in_16_bits() -> None:
     def judge(case) -> None:  # noqa: ANN001
         (x,) = case.inputs
         axis = case.program.nodes[-1].attrs["axis"]
+        if axis == ():  # over no axis (``NO_AXIS_SWEEPS``): nothing accumulates
+            return
         with np.errstate(over="ignore"):
             right = judge_output(case, x.sum(axis=axis), use_jax=False).ok
             wrong = judge_output(case, _accumulated_in_16_bits(x, axis), use_jax=False).ok
@@ -363,6 +365,8 @@ def test_a_float16_sweep_finds_a_sum_accumulated_in_16_bits() -> None:
     def judge(case) -> None:  # noqa: ANN001
         (x,) = case.inputs
         axis = case.program.nodes[-1].attrs.get("axis")
+        if axis == ():  # over no axis (``NO_AXIS_SWEEPS``): nothing accumulates
+            return
         flat = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
         with np.errstate(over="ignore", invalid="ignore"):
             in_16_bits = np.add.accumulate(flat, axis=-1, dtype=np.float16)[..., -1]
@@ -837,6 +841,54 @@ def test_half_of_the_sweeps_of_a_binary_op_take_a_constant_and_power_takes_a_hal
     assert len(constants) >= 15, constants
     assert any(c.dtype is not None for c in constants)  # NumPy scalars too
     assert rejected and all(rejected), rejected  # every run holds -0.0 and -inf
+
+
+def test_some_reduction_sweeps_are_over_no_axis_on_a_negative_zero() -> None:
+    """A sum over no axis is the array plus 0.0 in NumPy, so a -0.0 comes out 0.0: a sum that
+    added -0.0 instead went unseen while only the no-axis focus items (one of some 600 items)
+    reached it. One reduction sweep in eight is over ``axis=()``, a -0.0 among its values, and
+    it exercises that item."""
+    from hypothesis import Phase
+
+    from harness.session.focus import NO_AXIS, exercised_items
+
+    over_none, axes = 0, 0
+
+    @settings(_SETTINGS, max_examples=120, phases=[Phase.generate])
+    @given(sweep_cases(("cpu-loops",), ("sum", SWEPT + "float32")))
+    def collect(case) -> None:  # noqa: ANN001
+        nonlocal over_none, axes
+        (node,) = [n for n in case.program.nodes if n.op == "sum"]
+        axes += 1
+        if node.attrs["axis"] == ():
+            (x,) = case.inputs
+            assert ((x == 0) & np.signbit(x)).any()
+            assert ("sum", NO_AXIS) in exercised_items(case)
+            over_none += 1
+
+    collect()
+    assert 5 <= over_none <= axes // 4, (over_none, axes)
+
+
+def test_a_16_bit_power_sweep_takes_its_own_dtypes_scalar() -> None:
+    """A NumPy scalar of the swept dtype half the time: bfloat16 ** bfloat16(0.5) is pow in
+    ml_dtypes (-0.0 at -0.0 is 0.0, -inf is inf), and a frontend that took it for sqrt went
+    unseen while a bfloat16 power sweep had a bfloat16 scalar in 1 case of 20."""
+    from hypothesis import Phase
+
+    from strategies.model import Const
+
+    own: list[Const] = []
+
+    @settings(_SETTINGS, max_examples=100, phases=[Phase.generate])
+    @given(sweep_cases(("cpu-loops",), ("power", SWEPT + "bfloat16:edges")))
+    def collect(case) -> None:  # noqa: ANN001
+        (node,) = [n for n in case.program.nodes if n.op == "power"]
+        if isinstance(node.args[1], Const) and node.args[1].dtype == "bfloat16":
+            own.append(node.args[1])
+
+    collect()
+    assert len(own) >= 12 and any(c.value == 0.5 for c in own), own
 
 
 def test_a_float_sweeps_constant_is_on_no_table_at_times() -> None:

@@ -620,10 +620,12 @@ def test_narrowing_values_sit_at_and_beside_the_narrower_formats_ties(
     """A narrowing cast's sweep values (``narrowing_values``): of the source dtype, finite, of
     both signs, hundreds of distinct magnitudes, a share of them exact ties of the target
     (where ties-away and ties-to-even part) and, from float64 to float16, a share one ulp
-    beside a tie (where rounding twice, through float32, goes the wrong way)."""
+    beside a tie (where rounding twice, through float32, goes the wrong way). From a float,
+    each special value once besides: NaNs of every bits (``nan_bits``), infinities, -0.0 (a
+    float32 -> bfloat16 rounding that kept a signaling NaN's high half went unseen)."""
     import ml_dtypes  # noqa: F401  (bfloat16 as a NumPy dtype)
 
-    from strategies.gen.values import narrowing_values
+    from strategies.gen.values import nan_bits, narrowing_values
 
     seen: list[np.ndarray] = []
 
@@ -634,14 +636,23 @@ def test_narrowing_values_sit_at_and_beside_the_narrower_formats_ties(
 
     draw()
     for x in seen:
+        if x.dtype.kind == "f":
+            unsigned = f"u{x.dtype.itemsize}"
+            for nan in nan_bits(source).view(unsigned):
+                assert (x.view(unsigned) == nan).sum() >= 1
+            with np.errstate(invalid="ignore"):
+                special = ~np.isfinite(x) | ((x == 0) & np.signbit(x))
+            assert np.isinf(x).sum() == 2 and np.isnan(x).sum() == 5, x[special]
+            x = x[~special]
         wide = x.astype(np.float64)
-        assert x.dtype == np.dtype(source) and x.shape == (600,) and np.all(np.isfinite(wide))
+        assert x.dtype == np.dtype(source) and x.size >= 590 and np.all(np.isfinite(wide))
         assert (wide < 0).sum() > 100 and (wide > 0).sum() > 100
         with np.errstate(over="ignore"):
             nearest = x.astype(target).astype(np.float64)
         assert _ties(wide, target).sum() >= ties
         if source == "float64" and target == "float16":  # one ulp beside a tie
-            twice = x.astype(np.float32).astype(np.float16).astype(np.float64) != nearest
+            with np.errstate(over="ignore"):
+                twice = x.astype(np.float32).astype(np.float16).astype(np.float64) != nearest
             assert twice.sum() >= 60, twice.sum()
         assert len(np.unique(np.abs(wide))) >= 100  # spread, not a few repeated points
 
@@ -690,8 +701,8 @@ def test_special_inputs_hold_nans_of_other_bits_where_no_power_reads_them(dtype:
     from strategies.model.printing import literal
 
     unsigned = f"u{np.dtype(dtype).itemsize}"
-    for nan in nan_bits(dtype):
-        assert np.isnan(nan.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(nan_bits(dtype).astype(np.float64)).all()
     canonical = int(np.array(np.nan, dtype).view(unsigned))
     assert canonical not in nan_bits(dtype).view(unsigned).tolist()
     assert any(int(b) & 1 for b in nan_bits(dtype).view(unsigned))  # a payload in the low bits
