@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import primitives
-from ..dtypes import BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT32
+from ..dtypes import BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT32, SUPPORTED_DTYPES
 from ..errors import UnsupportedFeature
 from .graph import Node
 
@@ -27,6 +27,12 @@ def as_operand(value: Any, what: str) -> Tensor | Any:
     if isinstance(value, np.ndarray):
         from .trace import current_trace
 
+        if value.ndim == 0 and value.dtype.kind in "iu" and value.dtype not in SUPPORTED_DTYPES:
+            # NumPy hands a scalar left of a comparison over as a 0-d array (``np.int8(3) <
+            # x`` is ``np.less(array(3, int8), x)``): one of an integer dtype no kernel argument
+            # has is its value, a strong scalar as NumPy's promotion takes a 0-d array (a 0-d
+            # array of such a dtype captured from the enclosing scope is read when traced).
+            return value[()]
         return current_trace().capture(value)
     if isinstance(value, (bool, int, float, np.generic)):
         dtype = np.dtype(value.dtype) if isinstance(value, np.generic) else None

@@ -26,7 +26,7 @@ from ..model import (
     TensorType,
 )
 from ..model.program import numpy_result, result_type
-from ..model.types import INT32_MAX
+from ..model.types import INT32_MAX, SCALAR_DTYPES
 from .shapes import VECTOR_SIDES, broadcastable_shapes, coin, reshape_sources, uniform
 from .shapes import shapes as shapes_strategy
 
@@ -676,8 +676,14 @@ class Gen:
             # its dtype (NEP 50), which a shortcut for a constant (x * 1, x ** 0.5) must keep
             if widest and uniform(self.draw, (False, True)):
                 strong = widest
+            # one time in four, an integer dtype no array has (``scalar_only_dtypes``)
+            foreign = self.scalar_only_dtypes(dtype, value)
+            if foreign and uniform(self.draw, (False, False, False, True)):
+                strong = foreign
             const_dtype = uniform(self.draw, strong)
             event(f"const:strong-{const_dtype}")
+            if const_dtype in SCALAR_DTYPES:
+                return Const(int(value), const_dtype)
             return Const(float(value) if const_dtype in FLOAT_DTYPES else value, const_dtype)
         event(
             "const:weak"
@@ -708,6 +714,28 @@ class Gen:
         ]
         if isinstance(value, float) or abs(value) > INT32_MAX:
             found = [d for d in found if d in FLOAT_DTYPES]
+        return found
+
+    def scalar_only_dtypes(self, dtype: str, value: int | float) -> list[str]:
+        """The integer dtypes no array has (``SCALAR_DTYPES``) a NumPy scalar of ``value`` may
+        take beside a ``dtype`` array, where it holds ``value`` and NumPy's result dtype is one
+        of ``DTYPES`` (with implicit promotions only: JAX's differ): ``x * np.uint8(3)``
+        refused as a scalar of no supported dtype went unseen, no constant being of one."""
+        if isinstance(value, float) and value.is_integer() and abs(value) <= INT32_MAX:
+            value = int(value)  # 2.0 as np.uint8(2)
+        if not self.cfg.implicit or not isinstance(value, int) or isinstance(value, bool):
+            return []
+        found = []
+        for d in SCALAR_DTYPES:
+            info = np.iinfo(d)
+            if not info.min <= value <= info.max:
+                continue
+            try:
+                result = np.result_type(np.zeros(2, np.dtype(dtype)), np.dtype(d).type(value))
+            except TypeError:
+                continue
+            if result.name in DTYPES:
+                found.append(d)
         return found
 
     def rarely(self, common: Sequence[Any], rare: Sequence[Any]) -> Sequence[Any]:

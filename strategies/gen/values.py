@@ -122,6 +122,9 @@ _OP_EDGES = {
     "max": ("negative", "ties", "special", "extreme", "lowest"),
     "min": ("positive", "ties", "special", "extreme", "highest"),  # identity: +inf, the int's max
     "layer_norm": ("constant_rows", "special", "extreme", "dense"),
+    # what meets a causal mask's entries: zeros of both signs (its visible 0.0 must turn a -0.0
+    # into 0.0: a mask of -0.0 entries survived 60 s sessions) and infinities (its -inf)
+    "causal_mask": ("ties", "special"),
     # NumPy's scalar powers have their own loops (x ** 0.5 is sqrt: nan at -inf, -0.0 at -0.0,
     # where pow() gives inf and 0.0): they differ from pow() only at a negative or special base
     "power": ("special", "negative", "extreme", "dense"),

@@ -22,6 +22,10 @@ BOOL = "bool"
 VALUE_DTYPES = (*DTYPES, BOOL)
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
+#: Integer dtypes a NumPy scalar constant may have besides ``DTYPES``: no array of them is
+#: supported, but NumPy takes such a scalar beside an array whose dtype the result keeps
+#: (``x * np.uint8(3)`` of float32 is float32, ``i + np.int16(2)`` of int32 is int32).
+SCALAR_DTYPES = ("int8", "uint8", "int16", "uint16", "uint32", "int64")
 
 
 def dtype_name(dtype: Any) -> str:
@@ -108,9 +112,14 @@ class Const:
             raise ValueError(f"constant must be finite, got {self.value!r}")
         if isinstance(self.value, int) and abs(self.value) > INT64_MAX:
             raise ValueError(f"integer constant {self.value} does not fit in int64")
-        if self.dtype is not None:
+        if self.dtype in SCALAR_DTYPES:
+            info = np.iinfo(self.dtype)
+            if not isinstance(self.value, int) or not info.min <= self.value <= info.max:
+                raise ValueError(f"{self.dtype} constant needs an int in its range: {self.value}")
+        elif self.dtype is not None:
             if self.dtype not in DTYPES:
-                raise TypeError(f"constant dtype must be one of {DTYPES}, got {self.dtype!r}")
+                known = (*DTYPES, *SCALAR_DTYPES)
+                raise TypeError(f"constant dtype must be one of {known}, got {self.dtype!r}")
             if self.dtype == "int32" and not isinstance(self.value, int):
                 raise TypeError(f"int32 constant needs an int value, got {self.value!r}")
             if self.dtype == "int32" and abs(self.value) > INT32_MAX:

@@ -323,6 +323,20 @@ def test_comparison_with_weak_and_strong_scalars():
     assert not got[0].any() and got[1].all() and got[2].all()
 
 
+@jit
+def compare_with_narrow_int_scalars(x):
+    # NumPy hands a scalar left of a comparison over as a 0-d array: np.int8(3) < x is
+    # np.less(array(3, int8), x), which the frontend had taken for a captured array and refused
+    return np.int8(3) < x, np.uint8(200) >= x, np.int16(-7) == x, x != np.uint16(9)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, I32])
+def test_comparison_with_numpy_scalars_of_dtypes_no_array_has(rng, dtype):
+    x = np.array([-7, 0, 3, 9, 200, 201], dtype)
+    got = check(compare_with_narrow_int_scalars, x, targets=ALL_TARGETS)
+    assert [g.tolist() for g in got][0] == [False, False, False, True, True, True]
+
+
 BOOLEAN_CONSTANTS = {
     "where(True, x, 0.0)": lambda x: np.where(True, x, 0.0),
     "where(np.False_, 1.0, x)": lambda x: np.where(np.False_, 1.0, x),

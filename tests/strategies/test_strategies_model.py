@@ -368,6 +368,27 @@ def test_hash_distinguishes_weak_from_strong_and_int_from_float() -> None:
     assert len({weak_float, weak_int, strong}) == 3
 
 
+def test_a_constant_may_be_a_numpy_scalar_of_a_dtype_no_array_has() -> None:
+    """``x * np.uint8(3)`` of float32 is float32 in NumPy: a constant of an integer dtype no
+    array has, holding its value, evaluates and round-trips as one; out of its range or not an
+    int, it is refused."""
+    from strategies.model import Const, Program
+
+    program = _single("multiply", ((2,), "float32"), np.uint8(200))
+    (node,) = program.nodes
+    assert node.args[1] == Const(200, "uint8") and program.output_type.dtype == "float32"
+    assert Program.from_dict(program.to_dict()) == program
+    x = np.array([1.5, -2.0], np.float32)
+    out = program.as_function(np)(x)
+    assert out.dtype == np.float32 and out.tolist() == [300.0, -400.0]
+    with pytest.raises(ValueError):
+        Const(-1, "uint8")
+    with pytest.raises(ValueError):
+        Const(2.5, "int16")
+    with pytest.raises(TypeError):
+        Const(2, "uint64")
+
+
 def test_future_and_foreign_formats_are_refused() -> None:
     data = fixed_program().to_dict()
     with pytest.raises(ValueError, match="newer"):

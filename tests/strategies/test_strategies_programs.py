@@ -799,6 +799,7 @@ def test_numpy_scalars_next_to_an_array_are_wider_than_it_mostly() -> None:
     which a shortcut for a constant must keep (a float32 ``x ** np.float64(0.5)`` taken as
     sqrt stayed float32): of the strong scalars next to float32 tensors, most are float64."""
     from strategies.model import Const
+    from strategies.model.types import SCALAR_DTYPES
 
     found: Counter[str] = Counter()
 
@@ -816,12 +817,17 @@ def test_numpy_scalars_next_to_an_array_are_wider_than_it_mostly() -> None:
 
     collect()
     total = sum(found.values())
-    assert total >= 30 and found["float64"] >= 0.5 * total, found
+    assert total >= 30 and found["float64"] >= 0.4 * total, found
+    assert found.most_common(1)[0][0] == "float64", found
     # 16-bit scalars too, though the program draws no 16-bit dtype (the result stays float32):
     # ``x * ml_dtypes.bfloat16(2)`` refused as an unknown scalar kind went unseen where they
     # were drawn in the low-precision programs alone
     assert found["bfloat16"] + found["float16"] >= 5, found
     assert found["bfloat16"] and found["float16"], found
+    # and of integer dtypes no array has, where NumPy's result dtype is one an array has
+    # (``x * np.uint8(3)`` refused as a scalar of no supported dtype went unseen)
+    foreign = {d: found[d] for d in SCALAR_DTYPES if found[d]}
+    assert sum(foreign.values()) >= 5 and len(foreign) >= 2, found
 
 
 def test_a_limitation_no_dtype_explains_is_generated_anyway(monkeypatch) -> None:
