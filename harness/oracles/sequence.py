@@ -187,7 +187,7 @@ class JitSequenceOracle(Oracle):
 
 def change_of(sequence: Any, index: int) -> str:
     """What call ``index`` of ``sequence`` changed from the call before it, as a stale call's
-    facet (``Signature.facet``): "dtype", "static", "structure" (another argument tree or
+    facet (``Signature.facet``): "dtype", "shape", "static", "structure" (another argument tree or
     variant), "captured" (the captured array written), "alias" (an array passed twice),
     "feedback" (the previous output passed back), joined by "+" where several; "values" where
     only the arrays' values changed; "first" for the first call."""
@@ -199,6 +199,8 @@ def change_of(sequence: Any, index: int) -> str:
     changed = []
     if call.dtypes != before.dtypes:
         changed.append("dtype")
+    if call.shapes != before.shapes:
+        changed.append("shape")
     if repr(call.statics) != repr(before.statics):  # -0.0 == 0.0, not as a static
         changed.append("static")
     if call.variant != before.variant or skeleton_text(call.skeleton) != skeleton_text(

@@ -10,6 +10,8 @@ thing of an earlier call, so a cache that confuses the two answers the later cal
 earlier call's specialization:
 
 - ``dtype``: the same shapes in other dtypes (every array, or one);
+- ``shape``: the same dtypes in other shapes (two extents swapped in every passed array, the
+  size kept: (2, 3) as (3, 2); or one extent grown by one), where the program still builds;
 - ``static``: another value of one static argument (another axis, keepdims, reshape target,
   permutation, or a constant of another value or another Python type: ``2`` vs ``2.0``);
 - ``structure``: another argument tree (tuple, list, dict, a ``None`` leaf, nesting), possibly
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -52,7 +55,7 @@ from .programs import programs
 from .shapes import broadcasts_onto, uniform
 from .values import input_values
 
-CHANGES = ("dtype", "static", "structure", "repeat", "alias", "feedback")
+CHANGES = ("dtype", "shape", "static", "structure", "repeat", "alias", "feedback")
 SKELETONS = ("positional", "tuple", "list", "dict", "none", "nested")
 _NAMES = {"axis": "axis", "keepdims": "keepdims", "shape": "shape", "axes": "axes", "": "scale"}
 
@@ -203,7 +206,7 @@ def _with_values(
         captured = values[len(sources)] if draft.captured and fresh_captured else None
         built = Call(
             call.variant, call.skeleton, call.dtypes, call.statics, sources, arrays, captured,
-            call.note,
+            call.note, call.shapes,
         )  # fmt: skip
         try:
             draft.sequence([*draft.calls, built]).validate()
@@ -214,8 +217,6 @@ def _with_values(
     if built is None or repeat:
         return None
     event("jit-sequence:captured-change-invisible")
-    from dataclasses import replace
-
     return replace(built, captured=None)  # only a captured change can fail to tell
 
 
@@ -268,8 +269,6 @@ def _answer_changes(draft: _Draft, call: Call, statics: tuple[tuple[str, Any], .
     """Does NumPy answer ``call`` differently with ``statics`` instead of its own (on its
     arrays)? A static value that changes nothing (keepdims before a broadcast, a threshold no
     value reaches) cannot show a cache that ignores it."""
-    from dataclasses import replace
-
     index = len(draft.calls)
     inputs = draft.sequence([*draft.calls, call]).inputs(index)
     try:
@@ -346,7 +345,7 @@ def _template(
 
 
 @st.composite
-def jit_sequences(draw: st.DrawFn, *, max_nodes: int = 3, max_calls: int = 7) -> JitSequence:
+def jit_sequences(draw: st.DrawFn, *, max_nodes: int = 3, max_calls: int = 8) -> JitSequence:
     """A first call and up to ``max_calls - 1`` calls that each change one thing (see the
     module docstring); every call's program is valid."""
     variants, holes, captured, view = _template(draw, max_nodes)
@@ -408,6 +407,28 @@ def _change(draw: st.DrawFn, draft: _Draft, change: str, table: dict[str, int]) 
                 continue
             note = f"{'all arrays' if which is None else f'array {which}'} {dtype}"
             call = Call(base.variant, base.skeleton, dtypes, base.statics, note=note)
+            if draft.program(call) is not None:
+                return _with_values(draw, draft, call, changed)
+        return None
+    if change == "shape":
+        # Two extents swapped in every passed array (the size kept: a specialization keyed by
+        # the element count took (3, 2) for (2, 3), unseen while no call changed a shape), or
+        # one extent grown by one; the captured array keeps its shape.
+        program = draft.program(plain)
+        if program is None:
+            return None
+        shapes = tuple(i.shape for i in program.inputs[:n])
+        extents = sorted({e for shape in shapes for e in shape})
+        mappings = [{a: b, b: a} for a, b in itertools.combinations(extents, 2)]
+        mappings += [{a: a + 1} for a in extents]
+        for mapping in draw(st.permutations(mappings)):
+            new = tuple(tuple(mapping.get(e, e) for e in shape) for shape in shapes)
+            if new == shapes:
+                continue
+            note = "shapes " + ", ".join(str(s) for s in new)
+            call = Call(
+                base.variant, base.skeleton, base.dtypes, base.statics, note=note, shapes=new
+            )
             if draft.program(call) is not None:
                 return _with_values(draw, draft, call, changed)
         return None
@@ -481,8 +502,6 @@ def _change(draw: st.DrawFn, draft: _Draft, change: str, table: dict[str, int]) 
 
 
 def replace_note(call: Call, note: str) -> Call:
-    from dataclasses import replace
-
     return replace(call, note=note)
 
 

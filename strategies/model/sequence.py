@@ -51,6 +51,9 @@ FORMAT_VERSION = 1
 LEAF = "*"
 OWN, OUTPUT = -1, -2  # a leaf's source: its own array, the previous call's output (else: a leaf)
 MAX_CALLS, MAX_VARIANTS, MAX_HOLES, MAX_TREE = 32, 4, 8, 64
+#: A call's arrays of other shapes than its variant's (``Call.shapes``): at most this rank and
+#: extent (a stored sequence is untrusted data).
+MAX_RANK, MAX_EXTENT = 6, 4096
 
 #: Views of the captured array ``W`` that the function may also capture, by name: (the Python
 #: that makes it from ``W``, the view itself). Each starts at ``W``'s address, as ``W.T`` does;
@@ -201,7 +204,8 @@ def _check_static(value: Any) -> Any:
 class Call:
     """One call of the sequence.
 
-    ``dtypes`` are its leaves' dtypes (the variant's inputs but the captured one, same shapes);
+    ``dtypes`` are its leaves' dtypes (the variant's inputs but the captured one); ``shapes``
+    their shapes where they are not the variant's (empty: the variant's);
     ``sources[j]`` says where leaf j comes from: ``OWN`` (``arrays[j]``), ``OUTPUT`` (the
     previous call's output) or ``k < j`` (the same object as leaf k); ``captured`` are the values
     written into the captured array before the call (None: unchanged)."""
@@ -214,6 +218,7 @@ class Call:
     arrays: tuple[np.ndarray | None, ...] = ()
     captured: np.ndarray | None = None
     note: str = ""  # what this call changes (documentation only)
+    shapes: tuple[tuple[int, ...], ...] = ()
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -275,7 +280,11 @@ class JitSequence:
         dtypes = list(call.dtypes) + ([captured.dtype] * self.captures if captured else [])
         if len(dtypes) != len(base.inputs):
             raise ValueError(f"a call passes {len(call.dtypes)} arrays, expected {self.passed}")
-        inputs = [Input(i.shape, d, i.bound) for i, d in zip(base.inputs, dtypes, strict=True)]
+        shapes = list(call.shapes) + [i.shape for i in base.inputs[len(call.shapes) :]]
+        inputs = [
+            Input(shape, d, i.bound)
+            for i, d, shape in zip(base.inputs, dtypes, shapes, strict=True)
+        ]
         statics = call.kwargs
         unknown = set(statics) - {h.name for h in self.holes}
         if unknown:
@@ -337,7 +346,7 @@ class JitSequence:
         elements = 0
         for call in self.calls:
             features += sum(s != OWN for s in call.sources) + len(call.statics)
-            features += int(call.skeleton != positional(len(call.dtypes)))
+            features += int(call.skeleton != positional(len(call.dtypes))) + int(bool(call.shapes))
             features += int(call.captured is not None)
             elements += sum(int(a.size) for a in call.arrays if a is not None)
             elements += 0 if call.captured is None else int(call.captured.size)
@@ -402,6 +411,13 @@ class JitSequence:
             raise ValueError(f"call {index}: its tree and dtypes must name {n} arrays")
         if len(call.sources) != n or len(call.arrays) != n:
             raise ValueError(f"call {index}: sources and arrays must name {n} arrays")
+        if call.shapes and (
+            len(call.shapes) != n
+            or any(
+                len(s) > MAX_RANK or any(not 1 <= e <= MAX_EXTENT for e in s) for s in call.shapes
+            )
+        ):
+            raise ValueError(f"call {index}: shapes must name {n} arrays' shapes")
         program = self.program(index)
         for j, source in enumerate(call.sources):
             want = program.inputs[j]
@@ -491,6 +507,7 @@ class JitSequence:
                     "arrays": [None if a is None else encode(a) for a in c.arrays],
                     "captured": None if c.captured is None else encode(c.captured),
                     "note": c.note,
+                    **({"shapes": [list(s) for s in c.shapes]} if c.shapes else {}),
                 }
                 for c in self.calls
             ],
@@ -538,6 +555,9 @@ class JitSequence:
                     arrays=tuple(None if a is None else decode(a) for a in c["arrays"]),
                     captured=None if c.get("captured") is None else decode(c["captured"]),
                     note=str(c.get("note", "")),
+                    shapes=tuple(
+                        tuple(_index(e) for e in shape) for shape in c.get("shapes", ())[:MAX_TREE]
+                    ),
                 )
             )
         view = data.get("view", "")

@@ -170,6 +170,83 @@ def test_a_dict_keeps_the_order_it_was_built_in() -> None:
     assert "{'b': a3_1, 'a': a3_0}" in text, text
 
 
+def shape_sequence() -> JitSequence:
+    """``f(x) = x.sum(axis=0) * 2.0`` on a (2, 3) array, then on a (3, 2) one: the same size."""
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    program = b.build(b.node("multiply", b.node("sum", x, axis=0), Const(2.0)))
+    rng = np.random.default_rng(5)
+    first = Call(0, ("*",), ("float32",), (), (OWN,), _arrays(rng, "f4", shape=(2, 3)))
+    other = Call(
+        0, ("*",), ("float32",), (), (OWN,), _arrays(rng, "f4", shape=(3, 2)), None,
+        "shapes (3, 2)", ((3, 2),),
+    )  # fmt: skip
+    return JitSequence((program,), (), False, (first, other)).validate()
+
+
+def test_a_call_in_other_shapes_is_its_own_program_and_stale_where_keyed_by_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call may pass its arrays in other shapes than the first (``Call.shapes``; the
+    generator's ``shape`` change: two extents swapped, the size kept, or one grown): its
+    program is typed by them, the JSON keeps them, and a specialization cache keyed by the
+    arrays' sizes (a held-out plant: (3, 2) served (2, 3)'s kernel) is caught."""
+    from collections import OrderedDict
+
+    import compiler.api as api
+
+    sequence = shape_sequence()
+    assert sequence.program(1).output_type.shape == (2,)
+    data = json.loads(json.dumps(sequence.to_dict(encode_array)))
+    assert data["calls"][1]["shapes"] == [[3, 2]] and "shapes" not in data["calls"][0]
+    assert JitSequence.from_dict(data, decode_array).calls[1].shapes == ((3, 2),)
+    for bad in ([[3, 0]], [[3, 2], [3, 2]]):
+        broken = json.loads(json.dumps(data))
+        broken["calls"][1]["shapes"] = bad
+        with pytest.raises(ValueError):
+            JitSequence.from_dict(broken, decode_array)
+    _, findings = _judged(sequence)
+    assert not findings, [f.detail for f in findings]
+
+    class BySize(OrderedDict):  # the plant: shapes in the key as element counts
+        @staticmethod
+        def _k(key):  # noqa: ANN001, ANN205
+            if not (isinstance(key, tuple) and len(key) == 5):
+                return key
+            shapes = tuple((int(np.prod(s)), d) for s, d in key[2])
+            return (key[0], key[1], shapes, *key[3:])
+
+        def get(self, key, default=None):  # noqa: ANN001, ANN201
+            return super().get(self._k(key), default)
+
+        def __setitem__(self, key, value) -> None:  # noqa: ANN001
+            super().__setitem__(self._k(key), value)
+
+        def move_to_end(self, key, last=True) -> None:  # noqa: ANN001
+            super().move_to_end(self._k(key), last)
+
+    monkeypatch.setattr(api, "_CACHE", BySize())
+    _, findings = _judged(sequence)
+    assert findings and all("call 1" in f.detail for f in findings), [f.detail for f in findings]
+    drawn: list[JitSequence] = []
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(jit_sequences())
+    def collect(sequence: JitSequence) -> None:
+        drawn.append(sequence)
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seed(1)(collect)()
+    changed = [(s, c) for s in drawn for c in s.calls if c.shapes]
+    assert len(changed) >= 10, len(changed)
+    sizes = [[int(np.prod(a.shape)) for a in c.arrays if a is not None] for _, c in changed]
+    firsts = [
+        [int(np.prod(a.shape)) for a in s.calls[0].arrays if a is not None] for s, _ in changed
+    ]
+    assert any(a == b for a, b in zip(sizes, firsts, strict=True)), "no size-keeping swap"
+
+
 def test_a_sequence_round_trips_through_json() -> None:
     sequence = cache_sequence()
     data = json.loads(json.dumps(sequence.to_dict(encode_array)))
@@ -631,9 +708,11 @@ def test_drawn_sequences_call_with_a_static_float_and_its_neighbour() -> None:
         warnings.simplefilter("ignore")
         for s in range(1, 13):
             seed(s)(collect)()
-    # 44 of 133 and 48 of 127 here (two generators); with the neighbour one of the values in a
-    # drawn order only, 19 of 600 sequences of three seeds took it (65 with the rule)
-    assert len(changed) >= 60 and sum(changed) >= 0.25 * len(changed), (
+    # 44 of 133 and 48 of 127 here (two generators); 36 of 195 once a call could change the
+    # shapes (more sequences change a float static, fewer of them to its neighbour); with the
+    # neighbour one of the values in a drawn order only, 19 of 600 sequences of three seeds
+    # took it (65 with the rule)
+    assert len(changed) >= 60 and sum(changed) >= 0.15 * len(changed), (
         len(changed), sum(changed),
     )  # fmt: skip
 
