@@ -489,13 +489,13 @@ def _change(draw: st.DrawFn, draft: _Draft, change: str, table: dict[str, int]) 
     if change == "feedback":
         last = draft.calls[-1]
         output = draft.sequence().program(len(draft.calls) - 1).output_type
-        program = draft.program(Call(last.variant, last.skeleton, last.dtypes, last.statics))
+        again = Call(last.variant, last.skeleton, last.dtypes, last.statics, shapes=last.shapes)
+        program = draft.program(again)
         slots = [j for j in range(n) if program is not None and program.inputs[j].type == output]
         if not slots:
             return None
         j = draw(st.sampled_from(slots))
-        sources = tuple(OUTPUT if i == j else OWN for i in range(n))
-        call = Call(last.variant, last.skeleton, last.dtypes, last.statics, sources)
+        call = replace(again, sources=tuple(OUTPUT if i == j else OWN for i in range(n)))
         note = f"the previous output passed back as array {j}"
         return _with_values(draw, draft, replace_note(call, note), changed)
     raise ValueError(f"unknown change {change!r}")
