@@ -621,9 +621,11 @@ def test_threads_calling_one_jitted_function_at_once_each_get_their_own_answer(m
         (result,) = _execute(task).results
         if result.concurrent:
             break
-    assert "(tracing a new function that captures an array, at each call) raised KeyError" in (
+    # (the symptom is the scheduler's too: a KeyError mostly, a zip() of another thread's
+    # captures now and then, as in one CI run)
+    assert "(tracing a new function that captures an array, at each call) raised" in (
         result.concurrent
-    )
+    ) and ("KeyError" in result.concurrent or "zip()" in result.concurrent), result.concurrent
     (finding,) = oracles.judge_results(case, [result], references(case), ("determinism",)).findings
     assert finding.kind == "race"
     assert Attributor(None).attribute(case, finding).layer == "jit"  # the trace's, this time
