@@ -404,7 +404,7 @@ def narrowing_values(
         flat[chosen] = rng.choice(fixed, int(chosen.sum()))
     event(f"narrowing:{dt.name}->{goal.name}")
     out = flat.astype(dt)
-    if dt.kind == "f" and size >= 32:
+    if primitives.is_float(dt) and size >= 32:  # (bfloat16's kind is "V")
         # Each special value once, at random places: NaNs of every bits (``nan_bits``: a
         # conversion that keeps a signaling NaN's high half makes it an infinity), infinities
         # and -0.0, which a conversion done in integers takes apart from the finite values.

@@ -636,7 +636,7 @@ def test_narrowing_values_sit_at_and_beside_the_narrower_formats_ties(
 
     draw()
     for x in seen:
-        if x.dtype.kind == "f":
+        if x.dtype.kind == "f" or x.dtype == ml_dtypes.bfloat16:
             unsigned = f"u{x.dtype.itemsize}"
             for nan in nan_bits(source).view(unsigned):
                 assert (x.view(unsigned) == nan).sum() >= 1
@@ -645,7 +645,7 @@ def test_narrowing_values_sit_at_and_beside_the_narrower_formats_ties(
             assert np.isinf(x).sum() == 2 and np.isnan(x).sum() == 5, x[special]
             x = x[~special]
         wide = x.astype(np.float64)
-        assert x.dtype == np.dtype(source) and x.size >= 590 and np.all(np.isfinite(wide))
+        assert x.dtype == np.dtype(source) and x.size >= 580 and np.all(np.isfinite(wide))
         assert (wide < 0).sum() > 100 and (wide > 0).sum() > 100
         with np.errstate(over="ignore"):
             nearest = x.astype(target).astype(np.float64)
