@@ -825,7 +825,7 @@ def nan_bits(dtype: Any) -> np.ndarray:
     exponent = ((1 << (width - mantissa - 1)) - 1) << mantissa
     quiet, sign = 1 << (mantissa - 1), 1 << (width - 1)
     bits = [sign | exponent | quiet, exponent | 1, exponent | quiet | 1, sign | exponent | 1]
-    return np.array(bits, f"u{dt.itemsize}").view(dt)
+    return np.array(bits, _unsigned(dt)).view(dt)
 
 
 def _vary_nans(draw: st.DrawFn, array: np.ndarray) -> np.ndarray:
@@ -964,21 +964,14 @@ def near_values(value: Any, dtype: str) -> list[Any]:
         warnings.simplefilter("ignore")
         nearest = np.asarray(number).astype(kind)
     if not np.isfinite(nearest.astype(np.float64)):
-        nearest = np.asarray(_finfo_max(kind), dtype=kind)
-    bits = np.dtype(f"u{kind.itemsize}")
+        nearest = np.asarray(primitives.finfo(kind).max, dtype=kind)
+    bits = _unsigned(kind)
     pattern = int(nearest.reshape(1).view(bits)[0])
     sign = 1 << (8 * kind.itemsize - 1)
     neighbours = {pattern, pattern + 1} | ({pattern - 1} if pattern & ~sign else set())
     found = np.array(sorted(neighbours), dtype=bits).view(kind)
     finite = found[np.isfinite(found.astype(np.float64))]
     return sorted({float(v) for v in finite})
-
-
-def _finfo_max(dtype: Any) -> Any:
-    """The largest finite value of float ``dtype`` (bfloat16's too)."""
-    import ml_dtypes
-
-    return ml_dtypes.finfo(dtype).max
 
 
 def _holds(dtype: str, value: Any) -> bool:
