@@ -112,9 +112,12 @@ class GraphInterpreterBackend:
 
 #: The suffixes of our CPU targets' triage variants: ``+mlir-runtime`` (MLIR's runtime helpers
 #: call the kernel), ``+generic-cpu`` (LLVM compiles it for a generic x86-64 CPU) and
-#: ``+poison-checks`` (an operation whose result would be poison aborts instead, saying so) and
-#: ``+copied-gathers`` (cpu-vector's gathers fix-up replaced by one that copies the views).
-VARIANT_SUFFIXES = ("mlir-runtime", "generic-cpu", "poison-checks", "copied-gathers")
+#: ``+poison-checks`` (an operation whose result would be poison aborts instead, saying so),
+#: ``+copied-gathers`` (cpu-vector's gathers fix-up replaced by one that copies the views) and
+#: ``+optimized-codegen`` (no IR passes, but the code generation of an optimized target).
+VARIANT_SUFFIXES = (
+    "mlir-runtime", "generic-cpu", "poison-checks", "copied-gathers", "optimized-codegen",
+)  # fmt: skip
 
 BACKENDS: dict[str, Backend] = {}
 #: Backends whose names take an ``@O<n>`` suffix: factory(level) -> backend.
@@ -166,11 +169,12 @@ def get(name: str) -> Backend:
     to ``stage``, or its first ``k`` steps, then the minimal completion, at -O0;
     ``NAME[:module]`` is the module as built, completed), ``NAME+mlir-runtime`` (called
     through MLIR's runtime helpers), ``NAME+generic-cpu`` (JIT-compiled for a generic
-    x86-64 CPU, at -O0) and ``NAME+poison-checks`` (operations that would compute poison abort
-    instead, saying which: compiler/lower/poison.py; at -O0). ``mlir:<entries>`` names an
-    upstream MLIR pipeline variant (``compiler/mlir_variants/``), with the same suffixes; a
-    backend registered with ``variants`` parses its own (``iree-cpu[+option...][@O<n>]``,
-    ``compiler/iree.py``).
+    x86-64 CPU, at -O0), ``NAME+poison-checks`` (operations that would compute poison abort
+    instead, saying which: compiler/lower/poison.py; at -O0) and ``NAME+optimized-codegen``
+    (no LLVM IR passes, the JIT's optimized code generation: at -O0, functions not optnone).
+    ``mlir:<entries>`` names an upstream MLIR pipeline variant (``compiler/mlir_variants/``),
+    with the same suffixes; a backend registered with ``variants`` parses its own
+    (``iree-cpu[+option...][@O<n>]``, ``compiler/iree.py``).
     """
     if isinstance(name, str) and name.startswith("mlir:"):
         from . import mlir_variants
@@ -214,6 +218,10 @@ def get(name: str) -> Backend:
             if given not in (None, 0):
                 raise ValueError(f"{name!r}: +copied-gathers runs at -O0 only")
             target = target.with_copied_gathers()
+        if suffix == "optimized-codegen":
+            if given not in (None, 0):
+                raise ValueError(f"{name!r}: +optimized-codegen runs at -O0 only")
+            target = target.with_optimized_codegen()
         return MlirCpuBackend(target, runtime="mlir" if suffix == "mlir-runtime" else "ours")
 
     return _cached((name,), make)

@@ -250,6 +250,31 @@ POISON_CHECKS = Stage(
     description="every poison-producing operation checks its operands first, or aborts",
 )
 
+#: The discardable attribute ``OPTIMIZED_CODEGEN`` puts on a lowered module's functions, which
+#: ``runtime.unoptimized`` leaves unmarked.
+CODEGEN_OPTIMIZED_ATTRIBUTE = "compiler.codegen_optimized"
+
+
+def _optimized_codegen(module: Any) -> None:
+    from mlir import ir
+
+    for op in module.body.operations:
+        if op.operation.name == "llvm.func" and len(op.operation.regions[0].blocks):
+            op.operation.attributes[CODEGEN_OPTIMIZED_ATTRIBUTE] = ir.UnitAttr.get()
+
+
+#: The ``NAME+optimized-codegen`` variants' last stage (for triage, at -O0): the same LLVM IR,
+#: without LLVM's IR passes (-O0), its functions left unmarked by ``optnone``, so the JIT
+#: generates their code as it does for an optimized target (at -O2, whatever the level: an
+#: upstream bug, ``runtime.JIT_CODEGEN_ARGUMENTS``). A wrong answer at -O3 that this variant
+#: shows too lives in LLVM's code generation, not in its IR passes (an X86 lowering of
+#: ``llvm.maximum`` that returned the number for a signaling NaN).
+OPTIMIZED_CODEGEN = Stage(
+    "optimized-codegen",
+    transform=_optimized_codegen,
+    description="every function left to optimized code generation (not marked optnone)",
+)
+
 OPTIMIZED = Stage("optimized", OPTIMIZE, description="fusion on tensors")
 BUFFERIZED = Stage("bufferized", BUFFERIZE, description="tensors -> buffers")
 BLAS = Stage(
@@ -419,6 +444,12 @@ class Target:
         base = self.name.split("@")[0]
         stages = (*self.stages, POISON_CHECKS)
         return replace(self, name=f"{base}+poison-checks@O0", stages=stages, opt_level=0)
+
+    def with_optimized_codegen(self) -> Target:
+        """``NAME+optimized-codegen``: the same stages, then ``OPTIMIZED_CODEGEN``, at -O0."""
+        base = self.name.split("@")[0]
+        stages = (*self.stages, OPTIMIZED_CODEGEN)
+        return replace(self, name=f"{base}+optimized-codegen@O0", stages=stages, opt_level=0)
 
     def with_copied_gathers(self) -> Target:
         """``NAME+copied-gathers``: the same stages, at -O0, each gathers fix-up (cpu-vector's

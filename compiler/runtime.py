@@ -446,15 +446,19 @@ def unoptimized(module: Any) -> Any:
     from (``make_engine``, ``python -m compiler jit-input``): its JIT took 31% less CPU time on
     the kernels of a fuzz session (199 linked modules, 15.4 s against 22.2 s), since a fuzzing
     worker spends about a third of its time there. Workaround ``optnone-half-vectors``: a
-    function with a vector of float16 or bfloat16 stays unmarked."""
+    function with a vector of float16 or bfloat16 stays unmarked; so does one the triage stage
+    ``pipelines.OPTIMIZED_CODEGEN`` marked (its code generation is the probe)."""
     from mlir import ir
 
     from . import workarounds
+    from .pipelines import CODEGEN_OPTIMIZED_ATTRIBUTE
 
     skip = _half_vectors(module) if workarounds.enabled("optnone-half-vectors") else set()
     for op in module.body.operations:
         if op.operation.name == "llvm.func" and len(op.operation.regions[0].blocks):
             if ir.StringAttr(op.operation.attributes["sym_name"]).value in skip:
+                continue
+            if CODEGEN_OPTIMIZED_ATTRIBUTE in op.operation.attributes:
                 continue
             op.operation.attributes["optimize_none"] = ir.UnitAttr.get()
             op.operation.attributes["no_inline"] = ir.UnitAttr.get()

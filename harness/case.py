@@ -64,6 +64,7 @@ TRIAGE_SAMPLED = (
     "cpu-vector+generic-cpu@O0",
     "cpu-loops+mlir-runtime@O0",
     "cpu-vector+copied-gathers@O0",
+    "cpu-loops+optimized-codegen@O0",
 )
 TRIAGE_SHARE = 0.0625
 #: ...and a share of the cases (a coin each) also on the backends no default session had run,

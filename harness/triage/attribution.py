@@ -208,6 +208,8 @@ _VARIANT_CODE = {
     "MlirRuntimeKernel)",
     "copied-gathers": "cpu-vector's copying gathers fix-up (compiler/vector/gathers.py, "
     "copied_gathers)",
+    "optimized-codegen": "the optimized-codegen stage (compiler/pipelines.py) or LLVM's "
+    "optimized code generation of IR no IR pass has optimized",
 }
 
 
@@ -1028,10 +1030,30 @@ class Attributor:
             poisoned = self._poison_site(probe, evidence, family)
             if poisoned:
                 return self._poison_source(probe, target, family, poisoned, evidence, backend)
+            said = (
+                f"every stage passes at -O0; -O{level} fails, and the IR computes no poison "
+                "(+poison-checks)"
+            )
+            # The same IR without LLVM's IR passes, its code generated as for -O{level} (-O2:
+            # the JIT's at every level; not optnone): which half of LLVM's optimizations.
+            codegen = check(f"{family}+optimized-codegen@O0")
+            if codegen == "fails":
+                return done(
+                    "llvm:codegen",
+                    f"{said}; so does the IR without LLVM's IR passes when its code generation "
+                    "is optimized (+optimized-codegen: -O2, functions not marked optnone): "
+                    "LLVM's code generation (instruction selection and lowering for this CPU, "
+                    "or the machine passes)",
+                )
+            if codegen == "passes":
+                return done(
+                    "llvm:ir-passes",
+                    f"{said}; the IR without LLVM's IR passes passes with optimized code "
+                    f"generation (+optimized-codegen): LLVM's IR passes at -O{level} (opt)",
+                )
             return done(
                 "llvm",
-                f"every stage passes at -O0; -O{level} fails, and the IR computes no poison "
-                "(+poison-checks): LLVM's optimizations (its IR passes, or code generation of "
+                f"{said}: LLVM's optimizations (its IR passes, or code generation of "
                 "functions not marked optnone: compiler.runtime.unoptimized)",
             )
         return done("unknown", "no variant reproduces the failure")

@@ -29,7 +29,11 @@ inputs = [
     for i in program.inputs
 ]
 for k, given in spec.get("inputs", {}).items():
-    inputs[int(k)] = np.asarray(given, inputs[int(k)].dtype)
+    dtype = inputs[int(k)].dtype
+    if isinstance(given, dict):  # {"bits": [...]}: NaN payloads JSON cannot hold
+        inputs[int(k)] = np.asarray(given["bits"], f"u{dtype.itemsize}").view(dtype)
+    else:
+        inputs[int(k)] = np.asarray(given, dtype)
 case = Case(program, inputs, tuple(spec["backends"])).with_layouts(spec.get("layouts", ()))
 with Runner(None, use_jax=False) as runner:
     judgement = runner.evaluate(case)
@@ -102,6 +106,11 @@ def _bf16_subnormal_compare(b):
     return b.build(b.node("astype", b.node("greater", x, b.node("sin", x)), dtype="bfloat16"))
 
 
+def _int32_maximum_float64(b):
+    """``np.maximum(x, y)`` of an int32 x and a float64 y: NaN where y is a signaling NaN."""
+    return b.build(b.node("maximum", b.input((2, 3), "int32"), b.input((3,), "float64")))
+
+
 def _float32_to_int32(b):
     return b.build(b.node("astype", b.input((2, 3), "float32"), dtype="int32"))
 
@@ -111,6 +120,7 @@ _INPUTS = {
     "builder-run-time-check": {1: [1, 4]},
     "llvm:codegen": {0: [[2.046875], [9.183549615799121e-41]]},
     "builder-poison": {0: [[-3.75, 2.5, -0.5], [7.0, -100.25, 1.0]]},
+    "llvm:codegen-optimized": {1: {"bits": [0x7FF0000000000001, 0x7FF8000000000001, 0]}},
     "triage": {0: [[-2147483648.0, 2.5, -0.5], [7.0, -100.25, 1.0]]},
     "driver": {0: [[1.62, 0.637, 9.18e-41], [2.0, -3.45, 9.2e-41]]},
     "gathers-fixup": {1: [[0, 3, 4, 1]]},
@@ -159,6 +169,21 @@ PLANTS = {
             "float32 rounded to bfloat16 by fptrunc, which LLVM selects as vcvtneps2bf16",
         ),
         _bf16_subnormal_compare,
+        ["cpu-loops"],
+        "llvm:codegen",
+    ),
+    # Right at -O0 (optnone), wrong at -O3, and wrong without LLVM's IR passes when code
+    # generation is optimized (+optimized-codegen): LLVM's code generation, on any x86-64 CPU.
+    "llvm:codegen-optimized": (
+        Mutation(
+            "nan-operands-not-selected",
+            "workarounds.py",
+            "    return name not in state()\n",
+            '    return name not in state() and name != "nan-operands-selected"\n',
+            "NumPy's maximum as llvm.maximum alone, which X86 code generation gets wrong for a "
+            "signaling NaN beside an integer converted",
+        ),
+        _int32_maximum_float64,
         ["cpu-loops"],
         "llvm:codegen",
     ),
@@ -449,6 +474,11 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
     if layer == "frontend-rule":
         assert "interpreted by NumPy (no MLIR), is wrong too" in attribution["detail"]
         assert attribution["evidence"]["graph-numpy (differential)"] == "fails", attribution
+    if layer == "llvm:codegen-optimized":
+        evidence = attribution["evidence"]
+        assert evidence["cpu-loops@O0"] == "passes", evidence
+        assert evidence["cpu-loops+optimized-codegen@O0"] == "fails", evidence
+        assert "LLVM's code generation" in attribution["detail"], attribution
     if layer == "builder-poison":
         assert "llvm.fptoui" in attribution["detail"], attribution
         evidence = attribution["evidence"]
