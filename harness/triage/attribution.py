@@ -1049,7 +1049,8 @@ class Attributor:
                 return done(
                     "llvm:ir-passes",
                     f"{said}; the IR without LLVM's IR passes passes with optimized code "
-                    f"generation (+optimized-codegen): LLVM's IR passes at -O{level} (opt)",
+                    f"generation (+optimized-codegen): LLVM's IR passes at -O{level} (opt), "
+                    "or the code generation of the IR they produce",
                 )
             return done(
                 "llvm",
