@@ -343,6 +343,56 @@ def ieee_extremum_explains(
     return _rewrite_explains(graph, inputs, outputs, _ieee_extremum, signs=True)
 
 
+def _signaling(values: np.ndarray) -> np.ndarray:
+    """Where ``values`` (a float array) holds a signaling NaN: a NaN whose quiet bit (the
+    significand's first) is clear."""
+    values = np.asarray(values)
+    quiet = 1 << (finfo(values.dtype).nmant - 1)
+    bits = values.view(f"u{values.dtype.itemsize}")
+    return np.isnan(values) & ((bits & quiet) == 0)
+
+
+def _from_integer(node: Any) -> bool:
+    """Is ``node`` an integer or bool converted to float (a value LLVM knows is never NaN)?"""
+    return (
+        node.op == "elementwise"
+        and node.prim.name == "astype"
+        and not is_float(node.args[0].dtype)
+        and is_float(node.dtype)
+    )
+
+
+def _snan_extremum(node: Any, value_of: Callable[[Any], Any]) -> Any:
+    """``node``'s value as X86's llvm.maximum/minimum give it (LLVM 22.1.8, and XLA's) if it is
+    an elementwise one beside an integer converted: the converted number where the other
+    operand is a signaling NaN."""
+    if node.op != "elementwise" or _extremum(node) is None:
+        return None
+    a, b = (np.asarray(value_of(arg)) for arg in node.args)
+    plain = (np.maximum if _extremum(node) else np.minimum)(a, b)
+    if _from_integer(node.args[0]) and is_float(b.dtype):
+        plain = np.where(_signaling(b), a, plain)
+    if _from_integer(node.args[1]) and is_float(a.dtype):
+        plain = np.where(_signaling(a), b, plain)
+    return plain.astype(node.dtype)
+
+
+def snan_extremum_explains(
+    graph: Graph, inputs: list[np.ndarray], outputs: list[Any] | None = None
+) -> bool:
+    """Is a wrong answer on ``inputs`` X86's maximum or minimum of an integer converted to float
+    and a signaling NaN, which is the number (``tests/upstream``: LLVM 22.1.8's code
+    generation, and XLA's)? The graph takes such an elementwise extremum, evaluating it so
+    changes the answer, and every element of ``outputs`` (where given) that is not NumPy's
+    answer is that answer."""
+    if not any(
+        _extremum(n) is not None and n.op == "elementwise" and any(map(_from_integer, n.args))
+        for n in graph.nodes()
+    ):
+        return False
+    return _rewrite_explains(graph, inputs, outputs, _snan_extremum)
+
+
 #: ``2 ** -k``: what glibc's ``pow``/``powf`` take a subnormal base for under DAZ (float64,
 #: float32; bfloat16 is computed in float32, whose subnormals it shares).
 _DAZ_POW_BASE = {"float64": 1075, "float32": 150, "bfloat16": 150}

@@ -36,6 +36,7 @@ from .known import (
     ieee_extremum_explains,
     only_zero_signs,
     select_rewrite_explains,
+    snan_extremum_explains,
 )
 
 NAME = "xla-cpu"
@@ -141,6 +142,20 @@ ZERO_SIGN_REWRITE = KnownIssue(
     "np.copysign or an explicit x == 0 test where a zero's sign matters",
 )
 
+#: XLA's CPU code for an elementwise maximum or minimum (as LLVM's X86 code generation of
+#: llvm.maximum) beside an integer converted to float returns the number for a signaling NaN.
+SNAN_EXTREMUM = KnownIssue(
+    "snan-extremum",
+    "no report found (tests/upstream/test_xla_0_10_2.py and test_llvm_22_1_8.py pin it: LLVM "
+    "22.1.8's X86 code generation gives the same answer; the compiler's workaround: "
+    "nan-operands-selected)",
+    "XLA (CPU): maximum(convert(x), y) or minimum of an integer x and a float y is x where y is a "
+    "signaling NaN (0x7ff0000000000001), eagerly and under jit; NumPy and IEEE 754-2019 give "
+    "NaN, as XLA does for a quiet NaN",
+    "quiet the NaNs first (y + 0.0 is not enough where it is folded away: jnp.where(jnp.isnan(y), "
+    "jnp.nan, y))",
+)
+
 #: The known wrong answers, in the order they are asked: each predictor's issue where it gives
 #: every wrong element (the last one, any zero of the other sign, only after the others).
 KNOWN_ANSWERS = (
@@ -149,6 +164,7 @@ KNOWN_ANSWERS = (
     (select_rewrite_explains, BOOL_PRODUCT_SELECT),
     (ieee_extremum_explains, SIGNED_ZERO_EXTREMUM),
     (daz_pow_explains, DAZ_POW),
+    (snan_extremum_explains, SNAN_EXTREMUM),
     (only_zero_signs, ZERO_SIGN_REWRITE),
 )
 

@@ -161,3 +161,30 @@ def test_adding_zero_to_minus_zero_is_plus_zero() -> None:
         raise RuntimeError(f"eager JAX keeps -0.0 too: {eager}")
     got = np.asarray(jax.jit(lambda v: v + jnp.float32(0.0))(x))
     assert not np.signbit(got).any(), got
+
+
+@pytest.mark.xfail(
+    PINNED,
+    strict=True,
+    raises=AssertionError,
+    reason="XLA (jaxlib 0.10.2) CPU: maximum/minimum of an integer converted to float and a "
+    "signaling NaN is the number, eager and under jit (as LLVM 22.1.8's X86 code generation of "
+    "llvm.maximum gives: tests/upstream/test_llvm_22_1_8.py); no report found",
+)
+def test_a_maximum_beside_a_signaling_nan_is_nan() -> None:
+    """``jnp.maximum(x, y)`` of an int32 x and a float64 y holding 0x7ff0000000000001: NaN in
+    NumPy and IEEE 754-2019's maximum; with a quiet NaN, or with x float64 already, XLA gives
+    NaN too. Met while pinning the LLVM bug a clean session (seed 2) found on our own
+    ``cpu-loops`` and ``cpu-blas``."""
+    import jax.numpy as jnp
+
+    x = np.array([-7, 4], np.int32)
+    quiet, signaling = np.array([0x7FF8000000000001, 0x7FF0000000000001], np.uint64).view(
+        np.float64
+    )
+    with jax.enable_x64(True):
+        if not np.isnan(np.asarray(jnp.maximum(x, quiet))).all():
+            raise RuntimeError("a quiet NaN is not propagated either")
+        got = [np.asarray(f(x, signaling)) for f in (jnp.maximum, jnp.minimum)]
+        got += [np.asarray(jax.jit(f)(x, signaling)) for f in (jnp.maximum, jnp.minimum)]
+    assert all(np.isnan(g).all() for g in got), got
