@@ -169,7 +169,7 @@ register(
     "of llvm.maximum/llvm.minimum with one operand it knows is never NaN (an integer converted "
     "to float) and a signaling NaN in the other returns the number, where a quiet NaN gives "
     "NaN, so np.maximum(x, y) of an int32 x and a float64 y holding 0x7ff0000000000001 was x "
-    "at -O2 and -O3 (LLVM 22.1.8; on every x86-64 CPU)",
+    "at -O2 and -O3 (LLVM 22.1.8; for a generic x86-64 CPU and AVX-512 ones alike)",
 )
 
 
