@@ -120,7 +120,9 @@ def _emulation_features(module: Any) -> None:
 
 def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
     """The ``mapped`` stage with every launch made a sequential loop nest, lowered by the CPU
-    targets' LOWER pipeline and JIT-compiled (``runtime.Kernel``, uninstrumented); without
+    targets' LOWER pipeline and JIT-compiled (``runtime.Kernel``, uninstrumented) at LLVM -O1
+    (workaround ``emulation-at-o1``: no SLP or loop vectorizer; the emulation checks the GPU
+    lowering, not LLVM's vectorizers, whose bugs the CPU targets meet); without
     ``pipelines.WITHOUT_BF16_CONVERSIONS`` (a GPU's bfloat16 keeps subnormals: PTX's
     ``cvt.rn.bf16.f32`` does) nor ``WITHOUT_AVX512`` (``_emulation_features``)."""
     from mlir import ir, passmanager
@@ -134,7 +136,8 @@ def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
         module.operation.verify()
         passmanager.PassManager.parse(LOWER).run(module.operation)
         _emulation_features(module)
-        kernel = Kernel(module, artifacts.signature, 2, instrument=False)
+        level = 1 if workarounds.enabled("emulation-at-o1") else 2
+        kernel = Kernel(module, artifacts.signature, level, instrument=False)
     kernel.context = context
     return EmulatedKernel(kernel)
 

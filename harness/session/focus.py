@@ -55,7 +55,6 @@ from strategies.gen.state import (
     CONST_VALUE,
     RARE_CONSTANTS,
     arbitrary_constant,
-    bits,
     const_value_form,
     is_const_form,
     wider_dtypes,
@@ -1552,7 +1551,7 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
 
 def _wider(constant: Any, dtype: str) -> bool:
     """Is ``constant`` a NumPy scalar wider than a ``dtype`` tensor (``CONST_WIDER``)?"""
-    return constant.dtype is not None and bits(constant.dtype) > bits(dtype)
+    return constant.dtype is not None and bool(wider_dtypes((constant.dtype,), dtype))
 
 
 def _wide(args: Any) -> bool:

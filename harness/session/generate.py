@@ -579,9 +579,10 @@ def _triage_variants() -> tuple[str, ...]:
 
 
 def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
-    """``strategy``'s cases, ``TRIAGE_SHARE`` of them (and every conversion sweep to integers)
-    also on one triage variant, drawn (jit sequences and invalid programs aside: their oracles
-    call the CPU targets only). The coin shrinks toward without."""
+    """``strategy``'s cases, ``TRIAGE_SHARE`` of them (and every conversion sweep to integers,
+    and every case whose int32 arithmetic may wrap) also on one triage variant, drawn (jit
+    sequences and invalid programs aside: their oracles call the CPU targets only). The coin
+    shrinks toward without."""
     from compiler.pipelines import parse_variant
 
     variants = _triage_variants()
@@ -590,14 +591,17 @@ def _sampled_triage(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case
     last = round(1 / TRIAGE_SHARE) - 1
     # A conversion to integers at its range's ends (the "truncation" sweeps) is what the poison
     # checks judge: each such case runs one (drawn a sixteenth of the time, a plant in them was
-    # met by no 60 s session).
+    # met by no 60 s session). So is int32 arithmetic that may wrap (``wraps``): an op whose
+    # lowering claims no signed wrap (``sub nsw``) computes poison where NumPy wraps, whether
+    # or not LLVM then exploits it (a planted nsw negation showed only as ``-x < 0`` folded to
+    # ``x > 0`` at -O3, and survived a 60 s session).
     poison = [v for v in variants if parse_variant(v)[4] == "poison-checks"]
 
     def sample(drawn: tuple[Case, int, int]) -> Case:
         case, face, which = drawn
         if not _one_program(case):
             return case
-        if poison and case.origin == "sweep/truncation":
+        if poison and (case.origin == "sweep/truncation" or wraps(case)):
             variant = poison[which % len(poison)]
         elif face != last:
             return case
@@ -805,14 +809,22 @@ def siblings(draw: st.DrawFn, case: Case, count: int = SIBLINGS) -> tuple[Case, 
         return ()
     edges = _edges_by_step(program)
     taken = {_case_regime(case)}
+    # A case whose int32 arithmetic may wrap (``wraps``) has the dtype's ends in its first
+    # sibling: they are what wraps, on every backend it runs (the shipped targets, the poison
+    # checks); drawn as any sibling, a planted nsw negation (``-x < 0`` folded at -O3, poison
+    # at INT32_MIN) met them in no 60 s session.
+    forced = ["extreme"] if wraps(case) and "extreme" not in taken else []
     found = []
-    for _ in range(count):
-        step = draw(st.sampled_from(sorted(edges)))
-        choices = [r for r in edges[step] if r not in taken]
-        choices = choices or [r for r in ANY_OP_EDGES if r not in taken]
-        if not choices:
-            break
-        regime = draw(st.sampled_from(choices))
+    for index in range(count):
+        if index < len(forced):
+            regime = forced[index]
+        else:
+            step = draw(st.sampled_from(sorted(edges)))
+            choices = [r for r in edges[step] if r not in taken]
+            choices = choices or [r for r in ANY_OP_EDGES if r not in taken]
+            if not choices:
+                break
+            regime = draw(st.sampled_from(choices))
         taken.add(regime)
         inputs = draw(input_values(program, regime))
         found.append(

@@ -114,9 +114,22 @@ def bits(dtype: str) -> int:
 
 
 def wider_dtypes(dtypes: Sequence[str], dtype: str) -> list[str]:
-    """Those of ``dtypes`` wider than ``dtype``: a NumPy scalar of one gives an operation with a
-    ``dtype`` array its own dtype (NEP 50)."""
-    return [d for d in dtypes if bits(d) > bits(dtype)]
+    """Those of ``dtypes`` whose NumPy scalar gives an operation with a ``dtype`` array another
+    dtype (NEP 50): a wider one (``np.float64`` next to float32), or one whose kind promotes it
+    (``np.int32`` next to float32 or float16 gives float64, ``np.float16`` next to int32 too: a
+    frontend that took NumPy's integer scalars for Python's, float32, went unseen while a
+    NumPy scalar "wider" than its array had to have more bits)."""
+    return [d for d in dtypes if _promoted(dtype, d) not in (None, dtype)]
+
+
+@functools.cache
+def _promoted(array: str, scalar: str) -> str | None:
+    """NumPy's result dtype of a ``array`` array with a NumPy scalar of ``scalar`` (None where
+    NumPy refuses the pair: bfloat16 with an int32)."""
+    try:
+        return np.result_type(np.empty(0, np.dtype(array)), np.dtype(scalar).type(0)).name
+    except TypeError:
+        return None
 
 
 #: The form of a focused binary or comparison step with a constant on its left ("OP@const-left"):
@@ -137,9 +150,10 @@ CONST_WIDE = "const-wide"
 CONST_ARBITRARY = "const-arbitrary"
 #: The form of a focused step whose constant is a NumPy scalar wider than its tensor operand
 #: ("OP@const-wider": ``x * np.float64(3.0)`` of float32, ``x ** np.float32(0.5)`` of
-#: float16): the result takes the scalar's dtype (NEP 50), which each shortcut for a constant
-#: must keep (a float32 ``x ** np.float64(0.5)`` taken as sqrt stayed float32 through 60 s
-#: sessions: random programs drew power in 2% of their cases).
+#: float16, ``x + np.int32(3)`` of float32: ``wider_dtypes``): the result takes another dtype
+#: than the tensor's (NEP 50), which each shortcut for a constant must keep (a float32
+#: ``x ** np.float64(0.5)`` taken as sqrt stayed float32 through 60 s sessions: random programs
+#: drew power in 2% of their cases).
 CONST_WIDER = "const-wider"
 #: The steps' constant forms (``programs(first="OP@FORM")``).
 CONST_FORMS = (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY, CONST_WIDER)

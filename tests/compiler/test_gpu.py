@@ -226,6 +226,21 @@ def test_an_emulated_bfloat16_mean_over_a_middle_axis_stays_in_its_buffers() -> 
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_an_emulated_product_with_a_transposed_operand_is_numpys(dtype: str) -> None:
+    """A held-out plant's author met gpu-emulated's ``x @ y.T`` of two (4, 6) float32 or int32
+    arrays wrong on the clean compiler (231 where NumPy gives 235; (4, 5) by (5, 5) too): LLVM's
+    SLP vectorizer at -O2, for the emulation's CPU without AVX-512, miscompiled the emulated
+    copy of the transposed operand (``tests/upstream/test_llvm_22_1_8.py``). The emulation is
+    compiled at -O1 (``emulation-at-o1``)."""
+    fn = compiler.jit(lambda a, b: a @ b.T)
+    for m, k, n in ((4, 6, 4), (4, 5, 5)):
+        a = (np.arange(m * k) % 7 + 1).astype(dtype).reshape(m, k)
+        b = (np.arange(n * k) % 5 + 1).astype(dtype).reshape(n, k)
+        got = isolated(lambda a=a, b=b: fn(a, b, target="gpu-emulated"))
+        np.testing.assert_array_equal(got, a @ b.T)
+
+
 def test_no_device_is_a_known_limitation() -> None:
     from compiler.gpu.backend import cuda_devices
 
