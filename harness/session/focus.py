@@ -559,8 +559,9 @@ def _key_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str]
     op = item[0]
     element, _, place = item[1][len(KEYED) :].partition(":")
     dtype = uniform(draw, [d for o, d in op_dtype_pairs() if o == op])
-    # Three dims where the element drops one, or stands between two
-    three = element in ("int", "negative-int") or place == "inner"
+    # Three dims where the element drops one, or stands between two (or is an Ellipsis, which
+    # another element beside it may take one from: ``_keyed``)
+    three = element in ("int", "negative-int", "ellipsis") or place == "inner"
     shape = tuple(draw(st.integers(2, 5)) for _ in range(3 if three else uniform(draw, (2, 3))))
     key = _keyed(draw, shape, element, place)
     if key is None or f"{element}:{place}" not in _key_features(shape, key):
@@ -694,12 +695,23 @@ def _keyed(draw: st.DrawFn, shape: tuple[int, ...], element: str, place: str) ->
         if place == "inner" and at + span >= len(shape):
             return None
         items[at : at + span] = [Ellipsis]
-    # Another element elsewhere, half the time: an int or a step where the element is not
-    if uniform(draw, (False, True)):
+    # Another element elsewhere, half the time: an int or a step where the element is not.
+    # Beside an Ellipsis always, a None (which takes no dim) or an int (which takes one) among
+    # them: the Ellipsis spans the dims the others leave (a rule that counted the None among
+    # them made x[..., None] a malformed slice, and survived 60 s sessions).
+    ellipsis = element == "ellipsis"
+    if ellipsis or uniform(draw, (False, True)):
         free = [i for i, it in enumerate(items) if it == slice(None)]
         if free:
             i = uniform(draw, free)
-            items[i] = uniform(draw, (slice(None, None, -1), slice(1, None), None))
+            others = (
+                (None, 0, slice(None, None, -1))
+                if ellipsis
+                else (slice(None, None, -1), slice(1, None), None)
+            )
+            items[i] = uniform(draw, others)
+        elif ellipsis:
+            items.insert(uniform(draw, (0, len(items))), None)
     key = tuple(items)
     try:
         np.empty(shape)[key]

@@ -212,6 +212,23 @@ def _condition(g: Gen, op: str) -> tuple[Value, Value]:
 
 
 def _where_on(g: Gen, cond: Value, p: Value) -> None:
+    """``where(cond, ...)`` of ``p`` and a partner tensor half the time, else of ``p`` and a
+    constant (``where(x > 0, x, 0.0)``) or of two constants (``where(mask, 1.0, 0.0)``), where
+    the condition alone sets the result's shape: with tensors only, no 60 s session met a
+    where whose shape rule read its values alone (it refused two constants)."""
+    form = uniform(g.draw, ("tensors", "tensors", "constant", "constants"))
+    if form == "constants":
+        event("where:constants")
+        first = g.const(p.dtype, "where")
+        # (the second one next to the first: a bfloat16 and a float16 scalar have no common dtype)
+        second = g.const(first.dtype or p.dtype, "where")
+        g.node("where", cond, first, second)
+        return
+    if form == "constant":
+        event("where:constant")
+        a, b = g.ordered(p, g.const(p.dtype, "where"))
+        g.node("where", cond, a, b)
+        return
     shape = broadcast(cond.shape, p.shape)
     other = g.partner(p, "where", consts=False, shape=shape)
     assert not isinstance(other, Const)

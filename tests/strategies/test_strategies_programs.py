@@ -804,7 +804,7 @@ def test_numpy_scalars_next_to_an_array_are_wider_than_it_mostly() -> None:
     found: Counter[str] = Counter()
 
     @settings(
-        max_examples=300, phases=[Phase.generate], database=None, deadline=None,
+        max_examples=800, phases=[Phase.generate], database=None, deadline=None,
         suppress_health_check=list(HealthCheck),
     )  # fmt: skip
     @given(programs(ops=("add", "multiply", "power", "less"), max_nodes=3, dtypes=["float32"]))
