@@ -176,12 +176,11 @@ register(
 register(
     "emulation-at-o1",
     "llvm/llvm-project: not reported yet (tests/upstream/test_llvm_22_1_8.py)",
-    "gpu-emulated's kernel is JIT-compiled at LLVM -O1, not -O2: the SLP vectorizer, for a CPU "
-    "without AVX-512 (the emulation is compiled without it: emulation-without-avx512), turns "
-    "the emulated copy of a transposed operand into one wide load, shuffle and store, and the "
-    "values the code after it reads from the copy are wrong: gpu-emulated's float32 x @ y.T of "
-    "two (4, 6) arrays gave 231 where NumPy gives 235 (LLVM 22.1.8; opt -passes=slp-vectorizer "
-    "-mcpu=haswell alone reproduces it)",
+    "gpu-emulated's kernel is JIT-compiled at LLVM -O1, not -O2 (no SLP vectorizer): for this "
+    "CPU less AVX-512 (emulation-without-avx512) the SLP vectorizer turns the emulated copy of "
+    "a transposed operand into one <24 x float> load and shuffles, right as IR, which X86 code "
+    "generation for AVX2 CPUs (x86-64-v3 to v4; not znver4) miscompiles: gpu-emulated's float32 "
+    "x @ y.T of two (4, 6) arrays gave 231 where NumPy gives 235 (LLVM 22.1.8)",
 )
 
 

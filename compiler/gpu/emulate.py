@@ -121,8 +121,8 @@ def _emulation_features(module: Any) -> None:
 def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
     """The ``mapped`` stage with every launch made a sequential loop nest, lowered by the CPU
     targets' LOWER pipeline and JIT-compiled (``runtime.Kernel``, uninstrumented) at LLVM -O1
-    (workaround ``emulation-at-o1``: no SLP or loop vectorizer; the emulation checks the GPU
-    lowering, not LLVM's vectorizers, whose bugs the CPU targets meet); without
+    (workaround ``emulation-at-o1``: no SLP or loop vectorizer, whose wide shuffles X86 code
+    generation miscompiled; the emulation checks the GPU lowering, not LLVM); without
     ``pipelines.WITHOUT_BF16_CONVERSIONS`` (a GPU's bfloat16 keeps subnormals: PTX's
     ``cvt.rn.bf16.f32`` does) nor ``WITHOUT_AVX512`` (``_emulation_features``)."""
     from mlir import ir, passmanager

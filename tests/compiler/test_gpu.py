@@ -229,10 +229,11 @@ def test_an_emulated_bfloat16_mean_over_a_middle_axis_stays_in_its_buffers() -> 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_an_emulated_product_with_a_transposed_operand_is_numpys(dtype: str) -> None:
     """A held-out plant's author met gpu-emulated's ``x @ y.T`` of two (4, 6) float32 or int32
-    arrays wrong on the clean compiler (231 where NumPy gives 235; (4, 5) by (5, 5) too): LLVM's
-    SLP vectorizer at -O2, for the emulation's CPU without AVX-512, miscompiled the emulated
-    copy of the transposed operand (``tests/upstream/test_llvm_22_1_8.py``). The emulation is
-    compiled at -O1 (``emulation-at-o1``)."""
+    arrays wrong on the clean compiler (231 where NumPy gives 235; (4, 5) by (5, 5) too): at -O2,
+    for the emulation's CPU without AVX-512, LLVM's SLP vectorizer made the emulated copy of the
+    transposed operand one <24 x float> load and shuffles, which X86 code generation
+    miscompiles (``tests/upstream/test_llvm_22_1_8.py``). The emulation is compiled at -O1
+    (``emulation-at-o1``)."""
     fn = compiler.jit(lambda a, b: a @ b.T)
     for m, k, n in ((4, 6, 4), (4, 5, 5)):
         a = (np.arange(m * k) % 7 + 1).astype(dtype).reshape(m, k)

