@@ -249,12 +249,19 @@ def _every_axis(x: np.ndarray, axis: Any) -> Any:
     return None if isinstance(axis, tuple) and axis and len(axis) == x.ndim else axis
 
 
-def _accumulated_in_16_bits(x: np.ndarray, axis: Any) -> np.ndarray:
-    """A sum whose running total is float16, rounded at each addition."""
+def _reduced_last(x: np.ndarray, axis: Any) -> np.ndarray:
+    """``x`` with the axes ``axis`` reduces made one, last (every axis: a vector)."""
     axis = _every_axis(x, axis)
     if axis is None:
-        return np.add.accumulate(x.reshape(-1))[-1]
-    return np.take(np.add.accumulate(x, axis=axis), -1, axis=axis)
+        return x.reshape(-1)
+    axes = [a % x.ndim for a in np.atleast_1d(axis)]
+    moved = np.moveaxis(x, axes, list(range(x.ndim - len(axes), x.ndim)))
+    return moved.reshape(*moved.shape[: x.ndim - len(axes)], -1)
+
+
+def _accumulated_in_16_bits(x: np.ndarray, axis: Any) -> np.ndarray:
+    """A sum whose running total is float16, rounded at each addition."""
+    return np.add.accumulate(_reduced_last(x, axis), axis=-1)[..., -1]
 
 
 def test_a_float16_sums_sweeps_find_an_accumulator_kept_in_16_bits() -> None:
@@ -373,8 +380,8 @@ def test_a_float16_sweep_finds_a_sum_accumulated_in_16_bits() -> None:
         axis = case.program.nodes[-1].attrs.get("axis")
         if axis == ():  # over no axis (``NO_AXIS_SWEEPS``): nothing accumulates
             return
+        flat = _reduced_last(x, axis)
         axis = _every_axis(x, axis)
-        flat = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
         with np.errstate(over="ignore", invalid="ignore"):
             in_16_bits = np.add.accumulate(flat, axis=-1, dtype=np.float16)[..., -1]
             right = judge_output(case, np.sum(x, axis=axis), use_jax=False).ok
