@@ -58,10 +58,13 @@ def arrays(operands: Sequence[Operand]) -> list[ArrayType]:
 
 
 def stand_in(value: Operand) -> Any:
-    """What NumPy sees when it decides a result dtype: a 0-d array of an array's dtype."""
+    """What NumPy sees when it decides a result dtype: a 0-d array of an array's dtype, holding
+    0 (an ``np.empty`` one held whatever its memory did: an int32 power of two of them raised
+    NumPy's "Integers to negative integer powers" one time in three, instead of the compiler's
+    UnsupportedFeature)."""
     if is_scalar(value):
         return value
-    return np.empty((), np.dtype(value.dtype))
+    return np.zeros((), np.dtype(value.dtype))
 
 
 def numpy_dtype(fn: Callable[..., Any], operands: Sequence[Any], what: str) -> np.dtype:
