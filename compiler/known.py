@@ -366,10 +366,11 @@ def _snan_extremum(node: Any, value_of: Callable[[Any], Any]) -> Any:
     """``node``'s value as X86's llvm.maximum/minimum give it (LLVM 22.1.8, and XLA's) if it is
     an elementwise one beside an integer converted: the converted number where the other
     operand is a signaling NaN."""
-    if node.op != "elementwise" or _extremum(node) is None:
+    larger = _extremum(node)
+    if node.op != "elementwise" or larger is None:
         return None
     a, b = (np.asarray(value_of(arg)) for arg in node.args)
-    plain = (np.maximum if _extremum(node) else np.minimum)(a, b)
+    plain = (np.maximum if larger else np.minimum)(a, b)
     if _from_integer(node.args[0]) and is_float(b.dtype):
         plain = np.where(_signaling(b), a, plain)
     if _from_integer(node.args[1]) and is_float(a.dtype):

@@ -255,12 +255,21 @@ POISON_CHECKS = Stage(
 CODEGEN_OPTIMIZED_ATTRIBUTE = "compiler.codegen_optimized"
 
 
+def defined_functions(module: Any) -> list[Any]:
+    """The ``llvm.func`` operations of a lowered ``module`` that have a body (not the
+    declarations of external functions)."""
+    return [
+        op.operation
+        for op in module.body.operations
+        if op.operation.name == "llvm.func" and len(op.operation.regions[0].blocks)
+    ]
+
+
 def _optimized_codegen(module: Any) -> None:
     from mlir import ir
 
-    for op in module.body.operations:
-        if op.operation.name == "llvm.func" and len(op.operation.regions[0].blocks):
-            op.operation.attributes[CODEGEN_OPTIMIZED_ATTRIBUTE] = ir.UnitAttr.get()
+    for function in defined_functions(module):
+        function.attributes[CODEGEN_OPTIMIZED_ATTRIBUTE] = ir.UnitAttr.get()
 
 
 #: The ``NAME+optimized-codegen`` variants' last stage (for triage, at -O0): the same LLVM IR,

