@@ -190,7 +190,12 @@ def blocked(entry: Entry) -> str | None:
 
 def _unsupported(entry: Entry, case: Case, judgement: Judgement) -> str | None:
     """Whether the failing backends could not do the run here (``UnsupportedFeature``, e.g. no
-    GPU device): then a pass proves nothing."""
+    GPU device): then a pass proves nothing. Not for an invalid program whose violation a
+    conforming compiler refuses that way (``unsupported_keyword``, ``empty_slice``): there the
+    refusal is the answer, judged by the error-path oracle (an entry the compiler now refuses
+    was replayed as not run, never as fixed)."""
+    if case.invalid is not None and NotImplementedError in case.invalid.errors:
+        return None
     failing = Signature.from_dict(entry.signature).backends or case.backends
     hits = [text for text in judgement.unsupported if text.split(":", 1)[0] in failing]
     return "; ".join(hits) or None

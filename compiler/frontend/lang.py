@@ -135,17 +135,34 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs
     """``sum/max/min/mean/var/std`` over ``axis`` (None, int, negative, tuple) with
     ``keepdims``. ``var`` and ``std`` (its square root, as NumPy computes it) take ``ddof``
     (``correction``): the squared deviations' sum is divided by ``max(n - ddof, 0)``, so a row
-    of ``ddof`` or fewer elements gives inf or NaN, as in NumPy."""
+    of ``ddof`` or fewer elements gives inf or NaN, as in NumPy. ``sum`` and ``mean`` take
+    ``dtype``, NumPy's accumulator and result dtype: x is cast to it (NumPy's unsafe casting),
+    summed in it (int32 modulo 2**32), and a mean divides in it (an int32 mean truncates)."""
+    prim = primitives.get(name)
+    for keyword in kwargs:  # NumPy's function has it (as an attribute, or refused), or not
+        numpy_has = keyword in prim.attrs or keyword in prim.refused
+        if not numpy_has and not (keyword == "correction" and "ddof" in prim.attrs):
+            raise TypeError(f"{name}() got an unexpected keyword argument {keyword!r}")
     ddof = _degrees_of_freedom(name, kwargs)
-    unknown = {k: v for k, v in kwargs.items() if v is not None}
-    if unknown:
-        raise UnsupportedFeature(f"{name} with arguments {sorted(unknown)}")
+    accumulator = kwargs.pop("dtype", None) if "dtype" in prim.attrs else None
+    refused = {k: v for k, v in kwargs.items() if v is not None}
+    if refused:
+        raise UnsupportedFeature(f"{name} with arguments {sorted(refused)}")
     x = as_operand(x, name)
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a traced tensor")
     keepdims = keepdims_flag(keepdims, name)
-    out = primitives.get(name).result([x], {"axis": axis, "keepdims": keepdims})
+    attrs = {"axis": axis, "keepdims": keepdims}
+    if accumulator is not None:
+        attrs["dtype"] = accumulator
+    out = prim.result([x], attrs)
     axes = normalize_axes(axis, x.ndim, name)
+    if accumulator is not None:
+        if name == "mean":
+            total = reduce("sum", x, axes, keepdims, dtype=out.dtype)
+            quotient = elementwise("divide", total, math.prod(x.shape[a] for a in axes))
+            return astype(quotient, out.dtype)  # NumPy divides into the sum (casting="unsafe")
+        x = astype(x, out.dtype)
     if name == "mean":
         if out.dtype == FLOAT16:
             # NumPy's mean of float16 sums and divides in float32, then rounds once (a sum

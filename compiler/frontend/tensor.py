@@ -148,27 +148,29 @@ class Tensor:
     def astype(self, dtype: Any, copy: bool = True) -> Tensor:
         return lang.astype(self, dtype)
 
-    def sum(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
-        return lang.reduce("sum", self, axis, keepdims, **kw)
+    # ndarray's reductions, positional parameters in its order: (axis, dtype, out, keepdims)
+    # for sum and mean (var and std: ddof after out), (axis, out, keepdims) for max and min.
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any) -> Tensor:
+        return _reduction("sum")(self, axis, dtype, out, **kw)
 
-    def max(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
-        return lang.reduce("max", self, axis, keepdims, **kw)
+    def max(self, axis: Any = None, out: Any = None, **kw: Any) -> Tensor:
+        return _reduction("max")(self, axis, out, **kw)
 
-    def min(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
-        return lang.reduce("min", self, axis, keepdims, **kw)
+    def min(self, axis: Any = None, out: Any = None, **kw: Any) -> Tensor:
+        return _reduction("min")(self, axis, out, **kw)
 
-    def mean(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
-        return lang.reduce("mean", self, axis, keepdims, **kw)
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any) -> Tensor:
+        return _reduction("mean")(self, axis, dtype, out, **kw)
 
-    def var(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any) -> Tensor:
         if "correction" in kw:  # np.var's (the array API's) keyword, not ndarray.var's
             raise TypeError("var() got an unexpected keyword argument 'correction'")
-        return lang.reduce("var", self, axis, keepdims, **kw)
+        return _reduction("var")(self, axis, dtype, out, **kw)
 
-    def std(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any) -> Tensor:
         if "correction" in kw:
             raise TypeError("std() got an unexpected keyword argument 'correction'")
-        return lang.reduce("std", self, axis, keepdims, **kw)
+        return _reduction("std")(self, axis, dtype, out, **kw)
 
     # NumPy protocol: np.exp(t), np.add(a, t), np.sum(t, axis=...)
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -207,12 +209,24 @@ def _ufuncs() -> dict[str, Callable[..., Tensor]]:
 
 
 def _reduction(name: str) -> Callable[..., Tensor]:
-    def call(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any) -> Tensor:
-        if dtype is not None or out is not None:
-            raise UnsupportedFeature(f"{name} with dtype= or out=")
+    """``np.sum``-style functions, positional parameters in NumPy's order (``np.max`` has no
+    ``dtype``: its third is ``out``)."""
+
+    def with_dtype(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, **kw: Any):
+        if out is not None:
+            raise UnsupportedFeature(f"{name} with out=")
+        keepdims = kw.pop("keepdims", False)
+        if dtype is not None:
+            kw["dtype"] = dtype
+        return lang.reduce(name, x, axis, keepdims, **kw)
+
+    def without_dtype(x: Any, axis: Any = None, out: Any = None, **kw: Any) -> Tensor:
+        if out is not None:
+            raise UnsupportedFeature(f"{name} with out=")
         keepdims = kw.pop("keepdims", False)
         return lang.reduce(name, x, axis, keepdims, **kw)
 
+    call = without_dtype if name in ("max", "min") else with_dtype
     call.__name__ = name
     return call
 

@@ -54,7 +54,9 @@ RUN_TIME_CHECKED_KINDS = ("gather",)
 SPELLINGS = ("array-api", "numpy", "methods")
 
 #: Attribute kinds: how a static attribute is checked, stored (JSON) and printed.
-ATTR_KINDS = ("axis", "bool", "shape", "axes", "index", "dtype", "positive", "count")
+ATTR_KINDS = (
+    "axis", "bool", "shape", "axes", "index", "dtype", "positive", "count", "result_dtype"
+)  # fmt: skip
 
 
 #: A valid value of each attribute kind, to print an entry without a program.
@@ -67,6 +69,7 @@ _SAMPLE_ATTR = {
     "dtype": "float32",
     "positive": 1,
     "count": 0,
+    "result_dtype": None,
 }
 
 
@@ -79,6 +82,10 @@ class Attr:
     #: Read by printing alone (which of NumPy's forms a call is written in): a program's data
     #: leaves it out at its default, so programs written before it keep their digests.
     form: bool = False
+    #: A NumPy keyword argument the table took on after programs were written (a reduction's
+    #: ``dtype=``): a program's data leaves it out at its default, so those programs keep
+    #: their digests.
+    keyword: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ATTR_KINDS:
@@ -196,6 +203,11 @@ class Primitive:
     #: Its printed form in the "numpy" spelling where NumPy has another name for it too
     #: (``np.amax`` beside ``np.max``): each name the frontend dispatches is met by some program.
     numpy: Render | None = None
+    #: NumPy's keyword arguments of this function that the compiler refuses (UnsupportedFeature),
+    #: each with values NumPy accepts (``where=True``): an invalid program passes one, so a
+    #: keyword taken and ignored is seen. A keyword neither here, nor an attribute, nor ``out``
+    #: is one NumPy's function lacks (a TypeError).
+    refused: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     doc: str = ""
 
     def __post_init__(self) -> None:

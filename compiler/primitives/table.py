@@ -169,21 +169,31 @@ def _namespace_dtype(dtype: Any) -> str:
 
 
 def _kwargs(
-    attrs: Mapping[str, Any], specs: Mapping[str, Attr], axis: Callable[[Any], str] = repr
+    attrs: Mapping[str, Any],
+    specs: Mapping[str, Attr],
+    axis: Callable[[Any], str] = repr,
+    dtype: Callable[[Any], str] = _namespace_dtype,
 ) -> str:
     """The keywords of ``attrs`` that differ from their default (an absent one does not), the
-    axis written by ``axis``."""
+    axis written by ``axis``, a dtype by ``dtype``."""
     given = {k: attrs.get(k, spec.default) for k, spec in specs.items()}
+
+    def value(k: str, v: Any) -> str:
+        if k == "axis":
+            return axis(v)
+        return dtype(v) if specs[k].kind == "result_dtype" else repr(v)
+
+    # Keywords outside the table (an invalid program's) are written as given, after the rest.
+    extra = {k: v for k, v in attrs.items() if k not in specs}
     return "".join(
-        f", {k}={axis(v) if k == 'axis' else repr(v)}"
-        for k, v in given.items()
-        if v != specs[k].default
-    )
+        f", {k}={value(k, v)}" for k, v in given.items() if v != specs[k].default
+    ) + "".join(f", {k}={v!r}" for k, v in extra.items())
 
 
 def _method_kwargs(name: str, attrs: Mapping[str, Any], specs: Mapping[str, Attr]) -> str:
-    """``_kwargs`` without its leading comma, the last axis as ``_axis_method`` writes it."""
-    return _kwargs(attrs, specs, lambda axis: _axis_method(name, axis))[2:]
+    """``_kwargs`` without its leading comma, the last axis as ``_axis_method`` writes it, a
+    dtype as NumPy's (no ``xp`` in this spelling)."""
+    return _kwargs(attrs, specs, lambda axis: _axis_method(name, axis), dtype_source)[2:]
 
 
 _REDUCTION_ATTRS = {"axis": Attr("axis", None), "keepdims": Attr("bool", False)}
@@ -316,7 +326,14 @@ register(
         **_LAYOUT,
     )
 )
-_reduction("sum", np.sum, 1.0)
+# dtype: NumPy's accumulator and result dtype (np.sum(x, dtype=np.int32) sums modulo 2**32,
+# np.mean(x, dtype=np.float16) sums and divides in float16, x cast to it first).
+_ACCUMULATOR = {"dtype": Attr("result_dtype", None, keyword=True)}
+# NumPy's other keywords, refused (the compiler computes no masked or seeded reduction); for
+# var and std dtype= too (NumPy's accumulates the mean and the squares in it, each of its own).
+_MASKED = {"where": (True,)}
+_SEEDED = {"initial": (0, 1, -3), **_MASKED}
+_reduction("sum", np.sum, 1.0, _ACCUMULATOR, refused=_SEEDED)
 _elementwise(
     "subtract",
     "binary",
@@ -400,12 +417,15 @@ register(
 )
 # NumPy's other names for them, np.amax and np.amin, where an axis is given (np.max and np.min
 # for whole-array reductions): the frontend dispatches both names.
-_reduction("max", np.max, 1.0, keeps="bounds", numpy=_aliased("max", "amax"))
-_reduction("min", np.min, 1.0, keeps="bounds", numpy=_aliased("min", "amin"))
-_reduction("mean", np.mean, 1.0)
+_reduction("max", np.max, 1.0, keeps="bounds", numpy=_aliased("max", "amax"), refused=_SEEDED)
+_reduction("min", np.min, 1.0, keeps="bounds", numpy=_aliased("min", "amin"), refused=_SEEDED)
+_reduction("mean", np.mean, 1.0, _ACCUMULATOR, refused=_MASKED)
 # ddof: NumPy divides the sum of squared deviations by max(n - ddof, 0) (inf or NaN at 0).
-_reduction("var", np.var, 2.0, {"ddof": Attr("count", 0)})
-_reduction("std", np.std, 2.0, {"ddof": Attr("count", 0)})  # NumPy's: the square root of var
+# (mean=, NumPy's precomputed mean, an array: refused, never drawn)
+_WIDENED = {"dtype": ("float64",), "mean": (), **_MASKED}
+_reduction("var", np.var, 2.0, {"ddof": Attr("count", 0)}, refused=_WIDENED)
+# NumPy's std: the square root of var
+_reduction("std", np.std, 2.0, {"ddof": Attr("count", 0)}, refused=_WIDENED)
 register(
     Primitive(
         "astype",

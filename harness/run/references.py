@@ -83,6 +83,20 @@ class _Extended:
         dtype = np.dtype(dtype)
         return np.asarray(x).astype(np.longdouble if is_float(dtype) else dtype)
 
+    # A reduction's float accumulator (``dtype=``) is extended too, as a float cast is: an
+    # np.sum(x, dtype=np.float16) truth summed in float16 would carry float16's rounding.
+    @staticmethod
+    def sum(x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        return np.sum(x, *args, dtype=_extended_accumulator(dtype), **kwargs)
+
+    @staticmethod
+    def mean(x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        return np.mean(x, *args, dtype=_extended_accumulator(dtype), **kwargs)
+
+
+def _extended_accumulator(dtype: Any) -> Any:
+    return np.longdouble if dtype is not None and is_float(np.dtype(dtype)) else dtype
+
 
 EXTENDED = _Extended()
 

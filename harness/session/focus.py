@@ -54,6 +54,7 @@ from strategies.gen.state import (
     COMMON_CONSTANTS,
     CONST_VALUE,
     RARE_CONSTANTS,
+    accumulator,
     arbitrary_constant,
     const_value_form,
     is_const_form,
@@ -1047,7 +1048,8 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
             # sweep's size (a chunked max reading past its rows' end showed only on rows of
             # negatives, one of the five edges, longer than 256 and not a multiple of it).
             b = ProgramBuilder()
-            program = b.build(b.node(op, b.input((len(edges), size), dtype), axis=-1))
+            x = b.input((len(edges), size), dtype)
+            program = b.build(b.node(op, x, axis=-1, **accumulator(op, dtype)))
             rows = [draw(values((size,), dtype, r)) for r in edges]
             for row, regime in zip(rows, edges, strict=True):
                 if regime in ONE_SIGNED and primitives.is_float(dtype):
@@ -1207,6 +1209,15 @@ def _swept_program(
         if not long and draw(st.integers(0, NO_AXIS_SWEEPS - 1)) == NO_AXIS_SWEEPS - 1:
             attrs["axis"] = ()
     if prim.kind == "reduction":
+        # an int32 sum in int32 (modulo 2**32), the only one there is; and one time in four a
+        # float reduction in its own dtype, given as NumPy's dtype= (a float16 mean then sums
+        # in float16, not float32)
+        attrs.update(accumulator(prim.name, dtype))
+        for name, attr in prim.attrs.items():
+            if attr.kind == "result_dtype" and not attrs.get(name):
+                if uniform(draw, (False, False, False, True)):
+                    attrs[name] = dtype
+                    event("sweep:accumulated-in-own-dtype")
         for name, attr in prim.attrs.items():
             if attr.kind == "count":
                 # var's and std's ddof, 0 half the time: its quotient is divided and rounded

@@ -40,6 +40,7 @@ from .state import (
     Gen,
     Shape,
     Value,
+    accumulator,
     arbitrary_constant,
     broadcast,
     const_form_value,
@@ -346,9 +347,29 @@ def _matmul_partner(g: Gen, shape: Shape, p_right: bool, *, matrix: bool = False
 
 
 def _reduction(g: Gen, op: str) -> None:
-    p = g.primary(op)
+    accumulators = [k for k, a in primitives.get(op).attrs.items() if a.kind == "result_dtype"]
+    # NumPy's dtype= one time in three where the entry takes it: the dtype x is cast to, summed
+    # and (a mean) divided in. Of every dtype: an int32 sum modulo 2**32 (the compiler's only
+    # int32 sum, as NumPy's default one is int64), a float16 mean summed in float16 (not in
+    # float32, as without it), a float64 sum of float32. Never a float's into int32 (an
+    # undefined cast for NaN and out-of-range values). Half the time its own dtype, where an
+    # int32 mean divides in int32 and truncates (drawn among five, a mean whose quotient was
+    # left float64 survived a 60 s session). A dtype= the compiler ignored survived every
+    # session: none wrote it.
+    numeric = tuple(d for d in g.cfg.dtypes if d != "bool")
+    keyword: dict[str, str] = {}
+    if accumulators and numeric:
+        p = g.primary(op, dtypes=numeric)  # an int32 sum too: it takes a dtype=
+        needed = bool(accumulator(op, p.dtype))
+        if needed or g.draw(st.integers(0, 2)) == 2:  # shrinks toward none
+            targets = [d for d in numeric if d != "int32" or p.dtype == "int32"] or [p.dtype]
+            own = p.dtype in targets and uniform(g.draw, (True, False))
+            keyword[accumulators[0]] = p.dtype if own else uniform(g.draw, targets)
+            event(f"reduce:dtype={'same' if own else 'drawn'}")
+    else:
+        p = g.primary(op)
     red = g.draw(reductions(p.shape))
-    counts = {}
+    counts: dict[str, Any] = dict(keyword)
     for name, attr in primitives.get(op).attrs.items():
         if attr.kind == "count":  # var's ddof: a divisor max(n - ddof, 0), n the reduced extent
             axes = range(len(p.shape)) if red.axis is None else np.atleast_1d(red.axis)

@@ -51,8 +51,10 @@ def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 @functools.cache
-def _accepts(op: str, dtype: str) -> bool:
-    """Does ``op``'s result rule accept ``dtype`` operands (float-only ops: floats only)?"""
+def _accepts(op: str, dtype: str, given: tuple[tuple[str, Any], ...] = ()) -> bool:
+    """Does ``op``'s result rule accept ``dtype`` operands (float-only ops: floats only), its
+    attributes at their defaults but for ``given``? Without ``given``: with them, or with the
+    ``accumulator`` it then takes."""
     prim = primitives.get(op)
     if prim.float_only:
         return dtype in FLOAT_DTYPES
@@ -62,12 +64,29 @@ def _accepts(op: str, dtype: str) -> bool:
     operands = [stand] * prim.arity
     if prim.kind == "select":
         operands = [TensorType((2, 2), "bool"), stand, stand]
-    attrs = {k: a.default for k, a in prim.attrs.items()}
+    attrs = {**{k: a.default for k, a in prim.attrs.items()}, **dict(given)}
     try:
         result_type(prim, operands, attrs)  # NumPy's verdict, and the declared limitations
     except REJECTIONS:
-        return False
+        return not given and bool(accumulator(op, dtype))
     return True
+
+
+def accumulator(op: str, dtype: str) -> dict[str, str]:
+    """The ``dtype=`` a reduction of ``dtype`` operands needs, its own (an int32 sum: NumPy's
+    default one is int64, which the compiler lacks), or none: what a maker, a sweep or a
+    focused case passes so that every (op, dtype) the table can compute is drawn."""
+    name = _accumulator_name(op, dtype)
+    return {} if name is None else {name: dtype}
+
+
+@functools.cache
+def _accumulator_name(op: str, dtype: str) -> str | None:
+    for name, attr in primitives.get(op).attrs.items():
+        if attr.kind == "result_dtype" and dtype != "bool":
+            if not _accepts(op, dtype, ((name, None),)) and _accepts(op, dtype, ((name, dtype),)):
+                return name
+    return None
 
 
 @functools.cache
@@ -546,9 +565,11 @@ class Gen:
         op: str,
         ok: Callable[[Value], bool] = lambda v: True,
         views: int | None = None,
+        dtypes: tuple[str, ...] | None = None,
         **shape_kw: Any,
     ) -> Value:
-        allowed = self.cfg.op_dtypes(op)
+        """An operand for ``op``: of a dtype its result rule accepts (or one of ``dtypes``)."""
+        allowed = self.cfg.op_dtypes(op) if dtypes is None else dtypes
 
         def fresh() -> Value:
             # Now and then size-1 sides on purpose, for a partner to broadcast against.
@@ -787,6 +808,7 @@ __all__ = [
     "Gen",
     "Shape",
     "Value",
+    "accumulator",
     "broadcast",
     "const_form_value",
     "const_value_form",

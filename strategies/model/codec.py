@@ -110,6 +110,16 @@ def _count(value: Any) -> int | float:
     return _int(value, "attribute")
 
 
+def _result_dtype(value: Any) -> str | None:
+    """A reduction's ``dtype=``: None (NumPy's default) or a numeric dtype of the compiler."""
+    if value is None:
+        return None
+    name = _dtype(value)
+    if name == "bool":
+        raise TypeError("a reduction's dtype= must be numeric, got bool")
+    return name
+
+
 _NORMALIZE = {
     "axis": _axis,
     "bool": _bool,
@@ -119,6 +129,7 @@ _NORMALIZE = {
     "dtype": _dtype,
     "positive": _positive,
     "count": _count,
+    "result_dtype": _result_dtype,
 }
 
 
@@ -157,11 +168,12 @@ def decode_attr(spec: Attr | None, value: Any) -> Any:
 
 
 def encode_attrs(specs: Mapping[str, Attr], attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """``attrs`` as data; a form attribute at its default left out (see ``Attr.form``)."""
+    """``attrs`` as data; a form or late keyword attribute at its default left out (see
+    ``Attr.form`` and ``Attr.keyword``)."""
     return {
         k: encode_attr(specs[k], v) if k in specs else v
         for k, v in attrs.items()
-        if not (k in specs and specs[k].form and v == specs[k].default)
+        if not (k in specs and (specs[k].form or specs[k].keyword) and v == specs[k].default)
     }
 
 

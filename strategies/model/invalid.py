@@ -56,6 +56,19 @@ VIOLATIONS: dict[str, Violation] = {
         Violation("zero_step", "slice with step 0", True),
         Violation("too_many_indices", "more integer/slice indices than dimensions", True),
         Violation("two_ellipses", "an index with two ellipses", True),
+        # The table names NumPy's keywords the compiler refuses (``Primitive.refused``): it must
+        # refuse them, not take and ignore them (np.sum(x, where=True), np.max(x, initial=0)).
+        Violation(
+            "unsupported_keyword",
+            "a reduction given a keyword NumPy takes and the compiler refuses",
+            False,
+            (NotImplementedError,),
+        ),
+        Violation(
+            "unknown_keyword",
+            "a reduction given another reduction's keyword (np.max(x, dtype=...))",
+            True,
+        ),
         Violation(
             "attr_type",
             "a reduction's axis or keepdims of a type NumPy refuses (a float, a string, a bool)",

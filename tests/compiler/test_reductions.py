@@ -3,10 +3,12 @@ None, the empty tuple, keepdims; as methods, NumPy functions and array-namespace
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from compiler_checks import F32, F64, I32, REAL_TARGETS, check, rand
 
+import compiler
 from compiler import jit
 
 AXES = [None, 0, 1, 2, -1, -2, -3, (0, 2), (-1, 0), (2, 1, 0), ()]
@@ -215,3 +217,96 @@ def test_keepdims_that_numpy_refuses_is_a_type_error(keepdims):
     for name in FLOAT_OPS:
         with pytest.raises(TypeError, match=f"{name}: keepdims must be an integer or a bool"):
             jit(lambda a, name=name: getattr(np, name)(a, axis=1, keepdims=keepdims))(x)
+
+
+# --------------------------------------------------------------------------------------------
+# NumPy's other keywords: sum's and mean's dtype= computed, the rest refused or unknown
+
+ACCUMULATORS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int32]
+
+
+@jit
+def accumulated(x, *, axis, dtype):
+    xp = x.__array_namespace__()
+    return {
+        "np.sum": np.sum(x, axis=axis, dtype=dtype),
+        "sum.method": x.sum(axis, dtype),  # ndarray's order: (axis, dtype, out, keepdims)
+        "xp.sum": xp.sum(x, axis=axis, dtype=dtype, keepdims=True),
+        "np.mean": np.mean(x, axis=axis, dtype=dtype),
+        "mean.method": x.mean(axis=axis, dtype=dtype, keepdims=True),
+        "xp.mean": xp.mean(x, axis=axis, dtype=dtype),
+    }
+
+
+@pytest.mark.parametrize("axis", [None, 1, (0, 2), ()], ids=str)
+@pytest.mark.parametrize("dtype", ACCUMULATORS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("source", [F32, F64, I32], ids=str)
+def test_sum_and_mean_accumulate_in_the_dtype_given(rng, source, dtype, axis):
+    """NumPy casts x to ``dtype``, sums (and a mean divides) in it, and returns it. Halves of
+    at most 2.5 in magnitude, 24 of them: every partial sum is exact in every dtype (bfloat16
+    included), so the one rounding left is a mean's division."""
+    if np.dtype(dtype) == I32 and source != I32:
+        return  # a float's cast to int32 (undefined for NaN and out-of-range values)
+    x = rng.integers(-2, 3, (2, 3, 4)).astype(source)
+    if source != I32:
+        x += 0.5
+    eps = 0.0 if np.dtype(dtype) == I32 else float(ml_dtypes.finfo(dtype).eps)
+    check(accumulated, x, axis=axis, dtype=dtype, rtol=eps, atol=0.0)
+    got = jit(lambda a: np.sum(a, axis=axis, dtype=dtype))(x)
+    assert got.dtype == np.dtype(dtype)
+
+
+def test_an_int32_sum_wraps_as_numpys_does():
+    """The only int32 sum there is (NumPy's default one is int64): modulo 2**32."""
+    x = np.full((3, 4), 2**30, np.int32)
+    got = jit(lambda a: (np.sum(a, axis=1, dtype=np.int32), np.mean(a, dtype=np.int32)))(x)
+    np.testing.assert_array_equal(got[0], np.sum(x, axis=1, dtype=np.int32))  # 2**32: 0
+    assert got[1] == np.mean(x, dtype=np.int32) and got[1].dtype == I32
+
+
+def test_a_float16_mean_in_float16_overflows_as_numpys_does():
+    """Without dtype= NumPy sums float16 in float32 (a mean of 60000s is 60000); given
+    dtype=np.float16 it sums in float16, and the sum overflows."""
+    x = np.full((4, 3), 60000, np.float16)
+    got = jit(lambda a: (np.mean(a, axis=0), np.mean(a, axis=0, dtype=np.float16)))(x)
+    np.testing.assert_array_equal(got[0], np.mean(x, axis=0))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got[1], np.mean(x, axis=0, dtype=np.float16))  # inf
+    assert np.isinf(got[1]).all()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda a: np.sum(a, where=True),
+        lambda a: a.sum(initial=0),
+        lambda a: np.max(a, axis=0, initial=1),
+        lambda a: a.min(where=True),
+        lambda a: np.var(a, dtype=np.float64),
+        lambda a: a.std(axis=1, where=True),
+        lambda a: np.mean(a, axis=0, where=True),
+    ],
+)
+def test_keywords_numpy_takes_and_the_compiler_does_not_are_refused(call):
+    x = np.ones((3, 4), np.float32)
+    call(x)  # NumPy takes it
+    with pytest.raises(compiler.UnsupportedFeature):
+        jit(call)(x)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda a: a.max(dtype=np.float64),
+        lambda a: a.__array_namespace__().min(a, dtype=np.float64),
+        lambda a: a.sum(ddof=1),
+        lambda a: a.mean(initial=0),
+        lambda a: a.var(initial=0),
+    ],
+)
+def test_keywords_numpy_lacks_are_type_errors(call):
+    x = np.ones((3, 4), np.float32)
+    with pytest.raises(TypeError):
+        call(x)  # NumPy's function (or ndarray's method) has no such parameter
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        jit(call)(x)

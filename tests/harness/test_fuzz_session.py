@@ -1775,7 +1775,7 @@ def test_layout_items_hand_a_programs_inputs_over_in_each_layout() -> None:
     assert {item_kind(i) for i in items} == {"layout"} and item_family("layout") == "view"
     met: set[str] = set()
 
-    @settings(max_examples=60, database=None, derandomize=True, deadline=None,
+    @settings(max_examples=150, database=None, derandomize=True, deadline=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(st.sampled_from(items).flatmap(lambda item: st.tuples(
         st.just(item), _layout_cases(("cpu-loops",), item))))  # fmt: skip

@@ -414,7 +414,9 @@ def test_a_pass_on_a_cpu_without_the_failures_features_is_not_a_fix(monkeypatch)
     older = load(root / "metamorphic-3c7602a52f-3c30f9a66ca1be0a.json", root)  # no versions.cpu
     assert "avx512bf16" in replay.missing_features(older, ["avx2", "fma"])
     monkeypatch.setattr(replay, "blocked", lambda entry: None)
-    monkeypatch.setattr(replay, "entry_case", lambda entry: SimpleNamespace(backends=()))
+    monkeypatch.setattr(
+        replay, "entry_case", lambda entry: SimpleNamespace(backends=(), invalid=None)
+    )
     monkeypatch.setattr(
         replay, "judge", lambda entry, runner, case: (None, SimpleNamespace(unsupported=[]))
     )
@@ -455,3 +457,16 @@ def test_a_failure_recurs_or_not_on_the_backends_it_was_found_on() -> None:
         signature = Signature("tupled", "tupled", backends)
         assert recurring(Recording(), case, signature, ("tupled",), 1)[0] is None
         assert seen == [runs]
+
+
+def test_an_invalid_program_the_compiler_refuses_now_is_fixed(runner, tmp_path: Path) -> None:
+    """A finding from a planted bug (``np.mean(x, axis=0, keepdims=True, where=True)`` taken,
+    the keyword ignored: ``unsupported_keyword``), replayed on the compiler that refuses it
+    (UnsupportedFeature, the answer the violation calls for): fixed, not "not runnable here"
+    as a limitation hit by a valid program would be."""
+    fixture = Path(__file__).parent / "fixtures" / "refused_keyword_accepted_entry.json"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    atomic_write(corpus / "wrong-error-ce53700fdf-aebe4bf6e8125597.json", fixture.read_text())
+    [result] = replay([corpus], runner)
+    assert result.outcome == "fixed-now", result.detail

@@ -41,6 +41,37 @@ def test_failing_spelling_reads_the_oracle_name() -> None:
     assert failing_spelling("metamorphic:softmax-shift") is None
 
 
+def _transposed_case(axes: tuple[int, ...], spelling: str | None = None) -> Case:
+    """``x.transpose(axes)`` of a matrix: an invalid program unless ``axes`` is a permutation."""
+    from strategies.model import InvalidProgram, RawEquation
+
+    b = ProgramBuilder()
+    x = b.input((2, 3), "float32")
+    program = b.build(x)
+    invalid = InvalidProgram(
+        program, "not_a_permutation", RawEquation("permute_dims", (x,), {"axes": axes}), ()
+    )
+    invalid = invalid.with_program(program)
+    case = Case(invalid, [np.ones((2, 3), np.float32)], ("cpu-loops@O0",))
+    return case.respelled(spelling) if spelling else case
+
+
+def test_invalid_programs_are_traced_in_the_other_spellings_too() -> None:
+    """An invalid program's rejection is decided while tracing, in each spelling's own code:
+    ``x.transpose(())`` (the methods spelling) is NumPy's ValueError as ``xp.permute_dims(x,
+    ())`` is, so the oracle traces the other spellings of an invalid case as of a valid one,
+    its invalid node's op counted."""
+    from harness.oracles.spelling import Spelling
+    from harness.run.runner import Runner
+
+    case = _transposed_case(())
+    assert Spelling().fits(case) and other_spellings(case) == ["numpy", "methods"]
+    with Runner(None, use_jax=False) as runner:
+        judgement = runner.evaluate(case)
+    assert "spelling" in judgement.oracles and judgement.agreed_rejection
+    assert not judgement.findings, [f.detail for f in judgement.findings]
+
+
 def test_a_clean_compiler_passes_in_every_spelling() -> None:
     from harness.run.runner import Runner
 
@@ -81,8 +112,8 @@ def test_a_method_that_drops_keepdims_is_found_from_a_case_in_another_spelling(
     mutation = Mutation(
         "method-sum-keepdims",
         "frontend/tensor.py",
-        '        return lang.reduce("sum", self, axis, keepdims, **kw)',
-        '        return lang.reduce("sum", self, axis, False, **kw)',
+        '        return _reduction("sum")(self, axis, dtype, out, **kw)',
+        '        return _reduction("sum")(self, axis, dtype, out, **{**kw, "keepdims": False})',
         "x.sum(...) drops keepdims",
     )
     scratch = apply(mutation, tmp_path / "src")
@@ -190,3 +221,37 @@ def test_a_namespace_pow_that_swaps_its_operands_is_found(tmp_path: Path) -> Non
     findings = json.loads(proc.stdout.strip().splitlines()[-1])
     assert [f[1] for f in findings] == ["spelling[methods]"], findings
     assert findings[0][3] == "frontend", findings
+
+
+_EVALUATE_TRANSPOSE = _EVALUATE.replace(
+    'program = b.build(b.node("sum", b.input((2, 3), "float32"), axis=1, keepdims=True))\n'
+    'case = Case(program, [np.arange(6, dtype=np.float32).reshape(2, 3)], ("cpu-loops@O0",))',
+    "from tests.harness.test_spelling_oracle import _transposed_case\ncase = _transposed_case(())",
+)
+
+
+@pytest.mark.slow
+def test_a_method_that_takes_an_empty_permutation_for_none_is_found(tmp_path: Path) -> None:
+    """``x.transpose(())`` of a matrix taken for ``x.transpose()``: an invalid case drawn in
+    the default spelling is rejected there, and the spelling oracle finds the methods spelling
+    accepting it, in the frontend."""
+    mutation = Mutation(
+        "empty-transpose-axes-reverse",
+        "frontend/tensor.py",
+        "        return lang.transpose(self, None if axes is None else tuple(axes))",
+        "        return lang.transpose(self, None if not axes else tuple(axes))",
+        "x.transpose(()) reverses every axis",
+    )
+    assert _EVALUATE_TRANSPOSE != _EVALUATE
+    scratch = apply(mutation, tmp_path / "src")
+    env = scratch_environment(scratch)
+    env["PYTHONPATH"] = f"{env.get('PYTHONPATH', '')}{os.pathsep}{Path(__file__).parents[2]}"
+    proc = subprocess.run(
+        [sys.executable, "-c", _EVALUATE_TRANSPOSE], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    findings = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [f[:2] for f in findings] == [["wrong-error", "spelling[methods]"]], findings
+    assert findings[0][3] == "frontend", findings
+    assert ".transpose(())" in (tmp_path / "reproducer.py").read_text()

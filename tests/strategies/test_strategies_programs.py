@@ -226,6 +226,59 @@ def test_each_violation_numpy_rejects_is_rejected_by_numpy_in_every_spelling(nam
     check()
 
 
+@pytest.mark.parametrize("name", ["unsupported_keyword", "unknown_keyword"])
+def test_keyword_violations_are_judged_alike_in_every_spelling(name: str) -> None:
+    """A keyword NumPy takes (``where=True``, ``initial=0``) evaluates in NumPy in every
+    spelling, and the compiler refuses it there (UnsupportedFeature); a reduction's keyword
+    another one has (``np.max(x, dtype=...)``) is NumPy's TypeError, and the compiler's."""
+    import compiler
+
+    @settings(database=None, max_examples=25, deadline=None, derandomize=True)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        invalid = data.draw(invalid_programs((name,)))
+        inputs = data.draw(input_values(invalid.inputs))
+        for spelling in ("array-api", "numpy", "methods"):
+            fn = invalid.as_function(spelling=spelling)
+            with np.errstate(all="ignore"):
+                if invalid.numpy_rejects:
+                    with pytest.raises(TypeError, match="unexpected keyword"):
+                        fn(*inputs)
+                else:
+                    fn(*inputs)
+            with pytest.raises(invalid.errors):
+                compiler.jit(fn)(*inputs)
+
+    check()
+
+
+def test_reductions_are_drawn_with_each_accumulator_dtype() -> None:
+    """sum's and mean's dtype=: an int32 sum modulo 2**32 from int32 values (the only int32
+    sum: NumPy's default one is int64), and a float one of another float dtype."""
+    quick = settings(database=None, max_examples=3000, phases=[Phase.generate])
+
+    def accumulating(program: Program, source: str, wanted: str) -> bool:
+        return any(
+            n.op in ("sum", "mean")
+            and n.attrs.get("dtype") == wanted
+            and program.type_of(n.args[0]).dtype == source
+            for n in program.nodes
+        )
+
+    assert find(programs(), lambda p: accumulating(p, "int32", "int32"), settings=quick)
+    assert find(programs(), lambda p: accumulating(p, "float32", "float64"), settings=quick)
+
+
+def test_a_permutation_too_short_is_empty_on_a_matrix_too() -> None:
+    """``x.transpose(())`` of a matrix: NumPy's ValueError, not ``x.T``."""
+    found = find(
+        invalid_programs(["not_a_permutation"]),
+        lambda p: p.node.attrs["axes"] == () and p.program.type_of(p.node.args[0]).ndim >= 2,
+        settings=settings(database=None, max_examples=1000, phases=[Phase.generate]),
+    )
+    assert found.numpy_rejects
+
+
 def test_every_violation_is_generated() -> None:
     for name in VIOLATIONS:
         found = find(
