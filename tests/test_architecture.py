@@ -254,6 +254,7 @@ def _entry(**changes):
         ({"keeps": "value"}, "keeps must be one of"),
         ({"call": "np.add"}, "call must name a NumPy function"),
         ({"name": "toy add"}, "must be an identifier"),
+        ({"refused": {"where": True}}, "refused must map keywords"),  # values: a tuple
     ],
 )
 def test_a_malformed_table_entry_is_refused_when_built(changes, message) -> None:

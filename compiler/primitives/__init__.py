@@ -325,6 +325,14 @@ def _check_fields(p: Primitive) -> None:
         raise ValueError(f"{p.name}: result_range is a comma-separated subset of {_RANGES}")
     if p.call and not p.call.isidentifier():
         raise ValueError(f"{p.name}: call must name a NumPy function, got {p.call!r}")
+    if not isinstance(p.refused, Mapping) or not all(
+        isinstance(k, str) and k.isidentifier() and k not in p.attrs and isinstance(v, tuple)
+        for k, v in p.refused.items()
+    ):
+        raise TypeError(
+            f"{p.name}: refused must map keywords that are not attributes to tuples of values, "
+            f"got {p.refused!r}"
+        )
 
 
 def _check_printed(
