@@ -690,8 +690,9 @@ def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
     return st.tuples(strategy, st.integers(0, last)).map(sample)
 
 
-#: int32 ops whose result wraps around in NumPy where it does not fit (abs(-2**31) included).
-WRAPPING = ("add", "subtract", "multiply", "negative", "unary_minus", "abs")
+#: int32 ops whose result wraps around in NumPy where it does not fit (abs(-2**31) included;
+#: an int32 sum or mean, given dtype=np.int32, adds modulo 2**32).
+WRAPPING = ("add", "subtract", "multiply", "negative", "unary_minus", "abs", "sum", "mean")
 
 
 def wraps(case: Case) -> bool:

@@ -1033,6 +1033,12 @@ def test_a_case_whose_int32_arithmetic_may_wrap_always_runs_the_optimized_target
     assert wraps(Case(program("multiply", "int32"), [-big], CPU_BACKENDS))
     assert not wraps(Case(program("minimum", "int32"), [big], CPU_BACKENDS))
     assert not wraps(Case(program("add", "float32"), [big.astype(np.float32)], CPU_BACKENDS))
+    b = ProgramBuilder()  # an int32 sum, given dtype=np.int32, adds modulo 2**32
+    summed = b.build(b.node("sum", b.input((3,), "int32"), dtype="int32"))
+    assert wraps(Case(summed, [big], CPU_BACKENDS))
+    b = ProgramBuilder()
+    averaged = b.build(b.node("mean", b.input((3,), "int32")))  # float64: it adds in float64
+    assert not wraps(Case(averaged, [big], CPU_BACKENDS))
 
     quick = settings(
         max_examples=3000, phases=[Phase.generate], database=None,
