@@ -78,12 +78,21 @@ def where(condition: Any, a: Any = _MISSING, b: Any = _MISSING) -> Tensor:
     return elementwise("where", condition, a, b)
 
 
-def astype(x: Any, dtype: Any) -> Tensor:
-    """``x.astype(dtype)`` with NumPy's C-style conversions (float -> int truncates)."""
+def astype(x: Any, dtype: Any, **numpy_keywords: Any) -> Tensor:
+    """``x.astype(dtype)`` with NumPy's C-style conversions (float -> int truncates).
+    ``numpy_keywords``: ndarray.astype's others (``casting``, ``order``, ``subok``, ``copy``),
+    judged by NumPy itself on a stand-in of x's dtype: a cast ``casting="safe"`` forbids is its
+    TypeError, a bad ``order`` its ValueError; the rest change no value. Only
+    ``casting="same_value"`` (NumPy 2.4: the values checked when the kernel runs) is refused."""
     x = as_operand(x, "astype")
     if not isinstance(x, Tensor):
         raise TypeError("astype: expected a traced tensor")
     target = check_dtype(dtype, "astype")
+    if numpy_keywords.get("casting") == "same_value":
+        raise UnsupportedFeature("astype with casting='same_value' (a check of the values)")
+    if numpy_keywords:
+        with np.errstate(all="ignore"):
+            np.zeros((1,), x.dtype).astype(target, **numpy_keywords)
     if x.dtype == target:
         return x
     prim = primitives.get("astype")
@@ -246,13 +255,17 @@ def matmul(a: Any, b: Any) -> Tensor:
 # Layout: reshape, transpose, static basic indexing
 
 
-def reshape(x: Any, shape: Any, order: str = "C") -> Tensor:
-    """``np.reshape`` with at most one ``-1``; the element count must be preserved."""
+def reshape(x: Any, shape: Any, order: str = "C", copy: Any = None) -> Tensor:
+    """``np.reshape`` with at most one ``-1``; the element count must be preserved. ``copy``:
+    True or None change no value; False (NumPy's ValueError where the input's memory layout
+    needs a copy, which tracing does not know) is refused."""
     x = as_operand(x, "reshape")
     if not isinstance(x, Tensor):
         raise TypeError("reshape: expected a traced tensor")
     if order != "C":
         raise UnsupportedFeature(f"reshape with order={order!r}")
+    if copy is not None and not copy:
+        raise UnsupportedFeature("reshape with copy=False (whether it copies: the memory layout)")
     new = primitives.get("reshape").result([x], {"shape": shape}).shape
     if new == x.shape:
         return x

@@ -133,8 +133,8 @@ class Tensor:
     __rfloordiv__ = __mod__ = __rmod__ = __floordiv__
 
     # methods
-    def reshape(self, *shape: Any, order: str = "C") -> Tensor:
-        return lang.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> Tensor:
+        return lang.reshape(self, shape[0] if len(shape) == 1 else shape, order=order, copy=copy)
 
     def transpose(self, *axes: Any) -> Tensor:
         if not axes:  # x.transpose(): every axis reversed
@@ -145,8 +145,15 @@ class Tensor:
         # was taken for "reverse every axis", so x.transpose(()) of a vector compiled).
         return lang.transpose(self, None if axes is None else tuple(axes))
 
-    def astype(self, dtype: Any, copy: bool = True) -> Tensor:
-        return lang.astype(self, dtype)
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Tensor:
+        # ndarray.astype(dtype, order, casting, subok, copy): NumPy judges the others
+        names = ("order", "casting", "subok", "copy")
+        if len(args) > len(names):
+            raise TypeError(f"astype() takes at most {len(names) + 1} positional arguments")
+        given = dict(zip(names[: len(args)], args, strict=True))
+        if set(given) & set(kwargs):
+            raise TypeError(f"astype() got multiple values for {sorted(set(given) & set(kwargs))}")
+        return lang.astype(self, dtype, **given, **kwargs)
 
     # ndarray's reductions, positional parameters in its order: (axis, dtype, out, keepdims)
     # for sum and mean (var and std: ddof after out), (axis, out, keepdims) for max and min.
@@ -231,12 +238,14 @@ def _reduction(name: str) -> Callable[..., Tensor]:
     return call
 
 
-def _np_astype(x: Any, dtype: Any, copy: bool = True, **_: Any) -> Tensor:
+def _np_astype(x: Any, dtype: Any, copy: bool = True, device: Any = None) -> Tensor:
     return lang.astype(x, dtype)
 
 
-def _np_reshape(x: Any, shape: Any = None, order: str = "C", newshape: Any = None) -> Tensor:
-    return lang.reshape(x, shape if shape is not None else newshape, order)
+def _np_reshape(
+    x: Any, shape: Any = None, order: str = "C", newshape: Any = None, copy: Any = None
+) -> Tensor:
+    return lang.reshape(x, shape if shape is not None else newshape, order, copy)
 
 
 class Namespace:
@@ -259,11 +268,11 @@ class Namespace:
 
     @staticmethod
     def reshape(x: Any, shape: Any, copy: Any = None) -> Tensor:
-        return lang.reshape(x, shape)
+        return lang.reshape(x, shape, copy=copy)
 
     @staticmethod
-    def astype(x: Any, dtype: Any, copy: bool = True, **_: Any) -> Tensor:
-        return lang.astype(x, dtype)
+    def astype(x: Any, dtype: Any, copy: bool = True, device: Any = None) -> Tensor:
+        return lang.astype(x, dtype)  # (the array API's: no casting, order or subok)
 
 
 # Structural functions and the reductions, under their array-API names.

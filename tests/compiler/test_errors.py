@@ -463,3 +463,54 @@ def test_result_dtypes_do_not_depend_on_uninitialized_memory(monkeypatch) -> Non
     i32 = compiler.primitives.rules.ArrayType((2, 3), np.dtype(I32))
     with pytest.raises(UnsupportedFeature, match="power on int32 tensors"):
         compiler.primitives.get("power").result([i32, i32], {})
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda a: a.astype(np.float64, casting="safe"),
+        lambda a: a.astype(np.float16, casting="safe"),  # NumPy's TypeError
+        lambda a: a.astype(np.int32, casting="same_kind"),  # TypeError
+        lambda a: a.astype(np.float16, casting="same_kind"),
+        lambda a: a.astype(np.int32, casting="unsafe"),
+        lambda a: a.astype(np.float32, casting="no"),
+        lambda a: a.astype(np.int32, casting="bogus"),  # ValueError
+        lambda a: a.astype(np.float64, order="F", subok=False, copy=False),
+        lambda a: a.astype(np.float64, "X"),  # a bad order: ValueError
+        lambda a: a.astype(np.float64, "K", "safe"),  # positional, in ndarray's order
+        lambda a: a.__array_namespace__().astype(a, np.float64, casting="safe"),  # TypeError
+        lambda a: np.astype(a, np.float64, copy=True),
+        lambda a: np.reshape(a, (4, 3), copy=True),
+        lambda a: a.reshape(2, 6, copy=None),
+    ],
+)
+def test_conversion_and_reshape_keywords_are_judged_as_numpy_judges_them(call):
+    """ndarray.astype's casting, order, subok and copy: a cast the rule forbids is NumPy's
+    TypeError, a bad rule or order its ValueError, the rest change no value (casting was a
+    TypeError of the method's signature, and the namespace's astype swallowed any keyword);
+    reshape's copy=True or None changes no value (it was a TypeError)."""
+    x = rand(np.random.default_rng(0), (3, 4), F32)
+    try:
+        want = call(x)
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error)):
+            jit(call)(x)
+        return
+    got = jit(call)(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda a: a.astype(np.float64, casting="same_value"),  # the values checked at run time
+        lambda a: a.reshape(4, 3, copy=False),  # a copy or not: the memory layout
+        lambda a: a.__array_namespace__().reshape(a, (4, 3), copy=False),
+    ],
+)
+def test_keywords_that_depend_on_what_tracing_cannot_know_are_refused(call):
+    x = np.ones((3, 4), np.float32)
+    call(x)  # NumPy takes it (here)
+    with pytest.raises(UnsupportedFeature):
+        jit(call)(x)
