@@ -154,6 +154,7 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs
             raise TypeError(f"{name}() got an unexpected keyword argument {keyword!r}")
     ddof = _degrees_of_freedom(name, kwargs)
     accumulator = kwargs.pop("dtype", None) if "dtype" in prim.attrs else None
+    initial = kwargs.pop("initial", None) if "initial" in prim.attrs else None
     refused = {k: v for k, v in kwargs.items() if v is not None}
     if refused:
         raise UnsupportedFeature(f"{name} with arguments {sorted(refused)}")
@@ -164,8 +165,17 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: bool = False, **kwargs
     attrs = {"axis": axis, "keepdims": keepdims}
     if accumulator is not None:
         attrs["dtype"] = accumulator
+    if initial is not None:
+        attrs["initial"] = initial
     out = prim.result([x], attrs)
     axes = normalize_axes(axis, x.ndim, name)
+    if initial is not None:
+        # NumPy's own conversion of the starting value (OverflowError, ValueError for NaN), and
+        # its order: np.maximum(initial, max), the element kept where they tie (-0.0 and 0.0)
+        combine = _COMBINE[name][0]
+        with np.errstate(all="ignore"):
+            start = getattr(np, combine).reduce(np.zeros((0,), out.dtype), initial=initial)
+        return elementwise(combine, start, reduce(name, x, axes, keepdims))
     if accumulator is not None:
         if name == "mean":
             total = reduce("sum", x, axes, keepdims, dtype=out.dtype)

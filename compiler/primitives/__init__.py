@@ -55,7 +55,8 @@ SPELLINGS = ("array-api", "numpy", "methods")
 
 #: Attribute kinds: how a static attribute is checked, stored (JSON) and printed.
 ATTR_KINDS = (
-    "axis", "bool", "shape", "axes", "index", "dtype", "positive", "count", "result_dtype"
+    "axis", "bool", "shape", "axes", "index", "dtype", "positive", "count", "result_dtype",
+    "initial",
 )  # fmt: skip
 
 
@@ -70,6 +71,7 @@ _SAMPLE_ATTR = {
     "positive": 1,
     "count": 0,
     "result_dtype": None,
+    "initial": None,
 }
 
 

@@ -112,11 +112,10 @@ def reduction_infer(name: str, fn: Any):
         x = require_array(operands[0], name)
         keepdims = keepdims_flag(attrs.get("keepdims", False), name)
         axes = normalize_axes(attrs.get("axis"), x.ndim, name)
-        accumulator = attrs.get("dtype")
-        if accumulator is None:
-            dtype = result_dtype(fn, [x], name)
-        else:  # NumPy's verdict on the keyword (any dtype it names; int64 a limitation)
-            dtype = result_dtype(lambda v: fn(v, dtype=accumulator), [x], name)
+        # NumPy's verdict on its keywords given (dtype=: any it names, int64 a limitation;
+        # initial=: its conversion, an OverflowError past int32)
+        given = {k: attrs[k] for k in ("dtype", "initial") if attrs.get(k) is not None}
+        dtype = result_dtype(lambda v: fn(v, **given), [x], name)
         if x.dtype == BOOL:
             raise UnsupportedFeature(f"{name} of a boolean tensor")
         return ArrayType(reduced_shape(x.shape, axes, keepdims), dtype)

@@ -197,6 +197,9 @@ def _method_kwargs(name: str, attrs: Mapping[str, Any], specs: Mapping[str, Attr
 
 
 _REDUCTION_ATTRS = {"axis": Attr("axis", None), "keepdims": Attr("bool", False)}
+# initial: max's and min's starting value, in the result's dtype as NumPy converts it (2.5 is
+# 2 for int32; NaN is a ValueError there): np.maximum(initial, max(x)), an element winning ties
+_STARTED = {"initial": Attr("initial", None, keyword=True)}
 
 
 def _reduction(
@@ -227,9 +230,11 @@ def _swaps_last_two(axes: Sequence[int]) -> bool:
 def _aliased(name: str, alias: str) -> Any:
     """The "numpy" spelling of reduction ``name``: NumPy's ``alias`` where an axis is given."""
 
+    specs = {**_REDUCTION_ATTRS, **_STARTED}
+
     def render(a: Sequence[str], attrs: Mapping[str, Any]) -> str:
         called = alias if attrs.get("axis") is not None else name
-        return f"xp.{called}({a[0]}{_kwargs(attrs, _REDUCTION_ATTRS)})"
+        return f"xp.{called}({a[0]}{_kwargs(attrs, specs)})"
 
     return render
 
@@ -417,8 +422,10 @@ register(
 )
 # NumPy's other names for them, np.amax and np.amin, where an axis is given (np.max and np.min
 # for whole-array reductions): the frontend dispatches both names.
-_reduction("max", np.max, 1.0, keeps="bounds", numpy=_aliased("max", "amax"), refused=_SEEDED)
-_reduction("min", np.min, 1.0, keeps="bounds", numpy=_aliased("min", "amin"), refused=_SEEDED)
+_reduction("max", np.max, 1.0, _STARTED, keeps="bounds", numpy=_aliased("max", "amax"),
+           refused=_MASKED)  # fmt: skip
+_reduction("min", np.min, 1.0, _STARTED, keeps="bounds", numpy=_aliased("min", "amin"),
+           refused=_MASKED)  # fmt: skip
 _reduction("mean", np.mean, 1.0, _ACCUMULATOR, refused=_MASKED)
 # ddof: NumPy divides the sum of squared deviations by max(n - ddof, 0) (inf or NaN at 0).
 # (mean=, NumPy's precomputed mean, an array: refused, never drawn)

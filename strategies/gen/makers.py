@@ -346,6 +346,10 @@ def _matmul_partner(g: Gen, shape: Shape, p_right: bool, *, matrix: bool = False
     return (*q_batch, other, k) if p_right else (*q_batch, k, other)
 
 
+#: The values a max's or min's ``initial=`` is drawn from.
+INITIAL_VALUES = (0, -0.0, 1, -1, 2.5, -2.5, 1000, -1000, 65504.0)
+
+
 def _reduction(g: Gen, op: str) -> None:
     accumulators = [k for k, a in primitives.get(op).attrs.items() if a.kind == "result_dtype"]
     # NumPy's dtype= one time in three where the entry takes it: the dtype x is cast to, summed
@@ -370,6 +374,13 @@ def _reduction(g: Gen, op: str) -> None:
         p = g.primary(op)
     red = g.draw(reductions(p.shape))
     counts: dict[str, Any] = dict(keyword)
+    for name, attr in primitives.get(op).attrs.items():
+        if attr.kind == "initial" and g.draw(st.integers(0, 4)) == 4:  # shrinks toward none
+            # max's and min's initial= one time in five: above or below every element, or
+            # among them; -0.0 against a 0.0 (an element wins the tie); a half, which an int32
+            # max converts to its integer part
+            counts[name] = uniform(g.draw, INITIAL_VALUES)
+            event(f"reduce:{name}=")
     for name, attr in primitives.get(op).attrs.items():
         if attr.kind == "count":  # var's ddof: a divisor max(n - ddof, 0), n the reduced extent
             axes = range(len(p.shape)) if red.axis is None else np.atleast_1d(red.axis)

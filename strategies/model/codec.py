@@ -120,6 +120,20 @@ def _result_dtype(value: Any) -> str | None:
     return name
 
 
+def _initial(value: Any) -> int | float | None:
+    """max's and min's ``initial``: None (NumPy's default) or a finite real (programs are JSON;
+    NumPy converts it to the result's dtype)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"initial must be a real number, got {value!r}")
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            raise ValueError(f"initial must be finite, got {value}")
+        return float(value)
+    return _int(value, "initial")
+
+
 _NORMALIZE = {
     "axis": _axis,
     "bool": _bool,
@@ -130,6 +144,7 @@ _NORMALIZE = {
     "positive": _positive,
     "count": _count,
     "result_dtype": _result_dtype,
+    "initial": _initial,
 }
 
 

@@ -407,7 +407,7 @@ LIMITATIONS = {
     "boolean arithmetic": (lambda a: (a > 0) + (a < 1), [(3, 4)]),
     "nested list operand": (lambda a: a + [1.0, 2.0, 3.0, 4.0], [(3, 4)]),
     "namespace function": (lambda a: a.__array_namespace__().cumsum(a), [(3, 4)]),
-    "max initial=": (lambda a: np.max(a, initial=0.0), [(3, 4)]),
+    "max where=": (lambda a: np.max(a, where=True), [(3, 4)]),
     "sum where=": (lambda a: np.sum(a, where=a > 0), [(3, 4)]),
     "boolean mean": (lambda a: (a > 0).mean(), [(3, 4)]),
     "boolean matmul": (lambda a: (a > 0) @ (a > 0).T, [(3, 4)]),

@@ -280,7 +280,7 @@ def test_a_float16_mean_in_float16_overflows_as_numpys_does():
     [
         lambda a: np.sum(a, where=True),
         lambda a: a.sum(initial=0),
-        lambda a: np.max(a, axis=0, initial=1),
+        lambda a: np.max(a, axis=0, where=True),
         lambda a: a.min(where=True),
         lambda a: np.var(a, dtype=np.float64),
         lambda a: a.std(axis=1, where=True),
@@ -310,3 +310,34 @@ def test_keywords_numpy_lacks_are_type_errors(call):
         call(x)  # NumPy's function (or ndarray's method) has no such parameter
     with pytest.raises(TypeError, match="unexpected keyword argument"):
         jit(call)(x)
+
+
+@pytest.mark.parametrize("initial", [0.0, -0.0, 2.5, -2.5, 1000, True], ids=repr)
+@pytest.mark.parametrize("dtype", [F32, F64, np.float16, ml_dtypes.bfloat16, I32], ids=str)
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_and_min_start_from_the_initial_given(name, dtype, initial):
+    """NumPy converts ``initial`` to the result's dtype (2.5 is 2 for int32) and starts from it:
+    above or below every element it is the answer, and an element equal to it wins the tie
+    (max([-0.0], initial=0.0) is -0.0); over no axis it meets each element. (One zero among
+    the elements: which of -0.0 and 0.0 a reduction of both gives is its loop order's.)"""
+    x = np.array([[-0.0, 3.0, -7.5], [-1.0, -1.0, 2.5]]).astype(dtype)
+    fn = getattr(np, name)
+
+    @jit
+    def started(a):
+        return tuple(fn(a, axis=axis, initial=initial) for axis in (None, 0, 1, ()))
+
+    for got, want in zip(started(x), (fn(x, axis=a, initial=initial) for a in (None, 0, 1, ())),
+                         strict=True):  # fmt: skip
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got.astype(F64)), np.signbit(want.astype(F64)))
+
+
+def test_an_initial_numpy_cannot_convert_is_numpys_error():
+    x = np.ones((2, 3), np.int32)
+    for initial, error in ((2**31, OverflowError), (float("nan"), ValueError)):
+        with pytest.raises(error):
+            np.max(x, initial=initial)
+        with pytest.raises(error):
+            jit(lambda a, c=initial: np.max(a, initial=c))(x)

@@ -268,6 +268,13 @@ def test_reductions_are_drawn_with_each_accumulator_dtype() -> None:
     assert find(programs(), lambda p: accumulating(p, "int32", "int32"), settings=quick)
     assert find(programs(), lambda p: accumulating(p, "float32", "float64"), settings=quick)
 
+    def started(program: Program) -> bool:  # max's and min's initial=, -0.0 too
+        return any(
+            n.op in ("max", "min") and str(n.attrs.get("initial")) == "-0.0" for n in program.nodes
+        )
+
+    assert find(programs(), started, settings=quick)
+
 
 def test_a_permutation_too_short_is_empty_on_a_matrix_too() -> None:
     """``x.transpose(())`` of a matrix: NumPy's ValueError, not ``x.T``."""
