@@ -6,7 +6,9 @@ sequence of calls of one jitted function; each metamorphic relation
 (``metamorphic:<name>``) where it fits; ``spec`` every program with a composite (its shared
 definition against independent implementations); ``spelling`` every valid program that another
 spelling reaches through other frontend code (that spelling's traced graph, interpreted by
-NumPy); ``schedule`` every case on ``cpu-vector`` (its structured ops vectorized); ``blas``
+NumPy); ``keywords`` every valid program with a reduction (its reductions' keywords written
+another way NumPy defines alike, traced and interpreted by NumPy); ``schedule`` every case on
+``cpu-vector`` (its structured ops vectorized); ``blas``
 every case on a backend with a BLAS stage (the gemm calls it promises are made); ``memory``
 every case (an instrumented kernel frees every heap block it allocates); ``tupled``
 an eighth of the programs (called twice in one function, and returning several of their
@@ -27,6 +29,7 @@ from . import (  # noqa: F401 - registration
     error_path,
     gpt2,
     intermediate,
+    keywords,
     levels,
     memory,
     metamorphic,

@@ -1,0 +1,112 @@
+"""The ``keywords`` oracle: a case's reductions, their keywords written another way NumPy defines
+alike, are traced too.
+
+NumPy takes one reduction many ways: ``axis=1`` is ``axis=(1,)`` and ``axis=-1`` of a matrix,
+``axis=None`` every axis named, a sum's default dtype the same ``dtype=`` given (a mean's too,
+but of float16, which the default sums in float32). The frontend reads each keyword on its own
+path, and a case draws one form: a mean that dropped ``keepdims`` when given ``dtype=`` was met
+only by the rare case drawn with both (unseen in a 60 s session). Here each case whose program
+has a reduction is traced once more with every reduction rewritten so (``rewritten``), in the
+isolated worker, and its graph evaluated by NumPy (the ``graph-numpy`` backend: no MLIR, a few
+milliseconds); the primary oracles judge it against the case's own references (the program's
+meaning is NumPy's and unchanged). A failure is the frontend's, and the finding is the rewritten
+case's own (its reproducer writes the keywords that fail; minimizing and replaying it need no
+other oracle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from compiler import primitives
+from strategies.model import Program
+from strategies.model.program import rebuild
+
+from ..run.task import Task
+from .base import Derived, Finding, Observation, Oracle, register
+
+#: The backend a rewritten program runs on: the traced graph interpreted by NumPy.
+BACKEND = "graph-numpy"
+
+
+def _axis(axis: Any, ndim: int, flip: bool) -> Any:
+    """The same axes written another way: an int as a one-tuple (or negative), None as every
+    axis, a tuple reversed with negatives (NumPy sorts and normalizes them)."""
+    if axis is None:
+        every = tuple(range(ndim))
+        return tuple(a - ndim for a in reversed(every)) if flip else every
+    if isinstance(axis, int):
+        return (axis,) if not flip else (axis - ndim if axis >= 0 else axis + ndim)
+    return tuple((a - ndim if a >= 0 else a) for a in reversed(tuple(axis)))
+
+
+def rewritten(program: Program) -> Program | None:
+    """``program`` with each reduction's keywords written another way NumPy defines alike
+    (``_axis``; ``dtype=`` its default result's where that is NumPy's accumulator too), or None
+    if it has no reduction to rewrite."""
+    specs, changed, reductions = [], False, 0
+    for node in program.nodes:
+        attrs = dict(node.attrs)
+        prim = primitives.get(node.op)
+        if prim.kind == "reduction" and "axis" in attrs:
+            ndim = len(program.type_of(node.args[0]).shape)
+            if ndim:  # (every other reduction in the second form)
+                attrs["axis"] = _axis(attrs["axis"], ndim, flip=bool(reductions % 2))
+                reductions += 1
+                changed = True
+            source = program.type_of(node.args[0]).dtype
+            accumulates = "dtype" in prim.attrs and attrs.get("dtype") is None
+            # (a float16 mean's default sums in float32: given dtype=float16 it sums in float16)
+            if accumulates and not (node.op == "mean" and source == "float16"):
+                attrs["dtype"] = node.type.dtype
+                changed = True
+        specs.append((node.op, node.args, attrs))
+    if not changed:
+        return None
+    return rebuild(program.inputs, specs, program.output)
+
+
+class Keywords(Oracle):
+    name = "keywords"
+
+    def fits(self, case: Any) -> bool:
+        return case.invalid is None and "sequence" not in case.extra and "gpt2" not in case.extra
+
+    def wants(self, case: Any) -> bool:
+        return self.fits(case) and any(
+            primitives.get(n.op).kind == "reduction" for n in case.program.nodes
+        )
+
+    def plan(self, obs: Observation) -> list[Derived]:
+        try:
+            program = rewritten(obs.case.program)
+        except (ValueError, TypeError):  # a rule the rewrite meets (the model's own checks)
+            return []
+        if program is None:
+            return []
+        return [Derived("rewritten", Task(obs.case.with_subject(program), (BACKEND,)))]
+
+    def judge(self, obs: Observation, derived: list) -> list[Finding]:
+        from . import judge_results
+
+        findings = []
+        for item, outcome in derived:
+            if outcome.status != "ok":
+                continue  # a crash or hang is the runner's finding (on the rewritten case)
+            rewritten_case = item.task.case
+            judged = judge_results(rewritten_case, outcome.value.results, obs.refs)
+            for found in judged.findings:
+                findings.append(
+                    replace(
+                        found,
+                        detail="with its reductions' keywords written another way NumPy "
+                        f"defines alike (oracle {self.name}): {found.detail}",
+                    )
+                )
+        return findings
+
+
+register(Keywords())
+
+__all__ = ["BACKEND", "Keywords", "rewritten"]

@@ -1,0 +1,93 @@
+"""The keywords oracle: a case's reductions are traced once more with their keywords written
+another way NumPy defines alike, so a frontend path one form takes is met by every case with a
+reduction, not only by the rare case drawn in that form."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.case import Case
+from harness.oracles.keywords import Keywords, rewritten
+from harness.selftest import Mutation, apply, scratch_environment
+from strategies.model import ProgramBuilder
+
+
+def _mean_case() -> Case:
+    """A mean over the rows, kept as a column, plus a whole float16 sum's and mean's."""
+    b = ProgramBuilder()
+    x = b.input((3, 4), "float32")
+    kept = b.node("mean", x, axis=1, keepdims=True)
+    half = b.node("astype", x, dtype="float16")
+    total = b.node("add", b.node("sum", half), b.node("mean", half, axis=-1))
+    program = b.build(b.node("add", kept, b.node("astype", total, dtype="float32")))
+    values = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    return Case(program, [values], ("cpu-loops@O0",))
+
+
+def test_the_keywords_are_rewritten_as_numpy_defines_them_alike() -> None:
+    program = _mean_case().program
+    again = rewritten(program)
+    reductions = [(n.op, n.attrs) for n in again.nodes if n.op in ("sum", "mean")]
+    # axis=1 as (1,), None as every axis (negatives, reversed), -1 as (-1,); dtype= the default
+    # result's, but for a float16 mean (NumPy's default sums it in float32)
+    assert reductions == [
+        ("mean", {"axis": (1,), "keepdims": True, "dtype": "float32"}),
+        ("sum", {"axis": (-1, -2), "keepdims": False, "dtype": "float16"}),
+        ("mean", {"axis": (-1,), "keepdims": False, "dtype": None}),
+    ]
+    assert [n.type for n in again.nodes] == [n.type for n in program.nodes]
+    b = ProgramBuilder()
+    assert rewritten(b.build(b.node("exp", b.input((2,), "float32")))) is None
+    assert not Keywords().wants(Case(b.build(b.node("exp", b.input((2,), "float32"))),
+                                     [np.ones(2, np.float32)], ("cpu-loops@O0",)))  # fmt: skip
+
+
+def test_a_clean_compiler_passes_with_the_keywords_rewritten() -> None:
+    from harness.run.runner import Runner
+
+    with Runner(None, use_jax=False) as runner:
+        judgement = runner.evaluate(_mean_case())
+    assert "keywords" in judgement.oracles
+    assert not judgement.findings, [f.detail for f in judgement.findings]
+
+
+_EVALUATE = """
+import json
+from harness.run.runner import Runner
+from tests.harness.test_keywords_oracle import _mean_case
+
+with Runner(None, use_jax=False) as runner:
+    findings = runner.evaluate(_mean_case()).findings
+print(json.dumps([[f.kind, f.backends, f.detail] for f in findings]))
+"""
+
+
+@pytest.mark.slow
+def test_a_mean_that_drops_keepdims_given_dtype_is_found(tmp_path: Path) -> None:
+    """A case drawn without dtype= passes every backend; its rewritten form gives the mean a
+    dtype=, where a planted frontend dropped keepdims: found on the traced graph."""
+    mutation = Mutation(
+        "mean-dtype-keepdims-dropped",
+        "frontend/lang.py",
+        '            total = reduce("sum", x, axes, keepdims, dtype=out.dtype)',
+        '            total = reduce("sum", x, axes, dtype=out.dtype)',
+        "mean with dtype= and keepdims=True loses the kept axes",
+    )
+    scratch = apply(mutation, tmp_path / "src")
+    env = scratch_environment(scratch)
+    env["PYTHONPATH"] = f"{env.get('PYTHONPATH', '')}{os.pathsep}{Path(__file__).parents[2]}"
+    proc = subprocess.run(
+        [sys.executable, "-c", _EVALUATE], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    findings = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [f[:2] for f in findings] == [["wrong-shape", ["graph-numpy"]]], findings
+    assert "oracle keywords" in findings[0][2]
