@@ -6,7 +6,8 @@ NumPy takes one reduction many ways: ``axis=1`` is ``axis=(1,)`` and ``axis=-1``
 but of float16, which the default sums in float32). The frontend reads each keyword on its own
 path, and a case draws one form: a mean that dropped ``keepdims`` when given ``dtype=`` was met
 only by the rare case drawn with both (unseen in a 60 s session). Here each case whose program
-has a reduction is traced once more with every reduction rewritten so (``rewritten``), in the
+has a reduction is traced once more with every reduction rewritten so (``rewritten``: its
+dropped axes kept, then indexed away, too), in the
 isolated worker, and its graph evaluated by NumPy (the ``graph-numpy`` backend: no MLIR, a few
 milliseconds); the primary oracles judge it against the case's own references (the program's
 meaning is NumPy's and unchanged). A failure is the frontend's, and the finding is the rewritten
@@ -19,9 +20,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from compiler import primitives
-from strategies.model import Program
-from strategies.model.program import rebuild
+from strategies.model import Program, ProgramBuilder, Ref
 
 from ..run.task import Task
 from .base import Derived, Finding, Observation, Oracle, register
@@ -43,16 +45,34 @@ def _axis(axis: Any, ndim: int, flip: bool) -> Any:
 
 def rewritten(program: Program) -> Program | None:
     """``program`` with each reduction's keywords written another way NumPy defines alike
-    (``_axis``; ``dtype=`` its default result's where that is NumPy's accumulator too), or None
-    if it has no reduction to rewrite."""
-    specs, changed, reductions = [], False, 0
-    for node in program.nodes:
+    (``_axis``; ``dtype=`` its default result's where that is NumPy's accumulator too; a
+    reduction that drops its axes keeps them, then indexes them away: ``x.sum(1)`` as
+    ``x.sum(1, keepdims=True)[:, 0]``), or None if it has no reduction to rewrite."""
+    builder = ProgramBuilder()
+    for inp in program.inputs:
+        builder.input(inp.shape, inp.dtype, bound=inp.bound)
+    moved: dict[int, Ref] = {}
+
+    def arg(a: Any) -> Any:
+        return moved[a.index] if isinstance(a, Ref) and a.kind == "node" else a
+
+    changed, reductions = False, 0
+    for index, node in enumerate(program.nodes):
         attrs = dict(node.attrs)
         prim = primitives.get(node.op)
+        dropped: tuple[int, ...] = ()
         if prim.kind == "reduction" and "axis" in attrs:
             ndim = len(program.type_of(node.args[0]).shape)
             if ndim:  # (every other reduction in the second form)
+                given = attrs["axis"]
+                axes = (
+                    tuple(range(ndim))
+                    if given is None
+                    else np.lib.array_utils.normalize_axis_tuple(given, ndim)
+                )
                 attrs["axis"] = _axis(attrs["axis"], ndim, flip=bool(reductions % 2))
+                if not attrs.get("keepdims") and axes:
+                    attrs["keepdims"], dropped = True, axes
                 reductions += 1
                 changed = True
             source = program.type_of(node.args[0]).dtype
@@ -61,10 +81,15 @@ def rewritten(program: Program) -> Program | None:
             if accumulates and not (node.op == "mean" and source == "float16"):
                 attrs["dtype"] = node.type.dtype
                 changed = True
-        specs.append((node.op, node.args, attrs))
+        ref = builder.node(node.op, *map(arg, node.args), **attrs)
+        if dropped:
+            kept = builder.nodes[ref.index].type.shape
+            key = tuple(0 if i in dropped else slice(None) for i in range(len(kept)))
+            ref = builder.node("index", ref, key=key)
+        moved[index] = ref
     if not changed:
         return None
-    return rebuild(program.inputs, specs, program.output)
+    return builder.build(arg(program.output))
 
 
 class Keywords(Oracle):
