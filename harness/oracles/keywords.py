@@ -7,12 +7,11 @@ but of float16, which the default sums in float32). The frontend reads each keyw
 path, and a case draws one form: a mean that dropped ``keepdims`` when given ``dtype=`` was met
 only by the rare case drawn with both (unseen in a 60 s session). Here each case whose program
 has a reduction is traced once more with every reduction rewritten so (``rewritten``: its
-dropped axes kept, then indexed away, too), in the
-isolated worker, and its graph evaluated by NumPy (the ``graph-numpy`` backend: no MLIR, a few
-milliseconds); the primary oracles judge it against the case's own references (the program's
-meaning is NumPy's and unchanged). A failure is the frontend's, and the finding is the rewritten
-case's own (its reproducer writes the keywords that fail; minimizing and replaying it need no
-other oracle).
+dropped axes kept, then indexed away, too), in the isolated worker, and its graph evaluated by
+NumPy (the ``graph-numpy`` backend: no MLIR, a few milliseconds); the primary oracles judge it
+against the case's own references (the program's meaning is NumPy's and unchanged). A failure
+is the frontend's, and the finding is the rewritten case's own (its reproducer writes the
+keywords that fail; minimizing and replaying it need no other oracle).
 """
 
 from __future__ import annotations

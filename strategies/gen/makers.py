@@ -367,9 +367,9 @@ def _reduction(g: Gen, op: str) -> None:
     # int32 sum, as NumPy's default one is int64), a float16 mean summed in float16 (not in
     # float32, as without it), a float64 sum of float32. Never a float's into int32 (an
     # undefined cast for NaN and out-of-range values). Half the time its own dtype, where an
-    # int32 mean divides in int32 and truncates (drawn among five, a mean whose quotient was
-    # left float64 survived a 60 s session). A dtype= the compiler ignored survived every
-    # session: none wrote it.
+    # int32 mean divides in int32 and truncates (a mean whose quotient was left float64 still
+    # survives 60 s sessions: int32 means are few). A dtype= the compiler ignored survived
+    # every session before: none wrote it.
     numeric = tuple(d for d in g.cfg.dtypes if d != "bool")
     keyword: dict[str, str] = {}
     if accumulators and numeric:
