@@ -63,12 +63,26 @@ def judge_results(case, results, refs, names=("error-path", "differential")) -> 
     return judgement
 
 
+def derived_findings(obs: Observation, derived: list) -> list[tuple[Derived, Finding]]:
+    """The primary oracles' findings on each derived task's own case (a program retraced in
+    another spelling or form, on one backend), judged against ``obs``'s references, which
+    hold for it unchanged: (the task, a finding) pairs. A task that crashed or hung is skipped
+    (the runner's finding, on its case)."""
+    found = []
+    for item, outcome in derived:
+        if outcome.status == "ok":
+            judged = judge_results(item.task.case, outcome.value.results, obs.refs)
+            found += [(item, finding) for finding in judged.findings]
+    return found
+
+
 def relations() -> list[Oracle]:
     """The metamorphic relations, as registered."""
     return [o for name, o in ORACLES.items() if name.startswith("metamorphic:")]
 
 
 __all__ = [
+    "derived_findings",
     "judge_results",
     "relations",
     "ORACLES",

@@ -112,23 +112,17 @@ class Keywords(Oracle):
         return [Derived("rewritten", Task(obs.case.with_subject(program), (BACKEND,)))]
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
-        from . import judge_results
+        from . import derived_findings
 
-        findings = []
-        for item, outcome in derived:
-            if outcome.status != "ok":
-                continue  # a crash or hang is the runner's finding (on the rewritten case)
-            rewritten_case = item.task.case
-            judged = judge_results(rewritten_case, outcome.value.results, obs.refs)
-            for found in judged.findings:
-                findings.append(
-                    replace(
-                        found,
-                        detail="with its reductions' keywords written another way NumPy "
-                        f"defines alike (oracle {self.name}): {found.detail}",
-                    )
-                )
-        return findings
+        # (the finding keeps the rewritten case: its reproducer writes the keywords that fail)
+        return [
+            replace(
+                found,
+                detail="with its reductions' keywords written another way NumPy defines alike "
+                f"(oracle {self.name}): {found.detail}",
+            )
+            for _, found in derived_findings(obs, derived)
+        ]
 
 
 register(Keywords())

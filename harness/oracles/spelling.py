@@ -70,24 +70,17 @@ class Spelling(Oracle):
         ]
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
-        from . import judge_results
+        from . import derived_findings
 
-        findings = []
-        for item, outcome in derived:
-            if outcome.status != "ok":
-                continue  # a crash or hang is the runner's finding (on the respelled case)
-            spelled = item.task.case
-            judged = judge_results(spelled, outcome.value.results, obs.refs)
-            for found in judged.findings:
-                findings.append(
-                    replace(
-                        found,
-                        oracle=f"{self.name}[{item.label}]",
-                        detail=f"traced in the {item.label} spelling: {found.detail}",
-                        case=obs.case,
-                    )
-                )
-        return findings
+        return [
+            replace(
+                found,
+                oracle=f"{self.name}[{item.label}]",
+                detail=f"traced in the {item.label} spelling: {found.detail}",
+                case=obs.case,
+            )
+            for item, found in derived_findings(obs, derived)
+        ]
 
 
 register(Spelling())

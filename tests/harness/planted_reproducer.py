@@ -1,10 +1,12 @@
 """Planted bugs for the slow tests: a script run against a scratch compiler with the bug
-(``last_line_with``), and a planted bug's reproducer run with the bug and without it (the tests
-that check "a reproducer fails exactly where the oracle does" for one layer each); the exported
-standalone script's verdict on an answer (``exported_status``)."""
+(``last_line_with``; ``json_with`` reads it as JSON), and a planted bug's reproducer run with
+the bug and without it (the tests that check "a reproducer fails exactly where the oracle does"
+for one layer each); the exported standalone script's verdict on an answer
+(``exported_status``)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -32,6 +34,17 @@ def last_line_with(
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.strip().splitlines()[-1]
+
+
+def json_with(mutation: Mutation, tmp_path: Path, script: str, timeout: float = 300) -> Any:
+    """``last_line_with``'s last line, read as JSON; ``script`` may import this repository's
+    tests (``from tests.harness.test_x import _case``, and the modules they import as pytest
+    lets them, ``planted_reproducer``), which come after the scratch compiler on its path (an
+    installed package's root is not the repository's)."""
+    here = Path(__file__).resolve().parent
+    prelude = "import sys\nsys.path += sys.argv[1:]\n"
+    paths = (str(here.parents[1]), str(here))
+    return json.loads(last_line_with(mutation, tmp_path, prelude + script, *paths, timeout=timeout))
 
 
 def run_with_and_without(

@@ -4,18 +4,15 @@ reduction, not only by the rare case drawn in that form."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from planted_reproducer import json_with
 
 from harness.case import Case
 from harness.oracles.keywords import Keywords, rewritten
-from harness.selftest import Mutation, apply, scratch_environment
+from harness.selftest import Mutation
 from strategies.model import ProgramBuilder
 
 
@@ -85,14 +82,6 @@ def test_a_mean_that_drops_keepdims_given_dtype_is_found(tmp_path: Path) -> None
         '            total = reduce("sum", x, axes, dtype=out.dtype)',
         "mean with dtype= and keepdims=True loses the kept axes",
     )
-    scratch = apply(mutation, tmp_path / "src")
-    env = scratch_environment(scratch)
-    env["PYTHONPATH"] = f"{env.get('PYTHONPATH', '')}{os.pathsep}{Path(__file__).parents[2]}"
-    proc = subprocess.run(
-        [sys.executable, "-c", _EVALUATE], cwd=tmp_path, env=env,
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    findings = json.loads(proc.stdout.strip().splitlines()[-1])
+    findings = json_with(mutation, tmp_path, _EVALUATE)
     assert [f[:2] for f in findings] == [["wrong-shape", ["graph-numpy"]]], findings
     assert "oracle keywords" in findings[0][2]

@@ -5,13 +5,13 @@ drawn in that spelling."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from planted_reproducer import json_with
 
 from harness.case import Case
 from harness.oracles.spelling import failing_spelling, other_spellings
@@ -210,15 +210,7 @@ def test_a_namespace_pow_that_swaps_its_operands_is_found(tmp_path: Path) -> Non
         "xp.pow(x, y) computes y ** x",
     )
     assert _EVALUATE_POWER != _EVALUATE
-    scratch = apply(mutation, tmp_path / "src")
-    env = scratch_environment(scratch)
-    env["PYTHONPATH"] = f"{env.get('PYTHONPATH', '')}{os.pathsep}{Path(__file__).parents[2]}"
-    proc = subprocess.run(
-        [sys.executable, "-c", _EVALUATE_POWER], cwd=tmp_path, env=env,
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    findings = json.loads(proc.stdout.strip().splitlines()[-1])
+    findings = json_with(mutation, tmp_path, _EVALUATE_POWER)
     assert [f[1] for f in findings] == ["spelling[methods]"], findings
     assert findings[0][3] == "frontend", findings
 
@@ -243,15 +235,7 @@ def test_a_method_that_takes_an_empty_permutation_for_none_is_found(tmp_path: Pa
         "x.transpose(()) reverses every axis",
     )
     assert _EVALUATE_TRANSPOSE != _EVALUATE
-    scratch = apply(mutation, tmp_path / "src")
-    env = scratch_environment(scratch)
-    env["PYTHONPATH"] = f"{env.get('PYTHONPATH', '')}{os.pathsep}{Path(__file__).parents[2]}"
-    proc = subprocess.run(
-        [sys.executable, "-c", _EVALUATE_TRANSPOSE], cwd=tmp_path, env=env,
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    findings = json.loads(proc.stdout.strip().splitlines()[-1])
+    findings = json_with(mutation, tmp_path, _EVALUATE_TRANSPOSE)
     assert [f[:2] for f in findings] == [["wrong-error", "spelling[methods]"]], findings
     assert findings[0][3] == "frontend", findings
     assert ".transpose(())" in (tmp_path / "reproducer.py").read_text()
