@@ -66,12 +66,19 @@ def judge_results(case, results, refs, names=("error-path", "differential")) -> 
 def derived_findings(obs: Observation, derived: list) -> list[tuple[Derived, Finding]]:
     """The primary oracles' findings on each derived task's own case (a program retraced in
     another spelling or form, on one backend), judged against ``obs``'s references, which
-    hold for it unchanged: (the task, a finding) pairs. A task that crashed or hung is skipped
-    (the runner's finding, on its case)."""
+    hold for it unchanged: (the task, a finding) pairs; an invalid program's against NumPy's
+    error for the derived case itself (its spelling may reach the violation another way: the
+    methods' ``v[:len(v)]`` of a 0-d ``v`` is NumPy's TypeError, ``v[:]`` its IndexError). A
+    task that crashed or hung is skipped (the runner's finding, on its case)."""
+    from ..run.references import numpy_reference
+
     found = []
     for item, outcome in derived:
         if outcome.status == "ok":
-            judged = judge_results(item.task.case, outcome.value.results, obs.refs)
+            refs = obs.refs
+            if item.task.case.invalid is not None:
+                refs = {**refs, "numpy": numpy_reference(item.task.case)}
+            judged = judge_results(item.task.case, outcome.value.results, refs)
             found += [(item, finding) for finding in judged.findings]
     return found
 

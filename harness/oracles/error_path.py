@@ -6,7 +6,9 @@
 - A program NumPy rejects must be rejected at trace time with an error of NumPy's class; one
   NumPy accepts must not be rejected.
 - An invalid program (one planted violation) must be rejected with one of the violation's
-  documented errors.
+  documented errors (NumPy's own class where NumPy rejects it), or with NumPy's own error.
+- Errors match by class, as an ``except`` clause does: the compiler's error must be an instance
+  of one (``BackendResult.error_classes``), not merely bear a name listed beside NumPy's.
 - Known limitations (``UnsupportedFeature``) are counted, never findings, except when tracing
   refuses a valid program: the generator builds only programs the compiler's own result rules
   accept, so that refusal contradicts the primitive table.
@@ -18,11 +20,14 @@ from ..run.references import Reference
 from ..run.task import BackendResult
 from .base import Finding, Observation, Oracle, group, register
 
-# Exception names that count as "the same kind of rejection" as NumPy's.
+# For each class of NumPy's errors, the classes a compiler's error must be an instance of (one
+# of them) to be "the same kind of rejection": a caller's ``except`` written for NumPy's must
+# catch it. NumPy's own subclasses count as their standard bases (an AxisError is a ValueError
+# and an IndexError, a DTypePromotionError a TypeError).
 REJECTIONS = {
-    "ValueError": {"ValueError", "AxisError", "InvalidIndex"},
+    "ValueError": {"ValueError"},
     "AxisError": {"AxisError", "ValueError", "IndexError"},
-    "IndexError": {"IndexError", "InvalidIndex", "AxisError"},
+    "IndexError": {"IndexError"},
     "TypeError": {"TypeError"},
     "OverflowError": {"OverflowError"},
     "DTypePromotionError": {"TypeError", "DTypePromotionError"},
@@ -31,8 +36,24 @@ REJECTIONS = {
 }
 
 
-def rejection_matches(numpy_error: str, compiler_error: str) -> bool:
-    return compiler_error in REJECTIONS.get(numpy_error, {numpy_error})
+#: The bases of the compiler's and NumPy's own error classes, by name, for a result that
+#: recorded no classes (one made before ``BackendResult.error_classes``).
+_BASES = {
+    "InvalidIndex": {"InvalidIndex", "IndexError", "ValueError"},
+    "AxisError": {"AxisError", "ValueError", "IndexError"},
+    "UnsupportedFeature": {"UnsupportedFeature", "NotImplementedError"},
+}
+
+
+def catchable_as(result: BackendResult) -> set[str]:
+    """The classes ``result``'s error is an instance of (``BackendResult.error_classes``; where
+    those were not recorded, its name's known bases)."""
+    return set(result.error_classes) or _BASES.get(result.error_type, {result.error_type})
+
+
+def rejection_matches(numpy_error: str, result: BackendResult) -> bool:
+    """Is ``result``'s error an instance of a class ``REJECTIONS`` accepts for NumPy's error?"""
+    return bool(catchable_as(result) & REJECTIONS.get(numpy_error, {numpy_error}))
 
 
 def compiler_failure_kind(result: BackendResult) -> str:
@@ -50,8 +71,10 @@ def wrong_error(numpy_ref: Reference, result: BackendResult) -> str | None:
                 "compiler accepted a program NumPy rejects "
                 f"({numpy_ref.error_type}: {numpy_ref.message})"
             )
-        if not rejection_matches(numpy_ref.error_type, result.error_type):
-            return f"compiler raised {result.error_type}, NumPy raised {numpy_ref.error_type}"
+        if not rejection_matches(numpy_ref.error_type, result):
+            classes = ", ".join(result.error_classes[1:])
+            kind = f" (a {classes})" if classes else ""
+            return f"compiler raised {result.error_type}{kind}, NumPy raised {numpy_ref.error_type}"
         return None
     if result.status == "rejected":
         return f"compiler rejected a program NumPy accepts: {result.error_type}: {result.message}"
@@ -105,8 +128,8 @@ class ErrorPath(Oracle):
         flagged: list[tuple[str, BackendResult, str]],
     ) -> None:
         """A program with one planted violation: the compiler must reject it at trace time with
-        one of the violation's documented errors (a ValueError/TypeError where NumPy rejects it
-        too)."""
+        one of the violation's documented errors (where NumPy rejects it, the classes its own
+        error is an instance of)."""
         invalid = obs.case.invalid
         allowed = {e.__name__ for e in invalid.errors}
         if result.ok and invalid.numpy_rejects and numpy_ref.ok:
@@ -122,19 +145,25 @@ class ErrorPath(Oracle):
             detail = f"compiler accepted an invalid program ({invalid.violation}); NumPy {said}"
             flagged.append(("wrong-error", result, detail))
             return
-        names = {result.error_type, *REJECTIONS.get(result.error_type, ())}
         if result.status == "unsupported" and "NotImplementedError" in allowed:
             obs.judgement.agreed_rejection = True
             obs.judgement.unsupported.append(f"{result.backend}: {result.message}")
         elif result.status == "rejected" and (
-            names & allowed
-            or (not numpy_ref.ok and rejection_matches(numpy_ref.error_type, result.error_type))
+            catchable_as(result) & allowed
+            or (not numpy_ref.ok and rejection_matches(numpy_ref.error_type, result))
         ):
+            # By the classes it is an instance of, as the reproducer's ``except`` judges it: an
+            # out-of-range index must be an IndexError, whatever else it is (or NumPy's class
+            # where NumPy took another path to its error: ``v[:len(v)]`` of a 0-d v is a
+            # TypeError in both).
             obs.judgement.agreed_rejection = True
         else:
+            classes = ", ".join(result.error_classes[1:])
+            numpy = f" or NumPy's {numpy_ref.error_type}" if not numpy_ref.ok else ""
             detail = (
-                f"{invalid.violation}: compiler raised {result.error_type} "
-                f"({result.message[:200]}); expected one of {sorted(allowed)}"
+                f"{invalid.violation}: compiler raised {result.error_type}"
+                f"{f' (a {classes})' if classes else ''} ({result.message[:200]}); expected an "
+                f"instance of one of {sorted(allowed)}{numpy}"
             )
             flagged.append(("wrong-error", result, detail))
         if invalid.numpy_rejects and numpy_ref.ok:
@@ -148,6 +177,7 @@ register(ErrorPath())
 __all__ = [
     "REJECTIONS",
     "ErrorPath",
+    "catchable_as",
     "compiler_failure_kind",
     "rejection_matches",
     "wrong_error",

@@ -99,6 +99,9 @@ class BackendResult:
     status: str  # "ok" | "unsupported" | "rejected" | "compiler-error" | "internal-error"
     output: Any = None
     error_type: str = ""
+    # The error's class and its bases, most derived first (``worker.failure``): NumPy's
+    # ``except IndexError`` catches the compiler's error only if IndexError is among them.
+    error_classes: tuple[str, ...] = ()
     message: str = ""
     stage: str = ""  # the failing stage of a compiler error
     module: str = ""  # that stage's input text

@@ -57,7 +57,11 @@ def failure(backend: str, error: BaseException) -> BackendResult:
     import compiler
 
     result = BackendResult(
-        backend, _classify(error), error_type=type(error).__name__, message=str(error)[:4000]
+        backend,
+        _classify(error),
+        error_type=type(error).__name__,
+        error_classes=error_classes(error),
+        message=str(error)[:4000],
     )
     if result.status == "internal-error":  # where in the compiler's Python it was raised
         result.message = result.message[:3800] + _raised_at(error)
@@ -68,6 +72,14 @@ def failure(backend: str, error: BaseException) -> BackendResult:
             error.pipeline,
         )
     return result
+
+
+def error_classes(error: BaseException) -> tuple[str, ...]:
+    """The names of ``error``'s class and of its bases, most derived first, less ``Exception``
+    and above: what a caller's ``except`` clause can catch it as (a compiler whose InvalidIndex
+    was a ValueError only still printed the name NumPy's IndexError was matched by)."""
+    roots = (object, BaseException, Exception)
+    return tuple(c.__name__ for c in type(error).__mro__ if c not in roots)
 
 
 def _raised_at(error: BaseException) -> str:
@@ -708,7 +720,8 @@ def same_bits(got: Any, want: Any, any_zero: bool = False) -> bool:
         return False
     if got.dtype.kind in "fcV":
         try:
-            nan, other = np.isnan(got), np.isnan(want)
+            with np.errstate(invalid="ignore"):  # (a bfloat16 signaling NaN warns in isnan)
+                nan, other = np.isnan(got), np.isnan(want)
         except TypeError:  # a structured dtype: bits only
             return got.tobytes() == want.tobytes()
         skip = nan

@@ -18,6 +18,7 @@ wrong way, truncates or rounds twice is judged where it is wrong.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -51,6 +52,7 @@ from strategies.gen.makers import (
 )
 from strategies.gen.programs import VIEW_LAYOUTS, generation_order, ops_reading_views
 from strategies.gen.state import (
+    BOOLS,
     COMMON_CONSTANTS,
     CONST_VALUE,
     RARE_CONSTANTS,
@@ -93,8 +95,8 @@ def _item_dtype_and_spelling(
         return _swept(item)[0], None
     if second == CONST_WIDE:
         return "int32", None
-    if is_const_form(second):
-        return "", None  # any dtype the op takes, drawn by the case
+    if is_const_form(second) or second == "bool":
+        return "", None  # any dtype the op takes, drawn by the case (a boolean operand: bools)
     if second.startswith(SPELLED):
         return first_dtypes[op], second[len(SPELLED) :]
     return second.partition("->")[0], None  # a cast's source
@@ -105,6 +107,8 @@ def _first_step(item: tuple[str, str]) -> str:
     op, second = item
     if is_const_form(second):  # "OP@const-left", ... "OP@const=VALUE"
         return f"{op}@{second}"
+    if second == "bool":  # an op the compiler takes booleans for: "OP@bools"
+        return f"{op}@{BOOLS}"
     target = second.partition("->")[2]
     return f"{op}->{target}" if target else op
 
@@ -184,8 +188,8 @@ def focus_cases(
             more += draw(
                 st.lists(st.sampled_from(pool), min_size=count, max_size=count, unique=True)
             )
-    if not dtype:  # a constant's form: of any dtype the op takes, uniformly
-        taken = [d for op, d in op_dtype_pairs() if op == first[0]]
+    if not dtype:  # a constant's form (or booleans): of any dtype the op takes, uniformly
+        taken = [d for op, d in op_dtype_pairs() if op == first[0] and d != "bool"]
         if first[1] == CONST_WIDER:  # (one a NumPy scalar can be wider than)
             taken = [d for d in taken if d != "float64"] or taken
         dtype = uniform(draw, taken)
@@ -193,7 +197,7 @@ def focus_cases(
     # One step beyond what the ops need (a cast to bool takes a consumer): more steps leave the
     # first ones dead more often.
     budget = sum(primitives.get(op).cost for op, _ in (first, *more)) + 1
-    budget += sum(step.endswith("->bool") for step in steps)
+    budget += sum(step.endswith(("->bool", f"@{BOOLS}")) for step in steps)  # (and booleans')
     strategy = programs(max_nodes=budget, min_nodes=len(steps), dtypes=[dtype], first=steps)
     if regimes:  # those at the first op's edges, where the session asks for edges
         regimes = tuple(r for r in _item_edges(first) if r in regimes) or regimes
@@ -502,12 +506,31 @@ def _view_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
 
 def key_items() -> tuple[tuple[str, str], ...]:
     """("index", "key:<element>:<place>") for each ``KEY_ELEMENTS`` at each ``KEY_PLACES``, where
-    the index op is generated (an Ellipsis or a None has no place but among the key's items)."""
+    the index op is generated (an Ellipsis or a None has no place but among the key's items),
+    and for NumPy's ``True`` (a new axis, an advanced index beside an int) where the compiler's
+    rule takes it (``_takes_bool_keys``: it refuses it, a documented limitation; one that
+    took ``x[True]`` for ``x[1]`` went unseen, random keys holding a True seldom)."""
     if "index" not in _first_dtypes():
         return ()
+    elements = (*KEY_ELEMENTS, "bool") if _takes_bool_keys() else KEY_ELEMENTS
     return tuple(
-        ("index", f"{KEYED}{element}:{place}") for element in KEY_ELEMENTS for place in KEY_PLACES
+        ("index", f"{KEYED}{element}:{place}") for element in elements for place in KEY_PLACES
     )
+
+
+@functools.cache
+def _takes_bool_keys() -> bool:
+    """Does the compiler's rule for ``index`` take a Python ``True`` in a key?"""
+    from strategies.model.types import TensorType
+
+    prim = primitives.get("index")
+    try:
+        prim.result([TensorType((2, 3), "float32")], {"key": (True, slice(None))})
+    except NotImplementedError:
+        return False
+    except Exception:  # noqa: BLE001 - a rule that fails on it: let the cases show how
+        return True
+    return True
 
 
 def _key_element(item: Any) -> str | None:
@@ -516,6 +539,8 @@ def _key_element(item: Any) -> str | None:
         return "newaxis"
     if item is Ellipsis:
         return "ellipsis"
+    if isinstance(item, bool):
+        return "bool"
     if isinstance(item, slice):
         step = 1 if item.step is None else item.step
         return "reversed" if step < 0 else "wide-step" if step > 1 else None
@@ -529,10 +554,11 @@ def _key_features(shape: tuple[int, ...], key: tuple[Any, ...]) -> set[str]:
     result = np.empty(shape)[key].shape
     if sum(extent >= 2 for extent in result) < 2:
         return set()
-    spanned = len(shape) - sum(item is not None and item is not Ellipsis for item in key)
+    new_axes = [item for item in key if item is None or isinstance(item, bool)]  # (True: one)
+    spanned = len(shape) - (len(key) - len(new_axes) - sum(item is Ellipsis for item in key))
     kept, found = 0, set()  # the result's dims the items so far made
     for item in key:
-        made = spanned if item is Ellipsis else int(item is None or isinstance(item, slice))
+        made = spanned if item is Ellipsis else int(item is None or isinstance(item, (bool, slice)))
         element = _key_element(item)
         if element is not None:
             after = len(result) - kept - made
@@ -687,9 +713,9 @@ def _keyed(draw: st.DrawFn, shape: tuple[int, ...], element: str, place: str) ->
         items[dim] = slice(None, None, -uniform(draw, (1, 2)) if extent >= 4 else -1)
     elif element == "wide-step":
         items[dim] = slice(uniform(draw, (0, 1)) if extent >= 4 else 0, None, 2)
-    elif element == "newaxis":
+    elif element in ("newaxis", "bool"):
         at = {"first": 0, "inner": uniform(draw, range(1, len(shape))), "last": len(shape)}[place]
-        items.insert(at, None)
+        items.insert(at, None if element == "newaxis" else True)
     elif element == "ellipsis":
         span = 1 if place == "inner" else uniform(draw, range(1, len(shape)))  # dims it spans
         at = {"first": 0, "inner": 1, "last": len(shape) - span}[place]
@@ -725,13 +751,15 @@ def _fallback_key(element: str, place: str) -> tuple:
     """A key of ``element`` at ``place`` on (3, 4, 5), for a draw that found none."""
     middle = {
         "newaxis": None, "ellipsis": Ellipsis, "int": 1, "negative-int": -1,
-        "reversed": slice(None, None, -1), "wide-step": slice(None, None, 2),
+        "reversed": slice(None, None, -1), "wide-step": slice(None, None, 2), "bool": True,
     }[element]  # fmt: skip
     keep = slice(None)
     if place == "first":
         return (middle, keep, keep)
     if place == "last":
-        return (keep, keep, keep, middle) if element == "newaxis" else (keep, keep, middle)
+        return (
+            (keep, keep, keep, middle) if element in ("newaxis", "bool") else (keep, keep, middle)
+        )
     return (keep, middle, keep)
 
 
@@ -1559,6 +1587,9 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
         types = program.arg_types(equation)
         dtypes = [t.dtype for t in types if t.dtype != "bool"]
         found.add((equation.op, _computed_in(program, equation, dtypes) or equation.type.dtype))
+        tensors = [program.type_of(a).dtype for a in equation.args if isinstance(a, Ref)]
+        if tensors and set(tensors) == {"bool"} and primitives.get(equation.op).kind != "select":
+            found.add((equation.op, "bool"))  # booleans only (x / y of two: a float64 divide)
         if len(set(dtypes)) == 1 and not any(isinstance(a, Const) for a in equation.args):
             # Tensors of one dtype: what a focused program of that dtype starting with the op
             # draws, whatever it computes in (int32 / int32 divides in float64: the item

@@ -33,11 +33,13 @@ from ..model import DTYPES, LOW_PRECISION_DTYPES, Program, Ref
 from .makers import MAKERS
 from .shapes import SHAPE_REGIMES, uniform
 from .state import (
+    BOOLS,
     Config,
     Gen,
     broadcast,
     generation_order,
     is_const_form,
+    takes_bool,
     takes_const_left,
 )
 from .values import input_values, regimes
@@ -91,11 +93,13 @@ def programs(
     order = tuple(op for op in order_all if op in op_list)
     firsts = (first,) if isinstance(first, str) else tuple(first or ())
     for step in firsts:  # an op, "astype->DTYPE" (a cast to that dtype), "OP@const-left",
-        # "OP@const-wide"... or "OP@const=VALUE" (``is_const_form``)
+        # "OP@const-wide"... or "OP@const=VALUE" (``is_const_form``), or "OP@bools" (``BOOLS``)
         op, _, form = step.partition("->")[0].partition("@")
         if op not in order:
             raise ValueError(f"first op {step!r} is not among the ops {order}")
-        if form and (not is_const_form(form) or not takes_const_left(op)):
+        if form == BOOLS and not takes_bool(op):
+            raise ValueError(f"first step {step!r}: the compiler takes no booleans for {op}")
+        if form and form != BOOLS and (not is_const_form(form) or not takes_const_left(op)):
             raise ValueError(f"first step {step!r}: {op} takes no @{form} form")
     if views is None:
         views = VIEW_ODDS if "index" in order else 0
@@ -250,9 +254,11 @@ def _step(draw: st.DrawFn, g: Gen) -> str | None:
     first = g.cfg.first[g.steps] if g.steps < len(g.cfg.first) else ""
     first, _, g.cast_to = first.partition("->")
     first, _, form = first.partition("@")
-    g.const_form = form
+    g.bools = form == BOOLS
+    g.const_form = "" if g.bools else form
     if first not in choices:  # not drawable here (the budget): a step like any other
         first = g.cast_to = g.const_form = ""
+        g.bools = False
     op = first or draw(st.sampled_from(choices))
     g.steps += 1
     MAKERS[primitives.get(op).kind](g, op)
@@ -372,7 +378,8 @@ def op_dtype_pairs() -> tuple[tuple[str, str], ...]:
             for op in cfg.ops
             if op != "astype" and primitives.get(op).cost <= cfg.max_nodes and cfg.op_dtypes(op)
         ]
-    return tuple(found)
+    # and on booleans, each op the compiler's rule takes them for (``takes_bool``)
+    return (*found, *((op, "bool") for op in generation_order() if takes_bool(op)))
 
 
 __all__ = [

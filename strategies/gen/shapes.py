@@ -277,12 +277,19 @@ def _newaxis_added(
     """``key``, or (half the time, where the result has room for an axis) ``key`` with a None
     at a drawn place: Hypothesis's basic indices hold one in 7% of keys, seldom past the
     first place, and the strided keys none, so a new axis put in front of the result
-    (``x[:, None]`` as ``x[None]``) went unseen by 60 s sessions."""
+    (``x[:, None]`` as ``x[None]``) went unseen by 60 s sessions. One new axis in three is
+    NumPy's other spelling, a Python ``True`` (an index of a 0-d boolean array: with an int
+    beyond a slice it is an advanced index, and the two move to the front, ``x[1, :, True]``
+    of a (2, 3, 4) is (1, 3, 4)); where the compiler refuses it, it must refuse it (a frontend
+    that read ``True`` as the int 1 went unseen: no key held one)."""
     if not allow or np.empty(shape)[key].ndim >= max_dims or not uniform(draw, (False, True)):
         return key
     place = draw(st.integers(0, len(key)))
-    key = (*key[:place], None, *key[place:])
+    new = True if draw(st.integers(0, 2)) == 2 else None  # shrinks toward None
+    key = (*key[:place], new, *key[place:])
     np.empty(shape)[key]  # valid in NumPy; raises loudly if not
+    if new is True:
+        event("index:bool")
     return key
 
 

@@ -25,7 +25,7 @@ from ..model import (
     Ref,
     TensorType,
 )
-from ..model.program import numpy_result, result_type
+from ..model.program import BOOL_ARITHMETIC, numpy_result, result_type
 from ..model.types import INT32_MAX, SCALAR_DTYPES
 from .shapes import VECTOR_SIDES, broadcastable_shapes, coin, reshape_sources, uniform
 from .shapes import shapes as shapes_strategy
@@ -107,6 +107,17 @@ def _meets(op: str, a: str, b: str) -> bool:
     return True
 
 
+@functools.cache
+def takes_bool(op: str) -> bool:
+    """Does the compiler's rule take ``op`` (arithmetic, a comparison, a reduction or a matmul)
+    on boolean operands, which NumPy computes (``np.maximum`` of two is their OR)? The compiler
+    refuses most (a documented limitation: ``model.program.DTYPE_LIMITATIONS``); those it
+    takes are drawn on booleans too, a comparison's or an input's, so that a rule that lets
+    one through gets judged (one that lowered ``np.maximum`` of booleans to signed ``i1``
+    arithmetic, AND for OR, went unseen: no op met a boolean but ``where``)."""
+    return primitives.get(op).kind in BOOL_ARITHMETIC and _accepts(op, "bool")
+
+
 def takes_const_left(op: str) -> bool:
     """Can ``op`` be drawn with a constant on its left (``CONST_LEFT``)?"""
     prim = primitives.get(op)
@@ -150,6 +161,10 @@ def _promoted(array: str, scalar: str) -> str | None:
     except TypeError:
         return None
 
+
+#: The form of a focused step whose first operand is a boolean ("OP@bools"), for each op the
+#: compiler's rule takes booleans for (``takes_bool``): the focus item (op, "bool").
+BOOLS = "bools"
 
 #: The form of a focused binary or comparison step with a constant on its left ("OP@const-left"):
 #: ``3.0 - x`` or ``2 < x``, which Python evaluates as the tensor's reflected operator
@@ -321,11 +336,14 @@ class Config:
             if not any(step.startswith("astype->") for step in self.first):  # a focused cast
                 return ()
         floats_only = _int_to_float(op) and not self.implicit
-        return tuple(
+        found = tuple(
             d
             for d in self.dtypes
             if _accepts(op, d) and not (floats_only and d not in FLOAT_DTYPES)
         )
+        if self.implicit and "bool" not in found and takes_bool(op):
+            found += ("bool",)  # (the base dtypes hold no bool: comparisons make them)
+        return found
 
 
 @dataclass
@@ -361,6 +379,7 @@ class Gen:
     steps: int = 0  # generation steps taken
     cast_to: str = ""  # the target a focused first step casts to ("astype->bool"), if any
     const_form: str = ""  # a focused first step's constant ("const-left", "const-wide") or ""
+    bools: bool = False  # a focused "OP@bools" step: its first operand is a boolean
 
     @property
     def budget(self) -> int:
@@ -504,7 +523,18 @@ class Gen:
         if value.dtype != "bool":
             self.values.append(value)
         event(f"op:{op}")
+        if value.dtype == "bool" and prim.kind in ("unary", "binary", "reduction", "matmul"):
+            return self._bool_consumed(value)
         return value
+
+    def _bool_consumed(self, value: Value) -> Value:
+        """A boolean an op computed on booleans (``takes_bool``: ``np.maximum`` of two), cast
+        to a dtype a program may return (no program returns a boolean), where the budget has
+        a node for it; else another draw."""
+        if self.budget < 1:
+            reject()
+        target = self.draw(st.sampled_from([d for d in self.cfg.dtypes if d != "bool"]))
+        return self.node("astype", value, dtype=target)
 
     # ---- drawing
 
@@ -568,8 +598,12 @@ class Gen:
         dtypes: tuple[str, ...] | None = None,
         **shape_kw: Any,
     ) -> Value:
-        """An operand for ``op``: of a dtype its result rule accepts (or one of ``dtypes``)."""
+        """An operand for ``op``: of a dtype its result rule accepts (or one of ``dtypes``); a
+        boolean for a focused "OP@bools" step (read once)."""
         allowed = self.cfg.op_dtypes(op) if dtypes is None else dtypes
+        if self.bools:
+            self.bools = False
+            allowed = ("bool",) if "bool" in allowed else allowed
 
         def fresh() -> Value:
             # Now and then size-1 sides on purpose, for a partner to broadcast against.
@@ -798,6 +832,7 @@ class Gen:
 
 
 __all__ = [
+    "BOOLS",
     "CONST_ARBITRARY",
     "CONST_FORMS",
     "CONST_LEFT",
@@ -815,5 +850,6 @@ __all__ = [
     "generation_order",
     "is_const_form",
     "of_kind",
+    "takes_bool",
     "takes_const_left",
 ]

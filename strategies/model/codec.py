@@ -68,6 +68,8 @@ def _key(value: Any) -> tuple[Any, ...]:
     for item in items:
         if item is None or item is Ellipsis:
             out.append(item)
+        elif isinstance(item, (bool, np.bool_)):  # NumPy's x[True]: a new axis of length one
+            out.append(bool(item))
         elif isinstance(item, slice):
             parts = [
                 None if p is None else _int(p, "slice") for p in (item.start, item.stop, item.step)

@@ -33,12 +33,31 @@ class Violation:
 VIOLATIONS: dict[str, Violation] = {
     v.name: v
     for v in (
-        Violation("matmul_contraction", "matmul whose contracted dimensions differ", True),
-        Violation("broadcast", "elementwise op on shapes that do not broadcast", True),
-        Violation("reshape_size", "reshape to a shape of a different size", True),
-        Violation("not_a_permutation", "permute_dims with axes that are not a permutation", True),
-        Violation("axis_out_of_range", "reduction over an axis the operand lacks", True),
-        Violation("index_out_of_range", "integer index past the end of a dimension", True),
+        # Where NumPy rejects a violation, its errors are NumPy's class (an AxisError: a
+        # ValueError or an IndexError, as it is both): a caller's ``except IndexError`` written
+        # for NumPy must catch the compiler's error too.
+        Violation(
+            "matmul_contraction", "matmul whose contracted dimensions differ", True, (ValueError,)
+        ),
+        Violation(
+            "broadcast", "elementwise op on shapes that do not broadcast", True, (ValueError,)
+        ),
+        Violation("reshape_size", "reshape to a shape of a different size", True, (ValueError,)),
+        Violation(
+            "not_a_permutation",
+            "permute_dims with axes that are not a permutation",
+            True,
+            (ValueError,),
+        ),
+        Violation(
+            "axis_out_of_range",
+            "reduction over an axis the operand lacks",
+            True,
+            (ValueError, IndexError),
+        ),
+        Violation(
+            "index_out_of_range", "integer index past the end of a dimension", True, (IndexError,)
+        ),
         # NumPy returns an empty array; the compiler has no zero-size arrays (UnsupportedFeature).
         Violation(
             "empty_slice",
@@ -48,14 +67,34 @@ VIOLATIONS: dict[str, Violation] = {
         ),
         # NumPy computes in any dtype; the compiler supports float16/32/64, bfloat16 and int32.
         Violation("unsupported_dtype", "an input of a dtype the compiler does not support", False),
-        Violation("heads_mismatch", "attention whose width is not divisible by heads", True),
-        Violation("reshape_unknowns", "reshape with two unknown (negative) dimensions", True),
-        Violation("repeated_axis", "reduction over one axis named twice", True),
-        Violation("broadcast_to_shape", "broadcast_to a shape the operand does not fit", True),
-        Violation("matmul_0d", "matmul with a 0-d operand", True),
-        Violation("zero_step", "slice with step 0", True),
-        Violation("too_many_indices", "more integer/slice indices than dimensions", True),
-        Violation("two_ellipses", "an index with two ellipses", True),
+        Violation(
+            "heads_mismatch",
+            "attention whose width is not divisible by heads",
+            True,
+            (ValueError,),
+        ),
+        Violation(
+            "reshape_unknowns",
+            "reshape with two unknown (negative) dimensions",
+            True,
+            (ValueError,),
+        ),
+        Violation("repeated_axis", "reduction over one axis named twice", True, (ValueError,)),
+        Violation(
+            "broadcast_to_shape",
+            "broadcast_to a shape the operand does not fit",
+            True,
+            (ValueError,),
+        ),
+        Violation("matmul_0d", "matmul with a 0-d operand", True, (ValueError,)),
+        Violation("zero_step", "slice with step 0", True, (ValueError,)),
+        Violation(
+            "too_many_indices",
+            "more integer/slice indices than dimensions",
+            True,
+            (IndexError,),
+        ),
+        Violation("two_ellipses", "an index with two ellipses", True, (IndexError,)),
         # The table names NumPy's keywords the compiler refuses (``Primitive.refused``): it must
         # refuse them, not take and ignore them (np.sum(x, where=True), np.max(x, initial=0)).
         Violation(
@@ -68,11 +107,13 @@ VIOLATIONS: dict[str, Violation] = {
             "unknown_keyword",
             "a reduction given another reduction's keyword (np.max(x, dtype=...))",
             True,
+            (TypeError,),
         ),
         Violation(
             "attr_type",
             "a reduction's axis or keepdims of a type NumPy refuses (a float, a string, a bool)",
             True,
+            (TypeError,),
         ),
     )
 }

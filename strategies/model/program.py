@@ -133,7 +133,11 @@ def result_type(spec: Primitive, types: Sequence[TensorType | Const], attrs: Any
 #: The limitations the compiler's result rules declare by operand dtypes alone where NumPy's
 #: result has a dtype the compiler supports, as the model knows them: (op, operand dtypes).
 #: (Where NumPy's result dtype is one the compiler lacks, an int32 sum's int64, the
-#: limitation needs no listing.)
+#: limitation needs no listing; nor does an op's on boolean operands, ``where``'s aside:
+#: arithmetic on booleans is one of the README's known limitations. Where the compiler's rule
+#: takes booleans (``x / y`` of two), the op is drawn on them (``_accepts``): a rule that let
+#: ``np.maximum`` of booleans through, to signed ``i1`` arithmetic (AND for NumPy's OR), gets
+#: judged.)
 DTYPE_LIMITATIONS = frozenset({("power", ("int32", "int32"))})
 
 
@@ -150,7 +154,14 @@ def _undocumented_limitation(
     if any(isinstance(t, Const) for t in types) or dtype_name(truth.dtype) not in VALUE_DTYPES:
         return False
     dtypes = tuple(t.dtype for t in types)
+    if BOOL in dtypes and spec.kind != "select":
+        return False  # arithmetic on booleans: a documented limitation (DTYPE_LIMITATIONS)
     return (spec.name, dtypes) not in DTYPE_LIMITATIONS and _refuses_dtypes(spec.name, dtypes)
+
+
+#: The kinds of primitive NumPy computes on booleans (``np.maximum`` of two is their OR), which
+#: the compiler mostly refuses (``DTYPE_LIMITATIONS``).
+BOOL_ARITHMETIC = ("unary", "binary", "compare", "reduction", "matmul")
 
 
 @functools.cache
@@ -221,8 +232,17 @@ class ProgramBuilder:
             if isinstance(t, Const) and not spec.consts:
                 raise TypeError(f"{op}: constants are only allowed as operator operands")
             if isinstance(t, TensorType) and t.dtype == BOOL:
-                if not ((spec.kind == "select" and position == 0) or spec.kind == "cast"):
-                    raise TypeError(f"{op}: bool values may only feed where() or astype()")
+                # (arithmetic on booleans: NumPy's, where the compiler's rule takes it; where
+                # it refuses it, ``result_type`` raises its NotImplementedError, so that a case
+                # found on a compiler that took them is rebuilt, and refused, on one that does
+                # not: ``replay``)
+                if not (
+                    (spec.kind == "select" and position == 0)
+                    or spec.kind in ("cast", "layout", *BOOL_ARITHMETIC)
+                ):
+                    raise TypeError(
+                        f"{op}: bool values may only feed where(), astype(), views and arithmetic"
+                    )
             elif spec.kind == "select" and position == 0 and isinstance(t, Const):
                 raise TypeError(f"{op}: the condition must be a tensor, got {t}")
         if spec.float_only:

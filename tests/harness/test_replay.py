@@ -470,3 +470,17 @@ def test_an_invalid_program_the_compiler_refuses_now_is_fixed(runner, tmp_path: 
     atomic_write(corpus / "wrong-error-ce53700fdf-aebe4bf6e8125597.json", fixture.read_text())
     [result] = replay([corpus], runner)
     assert result.outcome == "fixed-now", result.detail
+
+
+def test_a_program_the_compiler_refuses_now_is_fixed(runner, tmp_path: Path) -> None:
+    """A finding from a planted rule that took ``np.maximum`` of booleans (signed ``i1``: AND
+    for NumPy's OR), replayed on the compiler that refuses booleans there: its case cannot be
+    built (the rule's NotImplementedError, a documented limitation), and no wrong answer is
+    left: fixed, not "cannot be rebuilt"; its reproducer says so and exits 0."""
+    fixture = Path(__file__).parent / "fixtures" / "bool_maximum_taken_entry.json"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    atomic_write(corpus / "mismatch-e74109b789-6175ae02bd5ec119.json", fixture.read_text())
+    [result] = replay([corpus], runner)
+    assert result.outcome == "fixed-now", result.detail
+    assert "refuses the program as unsupported" in result.detail

@@ -266,12 +266,19 @@ def test_a_composite_whose_shared_definition_fails_everywhere_is_still_made(monk
         b.node("attention", x, *rest, heads=4)
 
 
-def test_bool_only_feeds_where_and_astype() -> None:
+def test_bool_feeds_where_astype_views_and_arithmetic() -> None:
+    """A boolean feeds a where, a cast, a view, and arithmetic as NumPy defines it: with a float
+    it is that float's (the compiler's rule takes it); of booleans alone, the compiler's
+    documented limitation (NotImplementedError, which refuses the program); no gather's ids."""
     b = ProgramBuilder()
     x = b.input((2, 3), "float32")
     cond = b.node("greater", x, 0.0)
+    assert b.nodes[b.node("add", cond, x).index].type.dtype == "float32"
+    with pytest.raises(NotImplementedError):
+        b.node("add", cond, cond)
+    b.node("permute_dims", cond, axes=(1, 0))
     with pytest.raises(TypeError):
-        b.node("add", cond, x)
+        b.node("gather", x, cond)
     b.node("where", x, x, x)  # a numeric condition: NumPy selects where it is nonzero
     with pytest.raises(TypeError):
         b.node("where", 1.0, x, x)  # but a tensor one

@@ -93,7 +93,11 @@ def test_slices_are_nonempty_and_nontrivial(data: st.DataObject, shape: tuple[in
     array = np.arange(math.prod(shape)).reshape(shape)
     selected = array[key]
     assert selected.size > 0
-    assert selected.shape == index_plan(shape, key).shape
+    if any(isinstance(item, bool) for item in key):  # NumPy's True: a documented limitation
+        with pytest.raises(NotImplementedError):
+            index_plan(shape, key)
+    else:
+        assert selected.shape == index_plan(shape, key).shape
     # Nontrivial: some item is an int or None, or a slice that drops or skips elements.
     full = slice(None).indices
     assert any(
