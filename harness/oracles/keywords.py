@@ -3,7 +3,10 @@ alike, are traced too.
 
 NumPy takes one reduction many ways: ``axis=1`` is ``axis=(1,)`` and ``axis=-1`` of a matrix,
 ``axis=None`` every axis named, a sum's default dtype the same ``dtype=`` given (a mean's too,
-but of float16, which the default sums in float32). The frontend reads each keyword on its own
+but of float16, which the default sums in float32), a max given its dtype's lowest value as
+``initial=`` (-inf but for float64) the max without it (a start converted in float64, which
+made a float32 max float64, survived a 60 s session while one max in five had one). The
+frontend reads each keyword on its own
 path, and a case draws one form: a mean that dropped ``keepdims`` when given ``dtype=`` was met
 only by the rare case drawn with both (unseen in a 60 s session). Here each case whose program
 has a reduction is traced once more with every reduction rewritten so (``rewritten``: its
@@ -42,9 +45,28 @@ def _axis(axis: Any, ndim: int, flip: bool) -> Any:
     return tuple((a - ndim if a >= 0 else a) for a in reversed(tuple(axis)))
 
 
+#: A float past every float32's range: NumPy converts it to -inf (inf) for an initial= of a
+#: float32, float16 or bfloat16 max (min). (Programs are strict JSON: no infinities in them.)
+BEYOND_FLOAT32 = 1e308
+
+
+def _identity(op: str, dtype: str) -> float | int | None:
+    """The ``initial=`` that changes no max's (min's) answer of a ``dtype`` operand with an
+    element: its dtype's lowest (highest) value, -inf (inf) for a float narrower than float64
+    (``BEYOND_FLOAT32``, which NumPy converts to it); None for a float64 (no finite start is
+    -inf there), a boolean or another op."""
+    if op not in ("max", "min") or dtype in ("float64", "bool"):
+        return None
+    if np.dtype(dtype).kind == "i":
+        info = np.iinfo(np.dtype(dtype))
+        return int(info.min if op == "max" else info.max)
+    return -BEYOND_FLOAT32 if op == "max" else BEYOND_FLOAT32
+
+
 def rewritten(program: Program) -> Program | None:
     """``program`` with each reduction's keywords written another way NumPy defines alike
-    (``_axis``; ``dtype=`` its default result's where that is NumPy's accumulator too; a
+    (``_axis``; ``dtype=`` its default result's where that is NumPy's accumulator too; a max's
+    or min's ``initial=`` its dtype's end, which changes no answer: ``_identity``; a
     reduction that drops its axes keeps them, then indexes them away: ``x.sum(1)`` as
     ``x.sum(1, keepdims=True)[:, 0]``), or None if it has no reduction to rewrite."""
     builder = ProgramBuilder()
@@ -75,6 +97,10 @@ def rewritten(program: Program) -> Program | None:
                 reductions += 1
                 changed = True
             source = program.type_of(node.args[0]).dtype
+            started = _identity(node.op, source) if "initial" in prim.attrs else None
+            if started is not None and attrs.get("initial") is None:
+                attrs["initial"] = started  # (np.max(x, initial=-inf) is np.max(x))
+                changed = True
             accumulates = "dtype" in prim.attrs and attrs.get("dtype") is None
             # (a float16 mean's default sums in float32: given dtype=float16 it sums in float16)
             if accumulates and not (node.op == "mean" and source == "float16"):

@@ -1462,7 +1462,9 @@ def item_kind(item: tuple[str, str]) -> str:
     handed over in a layout), "sweep" (with edges; the dense sweeps have their own share) or
     "tails" (an exact reduction's sweep: 10 of the 107 sweeps, drawn as any of them, and a
     max's chunked rows went unseen in 60 s sessions; now a kind of the sweeps' family,
-    ``item_family``)."""
+    ``item_family``); "pair:bool" an op on booleans where the compiler's rule takes them (a
+    kind of its own: as one pair of 36 binary ones, a rule that took ``np.maximum`` of
+    booleans to a wrong answer waited past 60 s in one session of two)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
@@ -1494,6 +1496,8 @@ def item_kind(item: tuple[str, str]) -> str:
         return "const:wider"
     if second.startswith(CONST_VALUE):
         return "const:value"
+    if second == "bool":
+        return "pair:bool"
     return "cast" if "->" in second else f"pair:{primitives.get(op).kind}"
 
 

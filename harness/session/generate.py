@@ -680,10 +680,7 @@ def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
     few cases held about three GPU cases a session (a planted bug of the GPU's reversed reads
     survived 4 of 4 60 s sessions, and 7 of 10 with half of those cases on the GPU; another,
     whose reversed reads failed only where the view was broadcast, survived 60 s sessions with
-    every view case on the GPU). Half of the strided-matmul cases too (``strided_matmul_cases``:
-    the GPU's tiled matmul copies each strided or transposed operand; with the emulation's
-    workaround against an LLVM miscompile of that copy inverted, ``x @ y.T`` of float32 was
-    wrong on the GPU alone, unseen in a 60 s session).
+    every view case on the GPU).
     The coin shrinks toward without."""
     last = round(1 / GPU_SHARE) - 1
 
@@ -692,7 +689,7 @@ def _sampled_gpu(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[Case]:
         if not _one_program(case):
             return case
         gpu = face == last or case.origin.startswith(("focus/views/", "strided-op/"))
-        gpu = gpu or reads_reversed(case) or (case.origin == "strided-matmul" and face % 2 == 1)
+        gpu = gpu or reads_reversed(case)
         if not gpu:
             return case
         event("sampled:gpu")

@@ -280,8 +280,9 @@ def _newaxis_added(
     (``x[:, None]`` as ``x[None]``) went unseen by 60 s sessions. One new axis in three is
     NumPy's other spelling, a Python ``True`` (an index of a 0-d boolean array: with an int
     beyond a slice it is an advanced index, and the two move to the front, ``x[1, :, True]``
-    of a (2, 3, 4) is (1, 3, 4)); where the compiler refuses it, it must refuse it (a frontend
-    that read ``True`` as the int 1 went unseen: no key held one)."""
+    of a (2, 3, 4) is (1, 3, 4), ``x[1, :, None]`` (3, 1, 4)). The compiler refuses it (a
+    documented limitation: the program model discards the draw); where its rule takes it, the
+    case is judged (a frontend that read ``True`` as the int 1 went unseen: no key held one)."""
     if not allow or np.empty(shape)[key].ndim >= max_dims or not uniform(draw, (False, True)):
         return key
     place = draw(st.integers(0, len(key)))

@@ -50,6 +50,25 @@ def test_the_keywords_are_rewritten_as_numpy_defines_them_alike() -> None:
                                      [np.ones(2, np.float32)], ("cpu-loops@O0",)))  # fmt: skip
 
 
+def test_a_max_or_min_is_given_the_initial_that_changes_nothing() -> None:
+    """Its dtype's end: an int32's, or -inf (inf) as NumPy converts 1e308 for a float narrower
+    than float64; a float64's has no finite one, and a max given one keeps it."""
+    b = ProgramBuilder()
+    x, y, z = b.input((3, 4), "float32"), b.input((3,), "int32"), b.input((2,), "float64")
+    given = b.node("max", b.input((2,), "float16"), initial=2)
+    total = b.node("add", b.node("max", x, axis=1), b.node("min", y))
+    total = b.node("add", b.node("add", total, b.node("max", z)), given)
+    starts = [(n.op, n.attrs.get("initial")) for n in rewritten(b.build(total)).nodes]
+    starts = [s for s in starts if s[0] in ("max", "min")]
+    assert starts == [("max", 2), ("max", -1e308), ("min", 2**31 - 1), ("max", None)]
+    values = np.array([-np.inf, -np.inf], np.float32)
+    with np.errstate(over="ignore"):
+        assert (
+            np.max(values, initial=-1e308) == -np.inf
+            and np.max(values, initial=-1e308).dtype == np.float32
+        )
+
+
 def test_a_clean_compiler_passes_with_the_keywords_rewritten() -> None:
     from harness.run.runner import Runner
 
