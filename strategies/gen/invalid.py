@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,9 +23,11 @@ from ..model import (
     Ref,
     TensorType,
 )
+from ..model.program import numpy_result
 from .programs import programs
 from .shapes import shapes as shapes_strategy
 from .shapes import uniform
+from .state import generation_order
 
 
 def _fresh_matrix(draw: st.DrawFn, b: ProgramBuilder, dtype: str) -> tuple[Ref, TensorType]:
@@ -80,7 +83,9 @@ def _violate(
     if name == "reshape_size":
         size = t.size
         # as many shrinking as growing: a size check may be one-sided (``>`` for ``!=``)
-        variant = uniform(draw, ["grow", "shrink", "factor", "minus_one"])
+        # and an unknown extent beside a zero, which no size fills (NumPy's ValueError: a rule
+        # that divided by the known extents' product raised ZeroDivisionError)
+        variant = uniform(draw, ["grow", "shrink", "factor", "minus_one", "zero_unknown"])
         if variant == "grow":
             new: tuple[int, ...] = (size + draw(st.integers(1, 3)),)
         elif variant == "shrink":  # one element short, half, or none at all
@@ -88,8 +93,10 @@ def _violate(
             new = (smaller,) if draw(st.booleans()) else (1, smaller)
         elif variant == "factor":
             new = (2, size) if size > 1 else (2,)
-        else:
+        elif variant == "minus_one":
             new = (-1, size + 1)
+        else:
+            new = (0, -1) if draw(st.booleans()) else (-1, 0)
         return RawEquation("reshape", (ref,), {"shape": new})
     if name == "not_a_permutation":
         variant = uniform(draw, ["repeated", "short", "long", "out_of_range"])
@@ -136,6 +143,11 @@ def _violate(
             else (*[slice(None)] * i, item)
         )
         return RawEquation("index", (ref,), {"key": key})
+    if name == "bool_operand":
+        shape = t.shape or (2,)
+        op = uniform(draw, _refused_on_bools())
+        operands = [b.input(shape, "bool") for _ in range(primitives.get(op).arity)]
+        return RawEquation(op, tuple(operands), {})
     if name == "reshape_unknowns":
         first, second = uniform(draw, [(-1, -1), (-1, -2), (-3, -1), (-2, -2)])
         middle = (t.size,) if draw(st.booleans()) else ()
@@ -230,6 +242,25 @@ def _violate(
             return RawEquation("attend", (refs[0], gain, bias, *refs[1:]), {"heads": heads})
         return RawEquation("attention", tuple(refs), {"heads": heads})
     raise AssertionError(name)
+
+
+@functools.cache
+def _refused_on_bools() -> tuple[str, ...]:
+    """The generated unary and binary ops NumPy refuses on booleans (``np.negative``,
+    ``np.subtract``: its TypeError), from the primitive table."""
+    found = []
+    for op in generation_order():
+        prim = primitives.get(op)
+        if prim.kind not in ("unary", "binary"):
+            continue
+        stand = [TensorType((2, 2), "bool")] * prim.arity
+        try:
+            numpy_result(prim, stand, {k: a.default for k, a in prim.attrs.items()})
+        except TypeError:
+            found.append(op)
+        except Exception:  # noqa: BLE001 - another rejection: not this violation's
+            continue
+    return tuple(found)
 
 
 def _violation(draw: st.DrawFn, violations: Iterable[str] | None) -> str:

@@ -109,6 +109,14 @@ VIOLATIONS: dict[str, Violation] = {
             True,
             (TypeError,),
         ),
+        # NumPy refuses ``-x`` and ``x - y`` of booleans (its TypeError), before any question of
+        # what the compiler supports: a TypeError, not UnsupportedFeature.
+        Violation(
+            "bool_operand",
+            "an op NumPy refuses on booleans (-x, x - y of two)",
+            True,
+            (TypeError,),
+        ),
         Violation(
             "attr_type",
             "a reduction's axis or keepdims of a type NumPy refuses (a float, a string, a bool)",

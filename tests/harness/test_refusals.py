@@ -163,3 +163,20 @@ def test_a_limitation_let_through_is_drawn_and_judged(
     script = _DRAWN_AND_JUDGED.replace("sys.argv[-1]", repr(item))
     findings = json_with(mutation, tmp_path, script)
     assert findings and findings[0][0] in ("mismatch", "wrong-shape", "wrong-error"), findings
+
+
+def test_an_op_numpy_refuses_on_booleans_is_numpys_type_error() -> None:
+    """``-x`` and ``x - y`` of booleans are NumPy's TypeError (``bool_operand``), whatever the
+    compiler supports: its rule asks NumPy first, so a limitation never stands in for it."""
+    import compiler
+    from strategies.gen.invalid import _refused_on_bools
+
+    assert {"negative", "subtract"} <= set(_refused_on_bools())
+    assert VIOLATIONS["bool_operand"].errors == (TypeError,)
+    flags = np.array([True, False])
+    for fn in (lambda x: -x, lambda x: x - x, lambda x: np.negative(x)):
+        with pytest.raises(TypeError):
+            fn(flags)
+        with pytest.raises(TypeError) as raised:
+            compiler.jit(fn)(flags)
+        assert not isinstance(raised.value, NotImplementedError)
