@@ -135,7 +135,11 @@ class Keywords(Oracle):
             return []
         if program is None:
             return []
-        return [Derived("rewritten", Task(obs.case.with_subject(program), (BACKEND,)))]
+        # The rewritten case on the backend it runs on (its findings are its own: replayed or
+        # minimized, it must run there, not on the case's backends, where a graph-numpy wrong
+        # alone, an int32 sum interpreted unwrapped, passed and read "not reproduced")
+        rewrite = obs.case.with_subject(program).on((BACKEND,))
+        return [Derived("rewritten", Task(rewrite, (BACKEND,)))]
 
     def judge(self, obs: Observation, derived: list) -> list[Finding]:
         from . import derived_findings

@@ -1441,6 +1441,10 @@ _FAMILIES = {
     # a contraction's operand ranks are one more kind of pair, an input layout one more view
     # (families of their own took a share from every other: the constants' family waited)
     "ranks": "pair", "layout": "view",
+    # ops on booleans, a family of their own: few (only x / y on the compiler as it is), each
+    # an i1 code path; as a kind of the pairs' family, a rule that let np.maximum of booleans
+    # through waited past 60 s in two sessions of three
+    "pair:bool": "bool",
 }  # fmt: skip
 
 
@@ -1463,8 +1467,7 @@ def item_kind(item: tuple[str, str]) -> str:
     "tails" (an exact reduction's sweep: 10 of the 107 sweeps, drawn as any of them, and a
     max's chunked rows went unseen in 60 s sessions; now a kind of the sweeps' family,
     ``item_family``); "pair:bool" an op on booleans where the compiler's rule takes them (a
-    kind of its own: as one pair of 36 binary ones, a rule that took ``np.maximum`` of
-    booleans to a wrong answer waited past 60 s in one session of two)."""
+    kind, and a family, of its own: ``_FAMILIES``)."""
     op, second = item
     if item == SEQUENCE_ITEM:
         return "jit-sequence"
