@@ -112,7 +112,7 @@ def takes_bool(op: str) -> bool:
     """Does the compiler's rule take ``op`` (arithmetic, a comparison, a reduction or a matmul)
     on boolean operands, which NumPy computes (``np.maximum`` of two is their OR)? The compiler
     refuses most (a documented limitation: ``model.program.DTYPE_LIMITATIONS``); those it
-    takes are drawn on booleans too, a comparison's or an input's, so that a rule that lets
+    takes are drawn on booleans too (fresh boolean inputs), so that a rule that lets
     one through gets judged (one that lowered ``np.maximum`` of booleans to signed ``i1``
     arithmetic, AND for OR, went unseen: no op met a boolean but ``where``)."""
     return primitives.get(op).kind in BOOL_ARITHMETIC and _accepts(op, "bool")
@@ -342,7 +342,7 @@ class Config:
             if _accepts(op, d) and not (floats_only and d not in FLOAT_DTYPES)
         )
         if self.implicit and "bool" not in found and takes_bool(op):
-            found += ("bool",)  # (the base dtypes hold no bool: comparisons make them)
+            found += ("bool",)  # (the base dtypes hold no bool: a fresh boolean input)
         return found
 
 
