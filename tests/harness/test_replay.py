@@ -476,7 +476,7 @@ def test_a_program_the_compiler_refuses_now_is_fixed(runner, tmp_path: Path) -> 
     """A finding from a planted rule that took ``np.maximum`` of booleans (signed ``i1``: AND
     for NumPy's OR), replayed on the compiler that refuses booleans there: its case cannot be
     built (the rule's NotImplementedError, a documented limitation), and no wrong answer is
-    left: fixed, not "cannot be rebuilt"; its reproducer says so and exits 0."""
+    left: fixed, not "cannot be rebuilt"."""
     fixture = Path(__file__).parent / "fixtures" / "bool_maximum_taken_entry.json"
     corpus = tmp_path / "corpus"
     corpus.mkdir()
