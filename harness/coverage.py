@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from compiler import primitives
+from strategies.model import takes_a_dim
 
 from .case import Case
 from .run.layouts import DEFAULT, LAYOUTS
@@ -67,11 +68,7 @@ def _specials(array: np.ndarray) -> set[str]:
 def _steps(shape: tuple[int, ...], key: tuple[Any, ...]) -> list[tuple[int, int]]:
     """(extent, step) of each sliced dimension of a basic index (NumPy's reading of the key, not
     the compiler's: coverage must not depend on the code under test)."""
-
-    def new_axis(item: Any) -> bool:  # None, or NumPy's True
-        return item is None or isinstance(item, bool)
-
-    consuming = sum(not new_axis(item) and item is not Ellipsis for item in key)
+    consuming = sum(takes_a_dim(item) for item in key)
     found, dim = [], 0
     for item in key:
         if item is Ellipsis:
@@ -79,7 +76,7 @@ def _steps(shape: tuple[int, ...], key: tuple[Any, ...]) -> list[tuple[int, int]
         elif isinstance(item, slice):
             found.append((shape[dim], item.indices(shape[dim])[2]))
             dim += 1
-        elif not new_axis(item):
+        elif takes_a_dim(item):
             dim += 1
     return found
 

@@ -17,7 +17,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ..model.types import DTYPES, FLOAT_DTYPES
+from ..model.types import DTYPES, FLOAT_DTYPES, takes_a_dim
 
 Shape = tuple[int, ...]
 
@@ -322,7 +322,7 @@ def slices(
     key = raw if isinstance(raw, tuple) else (raw,)
     # Align items with dimensions to repair slices hypothesis may make empty or reversed.
     fixed: list[Any] = []
-    consuming = sum(i is not None and i is not Ellipsis for i in key)
+    consuming = sum(takes_a_dim(i) for i in key)
     dim = 0
     trivial = True
     for item in key:
@@ -336,7 +336,7 @@ def slices(
             trivial = False
             if item is not None:  # an int: half of them at an end of the axis
                 item = _edged(draw, item, shape[dim])
-            dim += item is not None
+            dim += takes_a_dim(item)
         fixed.append(item)
     key = tuple(fixed)
     if trivial:

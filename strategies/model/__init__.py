@@ -28,6 +28,7 @@ from .types import (
     finfo,
     is_float,
     is_low_precision,
+    takes_a_dim,
 )
 
 Subject = Program | InvalidProgram
@@ -63,4 +64,5 @@ __all__ = [
     "is_low_precision",
     "normalize_attrs",
     "primitive",
+    "takes_a_dim",
 ]

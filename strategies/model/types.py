@@ -38,6 +38,12 @@ def dtype_name(dtype: Any) -> str:
 # tolerance allow float16 four ulps a step, hiding its own float16 accumulation).
 
 
+def takes_a_dim(item: Any) -> bool:
+    """Does a basic index key's ``item`` take one of the array's dims (an int or a slice), not
+    add one (None, or NumPy's ``True``) nor span those the others leave (an Ellipsis)?"""
+    return item is not None and item is not Ellipsis and not isinstance(item, (bool, np.bool_))
+
+
 def is_float(dtype: Any) -> bool:
     """A floating-point dtype, bfloat16 included (an ``ml_dtypes`` dtype of ``kind`` "V")."""
     return np.dtype(dtype).kind == "f" or dtype_name(dtype) == "bfloat16"

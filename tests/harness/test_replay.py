@@ -459,16 +459,25 @@ def test_a_failure_recurs_or_not_on_the_backends_it_was_found_on() -> None:
         assert seen == [runs]
 
 
+def _fixture_replayed(runner, tmp_path: Path, fixture: str, name: str):
+    """The replay of ``fixtures/<fixture>``, stored as corpus entry ``name`` (a finding made on
+    a planted compiler), on this one."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    atomic_write(corpus / name, (Path(__file__).parent / "fixtures" / fixture).read_text())
+    [result] = replay([corpus], runner)
+    return result
+
+
 def test_an_invalid_program_the_compiler_refuses_now_is_fixed(runner, tmp_path: Path) -> None:
     """A finding from a planted bug (``np.mean(x, axis=0, keepdims=True, where=True)`` taken,
     the keyword ignored: ``unsupported_keyword``), replayed on the compiler that refuses it
     (UnsupportedFeature, the answer the violation calls for): fixed, not "not runnable here"
     as a limitation hit by a valid program would be."""
-    fixture = Path(__file__).parent / "fixtures" / "refused_keyword_accepted_entry.json"
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    atomic_write(corpus / "wrong-error-ce53700fdf-aebe4bf6e8125597.json", fixture.read_text())
-    [result] = replay([corpus], runner)
+    result = _fixture_replayed(
+        runner, tmp_path, "refused_keyword_accepted_entry.json",
+        "wrong-error-ce53700fdf-aebe4bf6e8125597.json",
+    )  # fmt: skip
     assert result.outcome == "fixed-now", result.detail
 
 
@@ -477,10 +486,9 @@ def test_a_program_the_compiler_refuses_now_is_fixed(runner, tmp_path: Path) -> 
     for NumPy's OR), replayed on the compiler that refuses booleans there: its case cannot be
     built (the rule's NotImplementedError, a documented limitation), and no wrong answer is
     left: fixed, not "cannot be rebuilt"."""
-    fixture = Path(__file__).parent / "fixtures" / "bool_maximum_taken_entry.json"
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    atomic_write(corpus / "mismatch-e74109b789-6175ae02bd5ec119.json", fixture.read_text())
-    [result] = replay([corpus], runner)
+    result = _fixture_replayed(
+        runner, tmp_path, "bool_maximum_taken_entry.json",
+        "mismatch-e74109b789-6175ae02bd5ec119.json",
+    )  # fmt: skip
     assert result.outcome == "fixed-now", result.detail
     assert "refuses the program as unsupported" in result.detail
