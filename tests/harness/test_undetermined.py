@@ -159,3 +159,44 @@ def test_what_a_value_rounding_puts_on_both_sides_of_zero_reaches_may_be_anythin
         assert agreed(np.array([[anything], numpy[1]])), anything
     assert not agreed(np.array([numpy[0], [np.inf]]))
     assert not agreed(np.array([numpy[0], numpy[1] * 1.001]))
+
+
+def _cancelling_matmul(outer: str) -> Case:
+    """``outer(x @ y.T)``, the first row of ``y`` multiplying 2.8e306, -2.8e306 and 2**52 of
+    ``x`` by 8, 8 and 2**31 - 1: 9.7e24 in NumPy's order, 0 where 2**52 is absorbed before the
+    two cancel, about +-3e291 in the runs; the second row's products are ordinary."""
+    big = 2.808895523222368e306
+    b = ProgramBuilder()
+    x, y = b.input((4,), "float64"), b.input((2, 4), "int32")
+    product = b.node("matmul", x, b.node("permute_dims", y, axes=(1, 0)))
+    program = b.build(b.node(outer, product))
+    inputs = [
+        np.array([big, -big, 2.0**52, 3.0]),
+        np.array([[8, 8, 2**31 - 1, 0], [2, 1, 3, 4]], np.int32),
+    ]
+    return Case(program, inputs, ("graph-numpy",))
+
+
+def test_a_value_whose_sign_the_runs_leave_open_may_be_zero_and_what_zero_makes_is_free() -> None:
+    """A README session (60 s) reported graph-numpy's -inf for ``log(x @ y.T)`` where NumPy
+    has 57.5: the product's runs straddle zero, yet by the node's own scale (its other elements
+    are as large) it is not undetermined. Taken through zero the log is -inf, so that element
+    is free; the other stays judged. Where zero makes nothing infinite (a negation), nothing is
+    freed: the runs' spread bounds the answer as before."""
+    case = _cancelling_matmul("log")
+    refs = references(case, use_jax=False)
+    assert refs[COUPLED].unbounded.tolist() == [True, False]
+    numpy = refs["numpy"].output
+    assert np.isfinite(numpy).all()
+    for anything in (-np.inf, np.nan, 671.3):
+        assert _judge64(refs, case, np.array([anything, numpy[1]])).ok, anything
+    assert not _judge64(refs, case, np.array([numpy[0], numpy[1] + 1.0])).ok
+
+    negated = references(_cancelling_matmul("negative"), use_jax=False)
+    assert COUPLED not in negated or negated[COUPLED].unbounded is None
+
+
+def _judge64(refs: dict, case: Case, got: np.ndarray) -> tolerance.Verdict:
+    from harness.oracles.differential import against_references
+
+    return against_references(case, refs, np.asarray(got, np.float64), "graph-numpy")
