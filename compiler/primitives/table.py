@@ -173,10 +173,13 @@ def _kwargs(
     specs: Mapping[str, Attr],
     axis: Callable[[Any], str] = repr,
     dtype: Callable[[Any], str] = _namespace_dtype,
+    names: Mapping[str, str] | None = None,
 ) -> str:
     """The keywords of ``attrs`` that differ from their default (an absent one does not), the
-    axis written by ``axis``, a dtype by ``dtype``."""
+    axis written by ``axis``, a dtype by ``dtype``, each named as ``names`` says (else by its
+    attribute's name)."""
     given = {k: attrs.get(k, spec.default) for k, spec in specs.items()}
+    names = names or {}
 
     def value(k: str, v: Any) -> str:
         if k == "axis":
@@ -186,7 +189,7 @@ def _kwargs(
     # Keywords outside the table (an invalid program's) are written as given, after the rest.
     extra = {k: v for k, v in attrs.items() if k not in specs}
     return "".join(
-        f", {k}={value(k, v)}" for k, v in given.items() if v != specs[k].default
+        f", {names.get(k, k)}={value(k, v)}" for k, v in given.items() if v != specs[k].default
     ) + "".join(f", {k}={v!r}" for k, v in extra.items())
 
 
@@ -203,16 +206,29 @@ _STARTED = {"initial": Attr("initial", None, keyword=True)}
 
 
 def _reduction(
-    name: str, fn: Any, depth_factor: float, more: Mapping[str, Attr] | None = None, **meta: Any
+    name: str,
+    fn: Any,
+    depth_factor: float,
+    more: Mapping[str, Attr] | None = None,
+    standard: Mapping[str, str] | None = None,
+    **meta: Any,
 ) -> None:
+    """A reduction's entry. ``standard``: the keywords the array API standard names otherwise
+    (``ddof`` is its ``correction``), so written in the array-api spelling; the numpy spelling
+    and the methods write NumPy's own names."""
     specs = {**_REDUCTION_ATTRS, **(more or {})}
+    if standard:
+        names = dict(standard)
+        meta["numpy"] = lambda a, attrs: f"xp.{name}({a[0]}{_kwargs(attrs, specs)})"
+    else:
+        names = {}
     register(
         Primitive(
             name,
             "reduction",
             1,
             results.reduction_infer(name, fn),
-            *printed(lambda a, attrs: f"xp.{name}({a[0]}{_kwargs(attrs, specs)})"),
+            *printed(lambda a, attrs: f"xp.{name}({a[0]}{_kwargs(attrs, specs, names=names)})"),
             method=lambda a, attrs: f"{a[0]}.{name}({_method_kwargs(a[0], attrs, specs)})",
             attrs=specs,
             ufunc=fn,
@@ -428,11 +444,14 @@ _reduction("min", np.min, 1.0, _STARTED, keeps="bounds", numpy=_aliased("min", "
            refused=_MASKED)  # fmt: skip
 _reduction("mean", np.mean, 1.0, _ACCUMULATOR, refused=_MASKED)
 # ddof: NumPy divides the sum of squared deviations by max(n - ddof, 0) (inf or NaN at 0).
+# The array API standard calls it ``correction``, which NumPy 2 takes too: the array-api
+# spelling writes that, the others ``ddof`` (each keyword its own path in a frontend).
 # (mean=, NumPy's precomputed mean, an array: refused, never drawn)
 _WIDENED = {"dtype": ("float64",), "mean": (), **_MASKED}
-_reduction("var", np.var, 2.0, {"ddof": Attr("count", 0)}, refused=_WIDENED)
+_CORRECTION = {"ddof": "correction"}
+_reduction("var", np.var, 2.0, {"ddof": Attr("count", 0)}, _CORRECTION, refused=_WIDENED)
 # NumPy's std: the square root of var
-_reduction("std", np.std, 2.0, {"ddof": Attr("count", 0)}, refused=_WIDENED)
+_reduction("std", np.std, 2.0, {"ddof": Attr("count", 0)}, _CORRECTION, refused=_WIDENED)
 register(
     Primitive(
         "astype",

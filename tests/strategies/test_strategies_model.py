@@ -14,6 +14,7 @@ import pytest
 from strategy_fixtures import fixed_program
 
 from compiler import ops as cops
+from compiler.primitives import SPELLINGS
 from strategies import Const, Input, InvalidIndex, Program, ProgramBuilder, Ref, TensorType
 from strategies.model import FORMAT_VERSION, Equation
 
@@ -562,3 +563,37 @@ def test_the_array_api_spelling_takes_pi_from_the_namespace(monkeypatch) -> None
     monkeypatch.setattr(tensor.Namespace, "pi", np.float64(math.pi))  # strong: NEP 50 promotes
     assert compiler.jit(function(program))(x).dtype == np.float64
     assert compiler.jit(function(program, spelling="methods"))(x).dtype == np.float32
+
+
+def test_the_array_api_spelling_writes_ddof_as_the_standards_correction(monkeypatch) -> None:
+    """The array API standard names ``var``'s and ``std``'s ``ddof`` ``correction`` (NumPy 2
+    takes both): the array-api spelling writes that, the numpy spelling and the methods
+    ``ddof``, so the spelling oracle's retraces take the frontend down both of its paths. A
+    frontend that read ``correction`` as 0 is wrong in the array-api spelling alone."""
+    import compiler
+    from compiler.frontend import lang
+    from strategies.model.evaluate import function
+    from strategies.model.printing import function_source
+
+    b = ProgramBuilder()
+    program = b.build(b.node("std", b.node("var", b.input((3, 4), "float32"), axis=1, ddof=1)))
+    texts = {s: "\n".join(function_source(program, spelling=s)) for s in SPELLINGS}
+    assert "xp.var(x0, axis=1, correction=1)" in texts["array-api"]
+    assert "xp.var(x0, axis=1, ddof=1)" in texts["numpy"]
+    assert "x0.var(axis=1, ddof=1)" in texts["methods"]
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) ** 2
+    expected = np.std(np.var(x, axis=1, ddof=1))
+    for spelling in SPELLINGS:
+        assert function(program, spelling=spelling)(x) == expected
+        assert compiler.jit(function(program, spelling=spelling))(x) == pytest.approx(expected)
+
+    degrees = lang._degrees_of_freedom
+
+    def correction_ignored(name: str, kwargs: dict) -> Any:
+        kwargs.pop("correction", None)
+        return degrees(name, kwargs)
+
+    monkeypatch.setattr(lang, "_degrees_of_freedom", correction_ignored)
+    ddof0 = np.std(np.var(x, axis=1))
+    assert compiler.jit(function(program, spelling="array-api"))(x) == pytest.approx(ddof0)
+    assert compiler.jit(function(program, spelling="methods"))(x) == pytest.approx(expected)
