@@ -38,7 +38,14 @@ from .gen.shapes import (
     uniform,
     valid_tuple_axes,
 )
-from .gen.state import CONST_ARBITRARY, CONST_LEFT, CONST_WIDE, CONST_WIDER, generation_order
+from .gen.state import (
+    CONST_ARBITRARY,
+    CONST_FOREIGN,
+    CONST_LEFT,
+    CONST_WIDE,
+    CONST_WIDER,
+    generation_order,
+)
 from .gen.values import REGIMES, elements, input_values, regimes, values
 from .model import (
     DTYPES,
@@ -62,6 +69,7 @@ from .model import (
 
 __all__ = [
     "CONST_ARBITRARY",
+    "CONST_FOREIGN",
     "CONST_LEFT",
     "CONST_WIDE",
     "CONST_WIDER",

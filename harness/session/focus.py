@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from compiler import primitives
 from strategies import (
     CONST_ARBITRARY,
+    CONST_FOREIGN,
     CONST_LEFT,
     CONST_WIDE,
     CONST_WIDER,
@@ -76,7 +77,15 @@ from strategies.gen.values import (
     narrowing_values,
     values,
 )
-from strategies.model import FLOAT_DTYPES, Const, Program, ProgramBuilder, Ref, takes_a_dim
+from strategies.model import (
+    FLOAT_DTYPES,
+    Const,
+    Program,
+    ProgramBuilder,
+    Ref,
+    takes_a_dim,
+)
+from strategies.model.types import INT32_MAX, SCALAR_DTYPES
 
 from ..case import Case
 
@@ -194,6 +203,8 @@ def focus_cases(
         taken = [d for op, d in op_dtype_pairs() if op == first[0] and d != "bool"]
         if first[1] == CONST_WIDER:  # (one a NumPy scalar can be wider than)
             taken = [d for d in taken if d != "float64"] or taken
+        if first[1] == CONST_FOREIGN:  # (one an integer scalar meets: not ml_dtypes')
+            taken = [d for d in taken if d != "bfloat16"] or taken
         dtype = uniform(draw, taken)
     steps = [_first_step(item) for item in (first, *more)]
     # One step beyond what the ops need (a cast to bool takes a consumer): more steps leave the
@@ -854,6 +865,17 @@ ONE_SIGNED = ("negative", "positive")
 #: The ``dense`` spans two sweeps in three draw from (the third: any span; of a reduction's or a
 #: composite's, one in three are ``offset`` values instead).
 SWEEP_MODERATE = ("unit", "ordinary")
+#: The dtypes the comparisons are swept in: int32 too, where equal and adjacent values and the
+#: ends are where a predicate goes wrong (int32 ``<=`` planted as ``<`` survived 60 s sessions:
+#: the focus pair one among 215, equal operands a share of its few cases).
+COMPARE_SWEEP_DTYPES = (*SWEEP_DTYPES, "int32")
+#: An int32 sweep's run of edges (``sweep_cases``): its ends and their neighbours, small values
+#: of both signs, the ends of the narrower integers, and ints a float32 rounds (2**24 + 1 ties
+#: 2**24 there: a comparison made in float32 shows) or a float16 does.
+INT32_EDGES = (
+    0, 1, -1, 2, -2, INT32_MAX, -INT32_MAX - 1, INT32_MAX - 1, -INT32_MAX, 127, 128, -129,
+    255, 256, 32767, -32768, 65535, 65536, 2049, 2**24, 2**24 + 1, -(2**24) - 1, 46341,
+)  # fmt: skip
 #: The row widths of a two-dimensional sweep: around vector widths and tile sizes.
 SWEEP_ROWS = (7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 257)
 
@@ -1006,7 +1028,7 @@ def sweep_items() -> tuple[tuple[str, str], ...]:
             # an elementwise op's dense sweep holds the edges
             and not (kind and primitives.get(op).kind in ELEMENTWISE_SWEPT)
         )
-        + tuple((op, SWEPT + d) for d in SWEEP_DTYPES for op in compare_ops())
+        + tuple((op, SWEPT + d) for d in COMPARE_SWEEP_DTYPES for op in compare_ops())
         + tails
         + ties
         + narrowing
@@ -1129,7 +1151,11 @@ def sweep_cases(draw: st.DrawFn, backends: tuple[str, ...], item: tuple[str, str
         # in the program had made every -0.0 a 0.0 and every -inf an inf (a polynomial log that
         # told zero by its bits gave 72.1 for log(-0.0), NumPy's -inf, unseen in 60 s sessions).
         inputs = [np.abs(a) for a in inputs]
-    if with_edges:  # a run of every edge, at a drawn place of each array (cyclically)
+    if with_edges and dtype == "int32":  # (an int32 comparison: its own edges)
+        run = list(INT32_EDGES)
+        _meet_runs(draw, inputs, run, exact=True)
+        _neighbours(draw, inputs)  # (after the runs: an end's neighbour, 2**24's)
+    elif with_edges:  # a run of every edge, at a drawn place of each array (cyclically)
         run = edge_values(dtype)
         if prim.kind in ("unary", "binary", "compare"):
             # and the specials and 0.0, where each element is its own answer (a reduction's or a
@@ -1188,6 +1214,9 @@ def _meet_runs(
     turn = draw(st.integers(1, n - 1))
     turned = [run[(k + turn) % n] for k in range(n)]
     negated = [-v for v in run]
+    if first.dtype.kind in "iu":  # (the least int32 is its own negation, as it wraps)
+        info = np.iinfo(first.dtype)
+        negated = [v if info.min <= v <= info.max else w for v, w in zip(negated, run, strict=True)]
     kinds = ((run, None), (None, run), (run, turned), (run, run), (run, negated))
     order = draw(st.permutations(range(len(kinds))))
     count = max(1, min(len(kinds), first.size // (3 * n)))
@@ -1215,6 +1244,12 @@ def _neighbours(draw: st.DrawFn, inputs: list[np.ndarray]) -> None:
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     which = rng.integers(0, 4, first.size)
     second[which == 0] = first[which == 0]
+    if first.dtype.kind in "iu":  # the next integer up and down (at an end: the end itself)
+        info = np.iinfo(first.dtype)
+        up = np.where(first < info.max, first + (first < info.max), first)
+        down = np.where(first > info.min, first - (first > info.min), first)
+        second[which == 1], second[which == 2] = up[which == 1], down[which == 2]
+        return
     for k, direction in ((1, np.inf), (2, -np.inf)):
         moved = np.nextafter(first, np.asarray(direction, first.dtype))
         second[which == k] = moved[which == k]
@@ -1513,6 +1548,8 @@ def item_kind(item: tuple[str, str]) -> str:
         return "const:arbitrary"
     if second == CONST_WIDER:
         return "const:wider"
+    if second == CONST_FOREIGN:
+        return "const:foreign"
     if second.startswith(CONST_VALUE):
         return "const:value"
     if second == "bool":
@@ -1568,6 +1605,7 @@ def focus_items() -> tuple[tuple[str, str], ...]:
     reflected = [(op, CONST_LEFT) for op in const_left_ops() if op in first]
     arbitrary = [(op, CONST_ARBITRARY) for op in const_left_ops() if op in first]
     arbitrary += [(op, CONST_WIDER) for op in const_left_ops() if op in first]
+    arbitrary += [(op, CONST_FOREIGN) for op in const_left_ops() if op in first and op != "power"]
     arbitrary += [
         (op, const_value_form(value))
         for op, values in SPECIAL_CONSTANTS.items()
@@ -1631,6 +1669,8 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
             found.add((equation.op, CONST_ARBITRARY))
         if dtypes and any(isinstance(a, Const) and _wider(a, dtypes[0]) for a in args):
             found.add((equation.op, CONST_WIDER))
+        if any(isinstance(a, Const) and a.dtype in SCALAR_DTYPES for a in args):
+            found.add((equation.op, CONST_FOREIGN))
         for position, arg in enumerate(args):
             if not isinstance(arg, Const) or (equation.op == "power" and position != 1):
                 continue  # (a power's: its exponent)

@@ -30,6 +30,7 @@ from .state import (
     COMMON_COMPARED,
     COMMON_CONSTANTS,
     CONST_ARBITRARY,
+    CONST_FOREIGN,
     CONST_LEFT,
     CONST_WIDE,
     CONST_WIDER,
@@ -200,6 +201,10 @@ def _binary(g: Gen, op: str) -> None:
     if left:  # (``programs`` takes the form only for an op that takes constants)
         g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p)
         return
+    foreign = g.foreign_const(p.dtype) if form == CONST_FOREIGN else None
+    if foreign is not None:
+        g.node(op, *((foreign, p) if uniform(g.draw, (False, True)) else (p, foreign)))
+        return
     if form in (CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
         constant = g.form_const(form, p.dtype, op)
         g.node(op, *g.ordered(p, constant))
@@ -217,6 +222,10 @@ def _condition(g: Gen, op: str) -> tuple[Value, Value]:
         return g.node(op, *g.ordered(p, g.spelled_const(named, p.dtype, op))), p
     if form == CONST_LEFT:
         return g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p), p
+    foreign = g.foreign_const(p.dtype) if form == CONST_FOREIGN else None
+    if foreign is not None:  # either side (one on the left: NumPy's scalar operator)
+        pair = (foreign, p) if uniform(g.draw, (False, True)) else (p, foreign)
+        return g.node(op, *pair), p
     if form in (CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
         constant = g.form_const(form, p.dtype, op)
         return g.node(op, *g.ordered(p, constant)), p

@@ -189,8 +189,19 @@ CONST_ARBITRARY = "const-arbitrary"
 #: ``x ** np.float64(0.5)`` taken as sqrt stayed float32 through 60 s sessions: random programs
 #: drew power in 2% of their cases).
 CONST_WIDER = "const-wider"
+#: The form of a focused step whose constant is a NumPy scalar of an integer dtype no array has
+#: (``SCALAR_DTYPES``: ``x * np.uint8(3)``, ``np.int16(-1) < x``), on either side ("OP@const-
+#: foreign"): each its own path in a frontend (a 0-d scalar, a kind, a range), and one on the
+#: left reaches NumPy's scalar operator, then the tensor's ``__array_ufunc__``. Random
+#: programs' strong constants are of such a dtype one time in eight, on the left seldom: a
+#: frontend that took ``np.uint8(3) < x`` for an array of no supported dtype survived 60 s
+#: sessions.
+CONST_FOREIGN = "const-foreign"
 #: The steps' constant forms (``programs(first="OP@FORM")``).
-CONST_FORMS = (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY, CONST_WIDER)
+CONST_FORMS = (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY, CONST_WIDER, CONST_FOREIGN)
+#: The values of a ``CONST_FOREIGN`` constant: small ones, and the ends of the narrow integer
+#: dtypes (each value takes the dtypes that hold it: ``scalar_only_dtypes``).
+FOREIGN_VALUES = (0, 1, 3, -1, 127, 128, 255, -128, 32767, -32768, 65535, 2**31 + 1)
 #: The prefix of a focused step's form that names its constant ("OP@const=VALUE": ``x ** -3``,
 #: ``x * -0.0``; ``const_value_form``): the values a lowering or a folder takes a step apart
 #: for (``makers.SPECIAL_CONSTANTS``), each a focus item of its own.
@@ -811,6 +822,20 @@ class Gen:
                 found.append(d)
         return found
 
+    def foreign_const(self, dtype: str) -> Const | None:
+        """A NumPy scalar of an integer dtype no array has next to a ``dtype`` operand
+        (``CONST_FOREIGN``), or None where none meets it (a bfloat16: ml_dtypes promotes no
+        integer scalar)."""
+        value = uniform(self.draw, FOREIGN_VALUES)
+        found = self.scalar_only_dtypes(dtype, value)
+        if not found:
+            found = self.scalar_only_dtypes(dtype, 3)
+            value = 3
+        if not found:
+            return None
+        event("const:foreign")
+        return Const(value, uniform(self.draw, found))
+
     def rarely(self, common: Sequence[Any], rare: Sequence[Any]) -> Sequence[Any]:
         """``common`` 3 times in 4, else ``rare`` (its items drawn near uniformly, so the end of
         the table is met as often as its start); a shrink goes back to ``common``."""
@@ -839,6 +864,7 @@ __all__ = [
     "CONST_VALUE",
     "CONST_WIDE",
     "CONST_WIDER",
+    "CONST_FOREIGN",
     "Config",
     "Gen",
     "Shape",

@@ -42,7 +42,7 @@ def test_sweep_ops_are_the_primitives_that_approximate() -> None:
     assert {second for _, second in sweep_items()} == {
         "sweep:float32", "sweep:float64", "sweep:float32:edges", "sweep:float64:edges",
         "sweep:float16", "sweep:float16:edges", "sweep:float32:tails", "sweep:float64:tails",
-        "sweep:int32:tails", "sweep:float16:tails", "sweep:bfloat16:tails",
+        "sweep:int32:tails", "sweep:int32", "sweep:float16:tails", "sweep:bfloat16:tails",
         "sweep:bfloat16:edges", *(f"sweep:{cast}:halfway" for cast in narrowing_casts()),
         *(f"sweep:{f}->int32:truncation" for f in ("float16", "bfloat16", "float32", "float64")),
         *(f"sweep:{f}->bool:truth" for f in ("float16", "bfloat16", "float32", "float64")),
@@ -211,7 +211,8 @@ def _comparison_sweep_verdicts(op: str, dtype: str) -> list[tuple[bool, dict[str
         wrong = {
             name: verdict(make(op, a, b))
             for name, make in _WRONG_COMPARISONS.items()
-            if not (name == "ordered" and op != "not_equal")  # the others are ordered
+            if not (name == "ordered" and (op != "not_equal" or dtype == "int32"))
+            # (the others are ordered; an int has no NaN)
             and not (name == "narrowed" and dtype == "float32")
         }
         verdicts.append((verdict(getattr(np, op)(a, b)), wrong))
@@ -220,7 +221,7 @@ def _comparison_sweep_verdicts(op: str, dtype: str) -> list[tuple[bool, dict[str
     return verdicts
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
 def test_a_comparisons_sweep_rejects_a_wrong_predicate(dtype: str) -> None:
     """Every comparison is swept (dense values, the run of edges met with the other array's,
     and a quarter of the second array the first's values, a quarter their next values up and
@@ -228,20 +229,27 @@ def test_a_comparisons_sweep_rejects_a_wrong_predicate(dtype: str) -> None:
     unordered (``!=`` of NaN), made strict or not strict, and (float64) made in float32, and
     none rejects NumPy's own; the strictness wrong in the last 15 elements only, where the met
     runs seldom are, all but 4 of 72 sweeps reject (without the neighbours, 39 of 72 passed
-    it). Random programs held a handful of ``!=`` in a 60 s session."""
+    it). Random programs held a handful of ``!=`` in a 60 s session. Swept in int32 too (an
+    int32 ``<=`` planted as ``<`` survived 60 s sessions): its run is int32's own edges."""
 
     assert set(compare_ops()) == {
         "less", "less_equal", "greater", "greater_equal", "equal", "not_equal"
     }  # fmt: skip
     tails: list[bool] = []
+    narrowed: list[bool] = []  # (int32: made in float32, wrong on a few of its edges alone)
+    seldom = ("tail", "narrowed") if dtype == "int32" else ("tail",)
     for op in compare_ops():
         verdicts = _comparison_sweep_verdicts(op, dtype)
         assert all(right for right, _ in verdicts), (op, verdicts)
-        everywhere = [{k: v for k, v in wrong.items() if k != "tail"} for _, wrong in verdicts]
+        everywhere = [{k: v for k, v in wrong.items() if k not in seldom} for _, wrong in verdicts]
         assert not any(any(wrong.values()) for wrong in everywhere), (op, verdicts)
         tails.extend(wrong["tail"] for _, wrong in verdicts)
+        narrowed.extend(wrong.get("narrowed", False) for _, wrong in verdicts)
     # 15 elements, each a tie one time in four (4 of 72 sweeps passed it; 39 without the ties)
     assert sum(tails) <= len(tails) / 8, tails
+    # int32 made in float32: wrong where an edge (2**24 + 1, an end) meets its neighbour (6 of
+    # 72 sweeps passed it)
+    assert sum(narrowed) <= len(narrowed) / 4, narrowed
 
 
 def _every_axis(x: np.ndarray, axis: Any) -> Any:
