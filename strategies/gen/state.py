@@ -193,9 +193,9 @@ CONST_WIDER = "const-wider"
 #: (``SCALAR_DTYPES``: ``x * np.uint8(3)``, ``np.int16(-1) < x``), on either side ("OP@const-
 #: foreign"): each its own path in a frontend (a 0-d scalar, a kind, a range), and one on the
 #: left reaches NumPy's scalar operator, then the tensor's ``__array_ufunc__``. Random
-#: programs' strong constants are of such a dtype one time in eight, on the left seldom: a
-#: frontend that took ``np.uint8(3) < x`` for an array of no supported dtype survived 60 s
-#: sessions.
+#: programs' constants are of such a dtype one time in eight at most (a quarter of the NumPy
+#: scalars), on the left seldom: a frontend that took ``np.uint8(3) < x`` for an array of no
+#: supported dtype survived 60 s sessions.
 CONST_FOREIGN = "const-foreign"
 #: The steps' constant forms (``programs(first="OP@FORM")``).
 CONST_FORMS = (CONST_LEFT, CONST_WIDE, CONST_ARBITRARY, CONST_WIDER, CONST_FOREIGN)
