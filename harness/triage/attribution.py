@@ -341,6 +341,21 @@ def _fixups_caveat(target: Any, culprit: str) -> str:
     )
 
 
+#: What each spelling reaches in the frontend that the others do not (the spelling oracle's
+#: findings name it): its dispatch, and the names and keywords only it writes (a planted
+#: frontend that ignored ``correction=`` was found through the array-api spelling, and had been
+#: named the tensor's dispatch).
+_SPELLING_PATHS = {
+    "array-api": "the traced namespace's functions and the tensor's operators in "
+    "compiler/frontend/tensor.py; what only it writes: var's and std's correction= (read in "
+    "compiler/frontend/lang.py), xp.pi and xp.e",
+    "numpy": "NumPy's dispatch to the tensor, __array_ufunc__ and __array_function__ in "
+    "compiler/frontend/tensor.py; what only it writes: np.amax, np.amin, ufunc calls",
+    "methods": "the tensor's methods and operators in compiler/frontend/tensor.py; what only it "
+    "writes: len(x), x.size, x.ndim, x.mT",
+}
+
+
 class Attributor:
     """Attributes findings by running variants through a runner with the finding's oracle."""
 
@@ -588,8 +603,8 @@ class Attributor:
                 finding.backends[0] if finding.backends else "",
                 f"the program written in the {spelling} spelling traces to a graph that fails "
                 f"already interpreted by NumPy, while in the case's own spelling every backend "
-                f"passes: the {spelling} spelling's dispatch (compiler/frontend/tensor.py: the "
-                "tensor's methods, __array_ufunc__ and __array_function__)",
+                f"passes: the frontend code the {spelling} spelling reaches "
+                f"({_SPELLING_PATHS.get(spelling, 'compiler/frontend/tensor.py')})",
             )
         if finding.oracle == GPT2_MODEL:
             code = _MODEL_CODE.get(finding.facet, _MODEL_CODE["invalid"])

@@ -239,3 +239,16 @@ def test_a_method_that_takes_an_empty_permutation_for_none_is_found(tmp_path: Pa
     assert [f[:2] for f in findings] == [["wrong-error", "spelling[methods]"]], findings
     assert findings[0][3] == "frontend", findings
     assert ".transpose(())" in (tmp_path / "reproducer.py").read_text()
+
+
+def test_a_spelling_finding_names_what_only_that_spelling_reaches() -> None:
+    """A spelling's findings name its dispatch and what only it writes: a frontend that ignored
+    ``correction=`` (written by the array-api spelling alone, read in lang.py) was named the
+    tensor's dispatch."""
+    from compiler import primitives
+    from harness.triage.attribution import _SPELLING_PATHS
+
+    assert set(_SPELLING_PATHS) == set(primitives.SPELLINGS)
+    assert "correction=" in _SPELLING_PATHS["array-api"]
+    assert "compiler/frontend/lang.py" in _SPELLING_PATHS["array-api"]
+    assert "__array_ufunc__" in _SPELLING_PATHS["numpy"]
