@@ -74,21 +74,19 @@ def undetermined(program: Any, runs: list[list[Any]]) -> dict[int, np.ndarray]:
     no rounding's alone, since the runs move exact results too and so flip ties the truth
     computes exactly (``run.decisions`` settles those), and widening every coupled element by
     it would excuse what the flip did."""
-    count = len(program.nodes)
-    runs = [run for run in runs if len(run) == count]
-    if len(runs) < 2:
-        return {}
+    runs = _complete(program, runs)
+    if len(runs) < 2 or _decided_apart(program, runs):
+        return {}  # (decided differently: their spread is no rounding's alone)
     scattered: list[np.ndarray | None] = []
     found: dict[int, np.ndarray] = {}
     with np.errstate(all="ignore"):
         for index, node in enumerate(program.nodes):
             values = [np.asarray(run[index]) for run in runs]
             mask = _scattered(values) if values[0].size else np.zeros(values[0].shape, bool)
-            if mask is not None and not is_float(values[0].dtype) and np.any(mask):
-                return {}  # the runs decided differently: their spread is no rounding's alone
             scattered.append(mask)
-            sources = [a.index for a in node.args if getattr(a, "kind", "") == "node"]
-            calm = all(scattered[j] is not None and not np.any(scattered[j]) for j in sources)
+            calm = all(
+                scattered[j] is not None and not np.any(scattered[j]) for j in _sources(node)
+            )
             if calm and mask is not None and is_float(values[0].dtype) and np.any(mask):
                 found[index] = mask
     return found
@@ -109,14 +107,16 @@ def coupled_reference(
         masks = undetermined(case.program, [traces.numpy_trace(), *traces.runs])
 
     expected = np.asarray(numpy.output, np.float64)
-    zeroed = _through_zero(case, [traces.numpy_trace(), *traces.runs], expected)
+    runs = _complete(case.program, [traces.numpy_trace(), *traces.runs])
+    spans = _spanning(case.program, runs) if len(runs) >= 2 else {}
+    zeroed = _through_zero(case, _sign_unsettled(case.program, runs, spans), expected)
     if not masks:
         return None if zeroed is None else Reference(COUPLED, expected, unbounded=zeroed)
     reached = _reached(case, masks, expected.shape)
     if reached is None:
         return None
     reached &= np.isfinite(expected)
-    straddling = _straddling(case.program, [traces.numpy_trace(), *traces.runs], masks)
+    straddling = _straddling(spans, masks)
     for index in _output_values(case.program):
         # The value itself is what the runs' spread measures; what is computed from it is
         # anything (a float64 mean of cancelling +-2.8e306 is about +-4e289 in the runs, and
@@ -164,49 +164,77 @@ def _reached(case: Case, masks: dict[int, np.ndarray], shape: tuple) -> np.ndarr
     return None if output is None else np.isnan(output)
 
 
-def _sign_unsettled(program: Any, runs: list[list[Any]]) -> dict[int, np.ndarray]:
-    """Node index -> the float elements whose sign the runs do not settle: they differ there
-    and put it on both sides of zero, or at zero. Only where the node's operands are settled
-    (the first such node on each path: what follows inherits it), and nowhere if the runs took
-    a decision differently (``run.decisions`` settles those)."""
-    count = len(program.nodes)
-    runs = [run for run in runs if len(run) == count]
-    if len(runs) < 2:
-        return {}
+def _complete(program: Any, runs: list[list[Any]]) -> list[list[Any]]:
+    """The runs that traced every node of ``program`` (a failed one stops early)."""
+    return [run for run in runs if len(run) == len(program.nodes)]
+
+
+def _decided_apart(program: Any, runs: list[list[Any]]) -> bool:
+    """Did the runs take a decision differently: a boolean or integer value (a comparison, a
+    cast to an integer) that differs between them?"""
+    for index in range(len(program.nodes)):
+        values = [np.asarray(run[index]) for run in runs]
+        first = values[0]
+        if is_float(first.dtype) or not first.size or any(v.shape != first.shape for v in values):
+            continue
+        if any(np.any(v != first) for v in values[1:]):
+            return True
+    return False
+
+
+def _spanning(program: Any, runs: list[list[Any]]) -> dict[int, np.ndarray]:
+    """Node index -> the float elements the runs differ on and put on both sides of zero, or
+    at zero (nodes without any are left out)."""
     found: dict[int, np.ndarray] = {}
-    unsettled: set[int] = set()
     with np.errstate(all="ignore"):
-        for index, node in enumerate(program.nodes):
+        for index in range(len(program.nodes)):
             values = [np.asarray(run[index]) for run in runs]
-            if any(v.shape != values[0].shape for v in values) or not values[0].size:
+            first = values[0]
+            if not is_float(first.dtype) or not first.size:
                 continue
-            if not is_float(values[0].dtype):
-                if np.any([v != values[0] for v in values[1:]]):
-                    return {}
+            if any(v.shape != first.shape for v in values):
                 continue
             stack = np.stack([v.astype(np.float64) for v in values])
             low, high = stack.min(axis=0), stack.max(axis=0)
             spans = (low <= 0) & (high >= 0) & (high > low)
-            if not np.any(spans):
-                continue
-            unsettled.add(index)
-            sources = {a.index for a in node.args if getattr(a, "kind", "") == "node"}
-            if not sources & unsettled:
+            if np.any(spans):
                 found[index] = spans
     return found
 
 
-def _through_zero(case: Case, runs: list[list[Any]], expected: np.ndarray) -> np.ndarray | None:
+def _sign_unsettled(
+    program: Any, runs: list[list[Any]], spans: dict[int, np.ndarray]
+) -> dict[int, np.ndarray]:
+    """Node index -> the float elements whose sign the runs do not settle (``spans``, their
+    ``_spanning``). Only where the node's operands are settled (the first such node on each
+    path: what follows inherits it), and nowhere if the runs took a decision differently
+    (``run.decisions`` settles those)."""
+    if not spans or _decided_apart(program, runs):
+        return {}
+    return {
+        index: mask
+        for index, mask in spans.items()
+        if not _sources(program.nodes[index]) & spans.keys()
+    }
+
+
+def _sources(node: Any) -> set[int]:
+    """The indices of the nodes ``node`` reads."""
+    return {a.index for a in node.args if getattr(a, "kind", "") == "node"}
+
+
+def _through_zero(
+    case: Case, masks: dict[int, np.ndarray], expected: np.ndarray
+) -> np.ndarray | None:
     """The output elements that are anything because a value whose sign the runs do not settle
-    (``_sign_unsettled``) may be zero in a correct evaluation, and the program taken through
-    that zero is not finite there: ``log(x @ y)`` of a row of ``x`` holding 2.8e306, -2.8e306
-    and 2**52 is 57.5 in NumPy's order and -inf where 2**52 was absorbed before the two
+    (``masks``: ``_sign_unsettled``) may be zero in a correct evaluation, and the program taken
+    through that zero is not finite there: ``log(x @ y)`` of a row of ``x`` holding 2.8e306,
+    -2.8e306 and 2**52 is 57.5 in NumPy's order and -inf where 2**52 was absorbed before the two
     cancelled (graph-numpy's matrix-vector order); the runs put the product at about
     +-3e291, and 0 is between. Its value is no larger than the node's other elements, so it
     is not undetermined by ``undetermined``'s measure, and a README session (60 s) reported
     graph-numpy's -inf. Each such element is set to +0.0 and to -0.0 in turn, and an output
     element that comes out nan or inf where NumPy's is finite is free. None: no such element."""
-    masks = _sign_unsettled(case.program, runs)
     if not masks:
         return None
     free = np.zeros(expected.shape, bool)
@@ -242,22 +270,15 @@ def _substituted(
 
 
 def _straddling(
-    program: Any, runs: list[list[Any]], masks: dict[int, np.ndarray]
+    spans: dict[int, np.ndarray], masks: dict[int, np.ndarray]
 ) -> dict[int, np.ndarray]:
     """Of the undetermined elements (``masks``), those the runs put on both sides of zero, or
-    at zero."""
+    at zero (``spans``: the same runs' ``_spanning``)."""
     found = {}
-    count = len(program.nodes)
-    runs = [run for run in runs if len(run) == count]
     for index, mask in masks.items():
-        values = [np.asarray(run[index], np.float64) for run in runs]
-        if len(values) < 2 or any(v.shape != mask.shape for v in values):
-            continue
-        stack = np.stack(values)
-        with np.errstate(invalid="ignore"):
-            spans = (stack.min(axis=0) <= 0) & (stack.max(axis=0) >= 0)
-        if np.any(spans & mask):
-            found[index] = spans & mask
+        both = spans.get(index)
+        if both is not None and both.shape == mask.shape and np.any(both & mask):
+            found[index] = both & mask
     return found
 
 
