@@ -51,6 +51,13 @@ def catchable_as(result: BackendResult) -> set[str]:
     return set(result.error_classes) or _BASES.get(result.error_type, {result.error_type})
 
 
+def _raised(result: BackendResult) -> str:
+    """``result``'s error as a finding names it: its class, and what else it is an instance of
+    ("InvalidIndex (a ValueError)")."""
+    classes = ", ".join(result.error_classes[1:])
+    return f"{result.error_type} (a {classes})" if classes else result.error_type
+
+
 def rejection_matches(numpy_error: str, result: BackendResult) -> bool:
     """Is ``result``'s error an instance of a class ``REJECTIONS`` accepts for NumPy's error?"""
     return bool(catchable_as(result) & REJECTIONS.get(numpy_error, {numpy_error}))
@@ -72,9 +79,7 @@ def wrong_error(numpy_ref: Reference, result: BackendResult) -> str | None:
                 f"({numpy_ref.error_type}: {numpy_ref.message})"
             )
         if not rejection_matches(numpy_ref.error_type, result):
-            classes = ", ".join(result.error_classes[1:])
-            kind = f" (a {classes})" if classes else ""
-            return f"compiler raised {result.error_type}{kind}, NumPy raised {numpy_ref.error_type}"
+            return f"compiler raised {_raised(result)}, NumPy raised {numpy_ref.error_type}"
         return None
     if result.status == "rejected":
         return f"compiler rejected a program NumPy accepts: {result.error_type}: {result.message}"
@@ -158,12 +163,10 @@ class ErrorPath(Oracle):
             # TypeError in both).
             obs.judgement.agreed_rejection = True
         else:
-            classes = ", ".join(result.error_classes[1:])
             numpy = f" or NumPy's {numpy_ref.error_type}" if not numpy_ref.ok else ""
             detail = (
-                f"{invalid.violation}: compiler raised {result.error_type}"
-                f"{f' (a {classes})' if classes else ''} ({result.message[:200]}); expected an "
-                f"instance of one of {sorted(allowed)}{numpy}"
+                f"{invalid.violation}: compiler raised {_raised(result)} "
+                f"({result.message[:200]}); expected an instance of one of {sorted(allowed)}{numpy}"
             )
             flagged.append(("wrong-error", result, detail))
         if invalid.numpy_rejects and numpy_ref.ok:

@@ -1494,7 +1494,8 @@ _FAMILIES = {
     # ops on booleans, a family of their own: few (only x / y on the compiler as it is), each
     # an i1 code path; as a kind of the pairs' family, a rule that let np.maximum of booleans
     # through waited past 60 s in two sessions of three (as a family, in the two since too:
-    # half the focused cases go to the dense sweeps first, and ten families share the rest)
+    # half the focused cases go to the dense sweeps first, and the families share the rest by
+    # the root of their items, ``_by_root``: a family of one item has one pick in 66 at the start)
     "pair:bool": "bool",
 }  # fmt: skip
 

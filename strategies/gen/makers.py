@@ -203,7 +203,7 @@ def _binary(g: Gen, op: str) -> None:
         return
     foreign = g.foreign_const(p.dtype) if form == CONST_FOREIGN else None
     if foreign is not None:
-        g.node(op, *((foreign, p) if uniform(g.draw, (False, True)) else (p, foreign)))
+        g.node(op, *g.either_side(p, foreign))
         return
     if form in (CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
         constant = g.form_const(form, p.dtype, op)
@@ -224,8 +224,7 @@ def _condition(g: Gen, op: str) -> tuple[Value, Value]:
         return g.node(op, g.const(p.dtype, op, weak=_weak_left(g)), p), p
     foreign = g.foreign_const(p.dtype) if form == CONST_FOREIGN else None
     if foreign is not None:  # either side (one on the left: NumPy's scalar operator)
-        pair = (foreign, p) if uniform(g.draw, (False, True)) else (p, foreign)
-        return g.node(op, *pair), p
+        return g.node(op, *g.either_side(p, foreign)), p
     if form in (CONST_WIDE, CONST_ARBITRARY, CONST_WIDER):
         constant = g.form_const(form, p.dtype, op)
         return g.node(op, *g.ordered(p, constant)), p

@@ -855,6 +855,11 @@ class Gen:
         left."""
         return (b, a) if self.draw(st.booleans()) else (a, b)
 
+    def either_side(self, a: Any, b: Any) -> tuple[Any, Any]:
+        """``(a, b)`` or ``(b, a)``, near uniformly (``ordered`` leans to ``(a, b)``): a foreign
+        scalar (``CONST_FOREIGN``) on the left half the time."""
+        return (b, a) if uniform(self.draw, (False, True)) else (a, b)
+
 
 __all__ = [
     "BOOLS",
