@@ -61,6 +61,11 @@ def elementwise(name: str, *values: Any) -> Tensor:
             # also computes pow in NumPy; the compiler takes sqrt there too: a known
             # deviation, README.)
             return elementwise("sqrt", astype(operands[0], out.dtype))
+        if operands[1] == -1 and (out.dtype.kind == "f" or out.dtype == BFLOAT16):
+            # ... and a scalar power of -1 as its reciprocal, in every dtype, correctly rounded
+            # where pow() is not (an ulp off at 0.7154948425386383: the -O0 call, which LLVM's
+            # -O3 folds to the division, so the levels oracle saw the two levels differ)
+            return elementwise("divide", 1, astype(operands[0], out.dtype))
     dtypes = prim.converted_dtypes(operands, out)
     args = tuple(_converted(v, d) for v, d in zip(operands, dtypes, strict=True))
     return Tensor(Node("elementwise", args, out.shape, out.dtype, {"prim": prim}))

@@ -634,3 +634,20 @@ def test_float32_to_bfloat16_is_rounded_like_ml_dtypes(target) -> None:
     assert np.array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
     tiny = np.abs(want.astype(np.float32)) < 1e-30  # sin(x) == x, exactly, for these
     assert np.array_equal(sines[tiny & ~nan].view(np.uint16), want[tiny & ~nan].view(np.uint16))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("backend", ["cpu-loops@O0", "cpu-blas"])
+def test_a_scalar_power_of_minus_one_is_numpys_reciprocal_bit_for_bit(backend, dtype) -> None:
+    """NumPy computes ``x ** -1`` (a scalar exponent) as ``1 / x``, correctly rounded; pow() is
+    not (an ulp off at 0.7154948425386383 in float64), and LLVM folds the call to the division at
+    -O3 only, so the two levels differed (a README session's levels finding)."""
+    dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    values = [0.7154948425386383, -0.0, 0.0, np.inf, -np.inf, 5e-324, 3.0, -7.25]
+    x = np.array(values + list(np.linspace(0.01, 50.0, 200)), dtype=np.float64).astype(dt)
+    for exponent in (-1.0, -1, np.float32(-1.0)):
+        with np.errstate(all="ignore"):
+            want = x**exponent
+        got = jit(lambda a, e=exponent: a**e).compile(x, target=backend)(x)
+        assert got.dtype == want.dtype
+        assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (exponent, got, want)
