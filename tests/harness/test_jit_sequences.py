@@ -257,6 +257,28 @@ def test_a_sequence_round_trips_through_json() -> None:
     assert case.program == sequence.program(0)
 
 
+def test_a_sequence_with_a_bool_leaf_round_trips_and_its_copies_read_it() -> None:
+    """A program's input may be bool, and its sequence's first call passes that leaf: the
+    stored sequence was refused on reading ("a leaf dtype is one of ..."), which stopped a
+    session with a workaround off (its cases are copies, which decode the sequence again) and
+    would leave such a finding unreadable in the corpus."""
+    from dataclasses import replace
+
+    b = ProgramBuilder()
+    x = b.input((3, 4), "bool")
+    program = b.build(b.node("divide", Const(0.5), x))
+    flags = np.arange(12).reshape(3, 4) % 3 == 0
+    first = Call(0, ("*",), ("bool",), (), (OWN,), (flags,))
+    again = Call(0, ("*",), ("bool",), (), (OWN,), (~flags,))
+    sequence = JitSequence((program,), (), False, (first, again)).validate()
+    data = json.loads(json.dumps(sequence.to_dict(encode_array)))
+    assert JitSequence.from_dict(data, decode_array).to_dict(encode_array) == data
+    case = Case.from_sequence(sequence, (BACKEND,))
+    copy = replace(case, workarounds_off=("libm-calls-kept",))  # as a session's map makes it
+    assert copy.sequence.to_dict(encode_array) == data
+    assert Case.from_dict(case.to_dict()).sequence.calls[1].dtypes == ("bool",)
+
+
 @pytest.mark.parametrize(
     "corrupt",
     [
