@@ -520,8 +520,12 @@ def build(graph: Graph, abi: str = "memref") -> tuple[str, KernelSignature]:
                 f"({tensor_type(shape, dtype)}, {memref_type(shape, dtype)}) -> ()"
             )
         em.line("return")
+        # Workaround "libm-calls-kept" (compiler/workarounds.py): LLVM may not rewrite a libm
+        # call into another function (pow(8.0, x) -> exp2(3.0 * x) rounds 3.0 * x first).
+        kept = ', passthrough = ["no-builtins"]' if workarounds.enabled("libm-calls-kept") else ""
         header = (
-            f"  func.func @{KERNEL}({', '.join(params)}) attributes {{llvm.emit_c_interface}} {{"
+            f"  func.func @{KERNEL}({', '.join(params)}) attributes "
+            f"{{llvm.emit_c_interface{kept}}} {{"
         )
     text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  }\n}\n"
     return text, KernelSignature(list(graph.inputs), list(graph.outputs), len(em.error_values))
