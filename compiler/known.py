@@ -441,10 +441,52 @@ def daz_pow_explains(
     return _rewrite_explains(graph, inputs, outputs, _daz_pow)
 
 
+def _exp2_exponent(node: Any) -> int | None:
+    """n where ``node`` is a float32 or float64 power of the constant base ``2**n`` (n an integer
+    but 0): the powers LLVM's library call simplifier rewrites as ``exp2(n * x)``."""
+    if node.op != "elementwise" or node.prim.name != "power":
+        return None
+    if np.dtype(node.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        return None
+    base = node.args[0]
+    if base.op != "const" or isinstance(base.attrs["value"], bool):
+        return None
+    value = float(base.attrs["value"])
+    if not (value > 0 and np.isfinite(value)):
+        return None
+    n = float(np.log2(value))
+    return int(n) if n == int(n) and n != 0 and abs(n) < 64 else None
+
+
+def _exp2_pow(node: Any, value_of: Callable[[Any], Any]) -> Any:
+    """``node``'s value as LLVM's rewrite gives it, if it is a power of a constant ``2**n``:
+    ``exp2(n * x)``, the product rounded in the node's dtype first."""
+    n = _exp2_exponent(node)
+    if n is None:
+        return None
+    exponent = np.asarray(value_of(node.args[1])).astype(node.dtype)
+    with np.errstate(all="ignore"):
+        return np.exp2(exponent * np.asarray(n, node.dtype)).astype(node.dtype)
+
+
+def exp2_pow_explains(
+    graph: Graph, inputs: list[np.ndarray], outputs: list[Any] | None = None
+) -> bool:
+    """Is a wrong answer on ``inputs`` LLVM's rewrite of ``pow(2**n, x)`` as ``exp2(n * x)``
+    (``tests/upstream``: LLVM 22.1.8's library call simplifier, in XLA's CPU kernels too)?
+    The graph raises a constant power of two, evaluating it so changes the answer, and every
+    element of ``outputs`` (where given) that is not NumPy's answer is that answer (within
+    1%)."""
+    if not any(_exp2_exponent(n) is not None for n in graph.nodes()):
+        return False
+    return _rewrite_explains(graph, inputs, outputs, _exp2_pow)
+
+
 __all__ = [
     "KnownIssue",
     "daz_pow_explains",
     "depends_on_subnormals",
+    "exp2_pow_explains",
     "double_rounding_explains",
     "select_rewrite_explains",
     "flushed",

@@ -32,6 +32,7 @@ from .known import (
     KnownIssue,
     daz_pow_explains,
     double_rounding_explains,
+    exp2_pow_explains,
     flushing_explains,
     ieee_extremum_explains,
     only_zero_signs,
@@ -156,6 +157,18 @@ SNAN_EXTREMUM = KnownIssue(
     "jnp.nan, y))",
 )
 
+#: LLVM's library call simplifier rewrites ``pow(2**n, x)`` as ``exp2(n * x)`` in XLA's kernels.
+EXP2_POW = KnownIssue(
+    "exp2-pow",
+    "no report found (tests/upstream/test_xla_0_10_2.py and test_llvm_22_1_8.py pin it: LLVM "
+    "22.1.8's library call simplifier; the compiler's workaround: libm-calls-kept)",
+    "XLA (CPU) under jit: a power of a constant base 2**n is LLVM's exp2(n * x), with n * x "
+    "rounded first where n is no power of two: float64 8.0 ** 300.33251 is 355 ulps off the C "
+    "library's pow, which NumPy agrees with (eagerly JAX's answer is pow's)",
+    "the base as a traced argument, not a constant: jax.jit(lambda b, x: b ** x)(8.0, x) "
+    "calls pow",
+)
+
 #: The known wrong answers, in the order they are asked: each predictor's issue where it gives
 #: every wrong element (the last one, any zero of the other sign, only after the others).
 KNOWN_ANSWERS = (
@@ -164,6 +177,7 @@ KNOWN_ANSWERS = (
     (select_rewrite_explains, BOOL_PRODUCT_SELECT),
     (ieee_extremum_explains, SIGNED_ZERO_EXTREMUM),
     (daz_pow_explains, DAZ_POW),
+    (exp2_pow_explains, EXP2_POW),
     (snan_extremum_explains, SNAN_EXTREMUM),
     (only_zero_signs, ZERO_SIGN_REWRITE),
 )

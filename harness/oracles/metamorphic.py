@@ -30,7 +30,7 @@ from ..run.references import perturbed_outputs
 from ..run.task import Task
 from . import tolerance
 from .base import Derived, Finding, Observation, Oracle, register
-from .differential import reference_outputs, yardstick
+from .differential import judge_jax, reference_outputs, yardstick
 
 
 @dataclass
@@ -268,6 +268,7 @@ class Relation(Oracle):
                 # near 100: 300 ulps on cpu-loops and cpu-vector, NumPy's largest error a tenth
                 # of the allowed; a clean-compiler session, seed 1302).
                 own_shape = np.shape(own_truth)
+                judge_jax(related.case, own)  # (a JAX answer wrong there measures nothing)
                 outputs = reference_outputs(own, own_shape, backend)
                 outputs += perturbed_outputs(own, own_shape)
                 # Each is a correct evaluation of the derived program, so its non-finite values

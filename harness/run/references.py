@@ -50,6 +50,9 @@ class Reference:
     #: ``perturbed:coupled``'s: the output elements any value may take, nan and inf included
     #: (``undetermined.coupled_reference``); None: none.
     unbounded: np.ndarray | None = None
+    #: JAX's: is its answer right by the error model without it, judged as ``xla-cpu`` is
+    #: (``differential.judge_jax``)? None: not judged yet.
+    within_model: bool | None = None
 
     @property
     def ok(self) -> bool:
