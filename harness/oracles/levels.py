@@ -2,8 +2,10 @@
 bits.
 
 LLVM's optimizer keeps IEEE 754 semantics wherever no fast-math flag allows otherwise, and this
-project's lowering sets none (its float -> int conversions are guarded, so no poison either):
-every rounding, zero and NaN of a kernel at -O0 is the optimized kernel's too. A difference is
+project's lowering sets none (its float -> int conversions are guarded, so no poison either);
+it keeps C library calls as calls where the caller is marked "no-builtins", as the kernels are
+(``libm-calls-kept``: unmarked, ``pow(8.0, x)`` became ``exp2(3.0 * x)`` at -O3): every
+rounding, zero and NaN of a kernel at -O0 is the optimized kernel's too. A difference is
 a flag that leaked into the IR (``a * b - c`` contracted into one FMA rounds once where NumPy
 rounds twice), or the optimizer's wrong code. The error model cannot see it where the answer
 has room (an FMA's ulp inside ``exp(a * b - c)``); two levels of one pipeline can. Judged where
@@ -94,7 +96,7 @@ class Levels(Oracle):
                 continue
             detail = (
                 f"{high}: other bits than {low}, the same pipeline at LLVM -O0 (IEEE 754 "
-                f"semantics kept by both): {_first_difference(got, want)}"
+                f"semantics and C library calls kept by both): {_first_difference(got, want)}"
             )
             findings.append(
                 Finding("levels", (high, low), self.name, detail, obs.case, result=optimized)

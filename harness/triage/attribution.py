@@ -160,6 +160,35 @@ def _sublayer_cases(case: Case, backend: str) -> list[Case]:
 #: A fast-math flag in MLIR's arith and math ops or the LLVM dialect (``fastmath<contract>``,
 #: ``#llvm.fastmath<nnan, ninf>``): ``none`` is none.
 _FASTMATH = re.compile(r"fastmath<([^>]*)>")
+#: A call of a C library math function in the LLVM dialect (an intrinsic, or a call by name
+#: after convert-math-to-libm), which LLVM's library call simplifier may rewrite as another
+#: function unless the caller is marked "no-builtins" (``libm-calls-kept``).
+_LIBM_CALL = re.compile(
+    r"llvm\.intr\.(pow|exp|exp2|exp10|log|log2|log10|sin|cos|tan|sinh|cosh|tanh|asin|acos|atan)"
+    r"\b|llvm\.call @((?:a?(?:sin|cos|tan)h?|atan2|cbrt|erfc?|expm1|log1p|exp2?|log(?:2|10)?"
+    r"|pow)f?)\("
+)
+_NO_BUILTINS = '"no-builtins"'
+
+
+def _unmarked_libm_calls(stages: dict[str, Any]) -> list[str]:
+    """The C library math functions the lowered kernel calls (``_LIBM_CALL``) where its
+    functions are not marked "no-builtins": calls LLVM's optimizer may rewrite. Empty where
+    there is no lowered stage, no such call or the mark."""
+    lowered = [t for t in stages.values() if isinstance(t, str) and "llvm.func" in t]
+    if any(_NO_BUILTINS in t for t in lowered):
+        return []
+    return sorted({a or b for t in lowered for a, b in _LIBM_CALL.findall(t)})
+
+
+def _libm_note(calls: list[str]) -> str:
+    """What ``_unmarked_libm_calls`` found, said: the call LLVM may have rewritten."""
+    return (
+        f"the kernel calls {', '.join(calls)} without \"no-builtins\": LLVM's library call "
+        "simplifier may rewrite such a call as another function (pow(8.0, x) as exp2(3.0 * x), "
+        "the product rounded first), which -O0 keeps; the compiler marks its kernels unless the "
+        "workaround libm-calls-kept is off (compiler/lower/emit.py)"
+    )
 
 
 @dataclass
@@ -462,8 +491,12 @@ class Attributor:
                 "compiler/vector/)",
                 evidence,
             )
+        calls = _unmarked_libm_calls(stages)
         if not stages:
             detail = "its stages could not be printed; LLVM's optimizer, most likely"
+        elif calls:
+            evidence["C library calls, the kernel unmarked"] = ", ".join(calls)
+            detail = f"no stage carries a fast-math flag, and {_libm_note(calls)}"
         else:
             detail = (
                 "no stage carries a fast-math flag: LLVM's optimizer (or its translation) "
@@ -1061,11 +1094,15 @@ class Attributor:
                     "or the machine passes)",
                 )
             if codegen == "passes":
+                calls = _unmarked_libm_calls(self._stage_texts(probe, backend, LLVM))
+                if calls:
+                    evidence["C library calls, the kernel unmarked"] = ", ".join(calls)
                 return done(
                     "llvm:ir-passes",
                     f"{said}; the IR without LLVM's IR passes passes with optimized code "
                     f"generation (+optimized-codegen): LLVM's IR passes at -O{level} (opt), "
-                    "or the code generation of the IR they produce",
+                    "or the code generation of the IR they produce"
+                    + (f"; {_libm_note(calls)}" if calls else ""),
                 )
             return done(
                 "llvm",

@@ -225,12 +225,31 @@ def const_form_value(form: str) -> int | float | None:
         return float(text)  # (a ValueError for a form that names no number)
 
 
+#: The prefix of a focused power step's form that names its base ("power@base=VALUE": ``8.0 **
+#: x``; ``const_base_form``): the bases a folder rewrites the power for
+#: (``makers.SPECIAL_BASES``), each a focus item of its own.
+CONST_BASE = "base="
+
+
+def const_base_form(value: float) -> str:
+    """The form "base=VALUE" of a power step whose base is the constant ``value``."""
+    return f"{CONST_BASE}{float(value)!r}"
+
+
+def const_base_value(form: str) -> float | None:
+    """The base a "base=VALUE" form names (``const_base_form``); None for any other form."""
+    if not form.startswith(CONST_BASE):
+        return None
+    return float(form[len(CONST_BASE) :])  # (a ValueError for a form that names no number)
+
+
 def is_const_form(form: str) -> bool:
-    """Is ``form`` one of a focused step's constant forms (``CONST_FORMS``, "const=VALUE")?"""
+    """Is ``form`` one of a focused step's constant forms (``CONST_FORMS``, "const=VALUE",
+    "base=VALUE")?"""
     if form in CONST_FORMS:
         return True
     try:
-        return const_form_value(form) is not None
+        return const_form_value(form) is not None or const_base_value(form) is not None
     except ValueError:
         return False
 
@@ -864,6 +883,7 @@ class Gen:
 __all__ = [
     "BOOLS",
     "CONST_ARBITRARY",
+    "CONST_BASE",
     "CONST_FORMS",
     "CONST_LEFT",
     "CONST_VALUE",
@@ -876,6 +896,8 @@ __all__ = [
     "Value",
     "accumulator",
     "broadcast",
+    "const_base_form",
+    "const_base_value",
     "const_form_value",
     "const_value_form",
     "generation_order",

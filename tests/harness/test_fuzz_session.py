@@ -291,7 +291,7 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     assert ("maximum", CONST_LEFT) not in items and ("exp", CONST_LEFT) not in items
     kinds = Counter(item_kind(item) for item in items)
     others = {"sweep", "cast", "spelling", "const:left", "const:wide", "const:arbitrary"}
-    others |= {"const:wider", "const:value", "const:foreign"}
+    others |= {"const:wider", "const:value", "const:foreign", "const:base"}
     others |= {"jit-sequence", "pair:bool"}  # (x / y of booleans: the rule takes it)
     others |= {"out-of-range", "identity", "view", "key", "ranks", "layout", "tails", "invalid"}
     assert set(kinds) == others | {f"pair:{p.kind}" for p in primitives.PRIMITIVES.values()
@@ -299,6 +299,7 @@ def test_focus_items_put_a_constant_left_of_each_binary_op(monkeypatch) -> None:
     assert kinds["pair:gather"] == 5 and kinds["const:left"] == kinds["const:arbitrary"] == 11
     assert kinds["const:wider"] == 11 and kinds["const:value"] == 25
     assert kinds["const:foreign"] == 10  # (every one but power)
+    assert kinds["const:base"] == 5  # (power's: 2, 0.5, 8, 0.125, 10)
     dtypes: Counter[str] = Counter()
     started: list[bool] = []
 
@@ -1055,6 +1056,34 @@ def test_a_case_whose_int32_arithmetic_may_wrap_always_runs_the_optimized_target
         settings=quick,
     )
     assert tuple(plain.backends) == CPU_BACKENDS
+
+
+def test_a_power_of_a_base_llvm_rewrites_always_runs_the_optimized_targets() -> None:
+    """LLVM's library call simplifier rewrites ``pow(8.0, x)`` as ``exp2(3.0 * x)`` (355 ulps
+    off at -O3), only in optimized pipelines: a program raising one of ``SPECIAL_BASES`` (a
+    Python or a NumPy scalar) runs the sampled -O3 targets every time."""
+    from hypothesis import HealthCheck, Phase, find, settings
+
+    from harness.case import CPU_BACKENDS, SAMPLED_BACKENDS, Case
+    from harness.session.generate import cases, rewritten_call
+    from strategies.model import Const, ProgramBuilder
+
+    def case(base: object, exponent: object) -> Case:
+        b = ProgramBuilder()
+        x = b.input((3,), "float64")
+        program = b.build(b.node("power", x if base is None else base, x if base else exponent))
+        return Case(program, [np.ones(3)], CPU_BACKENDS)
+
+    assert rewritten_call(case(Const(8.0), None)) and rewritten_call(case(Const(0.125), None))
+    assert rewritten_call(case(Const(2.0, "float32"), None))
+    assert not rewritten_call(case(Const(3.0), None))
+    assert not rewritten_call(case(None, Const(8.0)))  # an exponent of 8: no rewrite of pow's
+    quick = settings(
+        max_examples=3000, phases=[Phase.generate], database=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    found = find(cases(CPU_BACKENDS, mix="programs"), rewritten_call, settings=quick)
+    assert set(SAMPLED_BACKENDS) <= set(found.backends)
 
 
 def test_the_sampled_share_runs_the_target_users_get_by_default_as_shipped() -> None:
@@ -2364,6 +2393,42 @@ def test_each_constant_a_lowering_may_take_apart_is_a_focus_item() -> None:
         # lives in half of its programs).
         assert sum(flags) >= 0.35 * len(flags), (item, sum(flags), len(flags))
     assert spellings == {(int, True), (float, True), (float, False)}, spellings
+
+
+def test_each_base_a_folder_rewrites_a_power_for_is_a_focus_item() -> None:
+    """LLVM rewrites ``pow(8.0, x)`` as ``exp2(3.0 * x)`` with no fast-math flag (355 ulps at
+    -O3), a rewrite of the base: each such base (``SPECIAL_BASES``) is an item ("power",
+    "base=VALUE") whose cases hold the power of that constant base (a Python or a NumPy
+    scalar), and exercising it takes it out of the focus; random programs draw a power of a
+    constant base in about 1 of 150 steps, of 8.0 in about 1 of 4000."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    from harness.case import CPU_BACKENDS
+    from harness.session.focus import exercised_items, focus_cases, focus_items, item_kind
+    from strategies.gen.makers import SPECIAL_BASES
+    from strategies.model.types import Const
+
+    items = set(focus_items())
+    assert {("power", f"base={float(v)!r}") for v in SPECIAL_BASES} <= items
+    item = ("power", "base=8.0")
+    assert item_kind(item) == "const:base"  # (its own kind: not one of the 100 binary pairs)
+    done: list[bool] = []
+    spellings: set[bool] = set()
+
+    @seed(3)
+    @settings(max_examples=40, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(focus_cases(CPU_BACKENDS, (item,)))
+    def draw(case) -> None:
+        done.append(item in exercised_items(case))
+        for node in case.program.nodes:
+            base = node.args[0]
+            if node.op == "power" and isinstance(base, Const) and base.value == 8.0:
+                spellings.add(base.dtype is None)
+
+    draw()
+    assert sum(done) >= 0.35 * len(done), (sum(done), len(done))
+    assert spellings == {True, False}, spellings
 
 
 def test_a_family_and_a_kind_are_drawn_by_the_root_of_their_items_left() -> None:

@@ -97,3 +97,31 @@ def test_a_contraction_into_an_fma_is_found_where_the_error_model_has_room(tmp_p
     assert layer.startswith("builder: ") and "contract" in layer, layer  # the flag named
     assert with_bug.returncode == 1, with_bug.stdout[-2000:] + with_bug.stderr[-2000:]
     assert clean.returncode == 0, clean.stdout[-2000:] + clean.stderr[-2000:]
+
+
+@pytest.mark.parametrize("span", [300.33251, 1.0], ids=["hundreds-of-ulps", "an-ulp"])
+def test_a_rewritten_libm_call_is_found_and_named_where_the_kernel_is_unmarked(span) -> None:
+    """With the workaround ``libm-calls-kept`` off, LLVM's library call simplifier rewrites
+    ``pow(8.0, x)`` as ``exp2(3.0 * x)`` at -O3 only. Where that is hundreds of ulps off, the
+    differential oracle finds it, attributed to LLVM's IR passes; where it is an ulp, the levels
+    oracle, attributed to LLVM's optimizer. Either names the call and the missing "no-builtins"
+    mark (a rewrite of a call, not a change of what IEEE 754 fixes). With the workaround on,
+    both levels call pow, and nothing is found."""
+    from dataclasses import replace
+
+    from harness.run.runner import Runner
+    from harness.triage.attribution import Attributor
+    from strategies.model import Const
+
+    b = ProgramBuilder()
+    program = b.build(b.node("power", Const(8.0), b.input((64,), "float64")))
+    inputs = [np.linspace(-span, span, 64)]
+    case = Case(program, inputs, ("cpu-blas@O0", "cpu-blas"))
+    with Runner(None, use_jax=False) as runner:
+        assert not runner.evaluate(case, ("levels",)).findings
+        off = replace(case, workarounds_off=("libm-calls-kept",))
+        (finding,) = runner.evaluate(off, ("levels",)).findings
+        attribution = Attributor(runner).attribute(finding.case, finding)
+    assert finding.oracle == ("differential" if span > 1 else "levels"), finding.detail
+    assert attribution.layer == ("llvm:ir-passes" if span > 1 else "llvm"), attribution
+    assert "pow" in attribution.detail and "no-builtins" in attribution.detail, attribution
