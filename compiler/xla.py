@@ -162,9 +162,9 @@ EXP2_POW = KnownIssue(
     "exp2-pow",
     "no report found (tests/upstream/test_xla_0_10_2.py and test_llvm_22_1_8.py pin it: LLVM "
     "22.1.8's library call simplifier; the compiler's workaround: libm-calls-kept)",
-    "XLA (CPU) under jit: a power of a constant base 2**n is LLVM's exp2(n * x), with n * x "
-    "rounded first where n is no power of two: float64 8.0 ** 300.33251 is 355 ulps off the C "
-    "library's pow, which NumPy agrees with (eagerly JAX's answer is pow's)",
+    "XLA (CPU) under jit: a power of a constant base 2**n is what LLVM's rewrite to exp2(n * "
+    "x) gives, n * x rounded first where n is no power of two: float64 8.0 ** 300.33251 is 355 "
+    "ulps off the C library's pow, which NumPy agrees with (eagerly JAX's answer is pow's)",
     "the base as a traced argument, not a constant: jax.jit(lambda b, x: b ** x)(8.0, x) "
     "calls pow",
 )

@@ -198,11 +198,11 @@ def test_a_maximum_beside_a_signaling_nan_is_nan() -> None:
     "simplifier's pow(8.0, x) -> exp2(x * 3.0) (test_llvm_22_1_8.py; no report found)",
 )
 def test_a_power_of_eight_is_pow() -> None:
-    """Under ``jit`` XLA's CPU kernel calls ``llvm.pow`` of the float64 constant base, and
-    LLVM's optimizer, as in this compiler before its workaround ``libm-calls-kept``, rewrites
-    ``pow(8.0, x)`` as ``exp2(x * 3.0)``, rounding the product first: at x = 300.33251 the
-    answer is 355 ulps off the C library's pow, which NumPy agrees with to an ulp (eagerly,
-    JAX's answer is pow's)."""
+    """Under ``jit`` the answer is the one LLVM's rewrite of ``pow(8.0, x)`` as ``exp2(x *
+    3.0)`` gives (XLA's CPU kernels go through LLVM; this compiler's were the same before its
+    workaround ``libm-calls-kept``), the product rounded first: at x = 300.33251 it is 355 ulps
+    off the C library's pow, which NumPy agrees with to an ulp (eagerly, JAX's answer is
+    pow's)."""
     import math
 
     x = np.array([300.33251, 330.0001, 100.3])
