@@ -52,6 +52,7 @@ from strategies.gen.makers import (
     SPECIAL_BASES,
     SPECIAL_CONSTANTS,
     small_exponent,
+    special_base,
     special_constant,
 )
 from strategies.gen.programs import VIEW_LAYOUTS, generation_order, ops_reading_views
@@ -1702,8 +1703,10 @@ def exercised_pairs(program: Any) -> set[tuple[str, str]]:
             special = special_constant(equation.op, arg.value)
             if special is not None:
                 found.add((equation.op, const_value_form(special)))
-        if equation.op == "power" and isinstance(args[0], Const) and args[0].value in SPECIAL_BASES:
-            found.add(("power", const_base_form(args[0].value)))
+        if equation.op == "power" and isinstance(args[0], Const):
+            base = special_base(args[0].value)
+            if base is not None:
+                found.add(("power", const_base_form(base)))
     return found
 
 

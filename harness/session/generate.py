@@ -29,7 +29,7 @@ from strategies import (
     uniform,
     violations_of,
 )  # fmt: skip
-from strategies.gen.makers import SPECIAL_BASES
+from strategies.gen.makers import special_base
 from strategies.gen.programs import generation_order, ops_reading_views
 from strategies.gen.sequences import jit_sequences
 from strategies.gen.shapes import attention_configs
@@ -725,12 +725,12 @@ def rewritten_call(case: Case) -> bool:
     off at -O3 in float64). Such cases run the sampled shipped targets every time: only an
     optimized pipeline rewrites a call, and a focused ``8.0 ** x`` met one a quarter of the
     time."""
-    for node in getattr(case.subject, "nodes", ()):
-        base = node.args[0] if node.op == "power" else None
-        if isinstance(base, Const) and not isinstance(base.value, bool):
-            if base.value in SPECIAL_BASES:
-                return True
-    return False
+    return any(
+        node.op == "power"
+        and isinstance(node.args[0], Const)
+        and special_base(node.args[0].value) is not None
+        for node in getattr(case.subject, "nodes", ())
+    )
 
 
 def at_the_edges(case: Case) -> bool:

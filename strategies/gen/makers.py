@@ -116,6 +116,13 @@ def special_constant(op: str, value: Any) -> int | float | None:
     return None
 
 
+def special_base(value: Any) -> float | None:
+    """The entry of ``SPECIAL_BASES`` that ``value`` (a power's constant base) is, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return next((base for base in SPECIAL_BASES if value == base), None)
+
+
 def small_exponent(draw: st.DrawFn) -> int | float:
     """One of ``SMALL_EXPONENTS``, near uniformly, as an int or a float alike."""
     value = uniform(draw, SMALL_EXPONENTS)
@@ -158,13 +165,20 @@ def _scalar(g: Gen, p: Value, value: int | float, wider: bool = False) -> Const:
     return Const(float(value), dtype)
 
 
+def _power_of(g: Gen, p: Value, base: float) -> None:
+    """``base ** p``, the constant a Python scalar 3 times in 4 (``_weak_left``: only those
+    reach the tensor's ``__rpow__``; a frontend that traced ``2.0 ** x`` as ``x ** 2.0``
+    survived 60 s sessions while half the bases were NumPy scalars)."""
+    g.node("power", Const(base) if _weak_left(g) else _scalar(g, p, base), p)
+
+
 def _binary(g: Gen, op: str) -> None:
     form = g.takes_const_form()
     left = form == CONST_LEFT
     p = g.primary(op)
     base = const_base_value(form) if op == "power" else None  # a "power@base=VALUE" step's
     if base is not None:
-        g.node(op, Const(base) if _weak_left(g) else _scalar(g, p, base), p)
+        _power_of(g, p, base)
         return
     named = const_form_value(form)  # a focused "OP@const=VALUE" step's constant
     if named is not None:
@@ -181,11 +195,7 @@ def _binary(g: Gen, op: str) -> None:
         else:
             kind = g.draw(st.sampled_from(["exponent", "base"]))
         if kind == "base":
-            # a Python scalar 3 times in 4 (``_weak_left``: only those reach the tensor's
-            # ``__rpow__``; a frontend that traced ``2.0 ** x`` as ``x ** 2.0`` survived 60 s
-            # sessions while half the bases were NumPy scalars)
-            base = g.draw(st.sampled_from(g.rarely([2.0, 0.5], RARE_BASES)))
-            g.node(op, Const(base) if _weak_left(g) else _scalar(g, p, base), p)
+            _power_of(g, p, g.draw(st.sampled_from(g.rarely([2.0, 0.5], RARE_BASES))))
             return
         # 0.5 on any sign: NumPy computes it as sqrt, which differs from pow() at -inf and -0.0
         # (a negative base's NaN is NumPy's answer too).

@@ -7,6 +7,8 @@ a temporary corpus and database. The shards' seeds are listed at the end of the 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -1014,16 +1016,30 @@ def test_some_random_programs_have_rows_past_the_vector_planners_whole_row_limit
     assert long_row.origin.startswith("programs/")
 
 
+def _drawn_case(condition: Callable[[Any], bool]) -> Any:
+    """A default session's case (``generate.cases`` on the CPU backends, programs only) that
+    meets ``condition``, found among up to 3000 draws."""
+    from hypothesis import HealthCheck, Phase, find, settings
+
+    from harness.case import CPU_BACKENDS
+    from harness.session.generate import cases
+
+    quick = settings(
+        max_examples=3000, phases=[Phase.generate], database=None,
+        suppress_health_check=list(HealthCheck),
+    )  # fmt: skip
+    return find(cases(CPU_BACKENDS, mix="programs"), condition, settings=quick)
+
+
 def test_a_case_whose_int32_arithmetic_may_wrap_always_runs_the_optimized_targets() -> None:
     """LLVM reasons from what an integer op claims about overflow (nsw, poison), so only -O3
     code can be wrong where NumPy's int32 wraps: a program with int32 ``+``, ``-``, ``*``,
     negation or abs runs the sampled -O3 targets every time (its siblings bring the extreme
     values); other cases keep the coin's share."""
     import numpy as np
-    from hypothesis import HealthCheck, Phase, find, settings
 
     from harness.case import CPU_BACKENDS, SAMPLED_BACKENDS, Case
-    from harness.session.generate import cases, wraps
+    from harness.session.generate import wraps
     from strategies.model import ProgramBuilder
 
     def program(op: str, dtype: str) -> object:
@@ -1043,17 +1059,11 @@ def test_a_case_whose_int32_arithmetic_may_wrap_always_runs_the_optimized_target
     averaged = b.build(b.node("mean", b.input((3,), "int32")))  # float64: it adds in float64
     assert not wraps(Case(averaged, [big], CPU_BACKENDS))
 
-    quick = settings(
-        max_examples=3000, phases=[Phase.generate], database=None,
-        suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
-    wrapping = find(cases(CPU_BACKENDS, mix="programs"), wraps, settings=quick)
+    wrapping = _drawn_case(wraps)
     assert set(SAMPLED_BACKENDS) <= set(wrapping.backends)
     assert len(set(wrapping.backends)) == len(wrapping.backends)
-    plain = find(
-        cases(CPU_BACKENDS, mix="programs"),
-        lambda case: not wraps(case) and not set(SAMPLED_BACKENDS) & set(case.backends),
-        settings=quick,
+    plain = _drawn_case(
+        lambda case: not wraps(case) and not set(SAMPLED_BACKENDS) & set(case.backends)
     )
     assert tuple(plain.backends) == CPU_BACKENDS
 
@@ -1062,10 +1072,9 @@ def test_a_power_of_a_base_llvm_rewrites_always_runs_the_optimized_targets() -> 
     """LLVM's library call simplifier rewrites ``pow(8.0, x)`` as ``exp2(3.0 * x)`` (355 ulps
     off at -O3), only in optimized pipelines: a program raising one of ``SPECIAL_BASES`` (a
     Python or a NumPy scalar) runs the sampled -O3 targets every time."""
-    from hypothesis import HealthCheck, Phase, find, settings
 
     from harness.case import CPU_BACKENDS, SAMPLED_BACKENDS, Case
-    from harness.session.generate import cases, rewritten_call
+    from harness.session.generate import rewritten_call
     from strategies.model import Const, ProgramBuilder
 
     def case(base: object, exponent: object) -> Case:
@@ -1078,12 +1087,7 @@ def test_a_power_of_a_base_llvm_rewrites_always_runs_the_optimized_targets() -> 
     assert rewritten_call(case(Const(2.0, "float32"), None))
     assert not rewritten_call(case(Const(3.0), None))
     assert not rewritten_call(case(None, Const(8.0)))  # an exponent of 8: no rewrite of pow's
-    quick = settings(
-        max_examples=3000, phases=[Phase.generate], database=None,
-        suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
-    found = find(cases(CPU_BACKENDS, mix="programs"), rewritten_call, settings=quick)
-    assert set(SAMPLED_BACKENDS) <= set(found.backends)
+    assert set(SAMPLED_BACKENDS) <= set(_drawn_case(rewritten_call).backends)
 
 
 def test_the_sampled_share_runs_the_target_users_get_by_default_as_shipped() -> None:
