@@ -114,7 +114,8 @@ from harness.session.focus import focus_cases, focus_items
 
 item = tuple(sys.argv[-1].split("|"))
 assert item in focus_items(), "not a focus item: the compiler's rule refuses it"
-quick = settings(database=None, max_examples=40, phases=[Phase.generate], deadline=None,
+quick = settings(database=None, max_examples=100, phases=[Phase.generate], deadline=None,
+                 derandomize=True,
                  suppress_health_check=list(HealthCheck))
 with Runner(None, use_jax=False) as runner:
     case = find(focus_cases(("cpu-loops@O0",), (item,)),
