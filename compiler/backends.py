@@ -113,10 +113,12 @@ class GraphInterpreterBackend:
 #: The suffixes of our CPU targets' triage variants: ``+mlir-runtime`` (MLIR's runtime helpers
 #: call the kernel), ``+generic-cpu`` (LLVM compiles it for a generic x86-64 CPU) and
 #: ``+poison-checks`` (an operation whose result would be poison aborts instead, saying so),
-#: ``+copied-gathers`` (cpu-vector's gathers fix-up replaced by one that copies the views) and
-#: ``+optimized-codegen`` (no IR passes, but the code generation of an optimized target).
+#: ``+copied-gathers`` (cpu-vector's gathers fix-up replaced by one that copies the views),
+#: ``+plain-libm`` (the libm stage replaced by one written apart) and ``+optimized-codegen`` (no
+#: IR passes, but the code generation of an optimized target).
 VARIANT_SUFFIXES = (
-    "mlir-runtime", "generic-cpu", "poison-checks", "copied-gathers", "optimized-codegen",
+    "mlir-runtime", "generic-cpu", "poison-checks", "copied-gathers", "plain-libm",
+    "optimized-codegen",
 )  # fmt: skip
 
 BACKENDS: dict[str, Backend] = {}
@@ -218,6 +220,10 @@ def get(name: str) -> Backend:
             if given not in (None, 0):
                 raise ValueError(f"{name!r}: +copied-gathers runs at -O0 only")
             target = target.with_copied_gathers()
+        if suffix == "plain-libm":
+            if given not in (None, 0):
+                raise ValueError(f"{name!r}: +plain-libm runs at -O0 only")
+            target = target.with_plain_libm()
         if suffix == "optimized-codegen":
             if given not in (None, 0):
                 raise ValueError(f"{name!r}: +optimized-codegen runs at -O0 only")

@@ -73,11 +73,17 @@ class Artifacts:
 
 
 def stage_command(target: Target, stage: Stage, source: str, output: str) -> str:
-    """The command that runs ``stage`` of ``target`` on the file ``source``, writing ``output``."""
+    """The command that runs ``stage`` of ``target`` on the file ``source``, writing ``output``.
+    A Python stage that a named target runs too (``libm``, which every CPU target and variant
+    runs) is named by that target: a variant's own name may need a plugin to parse."""
     if stage.pipeline:
         return tools.command("mlir-opt", f"--pass-pipeline={stage.pipeline}", source, "-o", output)
+    from .pipelines import TARGETS
+
+    shared = [t.name for t in TARGETS.values() if stage in t.stages]
+    name = target.name if target.name in TARGETS or not shared else shared[0]
     return " ".join(
-        ["python", "-m", "compiler", "opt", shlex.quote(source), "--target", target.name,
+        ["python", "-m", "compiler", "opt", shlex.quote(source), "--target", name,
          "--from-stage", stage.name, "--to-stage", stage.name, "-o", shlex.quote(output)]
     )  # fmt: skip
 
@@ -459,7 +465,7 @@ def compile_graph(
                 if module is None:
                     module = parse(current)
                 try:
-                    stage.run(module)
+                    changed = stage.run(module)
                 except ir.MLIRError as error:
                     message = _verified_error(stage, current) or str(error)
                     raise CompilerError(stage.name, stage.pipeline, message, current) from None
@@ -472,7 +478,7 @@ def compile_graph(
                     # rejection of the user's program (a stray IndexError read as one).
                     message = _raised_in(error)
                     raise CompilerError(stage.name, "", message, current) from error
-                current = _text(module)
+                current = current if changed is False else _text(module)
                 _STAGE_MEMO.put(key, current)
             artifacts.stages[stage.name] = current
             artifacts.commands[stage.name] = stage_command(

@@ -30,8 +30,9 @@ F64_LIBM_LINK = KnownIssue(
     "iree-org/iree#20165 (open: the same class, f32 log10/trunc; earlier instances #8719 and "
     "#12974 were fixed op by op): math functions without an implementation in IREE's embedded "
     "runtime become libm calls the embedded linker cannot resolve",
-    "IREE (llvm-cpu embedded linking): f64 tanh, sin, cos, tan, atan and asin lower to libm "
-    "calls and iree-lld fails with 'undefined symbol'",
+    "IREE (llvm-cpu embedded linking): f64 tanh, sin, cos, tan, atan, asin, log2 and log10, "
+    "and log10 of f32 and f16 too, lower to libm calls and iree-lld fails with 'undefined "
+    "symbol'",
     f"--iree-llvmcpu-link-embedded=false (the {NAME}+system-linker variant)",
 )
 RANK0_RESHAPE_CRASH = KnownIssue(
@@ -223,7 +224,9 @@ _SLICE = re.compile(
 )
 _F64_POWF = re.compile(r"math\.powf [^\n]*: f64\b")
 _F32_POWF = re.compile(r"math\.powf [^\n]*: f32\b")
-_LIBM = re.compile(r"undefined symbol: (tanh|sin|cos|tan|atan2?|asin|acos|erf|cbrt)\b")
+_LIBM = re.compile(
+    r"undefined symbol: (tanh|sin|cos|tan|atan2?|asin|acos|erf|cbrt|log2|log10|sinh|cosh|asinh)f?\b"
+)
 _RANK0_RESHAPE = re.compile(r"tensor\.reshape [^\n]*tensor<0xindex>\) -> tensor<[a-z0-9]+>")
 _GENERIC = re.compile(
     r"linalg\.generic \{[^\n]*iterator_types = \[[^\]]*\"reduction\"[^\]]*\]\}[^\n]*\{\n"

@@ -107,6 +107,24 @@ def _blas_substitute(module: Any) -> None:
 _blas_substitute.source = "compiler/lower/blas.py"  # type: ignore[attr-defined]
 
 
+def _libm_calls(module: Any) -> bool:
+    from .lower.libm import replace
+
+    return replace(module) > 0
+
+
+_libm_calls.source = "compiler/lower/libm.py"  # type: ignore[attr-defined]
+
+
+def _plain_libm_calls(module: Any) -> None:
+    from .lower.libm import plain
+
+    plain(module)
+
+
+_plain_libm_calls.source = "compiler/lower/libm.py"  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class Stage:
     """One named step from module text to module text."""
@@ -127,16 +145,20 @@ class Stage:
         a failure attributed to the stage names the code to read."""
         return str(getattr(self.transform, "source", "") or "")
 
-    def run(self, module: Any) -> None:
+    def run(self, module: Any) -> bool:
         """Run on a parsed ``mlir.ir.Module`` (inside its context); the output is verified once
-        at the end, or after every pass under ``verify_each()`` (see ``verifying_each``)."""
+        at the end, or after every pass under ``verify_each()`` (see ``verifying_each``). False
+        when a Python stage says it changed nothing (its transform returned False): the module
+        is its input, and its text need not be printed again."""
         if self.transform is not None:
-            self.transform(module)
+            if self.transform(module) is False:
+                return False
         else:
             pass_manager(self.pipeline, module.context).run(module.operation)
             if verifying_each():
-                return  # the pass manager verified after the last pass
+                return True  # the pass manager verified after the last pass
         module.operation.verify()
+        return True
 
 
 _PASS_MANAGERS = threading.local()
@@ -291,9 +313,16 @@ BLAS = Stage(
     transform=_blas_substitute,
     description="float matmuls -> OpenBLAS gemm helper calls (compiler/lower/blas.py)",
 )
+#: Before every CPU target's lowering, and in each completion: libm's expm1 and log1p, where
+#: convert-math-to-llvm would write exp(x) - 1 and log(1 + x) (workaround ``expm1-log1p-libm``).
+LIBM = Stage(
+    "libm",
+    transform=_libm_calls,
+    description="math.expm1/log1p -> libm calls, vectors lane by lane (compiler/lower/libm.py)",
+)
 LOWERED = Stage("lowered", LOWER, description="buffers -> loops -> LLVM dialect")
 COMPLETED = Stage("complete", COMPLETE, description="the minimal completion to LLVM dialect")
-STAGES: dict[str, Stage] = {s.name: s for s in (OPTIMIZED, BUFFERIZED, BLAS, LOWERED)}
+STAGES: dict[str, Stage] = {s.name: s for s in (OPTIMIZED, BUFFERIZED, BLAS, LIBM, LOWERED)}
 
 #: The pseudo-stages around the pipeline: the module as built, and LLVM's JIT at the end.
 BUILT, LLVM = "module", "llvm"
@@ -325,8 +354,8 @@ VECTOR_LOWER = (
     "convert-vector-to-llvm{reassociate-fp-reductions=true vector-contract-lowering=outerproduct "
     "vector-transpose-lowering=shuffle1d}, "
     "finalize-memref-to-llvm, convert-scf-to-cf, convert-math-to-llvm, convert-math-to-libm, "
-    "convert-arith-to-llvm, convert-ub-to-llvm, convert-index-to-llvm, convert-func-to-llvm, "
-    "convert-cf-to-llvm, reconcile-unrealized-casts, canonicalize)"
+    "convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm, convert-index-to-llvm, "
+    "convert-func-to-llvm, convert-cf-to-llvm, reconcile-unrealized-casts, canonicalize)"
 )
 # COMPLETE plus what vectors and schedules need (symbol-dce drops a schedule not yet applied), in
 # two parts: the buffers, then (after the gathers fix-up, a legalization the lowering needs)
@@ -339,9 +368,9 @@ VECTOR_COMPLETE = (
     "builtin.module(scf-forall-to-for, convert-vector-to-scf{full-unroll=true target-rank=1}, "
     "func.func(lower-vector-multi-reduction), func.func(convert-linalg-to-loops), "
     "expand-strided-metadata, lower-affine, convert-vector-to-llvm, convert-scf-to-cf, "
-    "finalize-memref-to-llvm, convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
-    "convert-ub-to-llvm, convert-index-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, "
-    "reconcile-unrealized-casts)"
+    "finalize-memref-to-llvm, convert-math-to-llvm, convert-math-to-libm, convert-vector-to-llvm, "
+    "convert-arith-to-llvm, convert-ub-to-llvm, convert-index-to-llvm, convert-func-to-llvm, "
+    "convert-cf-to-llvm, reconcile-unrealized-casts)"
 )
 
 
@@ -390,6 +419,7 @@ VECTOR_STAGES: tuple[Stage, ...] = (
           description="loop allocations hoisted, static temporaries as module globals (capped)"),
     Stage("deallocated", BUFFERIZE_DEALLOCATE, description="ownership-based deallocation"),
     BLAS,
+    LIBM,
     Stage("lowered", VECTOR_LOWER, description="vectors, buffers, loops -> LLVM dialect"),
 )  # fmt: skip
 #: ``NAME+copied-gathers``'s gathers fix-up (``Target.with_copied_gathers``).
@@ -404,6 +434,7 @@ VECTOR_COMPLETED = (
           "buffers"),
     Stage("complete-gathers", transform=_vector_hook("gathers", "strided_gathers"),
           description="cpu-vector's completion: the gathers fix-up"),
+    LIBM,
     Stage("complete", VECTOR_COMPLETE, description="cpu-vector's completion: to LLVM dialect"),
 )  # fmt: skip
 
@@ -482,6 +513,23 @@ class Target:
             completion=swapped(self.completion), opt_level=0,
         )  # fmt: skip
 
+    def with_plain_libm(self) -> Target:
+        """``NAME+plain-libm``: the same stages, at -O0, each ``libm`` stage (its own and its
+        completion's) replaced by ``libm.plain`` (scalar calls only, written apart): a second
+        way to complete a prefix, for triage, as ``+copied-gathers`` is."""
+        base = self.name.split("@")[0]
+
+        def swapped(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+            return tuple(
+                replace(s, transform=_plain_libm_calls) if s.transform is _libm_calls else s
+                for s in stages
+            )
+
+        return replace(
+            self, name=f"{base}+plain-libm@O0", stages=swapped(self.stages),
+            completion=swapped(self.completion), opt_level=0,
+        )  # fmt: skip
+
     def prefix(self, stage: str, steps: int | None = None) -> Target:
         """``NAME[:stage]`` (``NAME[:stage#k]``): this target's stages up to and including
         ``stage`` (of which only the first ``k`` steps), then the minimal completion, at -O0.
@@ -503,7 +551,7 @@ class Target:
             if steps == 0:
                 kept.pop()
         base = self.name.split("@")[0]
-        completion = self.completion or (COMPLETED,)
+        completion = self.completion or (LIBM, COMPLETED)
         return Target(f"{base}[:{label}]", (*kept, *completion), 0, f"{self.name} up to {label}")
 
 
@@ -512,17 +560,21 @@ TARGETS: dict[str, Target] = {
     for t in (
         Target(
             "cpu-loops",
-            (OPTIMIZED, BUFFERIZED, LOWERED),
+            (OPTIMIZED, BUFFERIZED, LIBM, LOWERED),
             description="fused linalg lowered to loops",
         ),
         Target(
             "cpu-blas",
-            (OPTIMIZED, BUFFERIZED, BLAS, LOWERED),
+            (OPTIMIZED, BUFFERIZED, BLAS, LIBM, LOWERED),
             description="fused, matmuls as OpenBLAS gemm calls",
         ),
-        Target("cpu-loops-unfused", (BUFFERIZED, LOWERED), description="cpu-loops without fusion"),
         Target(
-            "cpu-blas-unfused", (BUFFERIZED, BLAS, LOWERED), description="cpu-blas without fusion"
+            "cpu-loops-unfused", (BUFFERIZED, LIBM, LOWERED), description="cpu-loops without fusion"
+        ),
+        Target(
+            "cpu-blas-unfused",
+            (BUFFERIZED, BLAS, LIBM, LOWERED),
+            description="cpu-blas without fusion",
         ),
         Target(
             "cpu-vector",

@@ -64,6 +64,7 @@ TRIAGE_SAMPLED = (
     "cpu-vector+generic-cpu@O0",
     "cpu-loops+mlir-runtime@O0",
     "cpu-vector+copied-gathers@O0",
+    "cpu-loops+plain-libm@O0",
     "cpu-loops+optimized-codegen@O0",
 )
 TRIAGE_SHARE = 0.0625

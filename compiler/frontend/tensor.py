@@ -267,6 +267,14 @@ class Namespace:
         return lang.elementwise("power", x, y)
 
     @staticmethod
+    def atan(x: Any) -> Tensor:
+        return lang.elementwise("arctan", x)
+
+    @staticmethod
+    def asinh(x: Any) -> Tensor:
+        return lang.elementwise("arcsinh", x)
+
+    @staticmethod
     def reshape(x: Any, shape: Any, copy: Any = None) -> Tensor:
         return lang.reshape(x, shape, copy=copy)
 

@@ -127,6 +127,7 @@ def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
     ``cvt.rn.bf16.f32`` does) nor ``WITHOUT_AVX512`` (``_emulation_features``)."""
     from mlir import ir, passmanager
 
+    from ..lower import libm
     from ..runtime import Kernel
 
     context = ir.Context()
@@ -134,6 +135,7 @@ def emulated_kernel(artifacts: Artifacts) -> EmulatedKernel:
         module = ir.Module.parse(artifacts.stages["mapped"])
         launches_to_loops(module)
         module.operation.verify()
+        libm.replace(module)  # as the CPU targets' libm stage (the GPU's libdevice has expm1)
         passmanager.PassManager.parse(LOWER).run(module.operation)
         _emulation_features(module)
         level = 1 if workarounds.enabled("emulation-at-o1") else 2

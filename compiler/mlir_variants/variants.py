@@ -11,7 +11,7 @@ from typing import Any
 from .. import backends, pipelines, tools
 from ..driver import Artifacts
 from ..frontend.graph import Graph
-from ..pipelines import BUFFERIZE, BUFFERIZED, LOWERED, Stage, Target
+from ..pipelines import BUFFERIZE, BUFFERIZED, LIBM, LOWERED, Stage, Target
 from .catalog import STAGES, Entry
 from .scripts import features
 
@@ -24,11 +24,13 @@ RUNTIME_SUFFIX = "+mlir-runtime"
 DEFAULT_LEVEL = 0
 
 # Lowers what vectorizing entries leave (LOWER has no vector conversion): masks and
-# multi-reductions first, transfers to loops of loads, then the vector dialect to LLVM.
+# multi-reductions first, transfers to loops of loads, math on vectors (a libm function with no
+# LLVM intrinsic, cbrt or asinh, is called lane by lane: vector.extract and vector.insert), then
+# the vector dialect to LLVM.
 VECTOR_FIXUP = (
     "builtin.module(func.func(lower-vector-mask, lower-vector-multi-reduction), "
-    "convert-vector-to-scf{full-unroll=true}, canonicalize, "
-    "convert-vector-to-llvm, convert-ub-to-llvm, canonicalize)"
+    "convert-vector-to-scf{full-unroll=true}, canonicalize, convert-math-to-llvm, "
+    "convert-math-to-libm, convert-vector-to-llvm, convert-ub-to-llvm, canonicalize)"
 )
 # pipelines.COMPLETE plus vectors: what finishes a prefix of a variant (attribution).
 VARIANT_COMPLETE = (
@@ -36,9 +38,9 @@ VARIANT_COMPLETE = (
     "convert-bufferization-to-memref, func.func(lower-vector-mask, lower-vector-multi-reduction), "
     "convert-vector-to-scf{full-unroll=true}, func.func(convert-linalg-to-loops), "
     "expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-vector-to-llvm, "
-    "finalize-memref-to-llvm, convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, "
-    "convert-ub-to-llvm, convert-index-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, "
-    "reconcile-unrealized-casts)"
+    "finalize-memref-to-llvm, convert-math-to-llvm, convert-math-to-libm, convert-vector-to-llvm, "
+    "convert-arith-to-llvm, convert-ub-to-llvm, convert-index-to-llvm, convert-func-to-llvm, "
+    "convert-cf-to-llvm, reconcile-unrealized-casts)"
 )
 VARIANT_COMPLETED = Stage("complete", VARIANT_COMPLETE, description="completion of a variant")
 
@@ -326,6 +328,7 @@ def stages(variant: Variant) -> tuple[Stage, ...]:
     for entry in entries:
         if entry.stage in ("buffer", "lower", "loops"):
             out.append(stage_of(entry, f"builtin.module({entry.fragment(entry.id)})"))
+    out.append(LIBM)  # (before the fix-up: it would lower a vector expm1 as exp(x) - 1)
     if any(e.vector for e in entries):
         out.append(_vector_fixup(variant.known_broken))
     out.append(LOWERED)
@@ -336,7 +339,7 @@ def target(variant: Variant) -> Target:
     described = ", ".join(variant.entries) or "no entries (our bufferization and lowering)"
     return Target(
         variant.name, stages(variant), DEFAULT_LEVEL, f"upstream MLIR passes: {described}",
-        completion=(VARIANT_COMPLETED,),
+        completion=(LIBM, VARIANT_COMPLETED),
     )  # fmt: skip
 
 

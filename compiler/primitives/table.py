@@ -599,5 +599,26 @@ register(
         doc="np.broadcast_to, materialized (later ops need a real buffer)",
     )
 )
+# NumPy's other transcendental ufuncs of the real line (and log2/log10/log1p of nonnegative
+# inputs in the generator's guard: log1p is finite down to -1), each one math op, a libm function
+# or an LLVM intrinsic in every lowering: expm1 and log1p are accurate where exp(x) - 1 and
+# log(1 + x) cancel, the reason a user calls them (the CPU targets' ``libm`` stage keeps them so).
+# Appended, so the entries above keep their generation order. The array API names two of them
+# otherwise (NumPy 2 has both): the "methods" spelling writes ``xp.atan`` and ``xp.asinh``, as it
+# writes ``xp.pow``.
+for _name, _math, _meta in (
+    ("expm1", "math.expm1", {}),
+    ("log1p", "math.log1p", {"domain": "nonnegative"}),
+    ("exp2", "math.exp2", {"result_range": "nonnegative"}),
+    ("log2", "math.log2", {"domain": "nonnegative"}),
+    ("log10", "math.log10", {"domain": "nonnegative"}),
+    ("sinh", "math.sinh", {}),
+    ("cosh", "math.cosh", {"result_range": "nonnegative"}),
+    ("tan", "math.tan", {}),
+    ("arctan", "math.atan", {"result_range": "bounded", "method": _call("atan")[1]}),
+    ("arcsinh", "math.asinh", {"method": _call("asinh")[1]}),
+    ("cbrt", "math.cbrt", {}),
+):
+    _elementwise(_name, "unary", getattr(np, _name), scalar.op(_math), **_meta)
 
 __all__ = ["compare_dtype", "format_key"]

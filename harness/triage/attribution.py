@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compiler import backends, primitives
+from compiler.lower.libm import WORKAROUND as LIBM_WORKAROUND
 from compiler.lower.poison import MARKER
 from compiler.pipelines import (
     BUILT,
@@ -237,6 +238,7 @@ _VARIANT_CODE = {
     "MlirRuntimeKernel)",
     "copied-gathers": "cpu-vector's copying gathers fix-up (compiler/vector/gathers.py, "
     "copied_gathers)",
+    "plain-libm": "the plain libm stage (compiler/lower/libm.py, plain)",
     "optimized-codegen": "the optimized-codegen stage (compiler/pipelines.py) or LLVM's "
     "optimized code generation of IR no IR pass has optimized",
 }
@@ -348,6 +350,40 @@ def _with_known_issue(
         found.mlir["known_issue"] = issue
         found.detail += f". Known issue {issue['name']}: {issue['cause']} ({issue['upstream']})"
     return found
+
+
+_LIBM_DETAIL = (
+    "{prefix} fails, completed by the target's libm stage, and passes completed by the plain "
+    "one (+plain-libm: calls of libm's expm1 and log1p, written apart): the libm stage "
+    "(compiler/lower/libm.py) miscompiles the expm1 or log1p it replaces"
+)
+_LIBM_LOWERING = (
+    "{prefix} fails, and passes with expm1 and log1p called from libm (+plain-libm): with the "
+    "workaround expm1-log1p-libm off, the lowering's convert-math-to-llvm writes them as "
+    "exp(x) - 1 and log(1 + x), which cancel near zero (MLIR 22.1.8; "
+    "tests/upstream/test_mlir_22_1_8.py)"
+)
+
+
+def _libm_suspect(
+    case: Case, target: Any, culprit: str, check: Callable[[str], str], family: str
+) -> tuple[str, str]:
+    """(layer, detail) where the libm stage, which the completion of the prefix up to
+    ``culprit`` runs (every CPU target's completion does), is at fault, or convert-math-to-llvm
+    is (the case turned the stage off: ``expm1-log1p-libm``): that prefix passes completed by
+    the plain stage instead (``+plain-libm``); else ("", ""). Asked only of a program with an
+    expm1 or a log1p (elsewhere both do nothing): a planted libm stage that called log for
+    log1p was blamed on the builder."""
+    names = target.stage_names()
+    if "libm" not in names or (culprit in names and names.index(culprit) >= names.index("libm")):
+        return "", ""
+    ops = {getattr(node, "op", "") for node in getattr(case.program, "nodes", ())}
+    if not ops & {"expm1", "log1p"} or check(f"{family}[:{culprit}]+plain-libm") != "passes":
+        return "", ""
+    prefix = "the module as built" if culprit == BUILT else f"the prefix up to the {culprit} stage"
+    if LIBM_WORKAROUND in case.workarounds_off:
+        return "mlir-pass:convert-math-to-llvm", _LIBM_LOWERING.format(prefix=prefix)
+    return "libm", _LIBM_DETAIL.format(prefix=prefix)
 
 
 def _fixups_caveat(target: Any, culprit: str) -> str:
@@ -1066,11 +1102,16 @@ class Attributor:
             frontend = self._graph_rejected(probe, evidence)
             if frontend:
                 return done("frontend", frontend)
+            layer, detail = _libm_suspect(case, target, BUILT, check, family)
+            if layer:
+                return done(layer, detail)
             return done(
                 "builder",
                 "the module as built, with only the minimal completion at -O0, already fails",
             )
-        found = self._locate(target, family, check, done, "the result is wrong", fixups=True)
+        found = self._locate(
+            target, family, check, done, "the result is wrong", fixups=True, case=case
+        )
         if found is not None:
             return found
         level = target.opt_level if level is None else level
@@ -1119,13 +1160,15 @@ class Attributor:
         done: Callable[..., Attribution],
         what: str,
         fixups: bool = False,
+        case: Case | None = None,
     ) -> Attribution | None:
         """The first of ``target``'s stages after which ``check`` of the prefix
         (``family[:stage]``) ``fails``, then the steps of that stage's pipeline bisected to the
         first after which it does (``[:stage#k]``); None if no prefix fails. With ``fixups``,
         a prefix completed by cpu-vector's gathers fix-up is also completed by the copying one
         (``+copied-gathers``): if that passes, the fix-up is at fault (a fix-up that dropped a
-        view's offset was blamed on the vectorizer, ``mlir-pass:transform-interpreter``)."""
+        view's offset was blamed on the vectorizer, ``mlir-pass:transform-interpreter``); and,
+        for a ``case`` with an expm1 or a log1p, by the plain libm stage (``+plain-libm``)."""
         culprit = None
         for stage in target.stage_names():
             if check(f"{family}[:{stage}]") == "fails":
@@ -1137,6 +1180,10 @@ class Attributor:
             where = _source(culprit)
             detail = f"the {culprit} stage (this project's Python{where}) introduces it"
             return done(culprit, detail)
+        if fixups and case is not None:
+            layer, detail = _libm_suspect(case, target, culprit, check, family)
+            if layer:
+                return done(layer, detail)
         if fixups and _fixups_caveat(target, culprit):
             if check(f"{family}[:{culprit}]+copied-gathers") == "passes":
                 return done(

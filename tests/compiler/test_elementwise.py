@@ -210,6 +210,17 @@ UNARY = {
     "sqrt": (None, np.sqrt, "sqrt"),
     "sin": (None, np.sin, "sin"),
     "cos": (None, np.cos, "cos"),
+    "expm1": (None, np.expm1, "expm1"),
+    "log1p": (None, np.log1p, "log1p"),
+    "exp2": (None, np.exp2, "exp2"),
+    "log2": (None, np.log2, "log2"),
+    "log10": (None, np.log10, "log10"),
+    "sinh": (None, np.sinh, "sinh"),
+    "cosh": (None, np.cosh, "cosh"),
+    "tan": (None, np.tan, "tan"),
+    "arctan": (None, np.atan, "atan"),  # the array API's names, NumPy 2's aliases
+    "arcsinh": (None, np.asinh, "asinh"),
+    "cbrt": (None, np.cbrt, "cbrt"),
 }
 
 

@@ -89,10 +89,10 @@ def test_stage_names(rng):
     x = rand(rng, (3, 4))
     f = jit(lambda x: x @ x.T)
     expected = {
-        "cpu-loops": ["module", "optimized", "bufferized", "lowered"],
-        "cpu-blas": ["module", "optimized", "bufferized", "blas", "lowered"],
-        "cpu-loops-unfused": ["module", "bufferized", "lowered"],
-        "cpu-blas-unfused": ["module", "bufferized", "blas", "lowered"],
+        "cpu-loops": ["module", "optimized", "bufferized", "libm", "lowered"],
+        "cpu-blas": ["module", "optimized", "bufferized", "blas", "libm", "lowered"],
+        "cpu-loops-unfused": ["module", "bufferized", "libm", "lowered"],
+        "cpu-blas-unfused": ["module", "bufferized", "blas", "libm", "lowered"],
     }
     for target, names in expected.items():
         texts = stages(f, x, target=target)

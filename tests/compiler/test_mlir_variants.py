@@ -124,9 +124,9 @@ def test_suffixes_like_our_targets() -> None:
     assert backends.get(f"{name}@O2+mlir-runtime").name == f"{name}+mlir-runtime@O2"
     assert backends.get("cpu-loops@O2+mlir-runtime").name == "cpu-loops+mlir-runtime@O2"
     prefix = backends.get(f"{name}[:to-loops#1]").target
-    assert prefix.stage_names() == ["generalize", "bufferized", "to-loops#1", "complete"]
+    assert prefix.stage_names() == ["generalize", "bufferized", "to-loops#1", "libm", "complete"]
     assert prefix.opt_level == 0
-    assert backends.get(f"{name}[:module]").target.stage_names() == ["complete"]
+    assert backends.get(f"{name}[:module]").target.stage_names() == ["libm", "complete"]
 
 
 @pytest.mark.parametrize(

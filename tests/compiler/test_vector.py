@@ -35,6 +35,7 @@ STAGE_NAMES = [
     "temporaries",
     "deallocated",
     "blas",
+    "libm",
     "lowered",
 ]
 ODD = (7, 9, 17, 33, 65)
@@ -65,7 +66,7 @@ def test_stage_names_and_layers() -> None:
     assert ["module", *target.stage_names()] == STAGE_NAMES
     python = {s.name for s in target.stages if s.layer == "project"}
     assert python == set(
-        "vecmath views rows-planned vector-planned gathers temporaries blas".split()
+        "vecmath views rows-planned vector-planned gathers temporaries blas libm".split()
     )
     assert "cpu-vector" in pipelines.TARGETS
 
@@ -299,6 +300,12 @@ ELEMENTWISE = {
     "sin-sqrt": lambda x, y: np.sin(x) + np.sqrt(np.abs(y)),
     # math.absi on an n-D vector is left unconverted by convert-math-to-llvm in this MLIR
     "abs-int": lambda x, y: np.abs(x.astype(np.int32) * 3 - 1) + np.abs(y.T).astype(np.int32),
+    # libm functions with no LLVM intrinsic: convert-math-to-libm unrolls their vectors into
+    # vector.extract / vector.insert, which a second convert-vector-to-llvm lowers
+    "libm-lanes": lambda x, y: np.arcsinh(x) * np.cbrt(y.T).astype(np.float32),
+    "intrinsics": lambda x, y: np.exp2(x) - np.log2(np.abs(y)) + np.tan(x) * np.cosh(y.T),
+    # the libm stage's lane-by-lane helpers (convert-math-to-llvm would cancel near zero)
+    "expm1-log1p": lambda x, y: np.expm1(x * 1e-9) + np.log1p(np.abs(y.T) * 1e-9),
 }
 
 

@@ -247,3 +247,26 @@ def test_a_jitted_function_compiles_again_under_other_workarounds() -> None:
         assert fn.compile(x, target="cpu-vector@O0") is off
     assert fn.compile(x, target="cpu-vector@O0") is on
     fn.clear()
+
+
+@pytest.mark.parametrize("target", ["cpu-loops", "cpu-vector", "cpu", "gpu-emulated"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_expm1_and_log1p_call_libm_on_every_cpu_target(target: str, dtype: type) -> None:
+    """``expm1-log1p-libm``: near zero, where exp(x) - 1 and log(1 + x) lose every digit, each
+    target gives libm's answer (cpu-vector's vectors lane by lane), and only the workaround
+    does: turned off, convert-math-to-llvm's expansion is millions of ulps off again."""
+    x = np.array([1e-10, -3e-9, 1e-7, -0.0, 0.25, -0.5], dtype)
+    want = [np.expm1(x), np.log1p(x)]
+    spacing = np.spacing(np.abs(np.concatenate(want)).astype(dtype)).astype(np.float64)
+
+    def worst() -> tuple[float, bool]:
+        """The largest error in ulps, and whether every sign (of -0.0 too) is NumPy's."""
+        fn = compiler.jit(lambda v: (np.expm1(v), np.log1p(v)))
+        got = np.concatenate([np.asarray(g, np.float64) for g in fn(x, target=target)])
+        signs = np.array_equal(np.signbit(got), np.signbit(np.concatenate(want)))
+        return float(np.max(np.abs(got - np.concatenate(want)) / spacing)), signs
+
+    error, signs = worst()
+    assert error <= 1 and signs, (error, signs)
+    with workarounds.disabled("expm1-log1p-libm"):
+        assert worst()[0] > 1000

@@ -100,6 +100,15 @@ def _gather_from_an_offset_view(b):
     return b.build(b.node("gather", table, b.input((1, 4), "int32", bound=5)))
 
 
+def _log1p(b):
+    return b.build(b.node("log1p", b.input((3, 4), "float64")))
+
+
+def _expm1_rows(b):
+    """A float32 expm1 of rows cpu-vector vectorizes (the libm stage's lane-by-lane helper)."""
+    return b.build(b.node("expm1", b.input((4, 37), "float32")))
+
+
 def _bf16_subnormal_compare(b):
     """``(x > sin(x)).astype(bfloat16)``: 0 for a subnormal x, unless sin(x) is flushed."""
     x = b.input((2, 1), "bfloat16")
@@ -124,6 +133,7 @@ _INPUTS = {
     "triage": {0: [[-2147483648.0, 2.5, -0.5], [7.0, -100.25, 1.0]]},
     "driver": {0: [[1.62, 0.637, 9.18e-41], [2.0, -3.45, 9.2e-41]]},
     "gathers-fixup": {1: [[0, 3, 4, 1]]},
+    "libm-stage": {0: [[0.5, 2.0, 7.0, 1.5], [3.0, 0.25, 9.0, 4.0], [6.0, 8.0, 0.75, 5.0]]},
     "frontend-identity": {0: [[-3e9, -4e9, -5e9], [1.0, 2.0, 3.0]]},
 }
 #: Input layouts a plant needs (``Case.with_layouts``).
@@ -343,6 +353,34 @@ PLANTS = {
         _gather_from_an_offset_view,
         ["cpu-vector@O0"],
         "gathers",
+    ),
+    # The libm stage completes every prefix too (convert-math-to-llvm would write exp(x) - 1):
+    # a planted one was blamed on the builder; the plain one (+plain-libm) tells them apart,
+    # for scalars at the module as built, and for the vectors only cpu-vector's helper takes.
+    "libm-stage": (
+        Mutation(
+            "log1p-calls-log",
+            "lower/libm.py",
+            'FUNCTIONS = {"expm1": ("expm1f", "expm1"), "log1p": ("log1pf", "log1p")}',
+            'FUNCTIONS = {"expm1": ("expm1f", "expm1"), "log1p": ("log1pf", "log")}',
+            "the libm stage calls log for a float64 log1p",
+        ),
+        _log1p,
+        ["cpu-loops@O0"],
+        "libm",
+    ),
+    "libm-stage-vectors": (
+        Mutation(
+            "expm1-lanes-dropped",
+            "lower/libm.py",
+            '        accumulated = f"%a{n}"',
+            '        accumulated = "%acc"',
+            "the libm stage's vector helper inserts each lane into the zero vector: only the "
+            "last lane is kept",
+        ),
+        _expm1_rows,
+        ["cpu-vector@O0"],
+        "libm",
     ),
     # The output buffers (the other way in, MLIR's runtime helpers, allocates its own: when it
     # shared ``output_buffers``, a runtime that gave two outputs of one type one buffer was

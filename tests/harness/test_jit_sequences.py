@@ -230,7 +230,7 @@ def test_a_call_in_other_shapes_is_its_own_program_and_stale_where_keyed_by_size
     assert findings and all("call 1" in f.detail for f in findings), [f.detail for f in findings]
     drawn: list[JitSequence] = []
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
     @given(jit_sequences())
     def collect(sequence: JitSequence) -> None:
         drawn.append(sequence)

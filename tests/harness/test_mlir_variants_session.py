@@ -153,7 +153,7 @@ def test_planted_entry_found_attributed_minimized_reproduced(tmp_path: Path) -> 
     assert "TRANSFORM_LIBRARY" in script and "transform-interpreter" in script
     subprocess.run(["sh", "commands.sh"], cwd=out, env=env, capture_output=True, timeout=600)
     stages = entry.mlir["stages"]
-    assert set(stages) == {"module", *kept, "bufferized", "lowered"}
+    assert set(stages) == {"module", *kept, "bufferized", "libm", "lowered"}
     for name, text in stages.items():
         assert (out / f"{name}.mlir").read_text().strip() == text.strip(), name
     assert "1.000000e+00" in (out / f"{PLANTED}.mlir").read_text()

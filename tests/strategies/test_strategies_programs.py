@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from strategies import (
     DTYPES,
     VIOLATIONS,
+    Const,
     InvalidProgram,
     Program,
     Ref,
@@ -47,13 +48,23 @@ def _numpy(program: Program, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
         return np.asarray(program.as_function()(*inputs))
 
 
+def _weak_beside_bfloat16(args: Any) -> bool:
+    consts = [a for a in args if isinstance(a, Const)]
+    return any(c.dtype is None for c in consts) and any(c.dtype == "bfloat16" for c in consts)
+
+
 @pytest.mark.slow
 @settings(max_examples=60)
 @given(samples(programs(implicit_int_to_float=False)))
 def test_programs_evaluate_in_numpy_and_jax_with_predicted_types(case: Sample) -> None:
     """Without the promotions JAX does its own way, JAX computes the predicted types too. JAX
-    takes only -1 for a reshape's unknown dimension (NumPy any negative: ``_unknown``)."""
+    takes only -1 for a reshape's unknown dimension (NumPy any negative: ``_unknown``), and
+    ``where(c, 2.0, bfloat16(2.0))`` is bfloat16 in JAX, float64 in NumPy (ml_dtypes' scalar
+    beside a Python float)."""
     assume(not any(n.op == "reshape" and min(n.attrs["shape"]) < -1 for n in case.program.nodes))
+    assume(
+        not any(n.op == "where" and _weak_beside_bfloat16(n.args[1:]) for n in case.program.nodes)
+    )
     _check_type(_numpy(case.program, case.inputs), case.program)
     _check_type(jax.jit(case.program.as_function(jnp))(*case.inputs), case.program)
 

@@ -14,17 +14,17 @@ from compiler.primitives import Primitive, scalar
 from compiler.primitives.results import unary_infer
 
 # The whole of a new elementwise primitive: its NumPy rule, its printed form (which evaluation
-# runs), its MLIR body.
-if "expm1" not in primitives.PRIMITIVES:
+# runs), its MLIR body (NumPy's arccos, which the table leaves out: libm's acos in every lowering).
+if "arccos" not in primitives.PRIMITIVES:
     primitives.register(
         Primitive(
-            "expm1",
+            "arccos",
             "unary",
             1,
-            unary_infer("expm1", np.expm1),
-            *primitives.printed(lambda a, attrs: f"xp.expm1({a[0]})"),
-            ufunc=np.expm1,
-            scalar=scalar.op("math.expm1"),
+            unary_infer("arccos", np.arccos),
+            *primitives.printed(lambda a, attrs: f"xp.arccos({a[0]})"),
+            ufunc=np.arccos,
+            scalar=scalar.op("math.acos"),
         )
     )
 
