@@ -17,6 +17,8 @@ import itertools
 import math
 from typing import Any
 
+from . import operations
+
 #: math op -> libm's function for (f32, f64)
 FUNCTIONS = {"expm1": ("expm1f", "expm1"), "log1p": ("log1pf", "log1p")}
 WORKAROUND = "expm1-log1p-libm"
@@ -77,19 +79,11 @@ def replace(module: Any) -> int:
     if not workarounds.enabled(WORKAROUND):
         return 0
     found: list[tuple[Any, str, tuple[int, ...], str]] = []
-
-    def walk(op: Any) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    name = child.operation.name
-                    if name.startswith("math.") and name[5:] in FUNCTIONS:
-                        typed = _shape_and_element(str(child.operation.results[0].type))
-                        if typed is not None:
-                            found.append((child.operation, name[5:], *typed))
-                    walk(child.operation)
-
-    walk(module.operation)
+    for op in operations(module):
+        if op.name.startswith("math.") and op.name[5:] in FUNCTIONS:
+            typed = _shape_and_element(str(op.results[0].type))
+            if typed is not None:
+                found.append((op, op.name[5:], *typed))
     if not found:
         return 0
     defined = {

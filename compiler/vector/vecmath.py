@@ -263,20 +263,14 @@ def replace_math_ops(module: Any, ops: tuple[str, ...] = tuple(FUNCTIONS)) -> se
     inlines them. Returns the (op, type) pairs replaced."""
     from mlir import ir
 
+    from ..lower import operations
+
     targets = []
-
-    def walk(op: Any) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    name = child.operation.name
-                    if name.startswith("math.") and name[5:] in ops:
-                        ty = str(child.operation.results[0].type)
-                        if ty in ("f32", "f64"):
-                            targets.append((child.operation, name[5:], ty))
-                    walk(child.operation)
-
-    walk(module.operation)
+    for op in operations(module):
+        if op.name.startswith("math.") and op.name[5:] in ops:
+            ty = str(op.results[0].type)
+            if ty in ("f32", "f64"):
+                targets.append((op, op.name[5:], ty))
     needed = set()
     for op, fn, ty in targets:
         needed.add((fn, ty))
@@ -303,17 +297,9 @@ def expand_absi(module: Any) -> int:
     count."""
     from mlir import ir
 
-    found = []
+    from ..lower import operations
 
-    def walk(op: Any) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    if child.operation.name == "math.absi":
-                        found.append(child.operation)
-                    walk(child.operation)
-
-    walk(module.operation)
+    found = [op for op in operations(module) if op.name == "math.absi"]
     for op in found:
         x = op.operands[0]
         with ir.InsertionPoint(op), op.location:
