@@ -72,6 +72,31 @@ class Artifacts:
         }
 
 
+#: How a ``CompilerError`` of a stage whose output LLVM's translation cannot take begins.
+UNTRANSLATED = "left for LLVM's translation, which takes none of them:"
+
+
+def untranslated(module: Any) -> dict[str, int]:
+    """The ops of a lowered ``module`` that are neither LLVM's nor the module itself, by name:
+    what makes the ExecutionEngine fail to translate it ("missing
+    LLVMTranslationDialectInterface registration ... vector.extract")."""
+    from .lower import operations
+
+    left: dict[str, int] = {}
+    for op in operations(module):
+        if op.name.split(".")[0] not in ("llvm", "builtin"):
+            left[op.name] = left.get(op.name, 0) + 1
+    return left
+
+
+def untranslated_message(stage: str, left: dict[str, int]) -> str:
+    ops = ", ".join(f"{name} ({count})" for name, count in sorted(left.items()))
+    return (
+        f"{UNTRANSLATED} {ops}: the {stage} stage's conversions to the LLVM dialect miss them "
+        "(a conversion pass absent, or running before the pass that makes them)"
+    )
+
+
 def stage_command(target: Target, stage: Stage, source: str, output: str) -> str:
     """The command that runs ``stage`` of ``target`` on the file ``source``, writing ``output``.
     A Python stage that a named target runs too (``libm``, which every CPU target and variant
@@ -514,6 +539,16 @@ def compile_graph(
                         kernel = Kernel(module, signature, target.opt_level, pic=bool(entry))
                 except ir.MLIRError as error:  # pragma: no cover - the JIT rarely reports
                     raise CompilerError(LLVM, "", str(error), current) from None
+                except RuntimeError as error:
+                    left = untranslated(module)
+                    if not left or not target.stages:
+                        raise
+                    # (the engine's error names nothing; MLIR printed the op to stderr only)
+                    last = target.stages[-1]
+                    before = artifacts.stages[([BUILT] + target.stage_names())[-2]]
+                    raise CompilerError(
+                        last.name, last.pipeline, untranslated_message(last.name, left), before
+                    ) from error
                 kernel.context = context  # the engine's module lives in this context
                 _KERNEL_MEMO.put(key, kernel)
                 if entry is not None and runtime == "ours":

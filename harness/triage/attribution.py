@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compiler import backends, primitives
+from compiler.driver import UNTRANSLATED
 from compiler.lower.libm import WORKAROUND as LIBM_WORKAROUND
 from compiler.lower.poison import MARKER
 from compiler.pipelines import (
@@ -384,6 +385,32 @@ def _libm_suspect(
     if LIBM_WORKAROUND in case.workarounds_off:
         return "mlir-pass:convert-math-to-llvm", _LIBM_LOWERING.format(prefix=prefix)
     return "libm", _LIBM_DETAIL.format(prefix=prefix)
+
+
+def _untranslated(backend: str, stage: str, pipeline: str, text: str, error: str) -> Attribution:
+    """A stage's pipeline that ran without error and left ops no LLVM translation takes
+    (``compiler.driver.untranslated``): no pass fails, so no pass is pinned; the pipeline,
+    this project's string in compiler/pipelines.py, is the layer (it was "a Python exception
+    in the compiler's own code, at compiler/runtime.py in make_engine", for a cpu-vector
+    lowering that lowered vector ops before convert-math-to-libm made more)."""
+    from .mlir_crash import crash_command
+
+    left = error.split(UNTRANSLATED, 1)[1].split(":", 1)[0].strip()
+    names = "|".join(re.escape(part.split(" (")[0]) for part in left.split(", "))
+    return Attribution(
+        f"pipeline:{stage}",
+        backend,
+        f"the {stage} stage's pipeline (compiler/pipelines.py) runs without error and leaves "
+        f"{left} in the module, which LLVM's translation does not take: a conversion to the "
+        "LLVM dialect is missing from it, or runs before the pass that makes those ops",
+        mlir={
+            "failing_stage": stage,
+            "stage_input": text,
+            "stage_pipeline": pipeline,
+            "error": error,
+            "command": f"{crash_command(pipeline, 'stage_input.mlir')} | grep -E '{names}'",
+        },
+    )
 
 
 def _fixups_caveat(target: Any, culprit: str) -> str:
@@ -861,6 +888,9 @@ class Attributor:
                 return Attribution("unknown", backend, f"could not rebuild the input of {stage}")
             stage_input = list(texts.values())[-1]
         standalone = getattr(target.stage(stage), "standalone", None)
+        error = (finding.result.message if finding.result is not None else "") or finding.detail
+        if UNTRANSLATED in error and pipeline:
+            return _untranslated(backend, stage, pipeline, stage_input, error)
         if standalone is None and not pipeline:
             return self._python_stage(finding, backend, stage, stage_input)
         if standalone is not None:  # a stage that decides on its input (mlir: variants)

@@ -109,6 +109,11 @@ def _expm1_rows(b):
     return b.build(b.node("expm1", b.input((4, 37), "float32")))
 
 
+def _cbrt_rows(b):
+    """A float64 cbrt cpu-vector vectorizes: libm's, called lane by lane."""
+    return b.build(b.node("cbrt", b.input((4, 37), "float64")))
+
+
 def _bf16_subnormal_compare(b):
     """``(x > sin(x)).astype(bfloat16)``: 0 for a subnormal x, unless sin(x) is flushed."""
     x = b.input((2, 1), "bfloat16")
@@ -382,6 +387,23 @@ PLANTS = {
         ["cpu-vector@O0"],
         "libm",
     ),
+    # A pipeline that runs without error but leaves ops LLVM's translation does not take (the
+    # second convert-vector-to-llvm, after convert-math-to-libm's lane-by-lane calls, dropped):
+    # no pass fails, and the engine's error names nothing; it was "a Python exception at
+    # compiler/runtime.py in make_engine".
+    "pipeline-leaves-ops": (
+        Mutation(
+            "libm-lanes-left-as-vector-ops",
+            "pipelines.py",
+            '"convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm, '
+            'convert-index-to-llvm, "',
+            '"convert-arith-to-llvm, convert-ub-to-llvm, convert-index-to-llvm, "',
+            "cpu-vector's lowering converts vector ops before convert-math-to-libm makes more",
+        ),
+        _cbrt_rows,
+        ["cpu-vector@O0"],
+        "pipeline:lowered",
+    ),
     # The output buffers (the other way in, MLIR's runtime helpers, allocates its own: when it
     # shared ``output_buffers``, a runtime that gave two outputs of one type one buffer was
     # blamed on the built module).
@@ -495,6 +517,11 @@ def test_each_planted_layer_is_named(layer: str, tmp_path: Path) -> None:
     assert result["findings"], f"the planted {layer} bug was not found"
     attribution = result["attribution"]
     assert attribution["layer"] == expected, attribution
+    if layer == "pipeline-leaves-ops":
+        mlir = attribution["mlir"]
+        assert "vector.extract" in attribution["detail"], attribution
+        assert mlir["command"].startswith("mlir-opt --pass-pipeline="), mlir
+        assert "compiler/pipelines.py" in attribution["detail"], attribution
     if layer == "blas-stage-fails":
         mlir = attribution["mlir"]
         assert mlir["failing_stage"] == "blas" and "linalg.matmul" in mlir["stage_input"], mlir

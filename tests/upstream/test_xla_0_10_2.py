@@ -213,3 +213,54 @@ def test_a_power_of_eight_is_pow() -> None:
         got = np.asarray(jax.jit(lambda v: 8.0**v)(x))
     ulps = np.abs(got.view(np.int64) - want.view(np.int64))
     assert ulps.max() <= 2, ulps  # [355 0 82] on 0.10.2
+
+
+@pytest.mark.xfail(
+    PINNED,
+    strict=True,
+    raises=AssertionError,
+    reason="JAX (0.10.2): jnp.exp2(x) is exp(log(2) * x) (its StableHLO: a multiply, then "
+    "exponential), the product rounded first: 2**-744 and 2**1000, exact powers of two, come out "
+    "205 and 617 ulps off in float64, float32 2**-103 18 (no report found; the same class: "
+    "jax-ml/jax#40419, log2 as log / log 2)",
+)
+def test_exp2_is_not_rounded_through_exp() -> None:
+    """Found by a 6-minute session (``--backends 'cpu-loops@O0,xla-cpu,mlir:*' --seed 11``)
+    once ``exp2`` was a primitive, each minimized to one node: float64 ``exp2(-744.0)`` on
+    ``xla-cpu`` was 1.0806454419566288e-224 for 2**-744 = 1.0806454419566534e-224, float32
+    ``exp2(-103.0)`` 18 ulps off. Eagerly the same: the rewrite is JAX's own, not XLA's. NumPy
+    gives the C library's answer to the bit (the setup check)."""
+    import math
+
+    import jax.numpy as jnp
+
+    x = np.array([-744.0, 1000.0, 700.7, -500.25, 0.3, 10.5])
+    want = np.array([math.pow(2.0, v) for v in x])
+    if not np.array_equal(np.exp2(x), want):
+        raise RuntimeError(f"NumPy's exp2 is off the C library's pow: {np.exp2(x)} vs {want}")
+    with jax.enable_x64(True):
+        got = np.asarray(jax.jit(jnp.exp2)(x))
+    ulps = np.abs(got.view(np.int64) - want.view(np.int64))
+    assert ulps.max() <= 2, ulps  # [205 617 280 67 0 0] on 0.10.2
+
+
+@pytest.mark.xfail(
+    PINNED,
+    strict=True,
+    raises=AssertionError,
+    reason="XLA (jaxlib 0.10.2) CPU: float32 cbrt of every subnormal, positive or negative, is "
+    "-5.5951735e-16 (float64 subnormals give 0, the flushed input's root); no report found",
+)
+def test_the_cube_root_of_a_float32_subnormal_is_not_negative() -> None:
+    """Found by the same 6-minute session as ``exp2``: ``cbrt`` of the least float32 subnormal,
+    1.4e-45, was -5.595e-16 on ``xla-cpu`` (NumPy: 1.119e-15). XLA flushes subnormals by
+    design (jax-ml/jax#16200), which would make it 0 (float64 does); a negative root of a
+    positive number is no flushing. Eagerly the same (one ``stablehlo.cbrt``)."""
+    import jax.numpy as jnp
+
+    normal = np.array([8.0, 1.2e-38, -27.0], np.float32)
+    if not np.allclose(np.asarray(jax.jit(jnp.cbrt)(normal)), np.cbrt(normal), rtol=1e-6, atol=0):
+        raise RuntimeError("XLA's float32 cbrt of normal numbers is wrong too")
+    x = np.array([1.4e-45, 1e-40, 1e-38], np.float32)
+    got = np.asarray(jax.jit(jnp.cbrt)(x))
+    assert np.all((got == 0) | np.isclose(got, np.cbrt(x), rtol=1e-6, atol=0)), got
