@@ -110,16 +110,22 @@ class GraphInterpreterBackend:
         return [np.array(a, copy=True) for a in evaluate_graph(artifacts.native, arrays)]
 
 
+#: The variants but ``+mlir-runtime`` run at -O0 only, each made by its ``Target`` method.
+_AT_O0 = {
+    "generic-cpu": "with_generic_cpu",
+    "poison-checks": "with_poison_checks",
+    "copied-gathers": "with_copied_gathers",
+    "plain-libm": "with_plain_libm",
+    "optimized-codegen": "with_optimized_codegen",
+}
+
 #: The suffixes of our CPU targets' triage variants: ``+mlir-runtime`` (MLIR's runtime helpers
 #: call the kernel), ``+generic-cpu`` (LLVM compiles it for a generic x86-64 CPU) and
 #: ``+poison-checks`` (an operation whose result would be poison aborts instead, saying so),
 #: ``+copied-gathers`` (cpu-vector's gathers fix-up replaced by one that copies the views),
 #: ``+plain-libm`` (the libm stage replaced by one written apart) and ``+optimized-codegen`` (no
 #: IR passes, but the code generation of an optimized target).
-VARIANT_SUFFIXES = (
-    "mlir-runtime", "generic-cpu", "poison-checks", "copied-gathers", "plain-libm",
-    "optimized-codegen",
-)  # fmt: skip
+VARIANT_SUFFIXES = ("mlir-runtime", *_AT_O0)
 
 BACKENDS: dict[str, Backend] = {}
 #: Backends whose names take an ``@O<n>`` suffix: factory(level) -> backend.
@@ -208,26 +214,10 @@ def get(name: str) -> Backend:
             target = target.prefix(stage, steps)
         if level is not None:
             target = target.with_opt_level(level)
-        if suffix == "generic-cpu":
+        if suffix in _AT_O0:
             if given not in (None, 0):
-                raise ValueError(f"{name!r}: +generic-cpu runs at -O0 only")
-            target = target.with_generic_cpu()
-        if suffix == "poison-checks":
-            if given not in (None, 0):
-                raise ValueError(f"{name!r}: +poison-checks runs at -O0 only")
-            target = target.with_poison_checks()
-        if suffix == "copied-gathers":
-            if given not in (None, 0):
-                raise ValueError(f"{name!r}: +copied-gathers runs at -O0 only")
-            target = target.with_copied_gathers()
-        if suffix == "plain-libm":
-            if given not in (None, 0):
-                raise ValueError(f"{name!r}: +plain-libm runs at -O0 only")
-            target = target.with_plain_libm()
-        if suffix == "optimized-codegen":
-            if given not in (None, 0):
-                raise ValueError(f"{name!r}: +optimized-codegen runs at -O0 only")
-            target = target.with_optimized_codegen()
+                raise ValueError(f"{name!r}: +{suffix} runs at -O0 only")
+            target = getattr(target, _AT_O0[suffix])()
         return MlirCpuBackend(target, runtime="mlir" if suffix == "mlir-runtime" else "ours")
 
     return _cached((name,), make)

@@ -491,44 +491,39 @@ class Target:
         stages = (*self.stages, OPTIMIZED_CODEGEN)
         return replace(self, name=f"{base}+optimized-codegen@O0", stages=stages, opt_level=0)
 
+    def _with_swapped(self, suffix: str, swap: Callable[[Stage], Stage]) -> Target:
+        """``NAME+suffix``: the same stages, at -O0, each (its own and its completion's)
+        passed through ``swap``, which returns a stage to replace or the stage itself."""
+        base = self.name.split("@")[0]
+        return replace(
+            self, name=f"{base}+{suffix}@O0", stages=tuple(map(swap, self.stages)),
+            completion=tuple(map(swap, self.completion)), opt_level=0,
+        )  # fmt: skip
+
     def with_copied_gathers(self) -> Target:
         """``NAME+copied-gathers``: the same stages, at -O0, each gathers fix-up (cpu-vector's
         ``gathers``, its completion's ``complete-gathers``) reading contiguous copies of the
         strided views instead (``gathers.copied_gathers``): a second way to complete a prefix,
         for triage (``Attributor``)."""
-        base = self.name.split("@")[0]
 
-        def swapped(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
-            out = []
-            for s in stages:
-                if s.transform is not None and s.transform.__name__ == "gathers.strided_gathers":
-                    # A completion's copies are freed by the fix-up (no deallocation follows).
-                    freed = s.name == "complete-gathers"
-                    s = replace(s, transform=COPIED_GATHERS_FREED if freed else COPIED_GATHERS)
-                out.append(s)
-            return tuple(out)
+        def swap(s: Stage) -> Stage:
+            if s.transform is None or s.transform.__name__ != "gathers.strided_gathers":
+                return s
+            # A completion's copies are freed by the fix-up (no deallocation follows).
+            freed = s.name == "complete-gathers"
+            return replace(s, transform=COPIED_GATHERS_FREED if freed else COPIED_GATHERS)
 
-        return replace(
-            self, name=f"{base}+copied-gathers@O0", stages=swapped(self.stages),
-            completion=swapped(self.completion), opt_level=0,
-        )  # fmt: skip
+        return self._with_swapped("copied-gathers", swap)
 
     def with_plain_libm(self) -> Target:
         """``NAME+plain-libm``: the same stages, at -O0, each ``libm`` stage (its own and its
-        completion's) replaced by ``libm.plain`` (scalar calls only, written apart): a second
-        way to complete a prefix, for triage, as ``+copied-gathers`` is."""
-        base = self.name.split("@")[0]
-
-        def swapped(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
-            return tuple(
-                replace(s, transform=_plain_libm_calls) if s.transform is _libm_calls else s
-                for s in stages
-            )
-
-        return replace(
-            self, name=f"{base}+plain-libm@O0", stages=swapped(self.stages),
-            completion=swapped(self.completion), opt_level=0,
-        )  # fmt: skip
+        completion's) replaced by ``libm.plain`` (written apart: its own table of names, its own
+        vector helper): a second way to complete a prefix, for triage, as ``+copied-gathers``
+        is."""
+        return self._with_swapped(
+            "plain-libm",
+            lambda s: replace(s, transform=_plain_libm_calls) if s.transform is _libm_calls else s,
+        )
 
     def prefix(self, stage: str, steps: int | None = None) -> Target:
         """``NAME[:stage]`` (``NAME[:stage#k]``): this target's stages up to and including

@@ -69,6 +69,15 @@ def _shape_and_element(type_text: str) -> tuple[tuple[int, ...], str] | None:
     return None
 
 
+def _symbols(module: Any) -> set[str]:
+    """The names the module's top level defines (its functions, the libm declarations)."""
+    return {
+        str(op.operation.attributes["sym_name"]).strip('"')
+        for op in module.body.operations
+        if "sym_name" in op.operation.attributes
+    }
+
+
 def replace(module: Any) -> int:
     """Replace every f32/f64 (scalar or vector) ``math.expm1`` and ``math.log1p`` of ``module``
     by libm calls, in place; returns how many (none while the workaround is off)."""
@@ -86,11 +95,7 @@ def replace(module: Any) -> int:
                 found.append((op, op.name[5:], *typed))
     if not found:
         return 0
-    defined = {
-        str(op.operation.attributes["sym_name"]).strip('"')
-        for op in module.body.operations
-        if "sym_name" in op.operation.attributes
-    }
+    defined = _symbols(module)
     library: list[str] = []
     for op, name, shape, element in found:
         libm = _callee(name, element)
@@ -154,26 +159,18 @@ def plain(module: Any) -> None:
     from mlir import ir
 
     found = []
-
-    def walk(op: Any) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    kind = str(child.operation.results[0].type) if child.operation.results else ""
-                    element = kind.rsplit("x", 1)[-1].rstrip(">") if "vector<" in kind else kind
-                    if child.operation.name in _PLAIN and element in ("f32", "f64"):
-                        found.append((child.operation, _PLAIN[child.operation.name][element], kind))
-                    walk(child.operation)
-
-    walk(module.operation)
-    declared = {str(f.operation.attributes["sym_name"]).strip('"') for f in module.body.operations
-                if "sym_name" in f.operation.attributes}  # fmt: skip
+    for op in operations(module):
+        kind = str(op.results[0].type) if op.results else ""
+        element = kind.rsplit("x", 1)[-1].rstrip(">") if kind.startswith("vector<") else kind
+        if op.name in _PLAIN and element in ("f32", "f64"):
+            dims = kind[len("vector<") : -1].split("x")[:-1] if kind != element else []
+            shape = tuple(int(d) for d in dims)
+            found.append((op, _PLAIN[op.name][element], element, shape))
+    declared = _symbols(module)
     text = []
-    for op, callee, kind in found:
-        element = kind.rsplit("x", 1)[-1].rstrip(">") if "vector<" in kind else kind
+    for op, callee, element, shape in found:
         name = callee
-        if kind != element:
-            shape = tuple(int(d) for d in kind[len("vector<") : -1].split("x")[:-1])
+        if shape:
             name = f"__plain_{callee}_{'x'.join(map(str, shape))}"
             if name not in declared:
                 declared.add(name)
